@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 
 
 def _hmac(key: bytes, data: bytes) -> bytes:
-    return hmac.new(key, data, hashlib.sha256).digest()
+    return hmac.digest(key, data, "sha256")
 
 
 class HmacDrbg:
