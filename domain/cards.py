@@ -61,7 +61,9 @@ def canonical_deck(kind: DeckKind) -> tuple[Card, ...]:
         )
     ranks = _FRENCH_52_RANKS if kind is DeckKind.FRENCH_52 else _FRENCH_40_RANKS
     return tuple(
-        Card(r + s, r, s, _FRENCH_VALUES[r], _FRENCH_COLOURS[s]) for s in _FRENCH_SUITS for r in ranks
+        Card(r + s, r, s, _FRENCH_VALUES[r], _FRENCH_COLOURS[s])
+        for s in _FRENCH_SUITS
+        for r in ranks
     )
 
 
@@ -70,7 +72,9 @@ def parse_deck_kind(text: str, field: str = "deck") -> DeckKind:
         return DeckKind(text.upper())
     except ValueError:
         names = ", ".join(k.value for k in DeckKind)
-        raise InvalidArgument(field, "UNKNOWN_DECK", f"unknown deck kind {text!r} (one of {names})")
+        raise InvalidArgument(
+            field, "UNKNOWN_DECK", f"unknown deck kind {text!r} (one of {names})"
+        ) from None
 
 
 def canonical_shoe(kind: DeckKind, decks: int) -> tuple[Card, ...]:
@@ -93,4 +97,6 @@ def card_from_code(code: str, kind: DeckKind = DeckKind.FRENCH_52) -> Card:
     try:
         return _by_code(kind)[code]
     except KeyError:
-        raise InvalidArgument("card", "UNKNOWN_CARD", f"no card {code!r} in {kind.value}")
+        raise InvalidArgument(
+            "card", "UNKNOWN_CARD", f"no card {code!r} in {kind.value}"
+        ) from None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from domain.cards import Card
 from domain.chances import Row
+from domain.errors import InvalidArgument
 from domain.rules import CutCardRule
 
 ROW_STOPS_ABOVE = 30  # a row is dealt until its total exceeds 30 (final 31..40)
@@ -36,15 +37,76 @@ class CoupDeal:
 
     @property
     def noir(self) -> tuple[Card, ...]:
-        raise NotImplementedError
+        """The Noir row's cards, in dealing order."""
+        return tuple(d.card for d in self.cards if d.row is Row.NOIR)
 
     @property
     def rouge(self) -> tuple[Card, ...]:
-        raise NotImplementedError
+        """The Rouge row's cards, in dealing order."""
+        return tuple(d.card for d in self.cards if d.row is Row.ROUGE)
+
+
+_set_row, _set_card, _set_position, _set_total = (
+    DealtCard.__dict__[name].__set__ for name in DealtCard.__slots__
+)
+
+
+def _new_dealt_card(row: Row, card: Card, position: int, running_total: int) -> DealtCard:
+    """``DealtCard(...)``, filling the slots directly (the hot path; see layout.new_movement)."""
+    d: DealtCard = object.__new__(DealtCard)
+    _set_row(d, row)
+    _set_card(d, card)
+    _set_position(d, position)
+    _set_total(d, running_total)
+    return d
+
+
+def cut_card_position(sabot_size: int) -> int:
+    """The first position at or past the red cut card: ``size - 5`` (never below 0)."""
+    return max(sabot_size - CARDS_BEHIND_CUT_CARD, 0)
 
 
 def deal_coup(sabot: Sequence[Card], position: int, cut_card: CutCardRule) -> CoupDeal:
     """Deal one coup from ``position``. Under ``void_coup`` the deal stops before the first card
     at or past the cut card (the coup is void); under ``finish_coup`` it goes on to finish the
     coup (void only if the sabot runs out). Either way ``cut_card_reached`` tells the shoe ends."""
-    raise NotImplementedError
+    size = len(sabot)
+    if not 0 <= position <= size:
+        raise InvalidArgument("position", "OUT_OF_RANGE", f"must be 0 to {size}, got {position}")
+    cut_at = cut_card_position(size)
+    stop_at_cut = cut_card is CutCardRule.VOID_COUP
+    cards: list[DealtCard] = []
+    totals: list[int] = []
+    reached = False
+    pos = position
+    for row in (Row.NOIR, Row.ROUGE):
+        total = 0
+        while total <= ROW_STOPS_ABOVE:
+            if pos >= cut_at:
+                reached = True
+                if stop_at_cut or pos >= size:
+                    return _unfinished(position, cards, totals, pos)
+            card = sabot[pos]
+            total += card.value
+            cards.append(_new_dealt_card(row, card, pos, total))
+            pos += 1
+        totals.append(total)
+    return CoupDeal(position, tuple(cards), totals[0], totals[1], reached, True, pos)
+
+
+def _unfinished(start: int, cards: list[DealtCard], totals: list[int], pos: int) -> CoupDeal:
+    noir = totals[0] if totals else None
+    return CoupDeal(start, tuple(cards), noir, None, True, False, pos)
+
+
+def deal_shoe(sabot: Sequence[Card], cut_card: CutCardRule) -> tuple[CoupDeal, ...]:
+    """Every coup of a shoe, from the first card up to and including the coup that reaches the
+    cut card."""
+    coups: list[CoupDeal] = []
+    position = 0
+    while True:
+        coup = deal_coup(sabot, position, cut_card)
+        coups.append(coup)
+        if coup.cut_card_reached:
+            return tuple(coups)
+        position = coup.next_position

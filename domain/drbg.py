@@ -1,4 +1,4 @@
-"""NIST SP 800-90A HMAC_DRBG with SHA-256: no prediction resistance, no reseed, no additional input."""
+"""NIST SP 800-90A HMAC_DRBG, SHA-256: no prediction resistance, reseed or additional input."""
 
 from __future__ import annotations
 

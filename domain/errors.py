@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class RuleViolation(Exception):
-    """A command the rules refuse. ``field`` names the input at fault, ``reason`` is a stable code."""
+    """A command the rules refuse: ``field`` names the input at fault, ``reason`` a stable code."""
 
     def __init__(self, field: str, reason: str, message: str) -> None:
         super().__init__(f"{field}: {message}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from domain.announcements import announce_decided, announce_refait, announce_void
+from domain.cards import Colour
 from domain.chances import Chance
 from domain.deal import CoupDeal
 
@@ -33,6 +35,33 @@ class Outcome:
     def is_refait31(self) -> bool:
         return self.result is Result.REFAIT and self.refait_total == 31
 
+    @property
+    def decided(self) -> bool:
+        """A row won (the only coups that count as a win or a loss for a stake)."""
+        return self.result is Result.NOIR or self.result is Result.ROUGE
+
+
+REFAIT_WHERE_STAKES_ARE_HELD = 31  # the refait that imprisons or halves stakes
+
+# The winning row's colour: the Noir row is black, the Rouge row red.
+_ROW_COLOUR = {Result.NOIR: Colour.BLACK, Result.ROUGE: Colour.RED}
+_ROW_CHANCE = {Result.NOIR: Chance.NOIR, Result.ROUGE: Chance.ROUGE}
+_WINNERS: dict[tuple[Result, bool], frozenset[Chance]] = {
+    (row, couleur): frozenset({_ROW_CHANCE[row], Chance.COULEUR if couleur else Chance.INVERSE})
+    for row in (Result.NOIR, Result.ROUGE)
+    for couleur in (True, False)
+}
+_NOBODY: frozenset[Chance] = frozenset()
+
 
 def judge(deal: CoupDeal) -> Outcome:
-    raise NotImplementedError
+    """The lower total wins; Couleur when the Noir row's first card has the winner's colour."""
+    noir, rouge = deal.noir_total, deal.rouge_total
+    if not deal.complete or noir is None or rouge is None:
+        return Outcome(Result.VOID, noir, rouge, None, None, _NOBODY, announce_void())
+    if noir == rouge:
+        return Outcome(Result.REFAIT, noir, rouge, noir, None, _NOBODY, announce_refait(noir))
+    result = Result.NOIR if noir < rouge else Result.ROUGE
+    couleur = deal.cards[0].card.colour == _ROW_COLOUR[result]
+    words = announce_decided(noir, rouge, result is Result.ROUGE, couleur)
+    return Outcome(result, noir, rouge, None, couleur, _WINNERS[result, couleur], words)
