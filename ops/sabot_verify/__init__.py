@@ -1,1 +1,1 @@
-"""sabot-verify: the standalone verifier of Sabot exports (standard library and cryptography only)."""
+"""sabot-verify: the standalone verifier of Sabot exports (stdlib and cryptography only)."""

@@ -14,7 +14,8 @@ from domain.errors import RuleViolation
 
 # Modules that define ``register(subparsers) -> None``; each sub-parser sets ``func``.
 COMMAND_MODULES = (
-    "services.cli.auditor",  # shuffle, deal, odds
+    "services.cli.auditor",  # shuffle, deal
+    "services.cli.regulator",  # export, replay, checkpoints, proofs, keys
 )
 
 

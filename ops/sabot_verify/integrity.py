@@ -1,0 +1,120 @@
+"""The export's integrity: leaf hashes, inclusion proofs, signed checkpoints, consistency."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sabot_verify.proofs import (
+    Bad,
+    canonical,
+    check_checkpoint,
+    check_consistency,
+    check_inclusion,
+    leaf_hash,
+)
+
+FORMAT = "SABOT-EXPORT-1"
+
+
+@dataclass
+class Problem:
+    position: int | None  # the log position at fault, when there is one
+    message: str
+
+
+@dataclass
+class Export:
+    header: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)  # "event" records in order
+    unnotarised: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    escrow: list[bytes] = field(default_factory=list)  # sealed seeds (nil shoe id)
+    end: dict[str, Any] | None = None
+
+
+def parse(lines: list[str]) -> Export:
+    import json
+
+    records = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise Bad(f"line {n}: not JSON") from None
+    if not records or records[0].get("kind") != "header":
+        raise Bad("the export does not start with a header")
+    if records[0].get("format") != FORMAT:
+        raise Bad(f"unknown format {records[0].get('format')!r} (expected {FORMAT})")
+    exp = Export(records[0])
+    for r in records[1:]:
+        kind = r.get("kind")
+        if kind == "event":
+            exp.events.append(r)
+        elif kind == "unnotarised":
+            exp.unnotarised.append(r)
+        elif kind == "checkpoint":
+            exp.checkpoints.append(r)
+        elif kind == "escrow":
+            exp.escrow.append(bytes.fromhex(r["sealed"]))
+        elif kind == "end":
+            exp.end = r
+        else:
+            raise Bad(f"unknown record kind {kind!r}")
+    if exp.end is None:
+        raise Bad("the export is truncated (no end record)")
+    return exp
+
+
+def check(exp: Export, key: bytes) -> tuple[list[Problem], dict[int, dict[str, Any]]]:
+    """Every integrity problem, and the checkpoints by size (all verified when no problem)."""
+    problems: list[Problem] = []
+    by_size: dict[int, dict[str, Any]] = {}
+    prev: dict[str, Any] | None = None
+    for cp in exp.checkpoints:
+        try:
+            check_checkpoint(cp, key)
+            if prev is not None:
+                cons = cp.get("consistency") or {}
+                if cons.get("from") != prev["size"]:
+                    raise Bad(f"checkpoint {cp['size']}: no consistency proof from {prev['size']}")
+                check_consistency(
+                    prev["size"],
+                    cp["size"],
+                    bytes.fromhex(prev["root"]),
+                    bytes.fromhex(cp["root"]),
+                    [bytes.fromhex(p) for p in cons["proof"]],
+                )
+        except (Bad, KeyError, TypeError, ValueError) as exc:
+            problems.append(Problem(cp.get("position"), f"checkpoint {cp.get('size')}: {exc}"))
+        by_size[cp["size"]] = cp
+        prev = cp
+    anchor = by_size.get(exp.header.get("anchor", -1))
+    if anchor is None or exp.checkpoints[-1] is not anchor:
+        problems.append(Problem(None, "the anchor checkpoint is not the last checkpoint"))
+        return problems, by_size
+    root, size = bytes.fromhex(anchor["root"]), anchor["size"]
+    last_index = -1
+    for r in exp.events:
+        pos, idx = r.get("position"), r.get("index")
+        try:
+            if not isinstance(idx, int) or idx <= last_index:
+                raise Bad(f"leaf index {idx} out of order")
+            last_index = idx
+            h = bytes.fromhex(r["leaf_hash"])
+            check_inclusion(h, idx, size, [bytes.fromhex(p) for p in r["proof"]], root)
+            ev = r.get("event")
+            if ev is None:
+                raise Bad("notarised event missing from the store (deleted?)")
+            if leaf_hash(canonical(ev)) != h:
+                raise Bad("stored event does not match its notarised hash (edited or moved)")
+            if ev.get("position") != pos:
+                raise Bad(f"event stored at position {ev.get('position')}, notarised at {pos}")
+        except (Bad, KeyError, TypeError, ValueError) as exc:
+            problems.append(Problem(pos, f"position {pos} (leaf {idx}): {exc}"))
+    for r in exp.unnotarised:
+        pos = r.get("position")
+        problems.append(Problem(pos, f"position {pos}: stored event no leaf covers (inserted?)"))
+    return problems, by_size

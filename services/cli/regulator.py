@@ -1,0 +1,247 @@
+"""Regulator's commands: keys, ``sabot checkpoint``, ``export``, ``replay`` and ``proof``.
+
+The store is ``--store URL`` (or ``SABOT_STORE_URL``); the operator's Ed25519 checkpoint key is
+``--key FILE`` (or ``SABOT_CHECKPOINT_KEY``), a PEM file that ``sabot checkpoint-keygen`` writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from services.cli import CliError
+from services.regulator.checkpoint import public_key_bytes
+from services.regulator.escrow import generate_regulator_key, load_private_key
+from services.regulator.escrow_table import EscrowTable
+from services.regulator.export import ExportError, write_export
+from services.regulator.merkle import ProofError
+from services.regulator.notary import Notary, follow
+from services.regulator.replay import Replayer, ReplayStep, verdict
+from services.regulator.source import Database, EventTable, StoreError
+from services.regulator.vocabulary import coup_end
+
+ORIGIN = "sabot"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("regulator-keygen", help="a regulator's X25519 key pair for seed escrow")
+    p.add_argument("--out", required=True, help="writes OUT.key (PEM, private) and OUT.pub (hex)")
+    p.set_defaults(func=cmd_regulator_keygen)
+
+    p = sub.add_parser("checkpoint-keygen", help="the operator's Ed25519 checkpoint key pair")
+    p.add_argument("--out", required=True, help="writes OUT.key (PEM, private) and OUT.pub (hex)")
+    p.set_defaults(func=cmd_checkpoint_keygen)
+
+    p = sub.add_parser("checkpoint", help="notarise new events and sign the tree head")
+    _store_args(p)
+    p.add_argument("--follow", action="store_true",
+                   help="keep notarising as the log grows (a checkpoint at every coup end)")
+    p.add_argument("--interval", type=float, default=0.2, help="seconds between polls")
+    p.set_defaults(func=cmd_checkpoint)
+
+    p = sub.add_parser("export", help="canonical export (JSON Lines, docs/export-format.md)")
+    _store_args(p)
+    p.add_argument("--shoe", action="append", help="only this shoe (repeatable)")
+    p.add_argument("--since", help="ISO 8601 time: events at or after it")
+    p.add_argument("--until", help="ISO 8601 time: events before it")
+    p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("replay", help="replay a coup or a shoe beside its recorded events")
+    _store_args(p, key_required=False)
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--coup", help="coup id")
+    group.add_argument("--shoe", help="shoe id")
+    p.add_argument("--regulator-key", help="regulator's X25519 private key (PEM) for the escrow")
+    p.add_argument("--all", action="store_true", help="print every step, not only differences")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("proof", help="an inclusion or consistency proof (JSON)")
+    _store_args(p, key_required=False)
+    p.add_argument("--position", type=int, help="inclusion proof of the event at this position")
+    p.add_argument("--from-size", type=int, help="consistency proof from this tree size")
+    p.add_argument("--size", type=int, help="tree size (default: the latest checkpoint's)")
+    p.set_defaults(func=cmd_proof)
+
+
+def _store_args(p: argparse.ArgumentParser, key_required: bool = True) -> None:
+    p.add_argument("--store", default=os.environ.get("SABOT_STORE_URL"),
+                   help="sqlite:///PATH or postgresql://... (default: $SABOT_STORE_URL)")
+    p.add_argument("--key", default=os.environ.get("SABOT_CHECKPOINT_KEY"),
+                   help="Ed25519 checkpoint key, PEM file (default: $SABOT_CHECKPOINT_KEY)"
+                   + ("" if key_required else "; optional"))
+
+
+def _write_pair(out: str, private_pem: bytes, public: bytes) -> None:
+    key_path, pub_path = Path(out + ".key"), Path(out + ".pub")
+    if key_path.exists():
+        raise CliError(f"--out: {key_path} exists; refusing to overwrite a key")
+    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(private_pem)
+    pub_path.write_text(public.hex() + "\n")
+    print(f"private key {key_path} (keep it off the server), public key {pub_path}")
+    print(public.hex())
+
+
+def cmd_regulator_keygen(args: argparse.Namespace) -> int:
+    pem, pub = generate_regulator_key()
+    _write_pair(args.out, pem, pub)
+    return 0
+
+
+def cmd_checkpoint_keygen(args: argparse.Namespace) -> int:
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    _write_pair(args.out, pem, public_key_bytes(key.public_key()))
+    return 0
+
+
+def load_checkpoint_key(path: str | None) -> Ed25519PrivateKey | None:
+    if not path:
+        return None
+    try:
+        key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"--key: cannot read {path}: {exc}") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise CliError(f"--key: {path} is not an Ed25519 private key")
+    return key
+
+
+def _notary(args: argparse.Namespace, need_key: bool) -> Notary:
+    if not args.store:
+        raise CliError("--store: required (or set SABOT_STORE_URL)")
+    key = load_checkpoint_key(args.key)
+    if need_key and key is None:
+        raise CliError("--key: the checkpoint key is required (or set SABOT_CHECKPOINT_KEY)")
+    try:
+        db = Database(args.store)
+    except StoreError as exc:
+        raise CliError(f"--store: {exc}") from None
+    except Exception as exc:
+        raise CliError(f"--store: cannot connect: {exc}") from None
+    return Notary(db, EventTable(db), key, ORIGIN, coup_end)
+
+
+def cmd_checkpoint(args: argparse.Namespace) -> int:
+    notary = _notary(args, need_key=True)
+    if args.follow:
+        assert notary.key is not None
+        stop = threading.Event()
+        print("notarising; Ctrl-C to stop", file=sys.stderr)
+        try:
+            follow(args.store, notary.key, stop, args.interval, ORIGIN)
+        except KeyboardInterrupt:
+            stop.set()
+    signed = notary.sync()
+    latest = notary.checkpoint_now()
+    print(f"notarised up to leaf {notary.size}; {len(signed)} coup checkpoints signed",
+          file=sys.stderr)
+    print(json.dumps(latest.to_json() if latest else None, sort_keys=True))
+    return 0
+
+
+def _time(text: str | None, field: str) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"{field}: not an ISO 8601 time: {text!r}") from None
+    if t.tzinfo is None:
+        raise CliError(f"{field}: give a time zone (e.g. {text}+00:00)")
+    return t
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    notary = _notary(args, need_key=True)
+    assert notary.key is not None
+    notary.sync()
+    notary.checkpoint_now()
+    since, until = _time(args.since, "--since"), _time(args.until, "--until")
+    if args.shoe and (since or until):
+        raise CliError("--shoe: give either shoes or a time range, not both")
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    try:
+        summary = write_export(
+            out, notary.events, notary, public_key_bytes(notary.key.public_key()),
+            shoe_ids=args.shoe, since=since, until=until,
+        )
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        if args.output:
+            out.close()
+    print(f"exported {summary.events} events, {summary.checkpoints} checkpoints "
+          f"(anchor {summary.anchor})", file=sys.stderr)
+    return 0
+
+
+def _show(step: ReplayStep) -> str:
+    mark = "=" if step.same else "≠"
+    return f"{step.position!s:>8} {mark} {step.what}: {step.recorded!r} | {step.replayed!r}"
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    notary = _notary(args, need_key=False)
+    reg = None
+    if args.regulator_key:
+        try:
+            reg = load_private_key(Path(args.regulator_key).read_bytes())
+        except (OSError, ValueError) as exc:
+            raise CliError(f"--regulator-key: {exc}") from None
+    escrow = EscrowTable(args.store) if reg is not None else None
+    replayer = Replayer(notary.events, notary, regulator_key=reg, escrow=escrow)
+    steps = replayer.coup(args.coup) if args.coup else replayer.shoe(args.shoe)
+
+    def stream() -> Any:
+        for s in steps:
+            if args.all or not s.same:
+                print(_show(s))
+            yield s
+
+    v = verdict(stream())
+    print(f"verdict: {v}")
+    return 0 if v.identical else 1
+
+
+def cmd_proof(args: argparse.Namespace) -> int:
+    notary = _notary(args, need_key=False)
+    latest = notary.latest_checkpoint()
+    size = args.size or (latest.size if latest else notary.size)
+    try:
+        return _proof(notary, args, size)
+    except ProofError as exc:
+        raise CliError(f"--size: {exc}") from None
+
+
+def _proof(notary: Notary, args: argparse.Namespace, size: int) -> int:
+    out: dict[str, Any] = {"size": size, "root": notary.root(size).hex()}
+    if args.position is not None:
+        leaf = notary.leaf_at_position(args.position)
+        if leaf is None:
+            raise CliError(f"--position: no notarised event at position {args.position}")
+        out["inclusion"] = {
+            "position": args.position, "index": leaf[0], "leaf_hash": leaf[1].hex(),
+            "proof": [h.hex() for h in notary.inclusion_proof(leaf[0], size)],
+        }
+    if args.from_size is not None:
+        out["consistency"] = {
+            "from": args.from_size, "root_from": notary.root(args.from_size).hex(),
+            "proof": [h.hex() for h in notary.consistency_proof(args.from_size, size)],
+        }
+    print(json.dumps(out, sort_keys=True))
+    return 0

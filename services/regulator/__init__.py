@@ -1,0 +1,1 @@
+"""Regulators: Merkle log, signed checkpoints, seed escrow, canonical export and replay."""

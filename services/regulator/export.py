@@ -1,0 +1,276 @@
+"""The canonical export (SABOT-EXPORT-1, docs/export-format.md): leaves and checkpoints, JSONL.
+
+An export covers ranges of the Merkle log's leaves: for a shoe, every leaf from its first event to
+its last, plus its table's ``Opened`` event; for a time range, every leaf whose event's timestamp
+falls in it. Each leaf is written with its position, its notarised hash, the stored content and
+an inclusion proof against the anchor checkpoint; a leaf whose event is gone from the store is
+written with ``"event": null``, and a stored event that was never notarised is written too, so
+the verifier can name the first tampered position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TextIO
+
+from services.regulator.canonical import canonical_json
+from services.regulator.checkpoint import Checkpoint
+from services.regulator.merkle import MemoryTree, ProofError
+from services.regulator.notary import Notary
+from services.regulator.source import EventTable, RawEvent
+from services.regulator.vocabulary import (
+    COUP_PREFIX,
+    COUP_SETTLED,
+    SHOE_PREFIX,
+    closed_shoes,
+    shoe_events,
+    shoe_of_coup,
+    state,
+)
+
+FORMAT = "SABOT-EXPORT-1"
+PROOFS_IN_MEMORY_ABOVE = 2000  # leaves; more than this: load every leaf hash once
+
+
+class ExportError(ValueError):
+    """An export that cannot be made (nothing notarised, unknown shoe, ...)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass
+class ExportSummary:
+    events: int = 0
+    missing: int = 0  # notarised leaves whose event is gone from the store
+    unnotarised: int = 0  # stored events inside the ranges that no leaf covers
+    checkpoints: int = 0
+    anchor: int = 0
+    shoes: list[str] = field(default_factory=list)
+    settled: set[str] = field(default_factory=set)  # coups whose end is exported
+
+
+def shoe_ranges(events: EventTable, notary: Notary, shoe_id: str) -> list[tuple[int, int]]:
+    """Leaf index ranges [first, last] covering one shoe (and its table's Opened event)."""
+    found = shoe_events(events, shoe_id)
+    if found is None:
+        raise ExportError("shoe_id", f"no shoe {shoe_id}")
+    evs = found.all_events()
+    table_opened = [e for e in found.table if e.topic.endswith("Table.Opened")]
+    inner = [e for e in evs if e not in table_opened]
+    ranges = []
+    for group in ([*table_opened], inner):
+        if not group:
+            continue
+        first = notary.index_at_or_after(group[0].position)
+        last = notary.index_at_or_after(group[-1].position)
+        if last >= notary.size or notary.leaves(last, last + 1)[0][1] != group[-1].position:
+            last -= 1  # the last event is not notarised (or its leaf is gone): stop before
+        if first <= last:
+            ranges.append((first, last))
+    return ranges
+
+
+def time_ranges(
+    events: EventTable, notary: Notary, since: datetime | None, until: datetime | None
+) -> tuple[list[tuple[int, int]], list[str]]:
+    """The leaf range whose events' timestamps are in [since, until) (a scan of the log), and
+    the closed shoes it touches (exported whole, so that their coups can be verified)."""
+    first = last = None
+    touched: set[str] = set()
+    coups: set[str] = set()
+    for ev in events.iterate():
+        ts = _timestamp(ev)
+        if ts is None or (since is not None and ts < since) or (until is not None and ts >= until):
+            continue
+        if first is None:
+            first = ev.position
+        last = ev.position
+        if ev.topic.startswith(SHOE_PREFIX):
+            touched.add(ev.originator_id)
+        elif ev.topic.startswith(COUP_PREFIX):
+            coups.add(ev.originator_id)
+    if first is None or last is None:
+        return [], []
+    for cid in coups:
+        sid = shoe_of_coup(events, cid)
+        if sid is not None:
+            touched.add(sid)
+    closed = [s for s in closed_shoes(events) if s in touched]
+    a, b = notary.index_at_or_after(first), notary.index_at_or_after(last)
+    if b >= notary.size or notary.leaves(b, b + 1)[0][1] != last:
+        b -= 1
+    ranges = [(a, b)] if a <= b else []
+    return ranges + [r for sid in closed for r in shoe_ranges(events, notary, sid)], closed
+
+
+def _timestamp(ev: RawEvent) -> datetime | None:
+    ts = state(ev).get("timestamp")
+    if not isinstance(ts, str):
+        return None
+    try:
+        return datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+
+
+def merge(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def write_export(
+    out: TextIO,
+    events: EventTable,
+    notary: Notary,
+    public_key: bytes,
+    *,
+    shoe_ids: Sequence[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> ExportSummary:
+    """Write the export of the shoes (default: every closed shoe) or of the time range;
+    ``public_key`` is the checkpoint key's raw public half, named in the header."""
+    anchor = notary.latest_checkpoint()
+    if anchor is None:
+        raise ExportError("store", "no signed checkpoint yet: run `sabot checkpoint` first")
+    summary = ExportSummary(anchor=anchor.size)
+    if since is not None or until is not None:
+        ranges, shoes = time_ranges(events, notary, since, until)
+        summary.shoes = shoes
+        selection: dict[str, Any] = {
+            "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None,
+            "shoes": shoes,
+        }
+    else:
+        shoes = list(shoe_ids) if shoe_ids is not None else closed_shoes(events)
+        summary.shoes = shoes
+        ranges = [r for s in shoes for r in shoe_ranges(events, notary, s)]
+        selection = {"shoes": shoes}
+    ranges = merge((a, min(b, anchor.size - 1)) for a, b in ranges if a < anchor.size)
+    total = sum(b - a + 1 for a, b in ranges)
+    tree = _tree(notary, anchor.size) if total > PROOFS_IN_MEMORY_ABOVE else None
+    header = {
+        "kind": "header",
+        "format": FORMAT,
+        "origin": anchor.origin,
+        "checkpoint_key": public_key.hex(),
+        "selection": selection,
+        "anchor": anchor.size,
+        "ranges": [[a, b] for a, b in ranges],
+    }
+    _line(out, header)
+    for a, b in ranges:
+        _write_range(out, events, notary, tree, anchor, a, b, summary)
+    if shoe_ids is not None and events.db.table_exists("regulator_escrow"):
+        # seeds escrowed beside the ledger (escrow_table.py): what a shoe in play needs
+        for (sealed,) in events.db.rows("SELECT sealed FROM regulator_escrow ORDER BY id"):
+            _line(out, {"kind": "escrow", "sealed": bytes(sealed).hex()})
+    first = ranges[0][0] if ranges else anchor.size - 1
+    # the checkpoints of the exported coups' ends, and the anchor; each proven from the last
+    cps = [
+        c for c in notary.checkpoints(first + 1, anchor.size)
+        if c.coup in summary.settled or c.size == anchor.size
+    ]
+    prev: Checkpoint | None = None
+    for cp in cps:
+        rec: dict[str, Any] = {"kind": "checkpoint", **cp.to_json()}
+        if prev is not None:
+            proof = tree.consistency_proof(prev.size, cp.size) if tree else (
+                notary.consistency_proof(prev.size, cp.size)
+            )
+            rec["consistency"] = {"from": prev.size, "proof": [p.hex() for p in proof]}
+        _line(out, rec)
+        prev = cp
+        summary.checkpoints += 1
+    counts = {k: v for k, v in vars(summary).items() if k not in ("shoes", "settled")}
+    _line(out, {"kind": "end", **counts})
+    return summary
+
+
+def _tree(notary: Notary, size: int) -> MemoryTree:
+    tree = MemoryTree()
+    step = 100_000
+    for a in range(0, size, step):
+        for _i, _p, h in notary.leaves(a, min(size, a + step)):
+            tree.append_hash(h)
+    return tree
+
+
+def _write_range(
+    out: TextIO,
+    events: EventTable,
+    notary: Notary,
+    tree: MemoryTree | None,
+    anchor: Checkpoint,
+    a: int,
+    b: int,
+    summary: ExportSummary,
+) -> None:
+    step = 2000
+    for lo in range(a, b + 1, step):
+        hi = min(b, lo + step - 1)
+        leaves = notary.leaves(lo, hi + 1)
+        if not leaves:
+            continue
+        stored = _stored_between(events, leaves[0][1], leaves[-1][1])
+        for idx, pos, h in leaves:
+            proof = tree.inclusion_proof(idx, anchor.size) if tree else (
+                notary.inclusion_proof(idx, anchor.size)
+            )
+            ev = stored.pop(pos, None)
+            rec: dict[str, Any] = {
+                "kind": "event",
+                "index": idx,
+                "position": pos,
+                "leaf_hash": h.hex(),
+                "event": ev.content() if ev is not None else None,
+                "proof": [p.hex() for p in proof],
+            }
+            if ev is None:
+                summary.missing += 1
+            elif ev.topic == COUP_SETTLED:
+                summary.settled.add(ev.originator_id)
+            summary.events += 1
+            _line(out, rec)
+        for pos in sorted(stored):  # stored inside the range, yet no leaf: not notarised
+            _line(out, {"kind": "unnotarised", "position": pos, "event": stored[pos].content()})
+            summary.unnotarised += 1
+
+
+def _stored_between(events: EventTable, first: int, last: int) -> dict[int, RawEvent]:
+    out: dict[int, RawEvent] = {}
+    after = first - 1
+    while after < last:
+        batch = events.read(after, min(2000, last - after))
+        if not batch:
+            break
+        for e in batch:
+            if e.position > last:
+                return out
+            out[e.position] = e
+        after = batch[-1].position
+    return out
+
+
+def _line(out: TextIO, record: dict[str, Any]) -> None:
+    out.write(canonical_json(record, strict=False).decode("utf-8"))
+    out.write("\n")
+
+
+def read_export(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """Parse an export (for tests and tools; the verifier has its own reader)."""
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+__all__ = ["FORMAT", "ExportError", "ExportSummary", "ProofError", "read_export", "write_export"]

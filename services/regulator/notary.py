@@ -1,0 +1,324 @@
+"""The notary: follows the ledger's log, keeps its Merkle tree in tables, signs checkpoints.
+
+Every stored event becomes leaf ``i`` in log order (``regulator_leaves``: index, position, leaf
+hash); every complete subtree is kept in ``regulator_nodes`` (level >= 1), so any proof over a
+tree of n leaves reads O(log² n) rows in one query. A checkpoint is signed after every event that
+ends a coup (``coup_end``) and on demand. Polling (``sync``) works on SQLite and PostgreSQL alike.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from services.regulator import merkle
+from services.regulator.checkpoint import Checkpoint, sign_checkpoint
+from services.regulator.source import Database, EventTable, RawEvent
+
+CoupEnd = Callable[[RawEvent], str | None]  # the coup id when the event ends a coup
+
+
+TREE_TABLES = ("regulator_leaves", "regulator_nodes", "regulator_checkpoints")
+_PG_REFUSE = """
+CREATE OR REPLACE FUNCTION regulator_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'sabot: % on %.% is forbidden: the Merkle log is append-only',
+        TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege';
+END;
+$$
+"""
+
+
+def no_coup_end(event: RawEvent) -> str | None:
+    return None
+
+
+class Notary:
+    """Merkle log over one event table; the tree tables live in ``db`` (often the same store)."""
+
+    def __init__(
+        self,
+        db: Database,
+        events: EventTable,
+        key: Ed25519PrivateKey | None,
+        origin: str = "sabot",
+        coup_end: CoupEnd = no_coup_end,
+    ) -> None:
+        self.db = db
+        self.events = events
+        self.key = key
+        self.origin = origin
+        self.coup_end = coup_end
+        self._create_tables()
+        self._last: dict[int, bytes] = {}
+        self._size = 0
+        self._position = 0
+        self._load_frontier()
+
+    # --- tables -----------------------------------------------------------------------------
+
+    def _create_tables(self) -> None:
+        """The tree's tables; on PostgreSQL they are append-only too (triggers refuse UPDATE,
+        DELETE and TRUNCATE)."""
+        blob = "BYTEA" if self.db.is_postgres else "BLOB"
+        with self.db.transaction():
+            if self.db.is_postgres:
+                self.db.execute("SELECT pg_advisory_xact_lock(hashtext('sabot_regulator'))")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS regulator_leaves (idx BIGINT PRIMARY KEY, "
+                f"position BIGINT NOT NULL UNIQUE, hash {blob} NOT NULL)"
+            )
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS regulator_nodes (level INTEGER NOT NULL, "
+                f"idx BIGINT NOT NULL, hash {blob} NOT NULL, PRIMARY KEY (level, idx))"
+            )
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS regulator_checkpoints (size BIGINT PRIMARY KEY, "
+                f"origin TEXT NOT NULL, root {blob} NOT NULL, position BIGINT, coup TEXT, "
+                f"key_id TEXT NOT NULL, signature {blob} NOT NULL)"
+            )
+            if self.db.is_postgres:
+                self.db.execute(_PG_REFUSE)
+                for table in TREE_TABLES:
+                    self.db.execute(
+                        f"CREATE OR REPLACE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE "
+                        f"ON {table} FOR EACH ROW EXECUTE FUNCTION regulator_refuse_change()"
+                    )
+                    self.db.execute(
+                        f"CREATE OR REPLACE TRIGGER {table}_no_truncate BEFORE TRUNCATE "
+                        f"ON {table} FOR EACH STATEMENT EXECUTE FUNCTION regulator_refuse_change()"
+                    )
+
+    def _load_frontier(self) -> None:
+        rows = self.db.rows("SELECT idx, position FROM regulator_leaves ORDER BY idx DESC LIMIT 1")
+        if not rows:
+            return
+        self._size = int(rows[0][0]) + 1
+        self._position = int(rows[0][1])
+        keys = [(lv, (self._size >> lv) - 1) for lv in range(64) if self._size >> lv]
+        found = self.nodes(keys)
+        self._last = {lv: found[(lv, i)] for lv, i in keys}
+
+    # --- reading the tree -------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def position(self) -> int:
+        """Log position of the last leaf (0 when empty)."""
+        return self._position
+
+    def nodes(self, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        """Node hashes by (level, index); level 0 are the leaves. Raises KeyError if absent."""
+        out: dict[tuple[int, int], bytes] = {}
+        leaves = sorted({i for lv, i in keys if lv == 0})
+        inner = sorted({(lv, i) for lv, i in keys if lv > 0})
+        for c in range(0, len(leaves), 500):
+            chunk = leaves[c : c + 500]
+            marks = ",".join("?" * len(chunk))
+            for idx, h in self.db.rows(
+                f"SELECT idx, hash FROM regulator_leaves WHERE idx IN ({marks})", chunk
+            ):
+                out[(0, int(idx))] = bytes(h)
+        for c in range(0, len(inner), 250):
+            pairs = inner[c : c + 250]
+            cond = " OR ".join(["(level = ? AND idx = ?)"] * len(pairs))
+            flat = [x for p in pairs for x in p]
+            for lv, idx, h in self.db.rows(
+                f"SELECT level, idx, hash FROM regulator_nodes WHERE {cond}", flat
+            ):
+                out[(int(lv), int(idx))] = bytes(h)
+        missing = [k for k in keys if k not in out]
+        if missing:
+            raise KeyError(f"Merkle nodes missing: {missing[:5]}")
+        return out
+
+    def _run(self, compute: Callable[[merkle.NodeSource], Any]) -> Any:
+        keys = merkle.needed_nodes(compute)
+        found = self.nodes(sorted(keys))
+        return compute(lambda lv, i: found[(lv, i)])
+
+    def _check_size(self, size: int | None) -> int:
+        n = self._size if size is None else size
+        if not 0 <= n <= self._size:
+            raise merkle.ProofError(f"tree size {n} beyond the {self._size} leaves notarised")
+        return n
+
+    def root(self, size: int | None = None) -> bytes:
+        n = self._check_size(size)
+        result: bytes = self._run(lambda src: merkle.root(src, n))
+        return result
+
+    def inclusion_proof(self, index: int, size: int | None = None) -> list[bytes]:
+        n = self._check_size(size)
+        result: list[bytes] = self._run(lambda src: merkle.inclusion_proof(src, index, n))
+        return result
+
+    def consistency_proof(self, old_size: int, new_size: int | None = None) -> list[bytes]:
+        n = self._check_size(new_size)
+        result: list[bytes] = self._run(lambda src: merkle.consistency_proof(src, old_size, n))
+        return result
+
+    def leaves(self, first: int = 0, stop: int | None = None) -> list[tuple[int, int, bytes]]:
+        """(index, position, leaf hash) for leaves first <= index < stop."""
+        end = self._size if stop is None else stop
+        return [
+            (int(i), int(p), bytes(h))
+            for i, p, h in self.db.rows(
+                "SELECT idx, position, hash FROM regulator_leaves WHERE idx >= ? AND idx < ? "
+                "ORDER BY idx",
+                (first, end),
+            )
+        ]
+
+    def leaf_at_position(self, position: int) -> tuple[int, bytes] | None:
+        rows = self.db.rows(
+            "SELECT idx, hash FROM regulator_leaves WHERE position = ?", (position,)
+        )
+        return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    def index_at_or_after(self, position: int) -> int:
+        """The first leaf index whose position is >= ``position`` (``size`` if none)."""
+        rows = self.db.rows(  # positions grow with the index: the first one is the least
+            "SELECT idx FROM regulator_leaves WHERE position >= ? ORDER BY position LIMIT 1",
+            (position,),
+        )
+        return int(rows[0][0]) if rows else self._size
+
+    # --- checkpoints ------------------------------------------------------------------------
+
+    def checkpoints(self, first_size: int = 0, last_size: int | None = None) -> list[Checkpoint]:
+        end = self._size if last_size is None else last_size
+        rows = self.db.rows(
+            "SELECT origin, size, root, position, coup, key_id, signature FROM "
+            "regulator_checkpoints WHERE size >= ? AND size <= ? ORDER BY size",
+            (first_size, end),
+        )
+        return [_checkpoint(r) for r in rows]
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        rows = self.db.rows(
+            "SELECT origin, size, root, position, coup, key_id, signature FROM "
+            "regulator_checkpoints ORDER BY size DESC LIMIT 1"
+        )
+        return _checkpoint(rows[0]) if rows else None
+
+    def checkpoint_now(self) -> Checkpoint | None:
+        """Sign the current tree head (None when the tree is empty or already signed)."""
+        if self._size == 0:
+            return None
+        latest = self.latest_checkpoint()
+        if latest is not None and latest.size == self._size:
+            return latest
+        with self.db.transaction():
+            return self._sign(self._size, self.root(), self._position, None)
+
+    def _sign(self, size: int, root: bytes, position: int, coup: str | None) -> Checkpoint:
+        if self.key is None:
+            raise RuntimeError("the notary has no checkpoint key")
+        cp = sign_checkpoint(self.key, self.origin, size, root, position, coup)
+        self.db.execute(
+            "INSERT INTO regulator_checkpoints (size, origin, root, position, coup, key_id, "
+            "signature) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (cp.size, cp.origin, cp.root, cp.position, cp.coup, cp.key_id, cp.signature),
+        )
+        return cp
+
+    # --- appending --------------------------------------------------------------------------
+
+    def sync(self, batch: int = 5000, max_events: int | None = None) -> list[Checkpoint]:
+        """Notarise every new event; returns the checkpoints signed on the way."""
+        signed: list[Checkpoint] = []
+        done = 0
+        while max_events is None or done < max_events:
+            limit = batch if max_events is None else min(batch, max_events - done)
+            events = self.events.read(self._position, limit)
+            if not events:
+                break
+            signed += self._append(events)
+            done += len(events)
+        return signed
+
+    def _append(self, events: Sequence[RawEvent]) -> list[Checkpoint]:
+        size, last = self._size, dict(self._last)
+        leaf_rows: list[tuple[int, int, bytes]] = []
+        node_rows: list[tuple[int, int, bytes]] = []
+        ends: list[tuple[int, int, str, bytes]] = []
+        for ev in events:
+            h = merkle.leaf_hash(ev.leaf())
+            leaf_rows.append((size, ev.position, h))
+            level, idx = 0, size
+            while idx & 1:
+                parent = merkle.node_hash(last[level], h)
+                last[level] = h
+                h, level, idx = parent, level + 1, idx >> 1
+                node_rows.append((level, idx, h))
+            last[level] = h
+            size += 1
+            coup = self.coup_end(ev) if self.key is not None else None
+            if coup is not None:
+                ends.append((size, ev.position, coup, _root_from_frontier(last, size)))
+        signed: list[Checkpoint] = []
+        with self.db.transaction():
+            self.db.executemany(
+                "INSERT INTO regulator_leaves (idx, position, hash) VALUES (?, ?, ?)", leaf_rows
+            )
+            if node_rows:
+                self.db.executemany(
+                    "INSERT INTO regulator_nodes (level, idx, hash) VALUES (?, ?, ?)", node_rows
+                )
+            for n, pos, coup, root in ends:
+                signed.append(self._sign(n, root, pos, coup))
+        self._size, self._last, self._position = size, last, events[-1].position
+        return signed
+
+
+def _root_from_frontier(last: dict[int, bytes], size: int) -> bytes:
+    """MTH of the first ``size`` leaves from the last node of each level (the frontier)."""
+    acc: bytes | None = None
+    for level in range(size.bit_length()):
+        if size >> level & 1:
+            h = last[level]  # node (level, (size >> level) - 1): a complete subtree
+            acc = h if acc is None else merkle.node_hash(h, acc)
+    assert acc is not None
+    return acc
+
+
+def _checkpoint(row: tuple[Any, ...]) -> Checkpoint:
+    origin, size, root, position, coup, kid, sig = row
+    return Checkpoint(
+        str(origin),
+        int(size),
+        bytes(root),
+        None if position is None else int(position),
+        None if coup is None else str(coup),
+        str(kid),
+        bytes(sig),
+    )
+
+
+def follow(
+    url: str,
+    key: Ed25519PrivateKey,
+    stop: threading.Event,
+    interval: float = 0.2,
+    origin: str = "sabot",
+) -> None:
+    """Notarise the store at ``url`` as it grows, signing at every coup end, until ``stop`` is
+    set. Run it in a thread or process of its own (it opens its own connection)."""
+    from services.regulator.vocabulary import coup_end
+
+    db = Database(url)
+    try:
+        notary = Notary(db, EventTable(db), key, origin, coup_end)
+        while not stop.is_set():
+            notary.sync()
+            stop.wait(interval)
+        notary.sync()
+    finally:
+        db.close()

@@ -1,0 +1,226 @@
+"""The ledger's stored events read straight from its table (SQLite or PostgreSQL), bytes as stored.
+
+Reading the table itself, not the application, is deliberate: the regulator hashes what is really
+stored, so an edit made behind the application's back shows. The event table is eventsourcing's:
+``stored_events`` (SQLite, position = rowid) or ``<app>_events`` (PostgreSQL, position =
+notification_id).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+from uuid import UUID
+
+from services.regulator.canonical import canonical_json
+
+APP_NAME = "sabot"
+
+
+class StoreError(ValueError):
+    """A store URL that cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawEvent:
+    """One stored event: its log position and the row's columns."""
+
+    position: int
+    originator_id: str
+    version: int
+    topic: str
+    state: bytes
+
+    def content(self) -> dict[str, Any]:
+        """The exported content; ``state`` parsed as JSON when it is JSON, else ``state_b64``."""
+        out: dict[str, Any] = {
+            "position": self.position,
+            "originator_id": self.originator_id,
+            "version": self.version,
+            "topic": self.topic,
+        }
+        try:
+            out["state"] = json.loads(self.state.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            out["state_b64"] = base64.b64encode(self.state).decode("ascii")
+        return out
+
+    def leaf(self) -> bytes:
+        """The Merkle leaf: the canonical JSON of ``content()``."""
+        return canonical_json(self.content(), strict=False)
+
+
+class Database:
+    """A DB-API connection to SQLite or PostgreSQL, with ``?`` placeholders on both."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        parsed = urlparse(url)
+        self.kind = parsed.scheme
+        self._conn: Any
+        if parsed.scheme == "sqlite":
+            path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+            if not path:
+                raise StoreError(f"store URL {url!r}: sqlite URL needs a path")
+            self.path = unquote(path)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        elif parsed.scheme in ("postgresql", "postgres"):
+            import psycopg
+            import psycopg.sql
+
+            if not parsed.path.strip("/"):
+                raise StoreError(f"store URL {url!r}: postgresql URL needs a database")
+            self.kind = "postgresql"
+            schema = parse_qs(parsed.query).get("schema", ["public"])[0]
+            self._conn = psycopg.connect(parsed._replace(query="").geturl(), autocommit=True)
+            self._conn.execute(
+                psycopg.sql.SQL("SET search_path TO {}").format(psycopg.sql.Identifier(schema))
+            )
+        else:
+            raise StoreError(f"store URL {url!r}: use sqlite:///PATH or postgresql://HOST/DB")
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.kind == "postgresql"
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.is_postgres else sql
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cur = self._conn.execute(self._sql(sql), tuple(params))
+        return list(cur.fetchall())
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        if params:
+            self._conn.execute(self._sql(sql), tuple(params))
+        else:  # no placeholders to fill: the text is sent as it is (it may hold a '%')
+            self._conn.execute(sql)
+
+    def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
+        if self.is_postgres:
+            with self._conn.cursor() as cur:
+                cur.executemany(self._sql(sql), seq)
+        else:
+            self._conn.executemany(sql, seq)
+
+    def transaction(self) -> Any:
+        """A context manager: one transaction."""
+        if self.is_postgres:
+            return self._conn.transaction()
+        return _SqliteTransaction(self._conn)
+
+    def table_exists(self, name: str) -> bool:
+        if self.is_postgres:
+            return bool(self.rows("SELECT to_regclass(?) IS NOT NULL", (name,))[0][0])
+        return bool(
+            self.rows("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,))
+        )
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class _SqliteTransaction:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+class EventTable:
+    """The ledger's event table, read in log order."""
+
+    def __init__(self, db: Database, app_name: str = APP_NAME) -> None:
+        self.db = db
+        if db.is_postgres:
+            self.table = f"{app_name.lower()}_events"
+            self._pos = "notification_id"
+        else:
+            self.table = "stored_events"
+            self._pos = "rowid"
+
+    def read(self, after_position: int = 0, limit: int = 1000) -> list[RawEvent]:
+        """Events with position > ``after_position``, at most ``limit``, in log order."""
+        if not self.db.table_exists(self.table):
+            return []
+        rows = self.db.rows(
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE {self._pos} > ? ORDER BY {self._pos} LIMIT ?",
+            (after_position, limit),
+        )
+        return [_raw(r) for r in rows]
+
+    def at(self, positions: Sequence[int]) -> dict[int, RawEvent]:
+        """The events at these positions (missing ones are absent)."""
+        out: dict[int, RawEvent] = {}
+        for i in range(0, len(positions), 500):
+            chunk = list(positions[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.rows(
+                f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+                f"FROM {self.table} WHERE {self._pos} IN ({marks})",
+                chunk,
+            )
+            for r in rows:
+                ev = _raw(r)
+                out[ev.position] = ev
+        return out
+
+    def by_originator(self, originator_id: UUID, limit: int | None = None) -> list[RawEvent]:
+        """One aggregate's events in version order (an index lookup, whatever the log's size)."""
+        if not self.db.table_exists(self.table):
+            return []
+        params: list[Any]
+        if self.db.is_postgres:
+            cond, params = "originator_id = ?", [originator_id]
+        else:  # eventsourcing's SQLite recorder stores 32 hex digits; accept either spelling
+            cond, params = "originator_id IN (?, ?)", [originator_id.hex, str(originator_id)]
+        sql = (
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE {cond} ORDER BY originator_version"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [_raw(r) for r in self.db.rows(sql, params)]
+
+    def by_topic(self, topic: str) -> list[RawEvent]:
+        """Every event of one topic, in log order (a scan of the table)."""
+        if not self.db.table_exists(self.table):
+            return []
+        rows = self.db.rows(
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE topic = ? ORDER BY {self._pos}",
+            (topic,),
+        )
+        return [_raw(r) for r in rows]
+
+    def iterate(self, after_position: int = 0, batch: int = 5000) -> Iterator[RawEvent]:
+        while True:
+            events = self.read(after_position, batch)
+            if not events:
+                return
+            yield from events
+            after_position = events[-1].position
+
+
+def _raw(row: tuple[Any, ...]) -> RawEvent:
+    pos, oid, version, topic, state = row
+    return RawEvent(int(pos), _uuid_text(oid), int(version), str(topic), bytes(state))
+
+
+def _uuid_text(oid: Any) -> str:
+    """Originator ids as hyphenated UUID text (SQLite stores 32 hex digits, PostgreSQL a uuid)."""
+    try:
+        return str(oid if isinstance(oid, UUID) else UUID(str(oid)))
+    except ValueError:
+        return str(oid)

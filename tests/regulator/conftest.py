@@ -1,0 +1,116 @@
+"""Fixtures: shoes played on a real ledger (SQLite and PostgreSQL), notarised and keyed."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from services.regulator.checkpoint import public_key_bytes
+from services.regulator.escrow_table import EscrowTable
+from services.regulator.notary import Notary
+from services.regulator.source import Database, EventTable
+from services.regulator.vocabulary import coup_end
+
+from .play import Player, make_ledger
+
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PG_DB = "sabot_test_regulator"
+
+@dataclass
+class Played:
+    url: str
+    key: Ed25519PrivateKey
+    regulator: X25519PrivateKey
+    shoes: list[str] = field(default_factory=list)
+    coups: dict[str, list[str]] = field(default_factory=dict)
+    open_shoe: str | None = None  # a shoe still in play
+
+    @property
+    def public_key(self) -> bytes:
+        return public_key_bytes(self.key.public_key())
+
+    def notary(self) -> Notary:
+        db = Database(self.url)
+        return Notary(db, EventTable(db), self.key, "sabot-test", coup_end)
+
+    def events(self) -> EventTable:
+        return EventTable(Database(self.url))
+
+
+def regulator_key() -> X25519PrivateKey:
+    """A fixed regulator key pair, so the escrow written while playing opens in the tests."""
+    return X25519PrivateKey.from_private_bytes(b"\x42" * 32)
+
+
+def play(url: str, tables: list[tuple[str, str, int]], seed: int, in_play: int = 0) -> Played:
+    """Play whole shoes (table, preset, shoes) and leave a shoe in play with ``in_play`` coups."""
+    reg = regulator_key()
+    escrow = EscrowTable(url)
+    pub = reg.public_key().public_bytes_raw()
+    draw = random.Random(seed + 5).randbytes
+    ledger, rng = make_ledger(url, seed, new_seed=escrow.seeds(pub, lambda: draw(32)))
+    out = Played(url, Ed25519PrivateKey.from_private_bytes(bytes([seed]) * 32), reg)
+    player = None
+    try:
+        for table, preset, shoes in tables:
+            player = Player(ledger, rng, table, preset)
+            for _ in range(shoes):
+                sid, coups = player.shoe()
+                out.shoes.append(sid)
+                out.coups[sid] = coups
+        if in_play and player is not None:
+            sid = player.open_shoe()
+            out.open_shoe = sid
+            out.coups[sid] = [player.coup()[0] for _ in range(in_play)]
+    finally:
+        ledger.close()
+    notary = out.notary()
+    notary.sync()
+    notary.checkpoint_now()
+    return out
+
+
+@pytest.fixture(scope="session")
+def played_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Played:
+    path: Path = tmp_path_factory.mktemp("regulator") / "store.db"
+    return play(
+        f"sqlite:///{path}",
+        [("t-fr", "francaise", 2), ("t-es", "espanola", 1), ("t-it", "italiana", 1)],
+        seed=7,
+        in_play=3,
+    )
+
+
+def postgres_or_skip() -> None:
+    try:
+        import psycopg
+
+        psycopg.connect(PG_ADMIN, connect_timeout=3).close()
+    except Exception as exc:
+        if os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1: {exc}")
+        pytest.skip(f"PostgreSQL unreachable: {exc}")
+
+
+def fresh_pg_database(name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"postgresql://postgres@127.0.0.1:5432/{name}"
+
+
+@pytest.fixture
+def played_pg() -> Iterator[Played]:
+    """A fresh PostgreSQL store per test (tamper tests change it)."""
+    postgres_or_skip()
+    url = fresh_pg_database(PG_DB)
+    yield play(url, [("t-pg", "italiana", 1)], seed=11)
