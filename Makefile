@@ -15,14 +15,16 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(BIN)/sabot deal --preset francaise
+	mkdir -p var
+	$(BIN)/python -m services.cli.server serve --dev --demo --listen 127.0.0.1:50051 --store sqlite:///var/sabot.db
 
 test: install
 	$(BIN)/pytest -q -p no:cacheprovider
 
 lint: install
-	$(BIN)/ruff check domain services tests bench
-	$(BIN)/mypy domain services
+	$(BIN)/ruff check domain services ops tests bench
+	$(BIN)/mypy domain services ops/sabot_verify
+	$(BIN)/buf lint
 
 bench: install
 	$(BIN)/python -m bench

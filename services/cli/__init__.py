@@ -16,6 +16,8 @@ from domain.errors import RuleViolation
 COMMAND_MODULES = (
     "services.cli.auditor",  # shuffle, deal
     "services.cli.regulator",  # export, replay, checkpoints, proofs, keys
+    "services.cli.server",  # serve, demo
+    "services.cli.client",  # a command for every RPC
 )
 
 

@@ -1,0 +1,202 @@
+"""Load on the gRPC API: N concurrent clients placing stakes on open coups (closed loop), with a
+health check measured in the same run. The server runs in its own process (``sabot serve``).
+
+``run()`` returns rows of (name, value): stakes/s and p50/p99 latency per store, and the health
+check's p50/p99 under that load. ``SABOT_BENCH_QUICK=1``: 5 s per store instead of 10;
+``SABOT_BENCH_CLIENTS`` (default 32); PostgreSQL is measured when reachable.
+``python -m bench.load`` prints the rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import suppress
+from pathlib import Path
+
+import grpc
+import psycopg
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from services.api.client import Client
+from services.api.gen.sabot.v1 import (
+    betting_pb2,
+    betting_pb2_grpc,
+    cashier_pb2,
+    common_pb2,
+    table_pb2,
+)
+
+Row = tuple[str, float]
+TABLES = 16
+PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
+PG_DB = "sabot_bench_api"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _pg_url() -> str | None:
+    try:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{PG_DB}"')
+    except psycopg.OperationalError:
+        return None
+    return f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
+
+
+def _drop_pg() -> None:
+    with suppress(psycopg.OperationalError), psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
+
+
+class Server:
+    """``sabot serve`` in a subprocess, on a free port."""
+
+    def __init__(self, store: str, tokens: str, workdir: Path) -> None:
+        env = {**os.environ, "SABOT_TOKENS": tokens, "SABOT_SEAL_KEY": os.urandom(32).hex(),
+               "PYTHONUNBUFFERED": "1"}
+        self.log = (workdir / "server.log").open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
+             "--store", store, "--env-file", str(workdir / "none.env")],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        assert self.proc.stdout is not None
+        self.target = ""
+        for line in self.proc.stdout:
+            if "listening on" in line:
+                self.target = line.split("listening on ")[1].split()[0]
+                break
+        if not self.target:
+            raise RuntimeError("the server did not start; see " + str(workdir / "server.log"))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def _setup(target: str, admin: str, clients: int) -> list[str]:
+    """Tables with an open coup each, and one funded account per client: the coups' names."""
+    api = Client(target, admin)
+    coups = []
+    try:
+        for t in range(TABLES):
+            table = api.tables.OpenTable(table_pb2.OpenTableRequest(
+                request_id=f"bench-t{t}", table_id=f"bench-{t}"))
+            shoe = api.tables.OpenShoe(table_pb2.OpenShoeRequest(
+                request_id=f"bench-s{t}", parent=table.name))
+            api.tables.CutShoe(table_pb2.CutShoeRequest(
+                request_id=f"bench-c{t}", name=shoe.name, cut_position=100, cut_by="bench"))
+            coups.append(api.tables.OpenCoup(table_pb2.OpenCoupRequest(
+                request_id=f"bench-o{t}", parent=shoe.name)).name)
+        for i in range(clients):
+            api.cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
+                request_id=f"bench-a{i}", account_id=f"p{i}"))
+            api.cashier.Deposit(cashier_pb2.DepositRequest(
+                request_id=f"bench-d{i}", name=f"accounts/p{i}",
+                amount=common_pb2.Money(amount_minor=10**11)))
+    finally:
+        api.close()
+    return coups
+
+
+async def _load(target: str, tokens: list[str], coups: list[str], seconds: float
+                ) -> tuple[list[float], list[float], int, int]:
+    stake_ms: list[float] = []
+    health_ms: list[float] = []
+    errors = 0
+    async with grpc.aio.insecure_channel(target) as channel:
+        betting = betting_pb2_grpc.BettingServiceStub(channel)
+        health = health_pb2_grpc.HealthStub(channel)
+        deadline = time.perf_counter() + seconds
+
+        async def player(i: int) -> None:
+            nonlocal errors
+            metadata = (("authorization", f"Bearer {tokens[i]}"),)
+            coup = coups[i % len(coups)]
+            while time.perf_counter() < deadline:
+                request = betting_pb2.PlaceStakeRequest(
+                    request_id=uuid.uuid4().hex, coup=coup, account=f"accounts/p{i}",
+                    chance=common_pb2.CHANCE_NOIR, amount=common_pb2.Money(amount_minor=100))
+                started = time.perf_counter()
+                try:
+                    await betting.PlaceStake(request, metadata=metadata, timeout=10)
+                except grpc.aio.AioRpcError:
+                    errors += 1
+                    continue
+                stake_ms.append((time.perf_counter() - started) * 1000)
+
+        async def prober() -> None:
+            request = health_pb2.HealthCheckRequest(service="")
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                await health.Check(request, timeout=10)
+                health_ms.append((time.perf_counter() - started) * 1000)
+                await asyncio.sleep(0.005)
+
+        await asyncio.gather(*(player(i) for i in range(len(tokens))), prober())
+    return stake_ms, health_ms, errors, len(stake_ms)
+
+
+def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row]:
+    players = [f"bench-player-{i}-{uuid.uuid4().hex[:8]}" for i in range(clients)]
+    admin = f"bench-admin-{uuid.uuid4().hex}"
+    spec = ",".join([f"{admin}:admin", *(f"{t}:player:p{i}" for i, t in enumerate(players))])
+    with tempfile.TemporaryDirectory() as tmp:
+        store = url.replace("{tmp}", tmp)
+        server = Server(store, spec, Path(tmp))
+        try:
+            coups = _setup(server.target, admin, clients)
+            started = time.perf_counter()
+            stake_ms, health_ms, errors, done = asyncio.run(
+                _load(server.target, players, coups, seconds))
+            elapsed = time.perf_counter() - started
+        finally:
+            server.stop()
+    prefix = f"load.{store_name}.c{clients}"
+    return [
+        (f"{prefix}.stakes_per_s", round(done / elapsed, 1)),
+        (f"{prefix}.stake_p50_ms", round(_percentile(stake_ms, 0.50), 2)),
+        (f"{prefix}.stake_p99_ms", round(_percentile(stake_ms, 0.99), 2)),
+        (f"{prefix}.health_p50_ms", round(_percentile(health_ms, 0.50), 2)),
+        (f"{prefix}.health_p99_ms", round(_percentile(health_ms, 0.99), 2)),
+        (f"{prefix}.errors", float(errors)),
+    ]
+
+
+def run(quick: bool | None = None) -> list[Row]:
+    if quick is None:
+        quick = os.environ.get("SABOT_BENCH_QUICK") == "1"
+    seconds = 5.0 if quick else 10.0
+    clients = int(os.environ.get("SABOT_BENCH_CLIENTS", "32"))
+    rows = measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds)
+    url = _pg_url()
+    if url is not None:
+        try:
+            rows += measure("postgres", url, clients, seconds)
+        finally:
+            _drop_pg()
+    elif os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
+        raise RuntimeError("PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1")
+    return rows
+
+
+if __name__ == "__main__":
+    for name, value in run():
+        print(f"{name:<44} {value}")

@@ -1,0 +1,1 @@
+"""The gRPC API (sabot.v1): server, servicers, authentication, error mapping, logging, config."""

@@ -1,0 +1,174 @@
+"""What every servicer shares: the ledger, the caller, ownership checks, retries and caches."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+from uuid import UUID
+
+import grpc
+
+from domain.errors import RuleViolation
+from services.api import errors
+from services.api.hub import Hub
+from services.api.interceptor import authenticate
+from services.api.roles import Principal, Role
+from services.ledger.api import Ledger
+from services.ledger.errors import Conflict
+
+T = TypeVar("T")
+
+CONFLICT_RETRIES = 4
+CACHE_LIMIT = 50_000
+
+
+class Base:
+    """Shared by the servicers; thread-safe."""
+
+    def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub) -> None:
+        self.ledger = ledger
+        self.tokens = dict(tokens)
+        self.hub = hub
+        self._lock = threading.Lock()
+        self._currency: dict[str, str] = {}  # table or account id -> currency (immutable)
+        self._coup_home: dict[str, tuple[str, str]] = {}  # coup id -> (table, shoe) (immutable)
+        self._stake_owner: dict[str, str] = {}  # stake id -> account id (immutable)
+
+    # --- callers ----------------------------------------------------------------------------
+
+    def caller(self, context: grpc.ServicerContext) -> Principal:
+        who = authenticate(self.tokens, context.invocation_metadata())
+        if isinstance(who, errors.ApiError):
+            raise who
+        return who
+
+    @staticmethod
+    def own(who: Principal, account_id: str, field: str) -> None:
+        """A player may act on its own account only."""
+        if who.role is Role.PLAYER and who.account != account_id:
+            raise errors.permission_denied(field, "a player token acts on its own account only")
+
+    # --- calling the ledger -----------------------------------------------------------------
+
+    def read(self, fields: Mapping[str, str], fn: Callable[..., T], *args: Any) -> T:
+        """A query; ledger field names are renamed to the request's."""
+        try:
+            return fn(*args)
+        except RuleViolation as exc:
+            exc.field = _rename(fields, exc.field)
+            raise
+
+    def write(self, fields: Mapping[str, str], fn: Callable[..., T], *args: Any) -> T:
+        """A command with its request id: retried on a concurrency conflict (the request id makes
+        the retry safe), ABORTED when conflicts persist. Pokes the log tailer on success."""
+        delay = 0.005
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                result = fn(*args)
+            except Conflict as exc:
+                if attempt == CONFLICT_RETRIES:
+                    exc.field = _rename(fields, exc.field)
+                    raise
+                time.sleep(delay)
+                delay *= 2
+                continue
+            except RuleViolation as exc:
+                exc.field = _rename(fields, exc.field)
+                raise
+            self.hub.poke()
+            return result
+        raise AssertionError("unreachable")
+
+    # --- immutable facts, cached ------------------------------------------------------------
+
+    def table_currency(self, table_id: str, field: str) -> str:
+        with self._lock:
+            known = self._currency.get("t:" + table_id)
+        if known is None:
+            known = self.read({"table_id": field}, self.ledger.get_table, table_id).currency
+            self._remember(self._currency, "t:" + table_id, known)
+        return known
+
+    def account_currency(self, account_id: str, field: str) -> str:
+        with self._lock:
+            known = self._currency.get("a:" + account_id)
+        if known is None:
+            known = self.read({"account_id": field}, self.ledger.get_account, account_id).currency
+            self._remember(self._currency, "a:" + account_id, known)
+        return known
+
+    def coup_home(self, coup_id: str, field: str) -> tuple[str, str]:
+        """(table id, shoe id) of a coup."""
+        with self._lock:
+            known = self._coup_home.get(coup_id)
+        if known is None:
+            view = self.read({"coup_id": field}, self.ledger.get_coup, coup_id)
+            known = (view.table_id, view.shoe_id)
+            self._remember(self._coup_home, coup_id, known)
+            for s in view.layout:
+                self._remember(self._stake_owner, s.stake_id, s.account_id)
+        return known
+
+    def remember_coup(self, coup_id: str, table_id: str, shoe_id: str) -> None:
+        self._remember(self._coup_home, coup_id, (table_id, shoe_id))
+
+    def shoe_table(self, shoe_id: str, field: str) -> str:
+        with self._lock:
+            known = self._currency.get("s:" + shoe_id)  # shoe id -> table id (immutable)
+        if known is None:
+            known = self.read({"shoe_id": field}, self.ledger.get_shoe, shoe_id).table_id
+            self._remember(self._currency, "s:" + shoe_id, known)
+        return known
+
+    def check_coup(self, table_id: str, shoe_id: str, coup_id: str, field: str) -> None:
+        if self.coup_home(coup_id, field) != (table_id, shoe_id):
+            raise errors.ApiError(
+                grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND", "no such coup at this table/shoe"
+            )
+
+    def stake_owner(self, coup_id: str, stake_id: str, field: str) -> str:
+        with self._lock:
+            known = self._stake_owner.get(stake_id)
+        if known is None:
+            view = self.read({"coup_id": "coup"}, self.ledger.get_coup, coup_id)
+            for s in view.layout:
+                self._remember(self._stake_owner, s.stake_id, s.account_id)
+            with self._lock:
+                known = self._stake_owner.get(stake_id)
+        if known is None:
+            raise errors.ApiError(
+                grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND", "no such stake on the layout"
+            )
+        return known
+
+    def remember_stake(self, stake_id: str, account_id: str) -> None:
+        self._remember(self._stake_owner, stake_id, account_id)
+
+    def _remember(self, cache: dict[str, Any], key: str, value: Any) -> None:
+        with self._lock:
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
+            cache[key] = value
+
+
+def _rename(fields: Mapping[str, str], field: str) -> str:
+    head, dot, rest = field.partition(".")
+    if field in fields:
+        return fields[field]
+    if dot and head in fields:
+        return f"{fields[head]}.{rest}"
+    return field
+
+
+def check_uuid(field: str, value: str) -> str | None:
+    """An optional client-chosen UUID id; None when empty."""
+    if not value:
+        return None
+    try:
+        if len(value) != 36:
+            raise ValueError(value)
+        return str(UUID(value))
+    except ValueError:
+        raise errors.invalid(field, "must be a UUID (36 characters) or empty") from None

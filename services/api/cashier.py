@@ -1,0 +1,103 @@
+"""CashierService and ReportService: accounts, the cage, statements, the balance sheet."""
+
+from __future__ import annotations
+
+import base64
+
+import grpc
+
+from services.api import convert, errors, names
+from services.api.base import Base
+from services.api.gen.sabot.v1 import cashier_pb2, cashier_pb2_grpc, common_pb2
+from services.api.roles import Role
+
+_ACCOUNT = {"account_id": "name", "amount": "amount.amount_minor", "currency": "amount"}
+
+
+class CashierServicer(Base, cashier_pb2_grpc.CashierServiceServicer):
+    def OpenAccount(
+        self, request: cashier_pb2.OpenAccountRequest, context: grpc.ServicerContext
+    ) -> cashier_pb2.Account:
+        rid = names.check_request_id(request.request_id)
+        account_id = names.check_id("account_id", request.account_id)
+        currency = names.check_currency("currency_code", request.currency_code) or "EUR"
+        view = self.write(
+            {"account_id": "account_id", "currency": "currency_code"},
+            self.ledger.open_account,
+            rid,
+            account_id,
+            currency,
+        )
+        return convert.account(view)
+
+    def _money(self, request_amount: common_pb2.Money, has: bool, account_id: str) -> int:
+        if not has:
+            raise errors.invalid("amount", "required")
+        names.check_amount("amount.amount_minor", request_amount.amount_minor)
+        currency = self.account_currency(account_id, "name")
+        if request_amount.currency_code and request_amount.currency_code != currency:
+            raise errors.invalid("amount.currency_code", f"the account is in {currency}")
+        return request_amount.amount_minor
+
+    def Deposit(
+        self, request: cashier_pb2.DepositRequest, context: grpc.ServicerContext
+    ) -> cashier_pb2.Account:
+        rid = names.check_request_id(request.request_id)
+        account_id = names.account_name("name", request.name)
+        amount = self._money(request.amount, request.HasField("amount"), account_id)
+        view = self.write(_ACCOUNT, self.ledger.deposit, rid, account_id, amount)
+        return convert.account(view)
+
+    def Withdraw(
+        self, request: cashier_pb2.WithdrawRequest, context: grpc.ServicerContext
+    ) -> cashier_pb2.Account:
+        rid = names.check_request_id(request.request_id)
+        account_id = names.account_name("name", request.name)
+        amount = self._money(request.amount, request.HasField("amount"), account_id)
+        view = self.write(_ACCOUNT, self.ledger.withdraw, rid, account_id, amount)
+        return convert.account(view)
+
+    def GetAccount(
+        self, request: cashier_pb2.GetAccountRequest, context: grpc.ServicerContext
+    ) -> cashier_pb2.Account:
+        who = self.caller(context)
+        account_id = names.account_name("name", request.name, house=who.role is not Role.PLAYER)
+        self.own(who, account_id, "name")
+        return convert.account(self.read(_ACCOUNT, self.ledger.get_account, account_id))
+
+    def ListStatementEntries(
+        self, request: cashier_pb2.ListStatementEntriesRequest, context: grpc.ServicerContext
+    ) -> cashier_pb2.ListStatementEntriesResponse:
+        who = self.caller(context)
+        account_id = names.account_name("parent", request.parent, house=who.role is not Role.PLAYER)
+        self.own(who, account_id, "parent")
+        after, size = names.page(request.page_size, request.page_token, default=100)
+        statement = self.read(
+            {"account_id": "parent", "after": "page_token", "limit": "page_size"},
+            self.ledger.statement,
+            account_id,
+            after,
+            size,
+        )
+        entries = statement.entries
+        last = entries[-1].number if entries else after
+        more = bool(entries) and len(entries) == size and last < statement.account.entries
+        token = base64.urlsafe_b64encode(f"o:{last}".encode()).decode() if more else ""
+        return cashier_pb2.ListStatementEntriesResponse(
+            entries=[convert.entry(e, statement.account.currency) for e in entries],
+            next_page_token=token,
+        )
+
+
+class ReportServicer(Base, cashier_pb2_grpc.ReportServiceServicer):
+    def GetBalanceSheet(
+        self, request: cashier_pb2.GetBalanceSheetRequest, context: grpc.ServicerContext
+    ) -> cashier_pb2.BalanceSheet:
+        balances = self.ledger.balances()
+        return cashier_pb2.BalanceSheet(
+            balances=[
+                cashier_pb2.AccountBalance(account_id=k, balance_minor=v)
+                for k, v in sorted(balances.items())
+            ],
+            total_minor=sum(balances.values()),
+        )

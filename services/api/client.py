@@ -1,0 +1,78 @@
+"""A small client of sabot.v1: one channel, the stubs, and the bearer token on every call."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2_grpc
+
+from services.api.gen.sabot.v1 import (
+    betting_pb2_grpc,
+    cashier_pb2_grpc,
+    events_pb2_grpc,
+    table_pb2_grpc,
+)
+
+
+def new_request_id() -> str:
+    return str(uuid.uuid4())
+
+
+class _Authed:
+    """Wraps a stub so that every call carries ``authorization: Bearer <token>``."""
+
+    def __init__(self, stub: Any, token: str | None, timeout: float | None) -> None:
+        self._stub = stub
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._timeout = timeout
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._stub, name)
+
+        def call(request: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("metadata", self._metadata)
+            if self._timeout is not None:
+                kwargs.setdefault("timeout", self._timeout)
+            return method(request, **kwargs)
+
+        return call
+
+
+class Client:
+    """Every sabot.v1 service over one channel, as one caller (one token)."""
+
+    def __init__(
+        self,
+        target: str,
+        token: str | None = None,
+        *,
+        channel: grpc.Channel | None = None,
+        timeout: float | None = 30.0,
+    ) -> None:
+        self.owns_channel = channel is None
+        self.channel = channel or grpc.insecure_channel(target)
+        self.token = token
+        self.tables: Any = _Authed(table_pb2_grpc.TableServiceStub(self.channel), token, timeout)
+        self.betting: Any = _Authed(
+            betting_pb2_grpc.BettingServiceStub(self.channel), token, timeout
+        )
+        self.cashier: Any = _Authed(
+            cashier_pb2_grpc.CashierServiceStub(self.channel), token, timeout
+        )
+        self.reports: Any = _Authed(
+            cashier_pb2_grpc.ReportServiceStub(self.channel), token, timeout
+        )
+        self.watch: Any = _Authed(events_pb2_grpc.WatchServiceStub(self.channel), token, None)
+        self.feed: Any = _Authed(events_pb2_grpc.FeedServiceStub(self.channel), token, None)
+        self.recall: Any = _Authed(events_pb2_grpc.RecallServiceStub(self.channel), token, timeout)
+        self.health = health_pb2_grpc.HealthStub(self.channel)
+
+    def as_(self, token: str) -> Client:
+        """The same channel, another caller."""
+        return Client("", token, channel=self.channel)
+
+    def close(self) -> None:
+        if self.owns_channel:
+            self.channel.close()

@@ -1,0 +1,123 @@
+"""Server configuration from the environment or a ``.env`` file (the environment wins)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from services.api.roles import Principal, Role
+
+DEFAULT_LISTEN = "127.0.0.1:50051"
+DEFAULT_STORE = "sqlite:///var/sabot.db"
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the server needs: where to listen, the store, the tokens and the seed-sealing key."""
+
+    listen: str = DEFAULT_LISTEN
+    store: str = DEFAULT_STORE
+    tokens: Mapping[str, Principal] = field(default_factory=dict)
+    seal_key: bytes | None = None
+    workers: int = 32
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines of a .env file; blank lines and ``#`` comments skipped, quotes stripped."""
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key] = value
+    return values
+
+
+def parse_tokens(text: str) -> dict[str, Principal]:
+    """``token:role[:account]`` items, comma-separated. A player token must name its account."""
+    tokens: dict[str, Principal] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        parts = item.split(":")
+        if len(parts) not in (2, 3) or not parts[0]:
+            raise ConfigError("SABOT_TOKENS: each item is token:role[:account]")
+        token, role_text = parts[0], parts[1]
+        try:
+            role = Role(role_text)
+        except ValueError:
+            known = ", ".join(r.value for r in Role)
+            raise ConfigError(f"SABOT_TOKENS: unknown role {role_text!r} ({known})") from None
+        account = parts[2] if len(parts) == 3 else None
+        if role is Role.PLAYER and not account:
+            raise ConfigError("SABOT_TOKENS: a player token must name its account")
+        if role is not Role.PLAYER and account:
+            raise ConfigError(f"SABOT_TOKENS: only player tokens name an account ({role_text})")
+        if token in tokens:
+            raise ConfigError("SABOT_TOKENS: a token appears twice")
+        tokens[token] = Principal(role=role, account=account, label=f"{role.value}#{len(tokens)}")
+    return tokens
+
+
+def format_tokens(tokens: Mapping[str, Principal]) -> str:
+    """The inverse of ``parse_tokens``."""
+    items = []
+    for token, who in tokens.items():
+        items.append(f"{token}:{who.role.value}" + (f":{who.account}" if who.account else ""))
+    return ",".join(items)
+
+
+def demo_tokens(players: tuple[str, ...] = ()) -> dict[str, Principal]:
+    """Fresh random tokens, one per role, and one per named player account (development only)."""
+    tokens: dict[str, Principal] = {}
+    for role in Role:
+        if role is not Role.PLAYER:
+            tokens[f"{role.value}-{secrets.token_hex(8)}"] = Principal(role, None, role.value)
+    for account in players:
+        tokens[f"player-{secrets.token_hex(8)}"] = Principal(Role.PLAYER, account, account)
+    return tokens
+
+
+def load(
+    env: Mapping[str, str] | None = None,
+    dotenv: Path | None = Path(".env"),
+    *,
+    listen: str | None = None,
+    store: str | None = None,
+) -> Config:
+    """The configuration: explicit arguments, then the environment, then the .env file."""
+    values: dict[str, str] = read_dotenv(dotenv) if dotenv is not None else {}
+    values.update(os.environ if env is None else env)
+    key_text = values.get("SABOT_SEAL_KEY", "").strip()
+    seal_key: bytes | None = None
+    if key_text:
+        try:
+            seal_key = bytes.fromhex(key_text)
+        except ValueError:
+            raise ConfigError("SABOT_SEAL_KEY: not hexadecimal") from None
+        if len(seal_key) not in (16, 24, 32):
+            raise ConfigError("SABOT_SEAL_KEY: must be 16, 24 or 32 bytes (32, 48 or 64 hex)")
+    workers_text = values.get("SABOT_WORKERS", "32")
+    if not workers_text.isdigit() or not 1 <= int(workers_text) <= 256:
+        raise ConfigError("SABOT_WORKERS: an integer 1..256")
+    return Config(
+        listen=listen or values.get("SABOT_LISTEN") or DEFAULT_LISTEN,
+        store=store or values.get("SABOT_STORE") or DEFAULT_STORE,
+        tokens=parse_tokens(values.get("SABOT_TOKENS", "")),
+        seal_key=seal_key,
+        workers=int(workers_text),
+    )

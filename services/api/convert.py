@@ -1,0 +1,233 @@
+"""Ledger views -> sabot.v1 messages, and the enum mappings between them."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from services.api import names
+from services.api.gen.sabot.v1 import (
+    betting_pb2,
+    cashier_pb2,
+    common_pb2,
+    events_pb2,
+    table_pb2,
+)
+from services.ledger import views
+
+CHANCES: dict[str, common_pb2.Chance.ValueType] = {
+    "noir": common_pb2.CHANCE_NOIR,
+    "rouge": common_pb2.CHANCE_ROUGE,
+    "couleur": common_pb2.CHANCE_COULEUR,
+    "inverse": common_pb2.CHANCE_INVERSE,
+}
+CHANCE_NAMES = {v: k for k, v in CHANCES.items()}
+CHOICES: dict[str, common_pb2.Refait31Choice.ValueType] = {
+    "partage": common_pb2.REFAIT31_CHOICE_PARTAGE,
+    "prison": common_pb2.REFAIT31_CHOICE_PRISON,
+}
+CHOICE_NAMES = {v: k for k, v in CHOICES.items()}
+
+
+def money(amount: int, currency: str) -> common_pb2.Money:
+    return common_pb2.Money(currency_code=currency, amount_minor=amount)
+
+
+def timestamp(value: datetime | str | None) -> Timestamp | None:
+    if value is None or value == "":
+        return None
+    when = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    stamp = Timestamp()
+    stamp.FromDatetime(when)
+    return stamp
+
+
+def stake(table_id: str, view: views.StakeView, currency: str) -> common_pb2.Stake:
+    return common_pb2.Stake(
+        name=names.stake(table_id, view.stake_id),
+        account=names.account(view.account_id),
+        chance=CHANCES.get(view.chance, common_pb2.CHANCE_UNSPECIFIED),
+        amount=money(view.amount, currency),
+        status=view.status,
+        insured=view.insured,
+        refait31_choice=CHOICES.get(view.choice or "", common_pb2.REFAIT31_CHOICE_UNSPECIFIED),
+        awaiting_choice=view.awaiting_choice,
+    )
+
+
+def movement(table_id: str, view: views.MovementView, currency: str) -> common_pb2.Movement:
+    return common_pb2.Movement(
+        seq=view.seq,
+        kind=view.kind,
+        stake=names.stake(table_id, view.stake_id) if view.stake_id else "",
+        account=names.account(view.account_id) if view.account_id else "",
+        chance=CHANCES.get(view.chance, common_pb2.CHANCE_UNSPECIFIED),
+        amount=money(view.amount, currency),
+        debit_account=view.debit_account,
+        credit_account=view.credit_account,
+    )
+
+
+def fate(table_id: str, view: views.FateView) -> common_pb2.StakeFate:
+    return common_pb2.StakeFate(
+        stake=names.stake(table_id, view.stake_id),
+        account=names.account(view.account_id),
+        chance=CHANCES.get(view.chance, common_pb2.CHANCE_UNSPECIFIED),
+        fate=view.fate,
+        amount_before_minor=view.amount_before,
+        amount_after_minor=view.amount_after,
+        status_after=view.status_after or "",
+    )
+
+
+def table(view: views.TableView) -> table_pb2.Table:
+    return table_pb2.Table(
+        name=names.table(view.table_id),
+        preset=view.preset,
+        options=view.options,
+        currency_code=view.currency,
+        current_shoe=names.shoe(view.table_id, view.shoe_id) if view.shoe_id else "",
+        current_coup="",
+        shoes=view.shoes,
+        coups=view.coups,
+        layout=[stake(view.table_id, s, view.currency) for s in view.layout],
+        bank_account=view.bank_account,
+        layout_account=view.layout_account,
+    )
+
+
+def shoe(view: views.ShoeView) -> table_pb2.Shoe:
+    return table_pb2.Shoe(
+        name=names.shoe(view.table_id, view.shoe_id),
+        algorithm=view.algorithm,
+        deck_kind=view.deck_kind,
+        decks=view.decks,
+        size=view.size,
+        commitment=view.commitment,
+        cut_position=view.cut_position or 0,
+        cut_by=view.cut_by or "",
+        position=view.position,
+        coups=view.coups,
+        cut_card_reached=view.cut_card_reached,
+        closed=view.closed,
+        seed=view.seed or "",
+        order_digest=view.order_digest or "",
+    )
+
+
+def coup(view: views.CoupView, currency: str) -> table_pb2.Coup:
+    t = view.table_id
+    colour = "" if view.couleur is None else ("couleur" if view.couleur else "inverse")
+    return table_pb2.Coup(
+        name=names.coup(t, view.shoe_id, view.coup_id),
+        phase=view.phase,
+        number=view.number,
+        number_in_shoe=view.number_in_shoe,
+        start_position=view.start_position,
+        cards=[
+            table_pb2.DealtCard(
+                row=c.row, card=c.code, position=c.position, running_total=c.running_total
+            )
+            for c in view.cards
+        ],
+        noir_total=view.noir_total or 0,
+        rouge_total=view.rouge_total or 0,
+        result=view.result or "",
+        refait_total=view.refait_total or 0,
+        colour_result=colour,
+        winning_chances=[CHANCES[c] for c in view.winning_chances if c in CHANCES],
+        announcement=view.announcement or "",
+        cut_card_reached=view.cut_card_reached,
+        layout=[stake(t, s, currency) for s in view.layout],
+        movements=[movement(t, m, currency) for m in view.movements],
+        fates=[fate(t, f) for f in view.fates],
+    )
+
+
+def stake_result(table_id: str, result: views.StakeResult, currency: str,
+                 shoe_id: str) -> betting_pb2.StakeResult:
+    return betting_pb2.StakeResult(
+        coup=names.coup(table_id, shoe_id, result.coup_id),
+        stake=stake(table_id, result.stake, currency) if result.stake else None,
+        movements=[movement(table_id, m, currency) for m in result.movements],
+        balance=money(result.balance, currency),
+    )
+
+
+def account(view: views.AccountView) -> cashier_pb2.Account:
+    return cashier_pb2.Account(
+        name=names.account(view.account_id),
+        kind=view.kind,
+        balance=money(view.balance, view.currency),
+        entries=view.entries,
+    )
+
+
+def entry(view: views.Entry, currency: str) -> cashier_pb2.StatementEntry:
+    return cashier_pb2.StatementEntry(
+        number=view.number,
+        amount=money(view.amount, currency),
+        balance_after=money(view.balance, currency),
+        counter_account=view.counter_account,
+        kind=view.kind,
+        cause=view.cause,
+        stake_id=view.stake_id or "",
+        time=timestamp(view.timestamp),
+    )
+
+
+def _json_default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return views.to_dict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, UUID | datetime):
+        return str(value)
+    if isinstance(value, set | frozenset | tuple):
+        return sorted(value) if isinstance(value, set | frozenset) else list(value)
+    return str(value)
+
+
+def data_json(state: dict[str, Any]) -> str:
+    return json.dumps(state, default=_json_default, sort_keys=True, separators=(",", ":"))
+
+
+def event(
+    stored: views.StoredEvent, table_id: str = "", shoe_id: str = "", coup_id: str = ""
+) -> events_pb2.Event:
+    state = stored.state
+    table_id = table_id or str(state.get("table_id") or "")
+    shoe_id = shoe_id or str(state.get("shoe_id") or "")
+    return events_pb2.Event(
+        position=stored.position,
+        type=stored.topic,
+        aggregate_id=str(stored.originator_id),
+        aggregate_version=stored.version,
+        time=timestamp(stored.timestamp),
+        table=names.table(table_id) if table_id else "",
+        shoe=names.shoe(table_id, shoe_id) if table_id and shoe_id else "",
+        coup=names.coup(table_id, shoe_id, coup_id) if table_id and shoe_id and coup_id else "",
+        data_json=data_json(state),
+    )
+
+
+def step(table_id: str, shoe_id: str, coup_id: str, view: views.StepView) -> events_pb2.Event:
+    return events_pb2.Event(
+        position=0,
+        type=view.topic,
+        aggregate_id=coup_id,
+        aggregate_version=view.version,
+        time=timestamp(view.timestamp),
+        table=names.table(table_id),
+        shoe=names.shoe(table_id, shoe_id),
+        coup=names.coup(table_id, shoe_id, coup_id),
+        data_json=data_json(view.state),
+    )

@@ -1,0 +1,145 @@
+"""Errors of the API edge, and the mapping of every error to a gRPC status with rich details.
+
+Details follow AIP-193 via ``google.rpc.Status``: an ``ErrorInfo`` (reason, and the field in its
+metadata) always, a ``BadRequest`` field violation naming the field, a ``PreconditionFailure``
+for FAILED_PRECONDITION, a ``ResourceInfo`` for NOT_FOUND / ALREADY_EXISTS and a ``RetryInfo``
+for ABORTED.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import grpc
+import psycopg
+from eventsourcing import persistence
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from grpc_status import rpc_status
+
+from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
+from services.ledger.errors import AlreadyExists, Conflict
+
+DOMAIN = "sabot.casino"
+# The store cannot be reached now: the client may retry (with the same request id).
+_UNAVAILABLE = (
+    persistence.OperationalError,
+    persistence.InterfaceError,
+    persistence.ConnectionUnavailableError,
+    persistence.ConnectionPoolClosedError,
+    psycopg.OperationalError,
+    sqlite3.OperationalError,
+)
+
+
+class ApiError(Exception):
+    """An error decided at the edge (authentication, roles, validation) with its status code."""
+
+    def __init__(self, code: grpc.StatusCode, field: str, reason: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.code = code
+        self.field = field
+        self.reason = reason
+        self.message = message
+
+
+def exhausted(field: str, message: str) -> ApiError:
+    return ApiError(grpc.StatusCode.RESOURCE_EXHAUSTED, field, "RESOURCE_EXHAUSTED", message)
+
+
+def invalid(field: str, message: str, reason: str = "INVALID_ARGUMENT") -> ApiError:
+    return ApiError(grpc.StatusCode.INVALID_ARGUMENT, field, reason, message)
+
+
+def unauthenticated(message: str) -> ApiError:
+    return ApiError(grpc.StatusCode.UNAUTHENTICATED, "authorization", "UNAUTHENTICATED", message)
+
+
+def permission_denied(field: str, message: str) -> ApiError:
+    return ApiError(grpc.StatusCode.PERMISSION_DENIED, field, "PERMISSION_DENIED", message)
+
+
+def code_of(exc: BaseException) -> grpc.StatusCode:
+    """The status code for an error; anything unforeseen is INTERNAL (a bug, logged as such)."""
+    if isinstance(exc, ApiError):
+        return exc.code
+    if isinstance(exc, InvalidArgument):
+        return grpc.StatusCode.INVALID_ARGUMENT
+    if isinstance(exc, FailedPrecondition):
+        return grpc.StatusCode.FAILED_PRECONDITION
+    if isinstance(exc, NotFound):
+        return grpc.StatusCode.NOT_FOUND
+    if isinstance(exc, AlreadyExists):
+        return grpc.StatusCode.ALREADY_EXISTS
+    if isinstance(exc, Conflict):
+        return grpc.StatusCode.ABORTED
+    if isinstance(exc, RuleViolation):
+        return grpc.StatusCode.FAILED_PRECONDITION
+    if isinstance(exc, _UNAVAILABLE):
+        return grpc.StatusCode.UNAVAILABLE
+    if isinstance(exc, persistence.IntegrityError):
+        return grpc.StatusCode.ABORTED
+    return grpc.StatusCode.INTERNAL
+
+
+def _pack(message: object) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(message)  # type: ignore[arg-type]
+    return packed
+
+
+def to_status(exc: BaseException, field_names: dict[str, str] | None = None) -> grpc.Status:
+    """The rich status for ``exc``. ``field_names`` renames ledger fields to request fields."""
+    code = code_of(exc)
+    if code is grpc.StatusCode.INTERNAL:
+        status = status_pb2.Status(code=code_pb2.INTERNAL, message="internal error")
+        return rpc_status.to_status(status)
+    if not isinstance(exc, ApiError | RuleViolation):  # the store: say so, not its internals
+        message = "the store is unavailable; retry with the same request id"
+        if code is grpc.StatusCode.ABORTED:
+            message = "a concurrent change came first; retry with the same request id"
+        status = status_pb2.Status(code=code.value[0], message=message)
+        info = error_details_pb2.ErrorInfo(reason=code.name, domain=DOMAIN)
+        status.details.append(_pack(info))
+        return rpc_status.to_status(status)
+    field = (field_names or {}).get(exc.field, exc.field)
+    message = f"{field}: {exc.message}" if field else exc.message
+    status = status_pb2.Status(code=code.value[0], message=message)
+    info = error_details_pb2.ErrorInfo(reason=exc.reason, domain=DOMAIN)
+    if field:
+        info.metadata["field"] = field
+    status.details.append(_pack(info))
+    if field:
+        violation = error_details_pb2.BadRequest.FieldViolation(
+            field=field, description=exc.message, reason=exc.reason
+        )
+        status.details.append(_pack(error_details_pb2.BadRequest(field_violations=[violation])))
+    if code is grpc.StatusCode.FAILED_PRECONDITION:
+        failure = error_details_pb2.PreconditionFailure(
+            violations=[
+                error_details_pb2.PreconditionFailure.Violation(
+                    type=exc.reason, subject=field, description=exc.message
+                )
+            ]
+        )
+        status.details.append(_pack(failure))
+    elif code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.ALREADY_EXISTS):
+        resource = error_details_pb2.ResourceInfo(resource_name=field, description=exc.message)
+        status.details.append(_pack(resource))
+    elif code is grpc.StatusCode.ABORTED:
+        retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=50_000_000))
+        status.details.append(_pack(retry))
+    return rpc_status.to_status(status)
+
+
+def details_of(error: grpc.RpcError) -> tuple[str, str]:
+    """Client side: the (field, reason) of a rich error, or empty strings."""
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    if status is None:
+        return "", ""
+    for detail in status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            return info.metadata.get("field", ""), info.reason
+    return "", ""

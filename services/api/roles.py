@@ -1,0 +1,88 @@
+"""Roles, who holds them, and which role may call which RPC: the table is data.
+
+The regulator reads everything and writes nothing; the admin may call everything. A player
+token is bound to one account: the servicers refuse another player's account or stake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    CROUPIER = "croupier"
+    CASHIER = "cashier"
+    PLAYER = "player"
+    BACK_OFFICE = "back_office"
+    REGULATOR = "regulator"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who holds a token: a role, and for a player the account it is bound to."""
+
+    role: Role
+    account: str | None
+    label: str  # a name for the logs; never the token
+
+
+C, K, P, B = Role.CROUPIER, Role.CASHIER, Role.PLAYER, Role.BACK_OFFICE
+_READERS = frozenset({C, P, B})
+
+# method -> (writes?, roles allowed besides admin, and the regulator for reads)
+RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
+    "/sabot.v1.TableService/OpenTable": (True, frozenset({C})),
+    "/sabot.v1.TableService/OpenShoe": (True, frozenset({C})),
+    "/sabot.v1.TableService/CutShoe": (True, frozenset({C})),
+    "/sabot.v1.TableService/CloseShoe": (True, frozenset({C})),
+    "/sabot.v1.TableService/OpenCoup": (True, frozenset({C})),
+    "/sabot.v1.TableService/CloseBetting": (True, frozenset({C})),
+    "/sabot.v1.TableService/DealCoup": (True, frozenset({C})),
+    "/sabot.v1.TableService/SettleCoup": (True, frozenset({C})),
+    "/sabot.v1.TableService/GetTable": (False, _READERS),
+    "/sabot.v1.TableService/ListTables": (False, _READERS),
+    "/sabot.v1.TableService/GetShoe": (False, _READERS),
+    "/sabot.v1.TableService/GetCoup": (False, _READERS),
+    "/sabot.v1.TableService/ListCoups": (False, _READERS),
+    "/sabot.v1.BettingService/PlaceStake": (True, frozenset({P})),
+    "/sabot.v1.BettingService/RaiseStake": (True, frozenset({P})),
+    "/sabot.v1.BettingService/WithdrawStake": (True, frozenset({P})),
+    "/sabot.v1.BettingService/InsureStake": (True, frozenset({P})),
+    "/sabot.v1.BettingService/ChooseRefait31": (True, frozenset({P})),
+    "/sabot.v1.BettingService/MoveStake": (True, frozenset({P})),
+    "/sabot.v1.BettingService/HalfWithdrawStake": (True, frozenset({P})),
+    "/sabot.v1.BettingService/GetStake": (False, _READERS),
+    "/sabot.v1.BettingService/ListStakes": (False, _READERS),
+    "/sabot.v1.CashierService/OpenAccount": (True, frozenset({K})),
+    "/sabot.v1.CashierService/Deposit": (True, frozenset({K})),
+    "/sabot.v1.CashierService/Withdraw": (True, frozenset({K})),
+    "/sabot.v1.CashierService/GetAccount": (False, frozenset({K, P, B})),
+    "/sabot.v1.CashierService/ListStatementEntries": (False, frozenset({K, P, B})),
+    "/sabot.v1.WatchService/WatchTable": (False, _READERS),
+    "/sabot.v1.FeedService/StreamEvents": (False, frozenset({B})),
+    "/sabot.v1.ReportService/GetBalanceSheet": (False, frozenset({B})),
+    "/sabot.v1.RecallService/ListRecalledCoups": (False, _READERS),
+}
+
+# Served to anyone, without a token (probes and tooling).
+PUBLIC_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.v1alpha.ServerReflection/",
+                   "/grpc.reflection.v1.ServerReflection/")
+
+
+def allowed(method: str, role: Role) -> bool:
+    """Whether ``role`` may call ``method`` (an unknown method is refused to all but admin)."""
+    if role is Role.ADMIN:
+        return True
+    entry = RPC_ROLES.get(method)
+    if entry is None:
+        return False
+    writes, roles = entry
+    if role is Role.REGULATOR:
+        return not writes
+    return role in roles
+
+
+def is_public(method: str) -> bool:
+    return method.startswith(PUBLIC_PREFIXES)

@@ -1,0 +1,135 @@
+"""The gRPC server: servicers, health, reflection, the interceptor, graceful shutdown."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import FrameType
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from services.api import logs
+from services.api.betting import BettingServicer
+from services.api.cashier import CashierServicer, ReportServicer
+from services.api.config import Config
+from services.api.gen.sabot.v1 import (
+    betting_pb2,
+    betting_pb2_grpc,
+    cashier_pb2,
+    cashier_pb2_grpc,
+    events_pb2,
+    events_pb2_grpc,
+    table_pb2,
+    table_pb2_grpc,
+)
+from services.api.hub import Hub
+from services.api.interceptor import ApiInterceptor
+from services.api.logs import get_logger
+from services.api.streams import FeedServicer, RecallServicer, WatchServicer
+from services.api.tables import TableServicer
+from services.ledger.api import Ledger
+
+SERVICES = (
+    table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
+    betting_pb2.DESCRIPTOR.services_by_name["BettingService"].full_name,
+    cashier_pb2.DESCRIPTOR.services_by_name["CashierService"].full_name,
+    cashier_pb2.DESCRIPTOR.services_by_name["ReportService"].full_name,
+    events_pb2.DESCRIPTOR.services_by_name["WatchService"].full_name,
+    events_pb2.DESCRIPTOR.services_by_name["FeedService"].full_name,
+    events_pb2.DESCRIPTOR.services_by_name["RecallService"].full_name,
+)
+MAX_MESSAGE = 1 << 20  # requests are small; refuse big ones before parsing them
+GRACE_SECONDS = 5.0
+
+
+@dataclass
+class Running:
+    """A started server and what it owns."""
+
+    server: grpc.Server
+    port: int
+    health: health.HealthServicer
+    hub: Hub
+    ledger: Ledger
+    stopped: threading.Event
+
+    def stop(self, grace: float = GRACE_SECONDS) -> None:
+        """Graceful shutdown: NOT_SERVING, streams told to end, in-flight calls drained."""
+        if self.stopped.is_set():
+            return
+        self.stopped.set()
+        self.health.enter_graceful_shutdown()
+        self.hub.close()
+        self.server.stop(grace).wait()
+        self.ledger.close()
+        get_logger().info("server stopped", port=self.port)
+        logs.flush()
+
+
+def start(config: Config, ledger: Ledger) -> Running:
+    """Start serving ``ledger`` on ``config.listen`` (port 0: a free port, see ``Running.port``)."""
+    recorder = getattr(getattr(ledger, "app", None), "recorder", None)
+    end = getattr(recorder, "max_notification_id", None)
+    hub = Hub(ledger, streams=max(1, config.workers // 2), end=end)  # unary calls keep the rest
+    hub.start()
+    server = grpc.server(
+        ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="sabot-rpc"),
+        interceptors=[ApiInterceptor(config.tokens)],
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
+            ("grpc.so_reuseport", 0),
+        ],
+        maximum_concurrent_rpcs=config.workers * 8,
+    )
+    deps = (ledger, config.tokens, hub)
+    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(*deps), server)
+    betting_pb2_grpc.add_BettingServiceServicer_to_server(BettingServicer(*deps), server)
+    cashier_pb2_grpc.add_CashierServiceServicer_to_server(CashierServicer(*deps), server)
+    cashier_pb2_grpc.add_ReportServiceServicer_to_server(ReportServicer(*deps), server)
+    events_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(*deps), server)
+    events_pb2_grpc.add_FeedServiceServicer_to_server(FeedServicer(*deps), server)
+    events_pb2_grpc.add_RecallServiceServicer_to_server(RecallServicer(*deps), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME,
+                                         reflection.SERVICE_NAME), server)
+    port = server.add_insecure_port(config.listen)
+    if port == 0:
+        hub.close()
+        raise OSError(f"cannot listen on {config.listen}")
+    server.start()
+    for name in ("", *SERVICES):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    get_logger().info("server started", listen=config.listen, port=port, store=_safe(config.store))
+    return Running(server, port, health_servicer, hub, ledger, threading.Event())
+
+
+def _safe(url: str) -> str:
+    """A store URL without its password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
+    return url
+
+
+def serve_until_signal(running: Running) -> None:
+    """Block until SIGTERM or SIGINT, then shut down gracefully."""
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        get_logger().info("signal received, shutting down", signal=signal.Signals(signum).name)
+        done.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        running.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,179 @@
+"""TableService: the croupier's operations on tables, shoes and coups."""
+
+from __future__ import annotations
+
+import grpc
+
+from domain.errors import FailedPrecondition, NotFound
+from domain.rules import PRESET_NAMES
+from services.api import convert, names
+from services.api.base import Base, check_uuid
+from services.api.errors import invalid
+from services.api.gen.sabot.v1 import table_pb2, table_pb2_grpc
+
+_SHOE = {"shoe_id": "name", "position": "cut_position", "table_id": "name"}
+_COUP = {"coup_id": "name", "table_id": "name", "shoe_id": "name"}
+
+
+class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
+    def OpenTable(
+        self, request: table_pb2.OpenTableRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Table:
+        rid = names.check_request_id(request.request_id)
+        table_id = names.check_id("table_id", request.table_id)
+        preset = request.preset or "francaise"
+        if preset not in PRESET_NAMES:
+            raise invalid("preset", f"unknown preset (one of {', '.join(PRESET_NAMES)})")
+        if len(request.overrides) > names.MAX_OVERRIDES:
+            raise invalid("overrides", f"at most {names.MAX_OVERRIDES} options")
+        for key, value in request.overrides.items():
+            names.check_text("overrides", key, required=True, limit=64)
+            names.check_text(f"overrides.{key}", value, required=True, limit=64)
+        view = self.write(
+            {"table_id": "table_id"},
+            self.ledger.open_table,
+            rid,
+            table_id,
+            preset,
+            dict(request.overrides),
+        )
+        return convert.table(view)
+
+    def GetTable(
+        self, request: table_pb2.GetTableRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Table:
+        table_id = names.table_name("name", request.name)
+        view = self.read({"table_id": "name"}, self.ledger.get_table, table_id)
+        message = convert.table(view)
+        if view.coup_id:
+            _, shoe_id = self.coup_home(view.coup_id, "name")
+            message.current_coup = names.coup(table_id, shoe_id, view.coup_id)
+        return message
+
+    def OpenShoe(
+        self, request: table_pb2.OpenShoeRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Shoe:
+        rid = names.check_request_id(request.request_id)
+        table_id = names.table_name("parent", request.parent)
+        shoe_id = check_uuid("shoe_id", request.shoe_id)
+        deck = names.check_text("deck_kind", request.deck_kind, limit=16) or "FRENCH-52"
+        opened = self.write(
+            {"table_id": "parent", "deck_kind": "deck_kind"},
+            self.ledger.open_shoe,
+            rid,
+            table_id,
+            shoe_id,
+            deck,
+        )
+        return table_pb2.Shoe(
+            name=names.shoe(opened.table_id, opened.shoe_id),
+            algorithm=opened.algorithm,
+            deck_kind=opened.deck_kind,
+            decks=opened.decks,
+            commitment=opened.commitment,
+        )
+
+    def _shoe_of_table(self, name: str, field: str) -> tuple[str, str]:
+        table_id, shoe_id = names.shoe_name(field, name)
+        view = self.read({"shoe_id": field}, self.ledger.get_shoe, shoe_id)
+        if view.table_id != table_id:
+            raise NotFound(field, "NOT_FOUND", "no such shoe at this table")
+        return table_id, shoe_id
+
+    def GetShoe(
+        self, request: table_pb2.GetShoeRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Shoe:
+        table_id, shoe_id = names.shoe_name("name", request.name)
+        view = self.read({"shoe_id": "name"}, self.ledger.get_shoe, shoe_id)
+        if view.table_id != table_id:
+            raise NotFound("name", "NOT_FOUND", "no such shoe at this table")
+        return convert.shoe(view)
+
+    def CutShoe(
+        self, request: table_pb2.CutShoeRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Shoe:
+        rid = names.check_request_id(request.request_id)
+        if request.cut_position <= 0:
+            raise invalid("cut_position", "must be positive (1..size-1)")
+        cut_by = names.check_text("cut_by", request.cut_by, required=True, limit=64)
+        _, shoe_id = self._shoe_of_table(request.name, "name")
+        view = self.write(
+            {**_SHOE, "cut_by": "cut_by"},
+            self.ledger.cut,
+            rid,
+            shoe_id,
+            request.cut_position,
+            cut_by,
+        )
+        return convert.shoe(view)
+
+    def CloseShoe(
+        self, request: table_pb2.CloseShoeRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Shoe:
+        rid = names.check_request_id(request.request_id)
+        table_id, shoe_id = self._shoe_of_table(request.name, "name")
+        closed = self.write(_SHOE, self.ledger.close_shoe, rid, shoe_id)
+        currency = self.table_currency(table_id, "name")
+        return table_pb2.Shoe(
+            name=names.shoe(table_id, closed.shoe_id),
+            commitment=closed.commitment,
+            cut_position=closed.cut_position or 0,
+            closed=True,
+            seed=closed.seed,
+            order_digest=closed.order_digest or "",
+            returned=[convert.movement(table_id, m, currency) for m in closed.returned],
+        )
+
+    def OpenCoup(
+        self, request: table_pb2.OpenCoupRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Coup:
+        rid = names.check_request_id(request.request_id)
+        table_id, shoe_id = names.shoe_name("parent", request.parent)
+        coup_id = check_uuid("coup_id", request.coup_id)
+        table = self.read({"table_id": "parent"}, self.ledger.get_table, table_id)
+        if table.shoe_id != shoe_id:
+            raise FailedPrecondition("parent", "SHOE_NOT_OPEN", "not the table's open shoe")
+        view = self.write(
+            {"table_id": "parent", "shoe_id": "parent", "coup_id": "coup_id"},
+            self.ledger.open_coup,
+            rid,
+            table_id,
+            coup_id,
+        )
+        return convert.coup(view, table.currency)
+
+    def _coup(self, name: str) -> tuple[str, str, str]:
+        table_id, shoe_id, coup_id = names.coup_name("name", name)
+        self.check_coup(table_id, shoe_id, coup_id, "name")
+        return table_id, shoe_id, coup_id
+
+    def GetCoup(
+        self, request: table_pb2.GetCoupRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Coup:
+        table_id, _, coup_id = self._coup(request.name)
+        view = self.read(_COUP, self.ledger.get_coup, coup_id)
+        return convert.coup(view, self.table_currency(table_id, "name"))
+
+    def CloseBetting(
+        self, request: table_pb2.CloseBettingRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Coup:
+        rid = names.check_request_id(request.request_id)
+        table_id, _, coup_id = self._coup(request.name)
+        view = self.write(_COUP, self.ledger.close_betting, rid, coup_id)
+        return convert.coup(view, self.table_currency(table_id, "name"))
+
+    def DealCoup(
+        self, request: table_pb2.DealCoupRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Coup:
+        rid = names.check_request_id(request.request_id)
+        table_id, _, coup_id = self._coup(request.name)
+        view = self.write(_COUP, self.ledger.deal, rid, coup_id)
+        return convert.coup(view, self.table_currency(table_id, "name"))
+
+    def SettleCoup(
+        self, request: table_pb2.SettleCoupRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Coup:
+        rid = names.check_request_id(request.request_id)
+        table_id, _, coup_id = self._coup(request.name)
+        view = self.write(_COUP, self.ledger.settle, rid, coup_id)
+        return convert.coup(view, self.table_currency(table_id, "name"))

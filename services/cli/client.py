@@ -1,0 +1,448 @@
+"""Client commands for every sabot.v1 RPC: ``sabot table|shoe|coup|stake|account|watch|feed|
+recall|balance-sheet|health``. Common options: ``--target``, ``--token``, ``--format table|json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from grpc_health.v1 import health_pb2
+
+from services.api.client import Client, new_request_id
+from services.api.gen.sabot.v1 import (
+    betting_pb2,
+    cashier_pb2,
+    common_pb2,
+    events_pb2,
+    table_pb2,
+)
+from services.cli import CliError
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+CHANCES: dict[str, common_pb2.Chance.ValueType] = {
+    "noir": common_pb2.CHANCE_NOIR,
+    "rouge": common_pb2.CHANCE_ROUGE,
+    "couleur": common_pb2.CHANCE_COULEUR,
+    "inverse": common_pb2.CHANCE_INVERSE,
+}
+CHOICES: dict[str, common_pb2.Refait31Choice.ValueType] = {
+    "partage": common_pb2.REFAIT31_CHOICE_PARTAGE,
+    "prison": common_pb2.REFAIT31_CHOICE_PRISON,
+}
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def _plain(message: Message) -> dict[str, Any]:
+    return json_format.MessageToDict(
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, dict):
+        if "amount_minor" in value or "currency_code" in value:
+            return f"{value.get('amount_minor', 0)} {value.get('currency_code', '')}".strip()
+        return json.dumps(value, separators=(",", ":"))
+    if isinstance(value, list):
+        return ",".join(_cell(v) for v in value)
+    return str(value)
+
+
+def _table(rows: list[dict[str, Any]], out: Any, indent: str = "") -> None:
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    cells = [[_cell(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()
+    print(indent + line, file=out)
+    for r in cells:
+        line = "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+        print(indent + line, file=out)
+
+
+def _flat(value: Any) -> bool:
+    """A value that fits in one table cell (scalars, Money, lists of scalars)."""
+    if isinstance(value, dict):
+        return set(value) <= {"amount_minor", "currency_code"} or all(
+            not isinstance(v, dict | list) for v in value.values())
+    if isinstance(value, list):
+        return all(not isinstance(v, dict | list) for v in value)
+    return True
+
+
+def _block(data: dict[str, Any], out: Any, indent: str = "") -> None:
+    """Scalars as aligned ``key  value`` lines, then nested lists: flat rows as a table,
+    others as indented blocks."""
+    scalars = {k: v for k, v in data.items() if _flat(v)}
+    nested = {k: v for k, v in data.items() if k not in scalars}
+    width = max((len(k) for k in scalars), default=0)
+    for key, value in scalars.items():
+        text = _cell(value)
+        print(f"{indent}{key.ljust(width)}  {text[:160]}", file=out)
+    for key, value in nested.items():
+        print(f"{indent}{key}:", file=out)
+        rows = value if isinstance(value, list) else [value]
+        if all(isinstance(r, dict) and all(_flat(v) for v in r.values()) for r in rows):
+            _table([{k: (_cell(v)[:80]) for k, v in r.items()} for r in rows], out, indent + "  ")
+        else:
+            for row in rows:
+                _block(row, out, indent + "  ")
+                print(file=out)
+
+
+def show(message: Message, fmt: str, out: Any = None) -> None:
+    """Print a message as JSON, or as aligned text (scalars, then lists as tables)."""
+    out = out or sys.stdout
+    data = _plain(message)
+    if fmt == "json":
+        print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
+        return
+    _block(data, out)
+
+
+# --- plumbing -------------------------------------------------------------------------------
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default=os.environ.get("SABOT_TARGET", DEFAULT_TARGET),
+                   help="HOST:PORT of the server (env SABOT_TARGET)")
+    p.add_argument("--token", default=os.environ.get("SABOT_TOKEN"),
+                   help="bearer token (env SABOT_TOKEN)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+
+
+def _mutating(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--request-id", default=None, help="idempotency key (default: a new UUID)")
+
+
+def _name(kind: str, text: str) -> str:
+    """Accept a full resource name, or a bare id for tables and accounts."""
+    if "/" in text:
+        return text
+    if kind in ("tables", "accounts"):
+        return f"{kind}/{text}"
+    raise CliError(f"expected a resource name ({kind}/...): {text!r}")
+
+
+def _money(amount: int, currency: str) -> common_pb2.Money:
+    return common_pb2.Money(currency_code=currency, amount_minor=amount)
+
+
+def _rid(args: argparse.Namespace) -> str:
+    return str(args.request_id or new_request_id())
+
+
+Build = Callable[[argparse.Namespace], tuple[str, str, Message]]
+
+
+def _run(build: Build) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        service, method, request = build(args)
+        client = Client(args.target, args.token)
+        try:
+            response = getattr(getattr(client, service), method)(request)
+            if isinstance(response, Message):
+                show(response, args.format)
+            else:
+                _stream(response, args.format)
+        except grpc.RpcError as exc:
+            raise CliError(f"{exc.code().name}: {exc.details()}") from None
+        except BrokenPipeError:  # the reader (e.g. ``head``) has gone: stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        finally:
+            client.close()
+        return 0
+
+    return run
+
+
+def _stream(responses: Iterable[Message], fmt: str) -> None:
+    try:
+        for response in responses:
+            for event in getattr(response, "events", ()):
+                if fmt == "json":
+                    print(json.dumps(_plain(event), ensure_ascii=False), flush=True)
+                else:
+                    where = event.coup or event.shoe or event.table
+                    print(f"{event.position:>8}  {event.type:<36} {where}"
+                          f"  {event.data_json[:120]}", flush=True)
+    except KeyboardInterrupt:
+        pass
+
+
+Setup = Callable[[argparse.ArgumentParser], object]
+
+
+def _add(sub: Any, name: str, help_text: str, build: Build, *, mutating: bool = False,
+         setup: Setup | None = None) -> None:
+    p = sub.add_parser(name, help=help_text)
+    if setup:
+        setup(p)
+    _common(p)
+    if mutating:
+        _mutating(p)
+    p.set_defaults(func=_run(build))
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def register(sub: Any) -> None:
+    _register_tables(sub)
+    _register_stakes(sub)
+    _register_accounts(sub)
+    _register_streams(sub)
+
+
+def _register_tables(sub: Any) -> None:
+    table = sub.add_parser("table", help="tables (croupier)").add_subparsers(dest="action",
+                                                                              required=True)
+
+    def open_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table_id")
+        p.add_argument("--preset", default="francaise")
+        p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
+                       help="override one house rule (repeatable)")
+
+    def open_build(a: argparse.Namespace) -> tuple[str, str, Message]:
+        overrides = {}
+        for item in a.set:
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise CliError(f"--set: expected OPTION=VALUE, got {item!r}")
+            overrides[key] = value
+        return "tables", "OpenTable", table_pb2.OpenTableRequest(
+            request_id=_rid(a), table_id=a.table_id, preset=a.preset, overrides=overrides)
+
+    _add(table, "open", "open a table", open_build, mutating=True, setup=open_setup)
+    _add(table, "get", "show a table", lambda a: ("tables", "GetTable",
+         table_pb2.GetTableRequest(name=_name("tables", a.table))),
+         setup=lambda p: p.add_argument("table"))
+
+    shoe = sub.add_parser("shoe", help="shoes (croupier)").add_subparsers(dest="action",
+                                                                           required=True)
+
+    def shoe_open(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table")
+        p.add_argument("--shoe-id", default="")
+        p.add_argument("--deck-kind", default="")
+
+    _add(shoe, "open", "shuffle a new shoe (commitment published)", lambda a: (
+        "tables", "OpenShoe", table_pb2.OpenShoeRequest(
+            request_id=_rid(a), parent=_name("tables", a.table), shoe_id=a.shoe_id,
+            deck_kind=a.deck_kind)), mutating=True, setup=shoe_open)
+    _add(shoe, "get", "show a shoe", lambda a: ("tables", "GetShoe",
+         table_pb2.GetShoeRequest(name=_name("shoes", a.shoe))),
+         setup=lambda p: p.add_argument("shoe"))
+
+    def cut_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("shoe")
+        p.add_argument("--position", type=int, required=True)
+        p.add_argument("--by", required=True, help="who cuts (a player)")
+
+    _add(shoe, "cut", "cut the shoe", lambda a: ("tables", "CutShoe", table_pb2.CutShoeRequest(
+        request_id=_rid(a), name=_name("shoes", a.shoe), cut_position=a.position, cut_by=a.by)),
+        mutating=True, setup=cut_setup)
+    _add(shoe, "close", "close the shoe (the seed is revealed)", lambda a: (
+        "tables", "CloseShoe", table_pb2.CloseShoeRequest(
+            request_id=_rid(a), name=_name("shoes", a.shoe))),
+        mutating=True, setup=lambda p: p.add_argument("shoe"))
+
+    coup = sub.add_parser("coup", help="coups (croupier)").add_subparsers(dest="action",
+                                                                           required=True)
+
+    def coup_open(p: argparse.ArgumentParser) -> None:
+        p.add_argument("shoe")
+        p.add_argument("--coup-id", default="")
+
+    _add(coup, "open", "open the next coup", lambda a: ("tables", "OpenCoup",
+         table_pb2.OpenCoupRequest(request_id=_rid(a), parent=_name("shoes", a.shoe),
+                                   coup_id=a.coup_id)), mutating=True, setup=coup_open)
+    _add(coup, "get", "show a coup", lambda a: ("tables", "GetCoup",
+         table_pb2.GetCoupRequest(name=_name("coups", a.coup))),
+         setup=lambda p: p.add_argument("coup"))
+    steps: tuple[tuple[str, str, type[Message], str], ...] = (
+        ("close-betting", "CloseBetting", table_pb2.CloseBettingRequest, "rien ne va plus"),
+        ("deal", "DealCoup", table_pb2.DealCoupRequest, "deal both rows"),
+        ("settle", "SettleCoup", table_pb2.SettleCoupRequest, "settle every stake"),
+    )
+    for action, method, request_type, text in steps:
+        _add(coup, action, text, _coup_step(method, request_type),
+             mutating=True, setup=lambda p: p.add_argument("coup"))
+
+
+def _coup_step(method: str, request_type: type[Message]) -> Build:
+    def build(a: argparse.Namespace) -> tuple[str, str, Message]:
+        return "tables", method, request_type(request_id=_rid(a), name=_name("coups", a.coup))
+
+    return build
+
+
+def _register_stakes(sub: Any) -> None:
+    stake = sub.add_parser("stake", help="stakes (player)").add_subparsers(dest="action",
+                                                                            required=True)
+
+    def place_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("coup")
+        p.add_argument("--account", required=True)
+        p.add_argument("--chance", choices=tuple(CHANCES), required=True)
+        p.add_argument("--amount", type=int, required=True, help="minor units")
+        p.add_argument("--currency", default="")
+        p.add_argument("--stake-id", default="")
+        p.add_argument("--choice", choices=tuple(CHOICES), default=None)
+
+    _add(stake, "place", "place a stake", lambda a: ("betting", "PlaceStake",
+         betting_pb2.PlaceStakeRequest(
+             request_id=_rid(a), coup=_name("coups", a.coup),
+             account=_name("accounts", a.account), chance=CHANCES[a.chance],
+             amount=_money(a.amount, a.currency), stake_id=a.stake_id,
+             refait31_choice=CHOICES.get(a.choice or "", common_pb2.REFAIT31_CHOICE_UNSPECIFIED))),
+         mutating=True, setup=place_setup)
+
+    def on_stake(extra: Setup | None = None) -> Setup:
+        def setup(p: argparse.ArgumentParser) -> None:
+            p.add_argument("stake", help="tables/{table}/stakes/{stake}")
+            p.add_argument("--coup", required=True, help="the coup whose betting is open")
+            if extra:
+                extra(p)
+        return setup
+
+    def base(a: argparse.Namespace) -> dict[str, Any]:
+        return {"request_id": _rid(a), "name": _name("stakes", a.stake),
+                "coup": _name("coups", a.coup)}
+
+    def amount_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--amount", type=int, required=True)
+        p.add_argument("--currency", default="")
+
+    _add(stake, "raise", "add to a free stake", lambda a: ("betting", "RaiseStake",
+         betting_pb2.RaiseStakeRequest(**base(a), amount=_money(a.amount, a.currency))),
+         mutating=True, setup=on_stake(amount_arg))
+    _add(stake, "withdraw", "take a free stake back", lambda a: ("betting", "WithdrawStake",
+         betting_pb2.WithdrawStakeRequest(**base(a))), mutating=True, setup=on_stake())
+    _add(stake, "insure", "insure a stake for the coup", lambda a: ("betting", "InsureStake",
+         betting_pb2.InsureStakeRequest(**base(a))), mutating=True, setup=on_stake())
+    _add(stake, "choose", "choose partage or prison", lambda a: ("betting", "ChooseRefait31",
+         betting_pb2.ChooseRefait31Request(**base(a), refait31_choice=CHOICES[a.choice])),
+         mutating=True, setup=on_stake(
+             lambda p: p.add_argument("--choice", choices=tuple(CHOICES), required=True)))
+    _add(stake, "move", "move an imprisoned stake", lambda a: ("betting", "MoveStake",
+         betting_pb2.MoveStakeRequest(**base(a), chance=CHANCES[a.chance])),
+         mutating=True, setup=on_stake(
+             lambda p: p.add_argument("--chance", choices=tuple(CHANCES), required=True)))
+    _add(stake, "half-withdraw", "withdraw half of an imprisoned stake", lambda a: (
+        "betting", "HalfWithdrawStake", betting_pb2.HalfWithdrawStakeRequest(**base(a))),
+        mutating=True, setup=on_stake())
+    _add(stake, "get", "show a stake", lambda a: ("betting", "GetStake",
+         betting_pb2.GetStakeRequest(name=_name("stakes", a.stake))),
+         setup=lambda p: p.add_argument("stake"))
+
+    def list_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table")
+        p.add_argument("--page-size", type=int, default=0)
+        p.add_argument("--page-token", default="")
+
+    _add(stake, "list", "the stakes on a table's layout", lambda a: ("betting", "ListStakes",
+         betting_pb2.ListStakesRequest(parent=_name("tables", a.table), page_size=a.page_size,
+                                       page_token=a.page_token)), setup=list_setup)
+
+
+def _register_accounts(sub: Any) -> None:
+    account = sub.add_parser("account", help="accounts (cashier)").add_subparsers(
+        dest="action", required=True)
+
+    def open_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("account_id")
+        p.add_argument("--currency", default="EUR")
+
+    _add(account, "open", "open a player's account", lambda a: ("cashier", "OpenAccount",
+         cashier_pb2.OpenAccountRequest(request_id=_rid(a), account_id=a.account_id,
+                                        currency_code=a.currency)),
+         mutating=True, setup=open_setup)
+    _add(account, "get", "an account and its balance", lambda a: ("cashier", "GetAccount",
+         cashier_pb2.GetAccountRequest(name=_name("accounts", a.account))),
+         setup=lambda p: p.add_argument("account"))
+
+    def money_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("account")
+        p.add_argument("--amount", type=int, required=True, help="minor units")
+        p.add_argument("--currency", default="")
+
+    _add(account, "deposit", "cash in", lambda a: ("cashier", "Deposit",
+         cashier_pb2.DepositRequest(request_id=_rid(a), name=_name("accounts", a.account),
+                                    amount=_money(a.amount, a.currency))),
+         mutating=True, setup=money_setup)
+    _add(account, "withdraw", "cash out", lambda a: ("cashier", "Withdraw",
+         cashier_pb2.WithdrawRequest(request_id=_rid(a), name=_name("accounts", a.account),
+                                     amount=_money(a.amount, a.currency))),
+         mutating=True, setup=money_setup)
+
+    def statement_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("account")
+        p.add_argument("--page-size", type=int, default=0)
+        p.add_argument("--page-token", default="")
+
+    _add(account, "statement", "the account's entries", lambda a: (
+        "cashier", "ListStatementEntries", cashier_pb2.ListStatementEntriesRequest(
+            parent=_name("accounts", a.account), page_size=a.page_size,
+            page_token=a.page_token)), setup=statement_setup)
+
+    _add(sub, "balance-sheet", "every account's balance and their (zero) sum (back office)",
+         lambda a: ("reports", "GetBalanceSheet", cashier_pb2.GetBalanceSheetRequest()))
+
+
+def _register_streams(sub: Any) -> None:
+    def watch_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table")
+        p.add_argument("--after", type=int, default=0, help="log position (0: from now)")
+
+    _add(sub, "watch", "follow a table's events live", lambda a: ("watch", "WatchTable",
+         events_pb2.WatchTableRequest(table=_name("tables", a.table), after_position=a.after)),
+         setup=watch_setup)
+
+    def feed_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--after", type=int, default=0, help="resume after this log position")
+        p.add_argument("--batch-size", type=int, default=0)
+        p.add_argument("--follow", action="store_true", help="keep following the log")
+
+    _add(sub, "feed", "every event of the log, from a position", lambda a: (
+        "feed", "StreamEvents", events_pb2.StreamEventsRequest(
+            after_position=a.after, batch_size=a.batch_size, stop_at_end=not a.follow)),
+        setup=feed_setup)
+
+    def recall_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table")
+        p.add_argument("--count", type=int, default=10, help="how many coups (newest first)")
+        p.add_argument("--page-token", default="")
+
+    _add(sub, "recall", "the last coups of a table, each step in order", lambda a: (
+        "recall", "ListRecalledCoups", events_pb2.ListRecalledCoupsRequest(
+            parent=_name("tables", a.table), page_size=a.count, page_token=a.page_token)),
+        setup=recall_setup)
+
+    p = sub.add_parser("health", help="the server's health (no token needed)")
+    _common(p)
+    p.set_defaults(func=_health)
+
+
+def _health(args: argparse.Namespace) -> int:
+    client = Client(args.target)
+    try:
+        reply = client.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+    except grpc.RpcError as exc:
+        raise CliError(f"{exc.code().name}: {exc.details()}") from None
+    finally:
+        client.close()
+    print(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+    return 0

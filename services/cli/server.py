@@ -1,0 +1,164 @@
+"""``sabot serve`` (the gRPC server) and ``sabot demo`` (the demo played against a server)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+from services.api import config as api_config
+from services.api import demo, logs
+from services.api.roles import Principal, Role
+from services.cli import CliError
+
+DEV_KEY_FILE = Path("var/dev-seal.key")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("serve", help="run the gRPC server (env SABOT_LISTEN, SABOT_STORE, "
+                                     "SABOT_TOKENS, SABOT_SEAL_KEY, or a .env file)")
+    p.add_argument("--listen", default=None, help="HOST:PORT (default 127.0.0.1:50051)")
+    p.add_argument("--store", default=None,
+                   help="sqlite:///PATH or postgresql://user@host:port/db")
+    p.add_argument("--env-file", default=".env", help="read settings from this file too")
+    p.add_argument("--dev", action="store_true",
+                   help="development: generate and print tokens, keep a seal key in var/")
+    p.add_argument("--demo", action="store_true",
+                   help="play the demo through the API once started, then keep serving")
+    p.add_argument("--preset", default="francaise", help="the demo table's preset")
+    p.set_defaults(func=cmd_serve)
+
+    d = sub.add_parser("demo", help="play the demo against a running server")
+    d.add_argument("--target", default=os.environ.get("SABOT_TARGET", "127.0.0.1:50051"))
+    d.add_argument("--token", default=os.environ.get("SABOT_TOKEN"),
+                   help="an admin token (plays every part)")
+    d.add_argument("--tokens", default=None,
+                   help="token:role[:account],... (default: SABOT_TOKENS or .env)")
+    d.add_argument("--preset", default="francaise")
+    d.set_defaults(func=cmd_demo)
+
+
+def _dev_seal_key() -> bytes:
+    if DEV_KEY_FILE.exists():
+        return bytes.fromhex(DEV_KEY_FILE.read_text().strip())
+    DEV_KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_bytes(32)
+    DEV_KEY_FILE.write_text(key.hex() + "\n")
+    DEV_KEY_FILE.chmod(0o600)
+    return key
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import grpc
+
+    from services.api import server
+    from services.ledger.api import Ledger, LedgerConfig
+
+    try:
+        cfg = api_config.load(dotenv=Path(args.env_file), listen=args.listen, store=args.store)
+    except api_config.ConfigError as exc:
+        raise CliError(str(exc)) from None
+    tokens = dict(cfg.tokens)
+    suffix = secrets.token_hex(2)
+    if args.dev and not tokens:
+        tokens = api_config.demo_tokens(tuple(f"{n}-{suffix}" for n in ("anne", "bruno", "chiara")))
+    if not tokens:
+        raise CliError("SABOT_TOKENS is empty: nobody could call the server (or use --dev)")
+    seal_key = cfg.seal_key
+    if seal_key is None and args.dev:
+        seal_key = _dev_seal_key()
+    if seal_key is None or len(seal_key) != 32:
+        raise CliError("SABOT_SEAL_KEY: 64 hex digits (32 bytes) required (or use --dev)")
+    if cfg.store.startswith("sqlite:///"):
+        path = Path(cfg.store.removeprefix("sqlite:///"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+    cfg = api_config.Config(cfg.listen, cfg.store, tokens, seal_key, cfg.workers)
+
+    logs.configure(level=logging.INFO)
+    ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key,
+                                 pool_size=min(cfg.workers, 20)), batching=True)
+    try:
+        running = server.start(cfg, ledger)
+    except OSError as exc:
+        ledger.close()
+        raise CliError(str(exc)) from None
+    host = cfg.listen.rsplit(":", 1)[0]
+    target = f"{host}:{running.port}"
+    try:
+        if args.demo:
+            # The demo's narration goes to stdout; the server's per-RPC lines wait till it ends.
+            with logs.muted():
+                demo.play(target, demo.cast_from(tokens, suffix), preset=args.preset)
+        _print_connect(target, tokens, args.dev)
+    except grpc.RpcError as exc:
+        running.stop()
+        raise CliError(f"demo: {exc.code().name}: {exc.details()}") from None
+    except BaseException:
+        running.stop()
+        raise
+    server.serve_until_signal(running)
+    return 0
+
+
+def _print_connect(target: str, tokens: dict[str, Principal], dev: bool) -> None:
+    print(f"\nThe server is listening on {target} (Ctrl-C or SIGTERM stops it gracefully).")
+    if dev:
+        print("Development tokens (this run only):")
+        for token, who in tokens.items():
+            bound = f" bound to accounts/{who.account}" if who.account else ""
+            print(f"  {who.role.value:<12} {token}{bound}")
+    role_token = {w.role: t for t, w in tokens.items()}
+    show = dev
+    admin = role_token.get(Role.ADMIN, "<token>") if show else "<admin token>"
+    back = role_token.get(Role.BACK_OFFICE, "<token>") if show else "<back office token>"
+    print("Try:")
+    print(f"  export SABOT_TARGET={target}")
+    print("  .venv/bin/sabot health")
+    print(f"  .venv/bin/sabot balance-sheet --token {back}")
+    print(f"  .venv/bin/sabot feed --token {back} --batch-size 100")
+    print(f"  .venv/bin/sabot table open my-table --preset italiana --token {admin}")
+    print(f"  .venv/bin/sabot demo --token {admin}")
+    sys.stdout.flush()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import grpc
+
+    if args.token:
+        tokens = {args.token: Principal(Role.ADMIN, None, "admin")}
+    else:
+        try:
+            text = args.tokens if args.tokens is not None else (
+                os.environ.get("SABOT_TOKENS")
+                or api_config.read_dotenv(Path(".env")).get("SABOT_TOKENS", "")
+            )
+            tokens = api_config.parse_tokens(text)
+        except api_config.ConfigError as exc:
+            raise CliError(str(exc)) from None
+    try:
+        cast = demo.cast_from(tokens, secrets.token_hex(2))
+        demo.play(args.target, cast, preset=args.preset)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    except grpc.RpcError as exc:
+        raise CliError(f"{exc.code().name}: {exc.details()}") from None
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m services.cli.server serve|demo ...``: the same commands without the ``sabot``
+    entry point (``make run`` uses it)."""
+    import services.cli as cli
+    from services.cli import main as cli_main
+
+    if "services.cli.server" not in cli.COMMAND_MODULES:
+        cli.COMMAND_MODULES = (*cli.COMMAND_MODULES, "services.cli.server")  # type: ignore[assignment]
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""A real server on 127.0.0.1 (a free port) per store: SQLite, and PostgreSQL on a fresh database.
+
+PostgreSQL is skipped only when unreachable AND ``SABOT_REQUIRE_POSTGRES`` is not "1".
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from services.api import logs, server
+from services.api.config import Config, parse_tokens
+from services.api.gen.sabot.v1 import cashier_pb2
+from services.ledger.api import Ledger, LedgerConfig
+
+from .support import DEPOSIT, PLAYERS, Api, money
+
+PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
+SEED = bytes(range(100, 132))  # every shoe of the tests: the same seed, its own shoe id
+KEY = bytes(range(32))
+
+
+class LogBuffer(io.StringIO):
+    """The server's JSON log lines, shared by the tests (thread-safe writes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            return super().write(text)
+
+
+def _pg_database() -> str:
+    try:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.OperationalError as exc:
+        if os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1: {exc}")
+        pytest.skip(f"PostgreSQL unreachable (SABOT_REQUIRE_POSTGRES=1 makes this fail): {exc}")
+    name = f"sabot_test_api_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def _drop(name: str) -> None:
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(
+    scope="session",
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+)
+def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    database = None
+    if request.param == "sqlite":
+        url = f"sqlite:///{Path(tmp_path_factory.mktemp('api')) / 'sabot.db'}"
+    else:
+        database = _pg_database()
+        url = f"postgresql://postgres@127.0.0.1:5432/{database}"
+    roles = {r: f"tok-{r}-{uuid.uuid4().hex[:8]}" for r in
+             ("croupier", "cashier", "back_office", "regulator", "admin")}
+    players = {p: f"tok-player-{p}-{uuid.uuid4().hex[:8]}" for p in PLAYERS}
+    spec = ",".join([*(f"{t}:{r}" for r, t in roles.items()),
+                     *(f"{t}:player:{p}" for p, t in players.items())])
+    log = LogBuffer()
+    logs.configure(stream=log)
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: SEED,
+                                 pool_size=8), batching=True)
+    config = Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec), seal_key=KEY,
+                    workers=16)
+    running = server.start(config, ledger)
+    target = f"127.0.0.1:{running.port}"
+    result = Api(target, request.param, {**roles, "player": players["anne"]}, players, log,
+                 running)
+    cashier = result.as_("cashier").cashier
+    for p in PLAYERS:
+        cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
+            request_id=f"open-{p}", account_id=p, currency_code="EUR"))
+        cashier.Deposit(cashier_pb2.DepositRequest(
+            request_id=f"deposit-{p}", name=f"accounts/{p}", amount=money(DEPOSIT)))
+    yield result
+    for client in result._clients.values():
+        client.close()
+    running.stop(grace=1)
+    if database:
+        _drop(database)
