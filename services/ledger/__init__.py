@@ -1,0 +1,1 @@
+"""The event-sourced ledger: tables, shoes, coups and double-entry accounts (see api.py)."""

@@ -1,0 +1,956 @@
+"""The ledger's Python API, used by the gRPC layer and the CLI.
+
+Every mutating method takes ``request_id`` first: a retry with the same id and the same
+arguments returns the first answer and stores nothing more; the same id with other arguments
+raises ``RequestIdReused`` (ALREADY_EXISTS, field ``request_id``). Errors are
+``domain.errors`` ``InvalidArgument`` / ``FailedPrecondition`` / ``NotFound`` and
+``services.ledger.errors`` ``AlreadyExists`` / ``Conflict`` (ABORTED), each with ``.field``,
+``.reason`` and ``.message``. Amounts are integer minor units. Ids of tables and accounts are
+chosen by the client (1..64 characters of ``[a-z0-9-]``); shoe, coup and stake ids are UUID
+text, generated unless given.
+
+The methods are thread-safe. ``Ledger(config, batching=True)`` (for the gRPC server) runs the
+commands on one writer thread that folds the commands queued meanwhile into one transaction;
+``batching=False`` decides and saves each command in the calling thread. Queries read the
+committed state. ``LedgerConfig.from_environ()`` reads SABOT_STORE_URL and SABOT_SEAL_KEY.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, TypeVar
+from uuid import UUID
+
+from domain.cards import DeckKind, canonical_shoe, parse_deck_kind
+from domain.chances import Chance
+from domain.deal import deal_coup
+from domain.errors import FailedPrecondition, InvalidArgument, NotFound
+from domain.layout import (
+    Layout,
+    Movement,
+    MovementKind,
+    Refait31Choice,
+    Role,
+    Stake,
+    Step,
+    close_betting,
+    end_of_shoe,
+    half_withdraw,
+    insure,
+    move_imprisoned,
+    place_stake,
+    raise_stake,
+    withdraw_stake,
+)
+from domain.layout import choose_refait31 as choose_refait31_step
+from domain.outcome import Outcome, Result, judge
+from domain.rules import HouseRules, house_rules
+from domain.settlement import settle
+from domain.shuffle import ALGORITHM_ID, Sabot, check_cut, commitment, load_sabot, order_digest
+from services.ledger.account import DEBIT_TOPICS, ENTRY_TOPICS, Account, AccountKind
+from services.ledger.application import LedgerApplication
+from services.ledger.config import APP_NAME, LedgerConfig, store_env
+from services.ledger.coup import FATE_EVENTS, Coup, Phase
+from services.ledger.errors import AlreadyExists
+from services.ledger.ids import (
+    account_uuid,
+    cage_account,
+    check_name,
+    parse_uuid,
+    table_account,
+    table_uuid,
+)
+from services.ledger.seal import seal, unseal
+from services.ledger.shoe import Shoe
+from services.ledger.table import Table
+from services.ledger.views import (
+    AccountView,
+    CardView,
+    CoupSteps,
+    CoupView,
+    Entry,
+    FateView,
+    MovementView,
+    ShoeClosed,
+    ShoeOpened,
+    ShoeView,
+    StakeResult,
+    StakeView,
+    Statement,
+    StepView,
+    StoredEvent,
+    TableView,
+)
+from services.ledger.writer import Command, UnitOfWork, Writer
+
+T = TypeVar("T")
+
+MAX_AMOUNT = 10**15
+CASH_IN = "cash_in"  # entry kinds of the cage's movements (the others: MovementKind values)
+CASH_OUT = "cash_out"
+TABLE_ROLES = (
+    AccountKind.BANK,
+    AccountKind.LAYOUT,
+    AccountKind.HOUSE_INSURANCE,
+    AccountKind.HOUSE_PARTAGE,
+    AccountKind.HOUSE_PRISON,
+)
+
+__all__ = [
+    "AccountView",
+    "CoupSteps",
+    "CoupView",
+    "Ledger",
+    "LedgerConfig",
+    "ShoeClosed",
+    "ShoeOpened",
+    "ShoeView",
+    "StakeResult",
+    "Statement",
+    "StoredEvent",
+    "TableView",
+]
+
+
+class Ledger:
+    """The Trente et Quarante ledger over one event store (``LedgerConfig.store_url``)."""
+
+    def __init__(self, config: LedgerConfig, batching: bool = False) -> None:
+        self.config = config
+        if len(config.seal_key) != 32:
+            raise InvalidArgument("seal_key", "BAD_KEY", "must be 32 bytes")
+        env = store_env(config.store_url, config.pool_size)
+        env.update(config.extra_env)
+        self.app = LedgerApplication(env=env)
+        if env["PERSISTENCE_MODULE"] == "eventsourcing.postgres":
+            from services.ledger.schema import apply_schema
+
+            apply_schema(_conninfo(env), (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
+        self._writer = Writer(self.app, config.clock, batching=batching)
+        self._sabots: dict[tuple[UUID, str, int | None], Sabot] = {}
+
+    def close(self) -> None:
+        """Stop the writer and close the store's connections."""
+        self._writer.close()
+        self.app.close()
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _run(
+        self,
+        name: str,
+        request_id: str,
+        args: dict[str, Any],
+        decide: Callable[[UnitOfWork], T],
+        result_type: type[T],
+    ) -> T:
+        command = Command(name, request_id, args, decide, result_type)
+        result: T = self._writer.execute(command)
+        return result
+
+    def _table(self, unit: UnitOfWork, table_id: str, field: str = "table_id") -> Table:
+        check_name(table_id, field)
+        table = unit.get(Table, table_uuid(table_id))
+        if table is None:
+            raise NotFound(field, "UNKNOWN_TABLE", f"no table {table_id!r}")
+        return table
+
+    def _shoe(self, unit: UnitOfWork, shoe_id: str) -> Shoe:
+        shoe = unit.get(Shoe, parse_uuid(shoe_id, "shoe_id"))
+        if shoe is None:
+            raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id!r}")
+        return shoe
+
+    def _coup(self, unit: UnitOfWork, coup_id: str) -> Coup:
+        coup = unit.get(Coup, parse_uuid(coup_id, "coup_id"))
+        if coup is None:
+            raise NotFound("coup_id", "UNKNOWN_COUP", f"no coup {coup_id!r}")
+        return coup
+
+    def _account(self, unit: UnitOfWork, account_id: str, field: str = "account_id") -> Account:
+        if not isinstance(account_id, str) or not 1 <= len(account_id) <= 100:
+            raise InvalidArgument(field, "BAD_ID", "must be 1 to 100 characters")
+        account = unit.get(Account, account_uuid(account_id))
+        if account is None:
+            raise NotFound(field, "UNKNOWN_ACCOUNT", f"no account {account_id!r}")
+        return account
+
+    def _player(self, unit: UnitOfWork, account_id: str, currency: str | None = None) -> Account:
+        check_name(account_id, "account_id")
+        account = self._account(unit, account_id)
+        if account.kind != AccountKind.PLAYER:
+            raise FailedPrecondition("account_id", "NOT_A_PLAYER", "not a player's account")
+        if currency is not None and account.currency != currency:
+            raise FailedPrecondition(
+                "account_id",
+                "CURRENCY_MISMATCH",
+                f"the account is in {account.currency}, the table plays in {currency}",
+            )
+        return account
+
+    def _rules(self, table: Table) -> HouseRules:
+        return _rules_of(tuple(sorted(table.options.items())))
+
+    def _sabot(self, shoe: Shoe) -> Sabot:
+        key = (shoe.id, shoe.sealed_seed, shoe.cut_position)
+        sabot = self._sabots.get(key)
+        if sabot is None:
+            seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
+            sabot = load_sabot(seed, shoe.id, DeckKind(shoe.deck_kind), shoe.decks,
+                               shoe.cut_position)
+            if len(self._sabots) > 256:
+                self._sabots.clear()
+            self._sabots[key] = sabot
+        return sabot
+
+    def _role_account(self, unit: UnitOfWork, table_id: str, role: Role, player: str) -> Account:
+        name = player if role is Role.PLAYER else table_account(table_id, role.value)
+        return self._account(unit, name)
+
+    def _check_funds(self, unit: UnitOfWork, table_id: str, movements: tuple[Movement, ...],
+                     currency: str) -> None:
+        """Refuse a step that would take a player's balance below zero (field ``amount``)."""
+        net: dict[str, int] = {}
+        for m in movements:
+            if m.source is Role.PLAYER:
+                net[m.player] = net.get(m.player, 0) - m.amount
+            if m.destination is Role.PLAYER:
+                net[m.player] = net.get(m.player, 0) + m.amount
+        for player, change in net.items():
+            account = self._player(unit, player, currency)
+            if account.balance + change < 0:
+                raise FailedPrecondition(
+                    "amount",
+                    "INSUFFICIENT_FUNDS",
+                    f"the balance of {player!r} is {account.balance}, {-change} needed",
+                )
+
+    def _post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
+              stake_id: str | None, ts: datetime) -> None:
+        """One double-entry movement: ``amount`` from ``debit`` to ``credit``."""
+        debit_event = Account.CashWithdrawn if kind == CASH_OUT else Account.Debited
+        credit_event = Account.CashDeposited if kind == CASH_IN else Account.Credited
+        debit.trigger_event(
+            debit_event, timestamp=ts, amount=amount, counter_account=credit.account_id,
+            kind=kind, cause=cause, stake_id=stake_id, balance=debit.balance - amount,
+        )
+        credit.trigger_event(
+            credit_event, timestamp=ts, amount=amount, counter_account=debit.account_id,
+            kind=kind, cause=cause, stake_id=stake_id, balance=credit.balance + amount,
+        )
+
+    def _apply_step(self, unit: UnitOfWork, table: Table, coup: Coup, step: Step, ts: datetime,
+                    record_movements: bool,
+                    command_event: tuple[str, type[Coup.StakeChanged]] | None = None,
+                    ) -> list[MovementView]:
+        """Record a domain step on the coup: movements (as MoneyMoved when ``record_movements``)
+        with their double entries, then each stake's fate (``command_event``: the event class
+        for the commanded stake's fate), then the layout if it differs."""
+        moved: list[MovementView] = []
+        coup_id = str(coup.id)
+        seq = coup.movement_seq
+        for m in step.movements:
+            debit = self._role_account(unit, table.table_id, m.source, m.player)
+            credit = self._role_account(unit, table.table_id, m.destination, m.player)
+            seq += 1
+            view = MovementView(seq, m.kind.value, m.stake_id, m.player, m.chance.value, m.amount,
+                                debit.account_id, credit.account_id)
+            if record_movements:
+                coup.trigger_event(
+                    Coup.MoneyMoved, timestamp=ts, seq=seq, kind=view.kind,
+                    stake_id=view.stake_id, account_id=view.account_id, chance=view.chance,
+                    amount=view.amount, debit_account=view.debit_account,
+                    credit_account=view.credit_account,
+                )
+            self._post(debit, credit, m.amount, m.kind.value, coup_id, m.stake_id, ts)
+            moved.append(view)
+        after = {s.stake_id: s for s in step.layout.stakes}
+        for f in step.fates:
+            event_class = FATE_EVENTS[f.fate]
+            if command_event is not None and command_event[0] == f.stake_id:
+                event_class = command_event[1]
+            extra: dict[str, Any] = {}
+            if event_class is Coup.InsuranceBought:
+                extra["premium"] = sum(
+                    m.amount for m in step.movements
+                    if m.stake_id == f.stake_id and m.kind is MovementKind.PREMIUM
+                )
+            coup.trigger_event(
+                event_class, timestamp=ts, **extra, stake_id=f.stake_id, account_id=f.player,
+                chance=f.chance.value, fate=f.fate.value, amount_before=f.amount_before,
+                amount_after=f.amount_after,
+                status_after=f.status_after.value if f.status_after is not None else None,
+                stake=after.get(f.stake_id) if f.status_after is not None else None,
+            )
+        if coup.layout != step.layout.stakes:
+            coup.trigger_event(Coup.LayoutRestated, timestamp=ts, stakes=step.layout.stakes)
+        return moved
+
+    # --- tables and shoes -------------------------------------------------------------------
+
+    def open_table(
+        self,
+        request_id: str,
+        table_id: str,
+        preset: str = "francaise",
+        overrides: Mapping[str, str] | None = None,
+    ) -> TableView:
+        """Open a table under a preset with options overridden; records the whole ruleset.
+        Also opens the table's bank, layout and house accounts. ALREADY_EXISTS if it exists."""
+        overrides_d = dict(overrides or {})
+
+        def decide(unit: UnitOfWork) -> TableView:
+            check_name(table_id, "table_id")
+            rules = house_rules(preset, overrides_d)
+            if unit.get(Table, table_uuid(table_id)) is not None:
+                raise AlreadyExists("table_id", "TABLE_EXISTS", f"table {table_id!r} exists")
+            for role in TABLE_ROLES:
+                if unit.get(Account, account_uuid(table_account(table_id, role))) is not None:
+                    raise AlreadyExists("table_id", "TABLE_EXISTS", "the table's accounts exist")
+            ts = unit.now
+            table = Table._create(
+                Table.Opened, id=table_uuid(table_id), timestamp=ts, table_id=table_id,
+                preset=rules.preset, options=rules.options(),
+            )
+            unit.add(table)
+            for role in TABLE_ROLES:
+                name = table_account(table_id, role)
+                unit.add(Account._create(
+                    Account.Opened, id=account_uuid(name), timestamp=ts, account_id=name,
+                    kind=role, currency=rules.currency, table_id=table_id,
+                ))
+            return self._table_view(unit, table)
+
+        args = {"table_id": table_id, "preset": preset, "overrides": overrides_d}
+        return self._run("open_table", request_id, args, decide, TableView)
+
+    def open_shoe(
+        self, request_id: str, table_id: str, shoe_id: str | None = None,
+        deck_kind: str = "FRENCH-52",
+    ) -> ShoeOpened:
+        """Shuffle a new shoe (fresh 32-byte seed, stored sealed) and publish its commitment.
+        FAILED_PRECONDITION if the table has a shoe open."""
+
+        def decide(unit: UnitOfWork) -> ShoeOpened:
+            table = self._table(unit, table_id)
+            kind = parse_deck_kind(deck_kind, "deck_kind")
+            if table.shoe_id is not None:
+                raise FailedPrecondition(
+                    "table_id", "SHOE_OPEN", f"shoe {table.shoe_id} is still open at the table"
+                )
+            if shoe_id is not None:
+                sid = parse_uuid(shoe_id, "shoe_id")
+                if unit.get(Shoe, sid) is not None:
+                    raise AlreadyExists("shoe_id", "SHOE_EXISTS", f"shoe {shoe_id} exists")
+            else:
+                sid = self.config.new_id()
+            rules = self._rules(table)
+            size = len(canonical_shoe(kind, rules.decks))
+            seed = self.config.new_seed()
+            ts = unit.now
+            shoe = Shoe._create(
+                Shoe.Shuffled, id=sid, timestamp=ts, table_id=table.table_id,
+                algorithm=ALGORITHM_ID, deck_kind=kind.value, decks=rules.decks, size=size,
+                commitment=commitment(seed, sid), sealed_seed=seal(self.config.seal_key, seed, sid),
+            )
+            unit.add(shoe)
+            table.trigger_event(Table.ShoeStarted, timestamp=ts, shoe_id=str(sid))
+            return ShoeOpened(str(sid), table.table_id, shoe.commitment, ALGORITHM_ID,
+                              kind.value, rules.decks)
+
+        args = {"table_id": table_id, "shoe_id": shoe_id, "deck_kind": deck_kind}
+        return self._run("open_shoe", request_id, args, decide, ShoeOpened)
+
+    def cut(self, request_id: str, shoe_id: str, position: int, cut_by: str) -> ShoeView:
+        """Cut the shoe at ``position`` (1..size-1), by ``cut_by`` (a player's account id or a
+        name). Once only, before the first coup."""
+
+        def decide(unit: UnitOfWork) -> ShoeView:
+            shoe = self._shoe(unit, shoe_id)
+            if not isinstance(cut_by, str) or not 1 <= len(cut_by) <= 64:
+                raise InvalidArgument("cut_by", "BAD_NAME", "must be 1 to 64 characters")
+            if not isinstance(position, int) or isinstance(position, bool):
+                raise InvalidArgument("position", "BAD_POSITION", "must be an integer")
+            check_cut(position, shoe.size, "position")
+            if shoe.closed:
+                raise FailedPrecondition("shoe_id", "SHOE_CLOSED", "the shoe is closed")
+            if shoe.cut_position is not None:
+                raise FailedPrecondition("shoe_id", "ALREADY_CUT", "the shoe was cut already")
+            shoe.trigger_event(Shoe.Cut, timestamp=unit.now, position=position, cut_by=cut_by)
+            return self._shoe_view(shoe)
+
+        args = {"shoe_id": shoe_id, "position": position, "cut_by": cut_by}
+        return self._run("cut", request_id, args, decide, ShoeView)
+
+    def close_shoe(self, request_id: str, shoe_id: str) -> ShoeClosed:
+        """Close the shoe between coups: free stakes go back to their players (prisoners stay on
+        the layout); the seed is revealed."""
+
+        def decide(unit: UnitOfWork) -> ShoeClosed:
+            shoe = self._shoe(unit, shoe_id)
+            if shoe.closed:
+                raise FailedPrecondition("shoe_id", "SHOE_CLOSED", "the shoe is closed already")
+            table = self._table(unit, shoe.table_id)
+            last = self._last_coup(unit, table)
+            if last is not None and last.phase != Phase.SETTLED:
+                raise FailedPrecondition(
+                    "shoe_id", "COUP_IN_PROGRESS", f"coup {last.id} is not settled yet"
+                )
+            ts = unit.now
+            returned: list[MovementView] = []
+            if last is not None:
+                step = end_of_shoe(Layout(last.layout))
+                returned = self._apply_step(unit, table, last, step, ts, record_movements=True)
+            seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
+            digest = (
+                order_digest(self._sabot(shoe).cards) if shoe.cut_position is not None else None
+            )
+            shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(), order_digest=digest)
+            table.trigger_event(Table.ShoeEnded, timestamp=ts, shoe_id=str(shoe.id))
+            return ShoeClosed(str(shoe.id), seed.hex(), shoe.commitment, shoe.cut_position,
+                              digest, tuple(returned))
+
+        return self._run("close_shoe", request_id, {"shoe_id": shoe_id}, decide, ShoeClosed)
+
+    # --- coups ------------------------------------------------------------------------------
+
+    def _last_coup(self, unit: UnitOfWork, table: Table) -> Coup | None:
+        last = table.last_coup_id
+        return None if last is None else self._coup(unit, last)
+
+    def open_coup(self, request_id: str, table_id: str, coup_id: str | None = None) -> CoupView:
+        """Open the next coup at the table (betting open); the layout is carried over."""
+
+        def decide(unit: UnitOfWork) -> CoupView:
+            table = self._table(unit, table_id)
+            if table.shoe_id is None:
+                raise FailedPrecondition("table_id", "NO_SHOE", "no shoe is open at the table")
+            shoe = self._shoe(unit, table.shoe_id)
+            if shoe.cut_position is None:
+                raise FailedPrecondition("table_id", "SHOE_NOT_CUT", "the shoe is not cut yet")
+            if shoe.cut_card_reached:
+                raise FailedPrecondition(
+                    "table_id", "SHOE_MUST_CLOSE", "the cut card came out: close the shoe"
+                )
+            last = self._last_coup(unit, table)
+            if last is not None and last.phase != Phase.SETTLED:
+                raise FailedPrecondition(
+                    "table_id", "COUP_IN_PROGRESS", f"coup {last.id} is not settled yet"
+                )
+            if coup_id is not None:
+                cid = parse_uuid(coup_id, "coup_id")
+                if unit.get(Coup, cid) is not None:
+                    raise AlreadyExists("coup_id", "COUP_EXISTS", f"coup {coup_id} exists")
+            else:
+                cid = self.config.new_id()
+            ts = unit.now
+            coup = Coup._create(
+                Coup.Opened, id=cid, timestamp=ts, table_id=table.table_id,
+                shoe_id=str(shoe.id), number=len(table.coup_ids) + 1,
+                number_in_shoe=shoe.coups + 1, start_position=shoe.position,
+            )
+            unit.add(coup)
+            if last is not None:
+                for stake in last.layout:
+                    coup.trigger_event(
+                        Coup.StakeCarriedOver, timestamp=ts, from_coup_id=str(last.id),
+                        stake=stake,
+                    )
+            table.trigger_event(Table.CoupStarted, timestamp=ts, coup_id=str(cid))
+            return self._coup_view(coup)
+
+        args = {"table_id": table_id, "coup_id": coup_id}
+        return self._run("open_coup", request_id, args, decide, CoupView)
+
+    def _betting(
+        self,
+        name: str,
+        request_id: str,
+        args: dict[str, Any],
+        coup_id: str,
+        stake_id: Callable[[], str],
+        step_of: Callable[[UnitOfWork, HouseRules, Layout, str], Step],
+        command_event: type[Coup.StakeChanged] | None = None,
+    ) -> StakeResult:
+        def decide(unit: UnitOfWork) -> StakeResult:
+            coup = self._coup(unit, coup_id)
+            if coup.phase != Phase.BETTING:
+                raise FailedPrecondition(
+                    "coup_id", "BETTING_CLOSED", f"betting is closed for coup {coup_id}"
+                )
+            table = self._table(unit, coup.table_id)
+            rules = self._rules(table)
+            sid = stake_id()
+            step = step_of(unit, rules, Layout(coup.layout), sid)
+            self._check_funds(unit, table.table_id, step.movements, rules.currency)
+            ts = unit.now
+            before = coup.stake(sid)
+            moved = self._apply_step(
+                unit, table, coup, step, ts, record_movements=False,
+                command_event=(sid, command_event) if command_event is not None else None,
+            )
+            stake = coup.stake(sid)
+            player = stake.player if stake is not None else before.player if before else ""
+            balance = self._account(unit, player).balance if player else 0
+            return StakeResult(
+                str(coup.id), _stake_view(stake) if stake else None, tuple(moved), balance
+            )
+
+        return self._run(name, request_id, args, decide, StakeResult)
+
+    def place_stake(
+        self,
+        request_id: str,
+        coup_id: str,
+        account_id: str,
+        chance: str,
+        amount: int,
+        stake_id: str | None = None,
+        choice: str | None = None,
+    ) -> StakeResult:
+        """A new stake (player -> layout). FAILED_PRECONDITION field ``amount`` beyond the
+        player's balance."""
+        chosen: list[str] = []
+
+        def new_stake_id() -> str:
+            if stake_id is not None:
+                return str(parse_uuid(stake_id, "stake_id"))
+            if not chosen:
+                chosen.append(str(self.config.new_id()))
+            return chosen[-1]
+
+        def step_of(unit: UnitOfWork, rules: HouseRules, layout: Layout, sid: str) -> Step:
+            self._player(unit, account_id, rules.currency)
+            c = _chance(chance)
+            amt = _amount(amount)
+            ch = _choice(choice) if choice is not None else None
+            if layout.has(sid):
+                raise AlreadyExists("stake_id", "STAKE_EXISTS", f"stake {sid} is on the layout")
+            return place_stake(rules, layout, sid, account_id, c, amt, ch)
+
+        args = {"coup_id": coup_id, "account_id": account_id, "chance": chance,
+                "amount": amount, "stake_id": stake_id, "choice": choice}
+        return self._betting("place_stake", request_id, args, coup_id, new_stake_id, step_of)
+
+    def raise_stake(self, request_id: str, coup_id: str, stake_id: str, amount: int) -> StakeResult:
+        """Add ``amount`` to a free stake."""
+        return self._betting(
+            "raise_stake", request_id, {"coup_id": coup_id, "stake_id": stake_id,
+                                        "amount": amount},
+            coup_id, lambda: stake_id,
+            lambda u, r, lay, sid: raise_stake(r, lay, sid, _amount(amount)),
+        )
+
+    def withdraw_stake(self, request_id: str, coup_id: str, stake_id: str) -> StakeResult:
+        """Take a free stake back, whole."""
+        return self._betting(
+            "withdraw_stake", request_id, {"coup_id": coup_id, "stake_id": stake_id},
+            coup_id, lambda: stake_id, lambda u, r, lay, sid: withdraw_stake(r, lay, sid),
+        )
+
+    def insure(self, request_id: str, coup_id: str, stake_id: str) -> StakeResult:
+        """Buy insurance on a stake for this coup (premium player -> house insurance)."""
+        return self._betting(
+            "insure", request_id, {"coup_id": coup_id, "stake_id": stake_id},
+            coup_id, lambda: stake_id, lambda u, r, lay, sid: insure(r, lay, sid),
+        )
+
+    def choose_refait31(
+        self, request_id: str, coup_id: str, stake_id: str, choice: str
+    ) -> StakeResult:
+        """``partage`` or ``prison`` (under refait31 ``player_choice``)."""
+        return self._betting(
+            "choose_refait31", request_id,
+            {"coup_id": coup_id, "stake_id": stake_id, "choice": choice},
+            coup_id, lambda: stake_id,
+            lambda u, r, lay, sid: choose_refait31_step(r, lay, sid, _choice(choice)),
+            command_event=Coup.Refait31Chosen,
+        )
+
+    def half_withdraw(self, request_id: str, coup_id: str, stake_id: str) -> StakeResult:
+        """An imprisoned stake: the house takes half, the player gets the rest back."""
+        return self._betting(
+            "half_withdraw", request_id, {"coup_id": coup_id, "stake_id": stake_id},
+            coup_id, lambda: stake_id, lambda u, r, lay, sid: half_withdraw(r, lay, sid),
+        )
+
+    def move_imprisoned(
+        self, request_id: str, coup_id: str, stake_id: str, chance: str
+    ) -> StakeResult:
+        """An imprisoned stake: the house takes half, the rest goes (still in prison) to
+        ``chance``."""
+        return self._betting(
+            "move_imprisoned", request_id,
+            {"coup_id": coup_id, "stake_id": stake_id, "chance": chance},
+            coup_id, lambda: stake_id,
+            lambda u, r, lay, sid: move_imprisoned(r, lay, sid, _chance(chance)),
+        )
+
+    def _close_betting(self, unit: UnitOfWork, table: Table, coup: Coup, ts: datetime) -> None:
+        step = close_betting(self._rules(table), Layout(coup.layout))
+        self._apply_step(unit, table, coup, step, ts, record_movements=True)
+        coup.trigger_event(Coup.BettingClosed, timestamp=ts)
+
+    def close_betting(self, request_id: str, coup_id: str) -> CoupView:
+        """No more stakes; stakes still awaiting a choice stay in prison."""
+
+        def decide(unit: UnitOfWork) -> CoupView:
+            coup = self._coup(unit, coup_id)
+            if coup.phase != Phase.BETTING:
+                raise FailedPrecondition("coup_id", "BETTING_CLOSED", "betting is closed already")
+            table = self._table(unit, coup.table_id)
+            self._close_betting(unit, table, coup, unit.now)
+            return self._coup_view(coup)
+
+        return self._run("close_betting", request_id, {"coup_id": coup_id}, decide, CoupView)
+
+    def deal(self, request_id: str, coup_id: str) -> CoupView:
+        """Deal the coup: one event per card, then the coup resolved (totals, outcome,
+        announcement). Closes betting first if still open."""
+
+        def decide(unit: UnitOfWork) -> CoupView:
+            coup = self._coup(unit, coup_id)
+            if coup.phase not in (Phase.BETTING, Phase.CLOSED):
+                raise FailedPrecondition("coup_id", "ALREADY_DEALT", "the coup was dealt already")
+            table = self._table(unit, coup.table_id)
+            shoe = self._shoe(unit, coup.shoe_id)
+            rules = self._rules(table)
+            dealt = deal_coup(self._sabot(shoe).cards, shoe.position, rules.cut_card)
+            outcome = judge(dealt)
+            ts = unit.now
+            if coup.phase == Phase.BETTING:
+                self._close_betting(unit, table, coup, ts)
+            for card in dealt.cards:
+                coup.trigger_event(
+                    Coup.CardDealt, timestamp=ts, row=card.row.value, code=card.card.code,
+                    position=card.position, running_total=card.running_total,
+                )
+            coup.trigger_event(
+                Coup.Resolved, timestamp=ts, noir_total=outcome.noir_total,
+                rouge_total=outcome.rouge_total, result=outcome.result.value,
+                refait_total=outcome.refait_total, couleur=outcome.couleur,
+                winning_chances=tuple(sorted(c.value for c in outcome.winning_chances)),
+                announcement=outcome.announcement, cut_card_reached=dealt.cut_card_reached,
+                next_position=dealt.next_position,
+            )
+            shoe.trigger_event(
+                Shoe.CoupDealt, timestamp=ts, coup_id=str(coup.id),
+                next_position=dealt.next_position, cut_card_reached=dealt.cut_card_reached,
+            )
+            return self._coup_view(coup)
+
+        return self._run("deal", request_id, {"coup_id": coup_id}, decide, CoupView)
+
+    def settle(self, request_id: str, coup_id: str) -> CoupView:
+        """Settle the dealt coup: every movement in RULES.md order, then each stake's fate."""
+
+        def decide(unit: UnitOfWork) -> CoupView:
+            coup = self._coup(unit, coup_id)
+            if coup.phase != Phase.DEALT:
+                raise FailedPrecondition(
+                    "coup_id", "NOT_DEALT" if coup.phase != Phase.SETTLED else "ALREADY_SETTLED",
+                    f"the coup is {coup.phase}, it must be dealt",
+                )
+            table = self._table(unit, coup.table_id)
+            step = settle(self._rules(table), Layout(coup.layout), _outcome(coup))
+            ts = unit.now
+            self._apply_step(unit, table, coup, step, ts, record_movements=True)
+            coup.trigger_event(Coup.Settled, timestamp=ts)
+            return self._coup_view(coup)
+
+        return self._run("settle", request_id, {"coup_id": coup_id}, decide, CoupView)
+
+    # --- accounts ---------------------------------------------------------------------------
+
+    def open_account(self, request_id: str, account_id: str, currency: str = "EUR") -> AccountView:
+        """A player's account, balance 0. ALREADY_EXISTS if it exists."""
+
+        def decide(unit: UnitOfWork) -> AccountView:
+            check_name(account_id, "account_id")
+            _currency(currency)
+            if unit.get(Account, account_uuid(account_id)) is not None:
+                raise AlreadyExists(
+                    "account_id", "ACCOUNT_EXISTS", f"account {account_id!r} exists"
+                )
+            account = Account._create(
+                Account.Opened, id=account_uuid(account_id), timestamp=unit.now,
+                account_id=account_id, kind=AccountKind.PLAYER, currency=currency, table_id=None,
+            )
+            unit.add(account)
+            return _account_view(account)
+
+        args = {"account_id": account_id, "currency": currency}
+        return self._run("open_account", request_id, args, decide, AccountView)
+
+    def _cage(self, unit: UnitOfWork, currency: str, ts: datetime) -> Account:
+        name = cage_account(currency)
+        cage = unit.get(Account, account_uuid(name))
+        if cage is None:
+            cage = Account._create(
+                Account.Opened, id=account_uuid(name), timestamp=ts, account_id=name,
+                kind=AccountKind.CAGE, currency=currency, table_id=None,
+            )
+            unit.add(cage)
+        return cage
+
+    def deposit(self, request_id: str, account_id: str, amount: int) -> AccountView:
+        """Cash in at the cage (cage -> player)."""
+
+        def decide(unit: UnitOfWork) -> AccountView:
+            player = self._player(unit, account_id)
+            amt = _amount(amount)
+            ts = unit.now
+            cage = self._cage(unit, player.currency, ts)
+            self._post(cage, player, amt, CASH_IN, request_id, None, ts)
+            return _account_view(player)
+
+        args = {"account_id": account_id, "amount": amount}
+        return self._run("deposit", request_id, args, decide, AccountView)
+
+    def withdraw(self, request_id: str, account_id: str, amount: int) -> AccountView:
+        """Cash out at the cage (player -> cage); FAILED_PRECONDITION field ``amount`` beyond
+        the balance."""
+
+        def decide(unit: UnitOfWork) -> AccountView:
+            player = self._player(unit, account_id)
+            amt = _amount(amount)
+            if amt > player.balance:
+                raise FailedPrecondition(
+                    "amount", "INSUFFICIENT_FUNDS", f"the balance is {player.balance}"
+                )
+            ts = unit.now
+            cage = self._cage(unit, player.currency, ts)
+            self._post(player, cage, amt, CASH_OUT, request_id, None, ts)
+            return _account_view(player)
+
+        args = {"account_id": account_id, "amount": amount}
+        return self._run("withdraw", request_id, args, decide, AccountView)
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def _table_view(self, unit: UnitOfWork, table: Table) -> TableView:
+        last = self._last_coup(unit, table)
+        return TableView(
+            table_id=table.table_id, preset=table.preset, options=dict(table.options),
+            currency=table.options.get("currency", ""), shoe_id=table.shoe_id,
+            coup_id=table.last_coup_id, coups=len(table.coup_ids), shoes=table.shoes,
+            layout=tuple(_stake_view(s) for s in last.layout) if last is not None else (),
+            bank_account=table_account(table.table_id, AccountKind.BANK),
+            layout_account=table_account(table.table_id, AccountKind.LAYOUT),
+        )
+
+    def _shoe_view(self, shoe: Shoe) -> ShoeView:
+        return ShoeView(
+            shoe_id=str(shoe.id), table_id=shoe.table_id, algorithm=shoe.algorithm,
+            deck_kind=shoe.deck_kind, decks=shoe.decks, size=shoe.size,
+            commitment=shoe.commitment, cut_position=shoe.cut_position, cut_by=shoe.cut_by,
+            position=shoe.position, coups=shoe.coups, cut_card_reached=shoe.cut_card_reached,
+            closed=shoe.closed, seed=shoe.seed, order_digest=shoe.order_digest,
+        )
+
+    def _coup_view(self, coup: Coup) -> CoupView:
+        return CoupView(
+            coup_id=str(coup.id), table_id=coup.table_id, shoe_id=coup.shoe_id,
+            number=coup.number, number_in_shoe=coup.number_in_shoe, phase=coup.phase,
+            start_position=coup.start_position,
+            cards=tuple(CardView(*c) for c in coup.cards),
+            noir_total=coup.noir_total, rouge_total=coup.rouge_total, result=coup.result,
+            refait_total=coup.refait_total, couleur=coup.couleur,
+            winning_chances=tuple(coup.winning_chances), announcement=coup.announcement,
+            cut_card_reached=coup.cut_card_reached,
+            layout=tuple(_stake_view(s) for s in coup.layout),
+            movements=tuple(MovementView(**m) for m in coup.movements),
+            fates=tuple(FateView(**f) for f in coup.fates),
+        )
+
+    def get_table(self, table_id: str) -> TableView:
+        return self._writer.read(lambda u: self._table_view(u, self._table(u, table_id)))
+
+    def get_shoe(self, shoe_id: str) -> ShoeView:
+        return self._writer.read(lambda u: self._shoe_view(self._shoe(u, shoe_id)))
+
+    def get_coup(self, coup_id: str) -> CoupView:
+        return self._writer.read(lambda u: self._coup_view(self._coup(u, coup_id)))
+
+    def get_account(self, account_id: str) -> AccountView:
+        """Any account: a player's id, ``table:<id>:bank|layout|house_insurance|house_partage|
+        house_prison`` or ``cage:<currency>``."""
+        return self._writer.read(lambda u: _account_view(self._account(u, account_id)))
+
+    def statement(self, account_id: str, after: int = 0, limit: int = 100) -> Statement:
+        """Entries numbered after ``after``, at most ``limit`` (1..1000)."""
+        if not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidArgument("limit", "OUT_OF_RANGE", "must be 1 to 1000")
+        if not isinstance(after, int) or after < 0:
+            raise InvalidArgument("after", "OUT_OF_RANGE", "must be 0 or more")
+        view = self.get_account(account_id)
+        stored = self.app.recorder.select_events(
+            account_uuid(account_id), gt=after + 1, limit=limit
+        )
+        entries = []
+        for e in stored:
+            state = _plain(json.loads(e.state))
+            sign = -1 if e.topic in DEBIT_TOPICS else 1
+            entries.append(Entry(
+                number=e.originator_version - 1, amount=sign * int(state["amount"]),
+                balance=int(state["balance"]), counter_account=state["counter_account"],
+                kind=state["kind"], cause=state["cause"], stake_id=state["stake_id"],
+                timestamp=str(state["timestamp"]),
+            ))
+        return Statement(view, tuple(entries))
+
+    def last_coups(self, table_id: str, n: int = 10) -> list[CoupSteps]:
+        """The table's last ``n`` coups, newest first, each with every recorded step in order."""
+        if not isinstance(n, int) or not 1 <= n <= 100:
+            raise InvalidArgument("n", "OUT_OF_RANGE", "must be 1 to 100")
+        coup_ids = self._writer.read(lambda u: list(self._table(u, table_id).coup_ids))
+        answer = []
+        for cid in reversed(coup_ids[-n:]):
+            coup = self.get_coup(cid)
+            steps = tuple(
+                StepView(e.originator_version, e.topic, str(state.get("timestamp")), state)
+                for e in self.app.recorder.select_events(UUID(cid))
+                for state in [_plain(json.loads(e.state))]
+            )
+            answer.append(CoupSteps(coup, steps))
+        return answer
+
+    def read_events(self, after_position: int = 0, limit: int = 100) -> list[StoredEvent]:
+        """Events of the whole log with position > ``after_position``, at most ``limit``
+        (1..10000), in log order."""
+        if not isinstance(limit, int) or not 1 <= limit <= 10000:
+            raise InvalidArgument("limit", "OUT_OF_RANGE", "must be 1 to 10000")
+        if not isinstance(after_position, int) or after_position < 0:
+            raise InvalidArgument("after_position", "OUT_OF_RANGE", "must be 0 or more")
+        notes = self.app.recorder.select_notifications(
+            after_position, limit, inclusive_of_start=False
+        )
+        out = []
+        for n in notes:
+            state = _plain(json.loads(n.state))
+            ts = state.get("timestamp")
+            out.append(StoredEvent(
+                position=n.id, originator_id=str(n.originator_id), version=n.originator_version,
+                topic=n.topic, timestamp=datetime.fromisoformat(ts) if ts else None, state=state,
+            ))
+        return out
+
+    def _account_names(self) -> list[str]:
+        names: list[str] = []
+        position = 0
+        while True:
+            notes = self.app.recorder.select_notifications(
+                position, 5000, inclusive_of_start=False, topics=(Account.Opened.TOPIC,)
+            )
+            if not notes:
+                return names
+            names += [json.loads(n.state)["account_id"] for n in notes]
+            position = notes[-1].id
+
+    def balances(self) -> dict[str, int]:
+        """Every account's balance at one moment (their sum is always zero)."""
+        names = self._account_names()
+        return self._writer.read(lambda u: {n: self._account(u, n).balance for n in names})
+
+    def audit_balances(self) -> dict[str, int]:
+        """Every account's balance recomputed from the stored entries alone (slow: the whole
+        log), as an auditor would."""
+        totals: dict[str, int] = {}
+        names: dict[str, str] = {}
+        position = 0
+        while True:
+            notes = self.app.recorder.select_notifications(
+                position, 5000, inclusive_of_start=False,
+                topics=(Account.Opened.TOPIC, *sorted(ENTRY_TOPICS)),
+            )
+            if not notes:
+                break
+            for n in notes:
+                state = json.loads(n.state)
+                oid = str(n.originator_id)
+                if n.topic == Account.Opened.TOPIC:
+                    names[oid] = state["account_id"]
+                    totals.setdefault(oid, 0)
+                else:
+                    amount = int(state["amount"])
+                    totals[oid] += -amount if n.topic in DEBIT_TOPICS else amount
+            position = notes[-1].id
+        return {names[k]: v for k, v in totals.items()}
+
+
+@lru_cache(maxsize=1024)
+def _rules_of(options: tuple[tuple[str, str], ...]) -> HouseRules:
+    return HouseRules.from_options(dict(options))
+
+
+def _conninfo(env: dict[str, str]) -> str:
+    parts = {
+        "dbname": env["POSTGRES_DBNAME"], "host": env["POSTGRES_HOST"],
+        "port": env["POSTGRES_PORT"], "user": env["POSTGRES_USER"],
+    }
+    if env.get("POSTGRES_PASSWORD"):
+        parts["password"] = env["POSTGRES_PASSWORD"]
+    return " ".join(f"{k}={v}" for k, v in parts.items())
+
+
+def _plain(data: Any) -> Any:
+    """Stored JSON with the transcoders' ``{"_type_", "_data_"}`` wrappers taken off."""
+    if isinstance(data, dict):
+        if set(data) == {"_type_", "_data_"}:
+            return _plain(data["_data_"])
+        return {k: _plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_plain(v) for v in data]
+    return data
+
+
+def _amount(amount: int) -> int:
+    if not isinstance(amount, int) or isinstance(amount, bool) or not 0 < amount <= MAX_AMOUNT:
+        raise InvalidArgument("amount", "OUT_OF_RANGE", f"must be 1 to {MAX_AMOUNT} minor units")
+    return amount
+
+
+def _chance(text: str) -> Chance:
+    try:
+        return Chance(text)
+    except ValueError:
+        raise InvalidArgument(
+            "chance", "UNKNOWN_CHANCE", "must be noir, rouge, couleur or inverse"
+        ) from None
+
+
+def _choice(text: str) -> Refait31Choice:
+    try:
+        return Refait31Choice(text)
+    except ValueError:
+        raise InvalidArgument("choice", "UNKNOWN_CHOICE", "must be partage or prison") from None
+
+
+def _currency(text: str) -> str:
+    if not isinstance(text, str) or len(text) != 3 or not text.isascii() or not text.isupper():
+        raise InvalidArgument("currency", "BAD_CURRENCY", "must be an ISO 4217 code, e.g. EUR")
+    return text
+
+
+def _stake_view(s: Stake) -> StakeView:
+    return StakeView(
+        s.stake_id, s.player, s.chance.value, s.amount, s.status.value, s.insured,
+        s.choice.value if s.choice is not None else None, s.awaiting_choice,
+    )
+
+
+def _account_view(a: Account) -> AccountView:
+    return AccountView(a.account_id, a.kind, a.currency, a.balance, a.entries)
+
+
+def _outcome(coup: Coup) -> Outcome:
+    assert coup.result is not None and coup.announcement is not None
+    return Outcome(
+        result=Result(coup.result), noir_total=coup.noir_total, rouge_total=coup.rouge_total,
+        refait_total=coup.refait_total, couleur=coup.couleur,
+        winning_chances=frozenset(Chance(c) for c in coup.winning_chances),
+        announcement=coup.announcement,
+    )

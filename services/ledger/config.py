@@ -1,0 +1,88 @@
+"""Configuration of a ledger: the store URL, the seal key and the injected clock, ids and seeds."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import parse_qs, unquote, urlparse
+from uuid import UUID, uuid4
+
+from domain.errors import InvalidArgument
+
+APP_NAME = "sabot"  # the event table is ``sabot_events``
+
+
+def _now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+def _seed() -> bytes:
+    return secrets.token_bytes(32)
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    """``store_url``: ``sqlite:///path`` (the default embedded store) or
+    ``postgresql://user[:password]@host[:port]/db``. ``seal_key``: 32 bytes for AES-256-GCM."""
+
+    store_url: str
+    seal_key: bytes
+    clock: Callable[[], datetime] = _now
+    new_id: Callable[[], UUID] = uuid4
+    new_seed: Callable[[], bytes] = _seed
+    pool_size: int = 5
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str] | None = None) -> LedgerConfig:
+        """``SABOT_STORE_URL`` and ``SABOT_SEAL_KEY`` (64 hex digits)."""
+        env = dict(os.environ if environ is None else environ)
+        url = env.get("SABOT_STORE_URL", "sqlite:///sabot.db")
+        key_hex = env.get("SABOT_SEAL_KEY", "")
+        try:
+            key = bytes.fromhex(key_hex)
+        except ValueError:
+            raise InvalidArgument("SABOT_SEAL_KEY", "BAD_KEY", "must be hexadecimal") from None
+        if len(key) != 32:
+            raise InvalidArgument("SABOT_SEAL_KEY", "BAD_KEY", "must be 32 bytes (64 hex digits)")
+        return cls(store_url=url, seal_key=key)
+
+
+def store_env(url: str, pool_size: int = 5) -> dict[str, str]:
+    """The eventsourcing environment for a store URL (``?schema=NAME`` picks a PostgreSQL
+    schema, default ``public``)."""
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        path = unquote(parsed.path)
+        if url.startswith("sqlite:////"):
+            path = "/" + path.lstrip("/")
+        elif url.startswith("sqlite:///"):
+            path = path[1:] if path.startswith("/") else path
+        if not path:
+            raise InvalidArgument("store_url", "BAD_URL", "sqlite URL needs a path")
+        return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path}
+    if parsed.scheme in ("postgresql", "postgres"):
+        dbname = parsed.path.lstrip("/")
+        if not dbname:
+            raise InvalidArgument("store_url", "BAD_URL", "postgresql URL needs a database")
+        schema = parse_qs(parsed.query).get("schema", ["public"])[0]
+        return {
+            "POSTGRES_SCHEMA": schema,
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": dbname,
+            "POSTGRES_HOST": parsed.hostname or "127.0.0.1",
+            "POSTGRES_PORT": str(parsed.port or 5432),
+            "POSTGRES_USER": unquote(parsed.username or "postgres"),
+            "POSTGRES_PASSWORD": unquote(parsed.password or ""),
+            "POSTGRES_POOL_SIZE": str(pool_size),
+            "POSTGRES_MAX_OVERFLOW": "2",
+            "POSTGRES_MAX_WAITING": "64",
+            "POSTGRES_LOCK_TIMEOUT": "5",
+            "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
+        }
+    raise InvalidArgument(
+        "store_url", "BAD_URL", f"unknown store {parsed.scheme!r} (sqlite or postgresql)"
+    )

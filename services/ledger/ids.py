@@ -1,0 +1,58 @@
+"""Ids: client-chosen names of tables and accounts, and the UUIDs of every aggregate."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from uuid import UUID, uuid5
+
+from domain.errors import InvalidArgument
+
+NAME_PATTERN = re.compile(r"[a-z0-9-]{1,64}")
+NAMESPACE = UUID("5a6b0c7e-3e5f-4d0a-9b1c-7a2d8e4f6c10")
+MAX_REQUEST_ID = 128
+
+
+def check_name(value: str, field: str) -> str:
+    """A table or account id: 1..64 characters of ``[a-z0-9-]``."""
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+        raise InvalidArgument(field, "BAD_ID", "must be 1 to 64 characters of [a-z0-9-]")
+    return value
+
+
+def check_request_id(value: str) -> str:
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_REQUEST_ID:
+        raise InvalidArgument(
+            "request_id", "BAD_REQUEST_ID", f"must be 1 to {MAX_REQUEST_ID} characters"
+        )
+    return value
+
+
+def parse_uuid(value: str, field: str) -> UUID:
+    try:
+        return UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        raise InvalidArgument(field, "BAD_ID", "must be a UUID") from None
+
+
+@lru_cache(maxsize=65536)
+def table_uuid(table_id: str) -> UUID:
+    return uuid5(NAMESPACE, "table:" + table_id)
+
+
+@lru_cache(maxsize=65536)
+def account_uuid(account_id: str) -> UUID:
+    return uuid5(NAMESPACE, "account:" + account_id)
+
+
+def request_uuid(request_id: str) -> UUID:
+    return uuid5(NAMESPACE, "request:" + request_id)
+
+
+def table_account(table_id: str, role: str) -> str:
+    """The concrete account of a table's role: ``table:<id>:<role>``."""
+    return f"table:{table_id}:{role}"
+
+
+def cage_account(currency: str) -> str:
+    return f"cage:{currency.lower()}"
