@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "services.cli.regulator",  # export, replay, checkpoints, proofs, keys
     "services.cli.server",  # serve, demo
     "services.cli.client",  # a command for every RPC
+    "services.cli.projections",  # projections rebuild|catch-up|run|lag, reconcile, report
     "services.ledger.cli",  # ledger-schema, ledger-events, ledger-balances, ledger-replay
 )
 

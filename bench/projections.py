@@ -1,0 +1,127 @@
+"""Projection benchmarks: rebuild speed of every read model (events/s) beside the raw scan
+speed of the event log (``recorder.select_notifications``, no decoding) in the same run, on
+SQLite and, if reachable, PostgreSQL. Target: rebuild >= 30 % of the raw scan.
+
+``run()`` returns rows of (name, value); ``python -m bench.projections`` prints them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+import time
+
+import psycopg
+
+from services.ledger.api import Ledger
+from services.ledger.config import LedgerConfig
+from services.projections import default_views
+from services.projections.projector import Projector
+
+Row = tuple[str, float]
+KEY = bytes(range(32))
+PLAYERS = [f"p{i}" for i in range(8)]
+CHANCES = ("noir", "rouge", "couleur", "inverse")
+PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
+PG_DB = "sabot_bench_projections"
+SHOES = int(os.environ.get("SABOT_BENCH_SHOES", "6"))
+PAGE = 2000  # notifications per select in the raw scan
+BATCH = 5000  # events per transaction in the rebuild
+REPEAT = 3  # best of: the machine is shared, so take each figure's best run
+
+
+def _pg_url() -> str | None:
+    try:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{PG_DB}"')
+    except psycopg.OperationalError:
+        return None
+    return f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
+
+
+def fill(url: str, shoes: int = SHOES) -> Ledger:
+    """Play ``shoes`` shoes at one table with 8 players (one stake each per coup, some
+    insured); returns the ledger (open)."""
+    rng = random.Random(5)
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=False)
+    n = 0
+
+    def rid() -> str:
+        nonlocal n
+        n += 1
+        return f"b{n}"
+
+    ledger.open_table(rid(), "bench", "francaise")
+    for p in PLAYERS:
+        ledger.open_account(rid(), p)
+        ledger.deposit(rid(), p, 10**9)
+    for _ in range(shoes):
+        shoe = ledger.open_shoe(rid(), "bench")
+        ledger.cut(rid(), shoe.shoe_id, rng.randint(1, 311), "p0")
+        while True:
+            coup = ledger.open_coup(rid(), "bench")
+            for i, p in enumerate(PLAYERS):
+                chance = CHANCES[(i % 2) * 2 + rng.randint(0, 1)]
+                with_stake = [s for s in ledger.get_coup(coup.coup_id).layout
+                              if s.account_id == p]
+                if not with_stake:
+                    r = ledger.place_stake(rid(), coup.coup_id, p, chance, rng.randint(1, 50) * 100)
+                    if r.stake is not None and rng.random() < 0.2:
+                        ledger.insure(rid(), coup.coup_id, r.stake.stake_id)
+            ledger.deal(rid(), coup.coup_id)
+            done = ledger.settle(rid(), coup.coup_id)
+            if done.cut_card_reached:
+                break
+        ledger.close_shoe(rid(), shoe.shoe_id)
+    return ledger
+
+
+def measure(ledger: Ledger, store: str) -> list[Row]:
+    app = ledger.app
+    head = int(app.recorder.max_notification_id() or 0)
+    scan = rebuild = 0.0
+    for _ in range(REPEAT):
+        t0 = time.perf_counter()
+        start, seen = 1, 0
+        while True:
+            page = app.recorder.select_notifications(start, PAGE)
+            if not page:
+                break
+            seen += len(page)
+            start = page[-1].id + 1
+        scan = max(scan, seen / (time.perf_counter() - t0))
+        p = Projector(app, default_views())
+        t0 = time.perf_counter()
+        n = p.rebuild(BATCH)
+        rebuild = max(rebuild, n / (time.perf_counter() - t0))
+    return [
+        (f"projections.{store}.events", float(head)),
+        (f"projections.{store}.raw_scan_events_per_s", round(scan)),
+        (f"projections.{store}.rebuild_events_per_s", round(rebuild)),
+        (f"projections.{store}.rebuild_pct_of_scan", round(100 * rebuild / scan, 1)),
+    ]
+
+
+def run() -> list[Row]:
+    rows: list[Row] = []
+    tmp = tempfile.mkdtemp(prefix="sabot-bench-proj-")
+    try:
+        ledger = fill(f"sqlite:///{tmp}/bench.db")
+        rows += measure(ledger, "sqlite")
+        ledger.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    url = _pg_url()
+    if url is not None:
+        ledger = fill(url)
+        rows += measure(ledger, "postgres")
+        ledger.close()
+    return rows
+
+
+if __name__ == "__main__":
+    for name, value in run():
+        print(f"{name}\t{value:g}")

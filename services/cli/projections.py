@@ -1,0 +1,189 @@
+"""Read-model commands: ``sabot projections rebuild|catch-up|run|lag``, ``sabot reconcile`` and
+``sabot report day|statement|shoes`` (text, CSV or JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+from eventsourcing.persistence import PersistenceError
+
+from services.cli import CliError
+from services.projections import default_views
+from services.projections.export import Report, render
+from services.projections.log import open_log
+from services.projections.projector import Projector
+from services.projections.reconcile import reconcile
+from services.projections.reports import gaming_day, player_statement, shoe_history
+
+
+def _store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", required=True,
+                   help="sqlite:///path or postgresql://user@host:port/db (the ledger's store)")
+    p.add_argument("--schema", default=None, help="PostgreSQL schema (default: public)")
+
+
+def _format_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    p.add_argument("--output", default=None, help="write to this file instead of stdout")
+
+
+def register(sub: Any) -> None:
+    proj = sub.add_parser("projections", help="read models: rebuild, catch up, follow, lag")
+    psub = proj.add_subparsers(dest="projections_command", required=True)
+    r = psub.add_parser("rebuild", help="drop every read model and rebuild it from position 0")
+    _store_args(r)
+    r.add_argument("--batch", type=int, default=5000, help="events per transaction")
+    r.add_argument("--drop", action="store_true",
+                   help="drop and create the tables even when their shape is current")
+    r.set_defaults(func=cmd_rebuild)
+    c = psub.add_parser("catch-up", help="apply every event not yet applied, then stop")
+    _store_args(c)
+    c.set_defaults(func=cmd_catch_up)
+    f = psub.add_parser("run", help="follow the log until interrupted: on PostgreSQL the "
+                        "eventsourcing projection runner (supervised), else the poller")
+    _store_args(f)
+    f.add_argument("--interval", type=float, default=0.5, help="seconds between polls when idle")
+    f.add_argument("--poll", action="store_true", help="use the poller on PostgreSQL too")
+    f.set_defaults(func=cmd_run)
+    lag = psub.add_parser("lag", help="how far each read model is behind the log")
+    _store_args(lag)
+    lag.set_defaults(func=cmd_lag)
+
+    rec = sub.add_parser("reconcile", help="read-model balances against the write side; "
+                         "exit 0 only when all agree")
+    _store_args(rec)
+    _format_args(rec)
+    rec.set_defaults(func=cmd_reconcile)
+
+    rep = sub.add_parser("report", help="reports for accountants, players and auditors")
+    rsub = rep.add_subparsers(dest="report_command", required=True)
+    d = rsub.add_parser("day", help="a gaming day's reconciliation per table and shift")
+    _store_args(d)
+    _format_args(d)
+    d.add_argument("--day", required=True, help="the gaming day, YYYY-MM-DD")
+    d.add_argument("--table", default=None, help="one table only")
+    d.set_defaults(func=cmd_report_day)
+    s = rsub.add_parser("statement", help="a player's (or any account's) statement")
+    _store_args(s)
+    _format_args(s)
+    s.add_argument("--account", required=True)
+    s.add_argument("--since", default=None, help="ISO 8601 time, inclusive")
+    s.add_argument("--until", default=None, help="ISO 8601 time, exclusive")
+    s.set_defaults(func=cmd_report_statement)
+    h = rsub.add_parser("shoes", help="a table's shoe history")
+    _store_args(h)
+    _format_args(h)
+    h.add_argument("--table", required=True)
+    h.set_defaults(func=cmd_report_shoes)
+
+
+def _projector(args: argparse.Namespace) -> Projector:
+    extra = {"POSTGRES_SCHEMA": args.schema} if args.schema else {}
+    try:
+        app = open_log(args.store, extra)
+        return Projector(app, default_views())
+    except (OSError, PersistenceError) as exc:
+        raise CliError(f"--store: cannot use the store: {exc}") from None
+
+
+def _emit(args: argparse.Namespace, report: Report) -> None:
+    text = render(report, args.format)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    if args.batch < 1:
+        raise CliError("--batch: must be at least 1")
+    p = _projector(args)
+    p.catch_up(args.batch)
+    before = p.digests()
+    t0 = time.perf_counter()
+    n = p.rebuild(args.batch, drop=args.drop)
+    seconds = time.perf_counter() - t0
+    after = p.digests()
+    for name in before:
+        same = "same" if before[name] == after[name] else "DIFFERENT"
+        print(f"{name}: {after[name]} ({same})")
+    print(f"rebuilt from {n} events in {seconds:.2f} s ({n / seconds if seconds else 0:.0f} ev/s)")
+    return 0 if before == after else 1
+
+
+def cmd_catch_up(args: argparse.Namespace) -> int:
+    n = _projector(args).catch_up()
+    print(f"applied {n} events")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    p = _projector(args)
+    stop = threading.Event()
+    try:
+        if p.store.dialect == "postgres" and not args.poll:
+            from services.ledger.application import LedgerApplication
+            from services.ledger.config import store_env
+            from services.projections.runner import supervise
+
+            env = store_env(args.store)
+            if args.schema:
+                env["POSTGRES_SCHEMA"] = args.schema
+            supervise(LedgerApplication, p.views, env, stop,
+                      on_error=lambda exc: print(f"sabot: runner stopped: {exc}", file=sys.stderr))
+        else:
+            while not stop.is_set():  # supervise the poller: a store error is retried
+                try:
+                    p.reload()
+                    p.run(stop, args.interval)
+                except PersistenceError as exc:
+                    print(f"sabot: poller stopped: {exc}", file=sys.stderr)
+                    stop.wait(1.0)
+    except KeyboardInterrupt:
+        stop.set()
+    return 0
+
+
+def cmd_lag(args: argparse.Namespace) -> int:
+    for lag in _projector(args).lag():
+        print(json.dumps({"view": lag.view, "position": lag.position, "head": lag.head,
+                          "events_behind": lag.events_behind,
+                          "seconds_behind": lag.seconds_behind}))
+    return 0
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    p = _projector(args)
+    result = reconcile(p.app, projector=p)
+    _emit(args, result.report())
+    return 0 if result.ok else 1
+
+
+def _caught_up(args: argparse.Namespace) -> Projector:
+    p = _projector(args)
+    p.catch_up()
+    return p  # keep it (and its application's connections) alive while reading
+
+
+def cmd_report_day(args: argparse.Namespace) -> int:
+    p = _caught_up(args)
+    _emit(args, gaming_day(p.store, args.day, args.table))
+    return 0
+
+
+def cmd_report_statement(args: argparse.Namespace) -> int:
+    p = _caught_up(args)
+    _emit(args, player_statement(p.store, args.account, args.since, args.until))
+    return 0
+
+
+def cmd_report_shoes(args: argparse.Namespace) -> int:
+    p = _caught_up(args)
+    _emit(args, shoe_history(p.store, args.table))
+    return 0

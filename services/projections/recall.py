@@ -1,0 +1,341 @@
+"""Game recall: every coup of every table with all its steps in order.
+
+``rm_coup``: one row per coup (table, shoe, numbers, outcome, announcement, phase).
+``rm_coup_step``: every recorded step of the coup in order (stakes, insurance, choices, cards,
+outcome, settlement movements and fates) plus the money the betting commands moved (stakes,
+premiums, withdrawals; from the accounts' entries whose cause names the coup, before it is dealt).
+Queryable by table, shoe, coup, player (account) and time range: see :func:`recall`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from domain.errors import InvalidArgument
+from services.projections import topics as T
+from services.projections.store import ReadStore, Tx
+from services.projections.view import Envelope, Table, View
+
+COUP = Table(
+    "rm_coup",
+    (
+        ("coup_id", "TEXT"),
+        ("table_id", "TEXT"),
+        ("shoe_id", "TEXT"),
+        ("number", "BIGINT"),
+        ("number_in_shoe", "BIGINT"),
+        ("start_position", "BIGINT"),
+        ("opened_at", "TEXT"),
+        ("resolved_at", "TEXT"),
+        ("phase", "TEXT"),
+        ("result", "TEXT"),
+        ("noir_total", "BIGINT"),
+        ("rouge_total", "BIGINT"),
+        ("refait_total", "BIGINT"),
+        ("couleur", "TEXT"),
+        ("winning", "TEXT"),
+        ("announcement", "TEXT"),
+        ("cut_card_reached", "BIGINT"),
+        ("steps", "BIGINT"),
+    ),
+    ("coup_id",),
+    indexes=(("table_id", "number"), ("shoe_id",), ("opened_at",)),
+)
+ACCOUNT_NAME = Table(
+    "rm_recall_account", (("originator_id", "TEXT"), ("account_id", "TEXT")), ("originator_id",)
+)
+STEP = Table(
+    "rm_coup_step",
+    (
+        ("coup_id", "TEXT"),
+        ("step", "BIGINT"),
+        ("position", "BIGINT"),
+        ("at", "TEXT"),
+        ("kind", "TEXT"),
+        ("account_id", "TEXT"),
+        ("stake_id", "TEXT"),
+        ("chance", "TEXT"),
+        ("amount", "BIGINT"),
+        ("detail", "TEXT"),
+    ),
+    ("coup_id", "step"),
+    indexes=(("account_id",),),
+)
+_CC = COUP.column_names
+_I = {n: i for i, n in enumerate(_CC)}
+_HOUSE = ("table:", "cage:")  # accounts that are not a player's
+
+
+class RecallView(View):
+    name = "recall"
+    tables = (COUP, STEP, ACCOUNT_NAME)
+    topics = T.COUP_EVENTS | {T.ACCOUNT_OPENED, T.ACCOUNT_CREDITED}
+
+    def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
+        credited = [e for e in batch if e.topic == T.ACCOUNT_CREDITED]
+        wanted = {e.oid for e in batch if e.topic in T.COUP_EVENTS}
+        wanted |= {_coup_of_cause(e.event.cause) or "" for e in credited}
+        coups: dict[str, list[Any]] = {
+            r[0]: list(r)
+            for r in tx.query_in(f"SELECT {', '.join(_CC)} FROM {{s}}rm_coup WHERE coup_id",
+                                 wanted)
+        }
+        steps: list[tuple[Any, ...]] = []
+        names: dict[str, str] = {
+            str(r[0]): str(r[1])
+            for r in tx.query_in(
+                "SELECT originator_id, account_id FROM {s}rm_recall_account WHERE originator_id",
+                {e.oid for e in credited},
+            )
+        }
+        new_names: list[tuple[str, str]] = []
+
+        def name(oid: str) -> str:
+            found = names.get(oid)
+            if found is None:
+                row = tx.one(
+                    "SELECT account_id FROM {s}rm_recall_account WHERE originator_id = ?", (oid,)
+                )
+                found = names[oid] = str(row[0]) if row else oid
+            return found
+
+        def coup(coup_id: str) -> list[Any] | None:
+            row = coups.get(coup_id)
+            if row is None:
+                found = tx.one(f"SELECT {', '.join(_CC)} FROM {{s}}rm_coup WHERE coup_id = ?",
+                               (coup_id,))
+                if found is None:
+                    return None
+                row = coups[coup_id] = list(found)
+            return row
+
+        def add(row: list[Any], e: Envelope, kind: str, account: Any, stake: Any, chance: Any,
+                amount: Any, detail: dict[str, Any]) -> None:
+            row[_I["steps"]] = int(row[_I["steps"]]) + 1
+            steps.append((row[0], row[_I["steps"]], e.position, e.at, kind,
+                          account, stake, chance, amount, _json(detail)))
+
+        for e in batch:
+            ev = e.event
+            t = e.topic
+            if t == T.ACCOUNT_OPENED:
+                names[e.oid] = ev.account_id
+                new_names.append((e.oid, ev.account_id))
+                continue
+            if t == T.ACCOUNT_CREDITED:
+                cid = _coup_of_cause(ev.cause)
+                row = coup(cid) if cid else None
+                if row is None or row[_I["phase"]] not in ("betting", "closed"):
+                    continue  # settlement money is recorded by the coup's own movements
+                source, dest = ev.counter_account, name(e.oid)
+                player = dest if source.startswith(_HOUSE) else source
+                add(row, e, "Money." + ev.kind, player, ev.stake_id, None, ev.amount,
+                    {"kind": ev.kind, "debit": source, "credit": dest})
+                continue
+            oid = e.oid
+            if t == T.COUP_OPENED:
+                row = coups[oid] = [
+                    oid, ev.table_id, ev.shoe_id, int(ev.number), int(ev.number_in_shoe),
+                    int(ev.start_position), e.at, None, "betting", None, None, None,
+                    None, None, "", None, 0, 0,
+                ]
+                add(row, e, "Coup.Opened", None, None, None, None,
+                    {"number": ev.number, "number_in_shoe": ev.number_in_shoe,
+                     "start_position": ev.start_position})
+                continue
+            found = coup(oid)
+            if found is None:
+                raise LookupError(f"event {t} of unknown coup {oid} at {e.position}")
+            row = found
+            kind = T.short(t)
+            if t in T.STAKE_EVENTS:
+                add(row, e, kind, ev.account_id, ev.stake_id, ev.chance, ev.amount_after,
+                    {"fate": ev.fate, "amount_before": ev.amount_before,
+                     "amount_after": ev.amount_after, "status_after": ev.status_after})
+            elif t == T.COUP_STAKE_CARRIED_OVER:
+                s = ev.stake
+                add(row, e, kind, s.player, s.stake_id, _v(s.chance), s.amount,
+                    {"from_coup_id": ev.from_coup_id, "status": _v(s.status)})
+            elif t == T.COUP_MONEY_MOVED:
+                add(row, e, kind, ev.account_id, ev.stake_id, ev.chance, ev.amount,
+                    {"seq": ev.seq, "kind": ev.kind, "debit": ev.debit_account,
+                     "credit": ev.credit_account})
+            elif t == T.COUP_CARD_DEALT:
+                add(row, e, kind, None, None, None, None,
+                    {"row": ev.row, "code": ev.code, "position": ev.position,
+                     "running_total": ev.running_total})
+            elif t == T.COUP_RESOLVED:
+                row[_I["resolved_at"]] = e.at
+                row[_I["phase"]] = "dealt"
+                row[_I["result"]] = _v(ev.result)
+                row[_I["noir_total"]] = ev.noir_total
+                row[_I["rouge_total"]] = ev.rouge_total
+                row[_I["refait_total"]] = ev.refait_total
+                row[_I["couleur"]] = (
+                    None if ev.couleur is None else ("couleur" if ev.couleur else "inverse")
+                )
+                row[_I["winning"]] = ",".join(sorted(_v(c) for c in ev.winning_chances))
+                row[_I["announcement"]] = ev.announcement
+                row[_I["cut_card_reached"]] = int(bool(ev.cut_card_reached))
+                add(row, e, kind, None, None, None, None,
+                    {"result": _v(ev.result), "noir_total": ev.noir_total,
+                     "rouge_total": ev.rouge_total, "announcement": ev.announcement})
+            elif t == T.COUP_BETTING_CLOSED:
+                row[_I["phase"]] = "closed"
+                add(row, e, kind, None, None, None, None, {})
+            elif t == T.COUP_SETTLED:
+                row[_I["phase"]] = "settled"
+                add(row, e, kind, None, None, None, None, {})
+            elif t == T.COUP_LAYOUT_RESTATED:
+                add(row, e, kind, None, None, None, None,
+                    {"stakes": [[s.stake_id, s.player, _v(s.chance), s.amount, _v(s.status)]
+                                for s in ev.stakes]})
+        tx.executemany(
+            f"INSERT INTO {{s}}rm_coup ({', '.join(_CC)}) VALUES ({', '.join('?' * len(_CC))}) "
+            "ON CONFLICT (coup_id) DO UPDATE SET "
+            + ", ".join(f"{c} = excluded.{c}" for c in _CC[1:]),
+            list(coups.values()),
+        )
+        tx.executemany(
+            "INSERT INTO {s}rm_recall_account (originator_id, account_id) VALUES (?, ?)", new_names
+        )
+        tx.executemany(
+            f"INSERT INTO {{s}}rm_coup_step ({', '.join(STEP.column_names)}) "
+            f"VALUES ({', '.join('?' * len(STEP.columns))})",
+            steps,
+        )
+
+
+def _v(x: Any) -> Any:
+    return getattr(x, "value", x)
+
+
+try:
+    import orjson
+
+    _SORT = orjson.OPT_SORT_KEYS
+
+    def _json(detail: dict[str, Any]) -> str:
+        return orjson.dumps(detail, option=_SORT).decode()
+
+except ImportError:  # pragma: no cover - the same text, more slowly
+
+    def _json(detail: dict[str, Any]) -> str:
+        return json.dumps(detail, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=_v)
+
+
+def _coup_of_cause(cause: str | None) -> str | None:
+    """The coup id a movement's cause names (``coup:<id>`` or ``<id>``), if any."""
+    if not cause:
+        return None
+    return cause.split(":", 1)[1] if cause.startswith("coup:") else cause
+
+
+MAX_LIMIT = 10_000
+
+
+def iso_time(text: str | None, field: str) -> str | None:
+    """``text`` as the canonical ISO 8601 UTC text the views store (a date means its start)."""
+    if text is None:
+        return None
+    try:
+        at = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise InvalidArgument(field, "BAD_TIME", f"must be ISO 8601, got {text!r}") from None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return at.astimezone(UTC).isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledStep:
+    step: int
+    position: int
+    at: str
+    kind: str
+    account_id: str | None
+    stake_id: str | None
+    chance: str | None
+    amount: int | None
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledCoup:
+    coup_id: str
+    table_id: str
+    shoe_id: str
+    number: int
+    number_in_shoe: int
+    opened_at: str
+    result: str | None
+    noir_total: int | None
+    rouge_total: int | None
+    announcement: str | None
+    phase: str
+    steps: tuple[RecalledStep, ...]
+
+
+def recall(
+    store: ReadStore,
+    *,
+    table_id: str | None = None,
+    shoe_id: str | None = None,
+    coup_id: str | None = None,
+    player: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    limit: int = 100,
+) -> list[RecalledCoup]:
+    """Coups matching every filter given (times are ISO 8601, ``since`` <= opened_at <
+    ``until``), newest first, each with all its steps in order. InvalidArgument names ``limit``
+    (1..10000), ``since`` or ``until`` (not ISO 8601)."""
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidArgument("limit", "OUT_OF_RANGE", f"must be 1 to {MAX_LIMIT}")
+    since = iso_time(since, "since")
+    until = iso_time(until, "until")
+    where: list[str] = []
+    params: list[Any] = []
+    for col, val in (("table_id", table_id), ("shoe_id", shoe_id), ("coup_id", coup_id)):
+        if val is not None:
+            where.append(f"c.{col} = ?")
+            params.append(val)
+    if since is not None:
+        where.append("c.opened_at >= ?")
+        params.append(since)
+    if until is not None:
+        where.append("c.opened_at < ?")
+        params.append(until)
+    if player is not None:
+        where.append(
+            "EXISTS (SELECT 1 FROM {s}rm_coup_step p WHERE p.coup_id = c.coup_id "
+            "AND p.account_id = ?)"
+        )
+        params.append(player)
+    sql = (
+        "SELECT c.coup_id, c.table_id, c.shoe_id, c.number, c.number_in_shoe, c.opened_at, "
+        "c.result, c.noir_total, c.rouge_total, c.announcement, c.phase FROM {s}rm_coup c"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY c.opened_at DESC, c.table_id, c.number DESC LIMIT ?"
+    )
+    params.append(limit)
+    out: list[RecalledCoup] = []
+    with store.read() as tx:
+        for r in tx.query(sql, params):
+            steps = tuple(
+                RecalledStep(int(s[0]), int(s[1]), s[2], s[3], s[4], s[5], s[6],
+                             None if s[7] is None else int(s[7]), json.loads(s[8]))
+                for s in tx.query(
+                    "SELECT step, position, at, kind, account_id, stake_id, chance, amount, "
+                    "detail FROM {s}rm_coup_step WHERE coup_id = ? ORDER BY step",
+                    (r[0],),
+                )
+            )
+            out.append(RecalledCoup(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], r[6],
+                                    r[7], r[8], r[9], r[10], steps))
+    return out

@@ -1,0 +1,259 @@
+"""Reconciliation figures per table, gaming day and shift, kept as additive metrics.
+
+``rm_recon`` holds one amount per (table, gaming day, shift, metric, chance):
+
+- ``handle`` / ``handle_sq`` per chance: the sum of the stakes in action at every decided coup
+  (every settlement fate of a coup that was not void, refaits included) and of their squares;
+- ``coups``, ``void_coups``; ``collections``, ``payments`` and ``coup_result`` (money into the
+  bank minus money out of it, from the coups' own settlement movements);
+- ``bank_net``, ``premiums``, ``partage``, ``prison_loss``: the net movement of the table's bank
+  and house accounts, from the accounts' entries;
+- ``cash_in`` / ``cash_out`` at the cage (table id = the cage account);
+- ``prison_outstanding``: the imprisoned stakes on the layout after the last change in that shift.
+
+Gaming day and shift come from the event time (UTC): the day starts at ``DAY_START_HOUR`` and has
+three shifts of eight hours (1: 06-14, 2: 14-22, 3: 22-06).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from services.projections import topics as T
+from services.projections.store import Tx
+from services.projections.view import Envelope, Table, View
+
+DAY_START_HOUR = 6
+SHIFT_HOURS = 8
+PRISON_STATUSES = frozenset({"prison", "second_prison"})
+OVERWRITTEN = frozenset({"prison_outstanding"})
+HOUSE_METRIC = {
+    "bank": "bank_net",
+    "house_insurance": "premiums",
+    "house_partage": "partage",
+    "house_prison": "prison_loss",
+}
+
+RECON = Table(
+    "rm_recon",
+    (
+        ("table_id", "TEXT"),
+        ("gaming_day", "TEXT"),
+        ("shift", "BIGINT"),
+        ("metric", "TEXT"),
+        ("chance", "TEXT"),
+        ("amount", "BIGINT"),
+    ),
+    ("table_id", "gaming_day", "shift", "metric", "chance"),
+    indexes=(("gaming_day",),),
+)
+RECON_TABLE = Table(
+    "rm_recon_table",
+    (("table_id", "TEXT"), ("preset", "TEXT"), ("currency", "TEXT"), ("options", "TEXT")),
+    ("table_id",),
+)
+RECON_ACCOUNT = Table(
+    "rm_recon_account",
+    (("originator_id", "TEXT"), ("account_id", "TEXT"), ("kind", "TEXT"), ("table_id", "TEXT")),
+    ("originator_id",),
+)
+RECON_COUP = Table(
+    "rm_recon_coup",
+    (("coup_id", "TEXT"), ("table_id", "TEXT"), ("phase", "TEXT"), ("result", "TEXT")),
+    ("coup_id",),
+)
+RECON_PRISON = Table(
+    "rm_recon_prison",
+    (("table_id", "TEXT"), ("stake_id", "TEXT"), ("amount", "BIGINT")),
+    ("table_id", "stake_id"),
+)
+
+
+def gaming_day_and_shift(at: datetime) -> tuple[str, int]:
+    """The gaming day (ISO date) and shift (1..3) of a UTC time."""
+    shifted = at - timedelta(hours=DAY_START_HOUR)
+    return shifted.date().isoformat(), 1 + shifted.hour // SHIFT_HOURS
+
+
+Key = tuple[str, str, int, str, str]
+
+
+class ReconciliationView(View):
+    name = "reconciliation"
+    tables = (RECON, RECON_TABLE, RECON_ACCOUNT, RECON_COUP, RECON_PRISON)
+    topics = frozenset(
+        {T.TABLE_OPENED, T.ACCOUNT_OPENED, T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED, T.COUP_OPENED,
+         T.COUP_RESOLVED, T.COUP_SETTLED, T.COUP_MONEY_MOVED, T.COUP_LAYOUT_RESTATED}
+    ) | T.STAKE_EVENTS
+
+    def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
+        sums: dict[Key, int] = {}
+        overwrite: dict[Key, int] = {}
+        accounts: dict[str, tuple[str, str, str | None]] = {
+            str(r[0]): (str(r[1]), str(r[2]), r[3])
+            for r in tx.query_in(
+                "SELECT originator_id, account_id, kind, table_id FROM {s}rm_recon_account "
+                "WHERE originator_id",
+                {e.oid for e in batch if e.topic in (T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED)},
+            )
+        }
+        new_accounts: list[tuple[Any, ...]] = []
+        coups: dict[str, list[Any]] = {
+            str(r[0]): list(r)
+            for r in tx.query_in(
+                "SELECT coup_id, table_id, phase, result FROM {s}rm_recon_coup WHERE coup_id",
+                {e.oid for e in batch if e.topic in T.COUP_EVENTS},
+            )
+        }
+        prisons: dict[str, dict[str, int]] = {}
+        prison_changed: dict[str, Envelope] = {}
+        new_tables: list[tuple[Any, ...]] = []
+
+        shifts: dict[str, tuple[str, int]] = {}
+
+        def add(table: str, e: Envelope, metric: str, amount: int, chance: str = "") -> None:
+            ds = shifts.get(e.at)
+            if ds is None:
+                ds = shifts[e.at] = gaming_day_and_shift(e.time)
+            day, shift = ds
+            key = (table, day, shift, metric, chance)
+            sums[key] = sums.get(key, 0) + amount
+
+        def account(oid: str) -> tuple[str, str, str | None]:
+            found = accounts.get(oid)
+            if found is None:
+                row = tx.one(
+                    "SELECT account_id, kind, table_id FROM {s}rm_recon_account "
+                    "WHERE originator_id = ?",
+                    (oid,),
+                )
+                if row is None:
+                    raise LookupError(f"movement on unknown account {oid}")
+                found = accounts[oid] = (str(row[0]), str(row[1]), row[2])
+            return found
+
+        def coup(oid: str) -> list[Any]:
+            row = coups.get(oid)
+            if row is None:
+                found = tx.one(
+                    "SELECT coup_id, table_id, phase, result FROM {s}rm_recon_coup "
+                    "WHERE coup_id = ?",
+                    (oid,),
+                )
+                if found is None:
+                    raise LookupError(f"event of unknown coup {oid}")
+                row = coups[oid] = list(found)
+            return row
+
+        def prison(table: str) -> dict[str, int]:
+            found = prisons.get(table)
+            if found is None:
+                found = prisons[table] = {
+                    str(r[0]): int(r[1])
+                    for r in tx.query(
+                        "SELECT stake_id, amount FROM {s}rm_recon_prison WHERE table_id = ?",
+                        (table,),
+                    )
+                }
+            return found
+
+        for e in batch:
+            ev = e.event
+            t = e.topic
+            oid = e.oid
+            if t == T.TABLE_OPENED:
+                new_tables.append(
+                    (ev.table_id, ev.preset, ev.options.get("currency", ""),
+                     json.dumps(dict(ev.options), sort_keys=True))
+                )
+            elif t == T.ACCOUNT_OPENED:
+                accounts[oid] = (ev.account_id, ev.kind, ev.table_id)
+                new_accounts.append((oid, ev.account_id, ev.kind, ev.table_id))
+            elif t in (T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED):
+                name, kind, table = account(oid)
+                credit = t == T.ACCOUNT_CREDITED
+                if kind in HOUSE_METRIC and table is not None:
+                    add(table, e, HOUSE_METRIC[kind], ev.amount if credit else -ev.amount)
+                elif kind == "cage":
+                    add(name, e, "cash_out" if credit else "cash_in", ev.amount)
+            elif t == T.COUP_OPENED:
+                coups[oid] = [oid, ev.table_id, "open", None]
+            elif t == T.COUP_RESOLVED:
+                row = coup(oid)
+                row[2], row[3] = "dealt", str(getattr(ev.result, "value", ev.result))
+                add(row[1], e, "void_coups" if row[3] == "void" else "coups", 1)
+            elif t == T.COUP_SETTLED:
+                coup(oid)[2] = "settled"
+            elif t == T.COUP_MONEY_MOVED:
+                row = coup(oid)
+                if row[2] != "dealt":
+                    continue  # the shoe's end: free stakes going back, no game result
+                bank = f"table:{row[1]}:bank"
+                if ev.kind in ("collection", "payment"):
+                    add(row[1], e, ev.kind + "s", ev.amount)
+                if ev.credit_account == bank:
+                    add(row[1], e, "coup_result", ev.amount)
+                if ev.debit_account == bank:
+                    add(row[1], e, "coup_result", -ev.amount)
+            elif t == T.COUP_LAYOUT_RESTATED:
+                row = coup(oid)
+                held = prison(row[1])
+                held.clear()
+                for s in ev.stakes:
+                    if getattr(s.status, "value", s.status) in PRISON_STATUSES:
+                        held[s.stake_id] = s.amount
+                prison_changed[row[1]] = e
+            else:  # a stake event
+                row = coup(oid)
+                if row[2] == "dealt" and row[3] != "void" and ev.fate in T.SETTLEMENT_FATES:
+                    add(row[1], e, "handle", ev.amount_before, ev.chance)
+                    add(row[1], e, "handle_sq", ev.amount_before * ev.amount_before, ev.chance)
+                held = prison(row[1])
+                was = held.get(ev.stake_id)
+                if ev.status_after in PRISON_STATUSES:
+                    held[ev.stake_id] = ev.amount_after
+                else:
+                    held.pop(ev.stake_id, None)
+                if held.get(ev.stake_id) != was:
+                    prison_changed[row[1]] = e
+
+        for table, e in prison_changed.items():
+            day, shift = gaming_day_and_shift(e.time)
+            overwrite[(table, day, shift, "prison_outstanding", "")] = sum(prisons[table].values())
+
+        tx.executemany(
+            "INSERT INTO {s}rm_recon_table (table_id, preset, currency, options) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (table_id) DO NOTHING",
+            new_tables,
+        )
+        tx.executemany(
+            "INSERT INTO {s}rm_recon_account (originator_id, account_id, kind, table_id) "
+            "VALUES (?, ?, ?, ?)",
+            new_accounts,
+        )
+        tx.executemany(
+            "INSERT INTO {s}rm_recon_coup (coup_id, table_id, phase, result) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (coup_id) DO UPDATE SET phase = excluded.phase, result = excluded.result",
+            list(coups.values()),
+        )
+        for table, held in prisons.items():
+            tx.execute("DELETE FROM {s}rm_recon_prison WHERE table_id = ?", (table,))
+            tx.executemany(
+                "INSERT INTO {s}rm_recon_prison (table_id, stake_id, amount) VALUES (?, ?, ?)",
+                [(table, k, v) for k, v in held.items()],
+            )
+        tx.executemany(
+            "INSERT INTO {s}rm_recon AS r (table_id, gaming_day, shift, metric, chance, amount) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (table_id, gaming_day, shift, metric, chance) "
+            "DO UPDATE SET amount = r.amount + excluded.amount",
+            [(*k, v) for k, v in sums.items()],
+        )
+        tx.executemany(
+            "INSERT INTO {s}rm_recon (table_id, gaming_day, shift, metric, chance, amount) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (table_id, gaming_day, shift, metric, chance) "
+            "DO UPDATE SET amount = excluded.amount",
+            [(*k, v) for k, v in overwrite.items()],
+        )

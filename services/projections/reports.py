@@ -1,0 +1,214 @@
+"""Reports from the read models: a gaming day's reconciliation, a player statement, a table's shoe
+history. Each returns an ``export.Report`` (render it as text, CSV or JSON).
+
+Money stays in integer minor units. Ratios (hold %) and the theoretical win are exact fractions
+shown with two decimals. The 95 % interval of the win is ``theoretical ± 1.96 × sqrt(Σ s²)``
+over the stakes ``s`` in action (the variance of an even-money stake per unit staked is taken
+as 1; ``isqrt`` keeps it in integers).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
+from math import isqrt
+from typing import Any
+
+from domain.errors import InvalidArgument, NotFound
+from services.projections import edge
+from services.projections.export import Report
+from services.projections.recall import iso_time
+from services.projections.store import ReadStore
+
+CHANCES = ("noir", "rouge", "couleur", "inverse")
+Z95_PERCENT = 196  # 1.96, in hundredths
+
+
+def _dec(x: Fraction | int) -> str:
+    q = Decimal(x.numerator) / Decimal(x.denominator) if isinstance(x, Fraction) else Decimal(x)
+    return str(q.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN))
+
+
+def _check_day(day: str) -> None:
+    parts = day.split("-")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or len(day) != 10:
+        raise InvalidArgument("gaming_day", "BAD_DATE", f"must be YYYY-MM-DD, got {day!r}")
+
+
+def _metrics(store: ReadStore, day: str, table_id: str | None) -> dict[tuple[str, int], Any]:
+    sql = "SELECT table_id, shift, metric, chance, amount FROM {s}rm_recon WHERE gaming_day = ?"
+    params: list[Any] = [day]
+    if table_id is not None:
+        sql += " AND table_id = ?"
+        params.append(table_id)
+    out: dict[tuple[str, int], dict[tuple[str, str], int]] = defaultdict(dict)
+    with store.read() as tx:
+        for t, shift, metric, chance, amount in tx.query(sql, params):
+            out[(t, int(shift))][(metric, chance)] = int(amount)
+    return out
+
+
+def prison_outstanding(store: ReadStore, table_id: str, day: str, shift: int = 3) -> int:
+    """The imprisoned stakes on the table's layout at the close of ``day``'s ``shift``."""
+    with store.read() as tx:
+        row = tx.one(
+            "SELECT amount FROM {s}rm_recon WHERE table_id = ? AND metric = 'prison_outstanding' "
+            "AND (gaming_day < ? OR (gaming_day = ? AND shift <= ?)) "
+            "ORDER BY gaming_day DESC, shift DESC LIMIT 1",
+            (table_id, day, day, shift),
+        )
+    return int(row[0]) if row else 0
+
+
+def _table_options(store: ReadStore) -> dict[str, dict[str, str]]:
+    with store.read() as tx:
+        return {r[0]: json.loads(r[1]) for r in tx.query(
+            "SELECT table_id, options FROM {s}rm_recon_table")}
+
+
+DAY_COLUMNS = (
+    "table_id", "shift", "coups", "void_coups",
+    *(f"handle_{c}" for c in CHANCES), "handle", "collections", "payments", "bank_win",
+    "coup_results", "bank_check", "premiums", "partage", "prison_loss", "house_win", "hold_pct",
+    "theoretical_win", "interval_low", "interval_high", "flag", "prison_outstanding",
+    "cash_in", "cash_out",
+)
+
+
+def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Report:
+    """Per table, one row per shift and a ``day`` row: handle by chance, paid out, house win,
+    hold %, premiums, partage, prison losses, imprisoned stakes outstanding at the close, cash
+    at the cage, the bank-versus-coups check and the theoretical win with its 95 % flag."""
+    _check_day(day)
+    metrics = _metrics(store, day, table_id)
+    options = _table_options(store)
+    tables = sorted({t for t, _ in metrics})
+    rows: list[tuple[Any, ...]] = []
+    flags = 0
+    for t in tables:
+        shifts = sorted(s for tt, s in metrics if tt == t)
+        total: dict[tuple[str, str], int] = defaultdict(int)
+        for s in shifts:
+            m = metrics[(t, s)]
+            for k, v in m.items():
+                if k[0] != "prison_outstanding":
+                    total[k] += v
+            row, flagged = _day_row(store, t, day, str(s), m, options.get(t), s)
+            rows.append(row)
+        row, flagged = _day_row(store, t, day, "day", total, options.get(t), 3)
+        flags += flagged
+        rows.append(row)
+    facts = {"gaming_day": day, "tables": len([t for t in tables if not t.startswith("cage:")]),
+             "flags": flags, "hours": "shift 1 06-14, 2 14-22, 3 22-06 (UTC)"}
+    return Report(f"Gaming day {day}", DAY_COLUMNS, tuple(rows), facts)
+
+
+def _day_row(store: ReadStore, table: str, day: str, shift: str, m: dict[tuple[str, str], int],
+             options: dict[str, str] | None, close_shift: int) -> tuple[tuple[Any, ...], int]:
+    def g(metric: str, chance: str = "") -> int:
+        return m.get((metric, chance), 0)
+
+    handle = {c: g("handle", c) for c in CHANCES}
+    total = sum(handle.values())
+    bank = g("bank_net")
+    results = g("coup_result")
+    house = bank + g("premiums") + g("partage") + g("prison_loss")
+    game_win = bank + g("partage") + g("prison_loss")
+    hold = _dec(Fraction(100 * house, total)) if total else None
+    theo_text = low = high = None
+    flag = "" if total == 0 else "unknown"
+    flagged = 0
+    edges = edge.house_edge(options) if options is not None and total else None
+    if edges is not None:
+        theo = sum((handle[c] * edges.get(c, Fraction(0)) for c in CHANCES), Fraction(0))
+        half = Z95_PERCENT * isqrt(sum(g("handle_sq", c) for c in CHANCES)) // 100
+        low, high = theo - half, theo + half
+        theo_text = _dec(theo)
+        inside = low <= game_win <= high
+        flag = "ok" if inside else "OUTSIDE_95"
+        flagged = 0 if inside else 1
+        low, high = _dec(low), _dec(high)  # type: ignore[assignment]
+    is_cage = table.startswith("cage:")
+    row = (
+        table, shift, g("coups"), g("void_coups"), *handle.values(), total, g("collections"),
+        g("payments"), bank, results, "" if is_cage else ("ok" if bank == results else "DIFF"),
+        g("premiums"), g("partage"), g("prison_loss"), house, hold, theo_text, low, high, flag,
+        None if is_cage else prison_outstanding(store, table, day, close_shift),
+        g("cash_in"), g("cash_out"),
+    )
+    return row, flagged
+
+
+STATEMENT_COLUMNS = ("seq", "at", "kind", "cause", "counter_account", "stake_id", "amount",
+                     "balance_after")
+
+
+def player_statement(store: ReadStore, account_id: str, since: str | None = None,
+                     until: str | None = None) -> Report:
+    """Every entry of the account (``since`` <= at < ``until``, ISO 8601), with the opening and
+    closing balances of the period."""
+    since = iso_time(since, "since")
+    until = iso_time(until, "until")
+    with store.read() as tx:
+        acc = tx.one("SELECT kind, currency, balance, entries FROM {s}rm_account "
+                     "WHERE account_id = ?", (account_id,))
+        if acc is None:
+            raise NotFound("account_id", "UNKNOWN_ACCOUNT", f"no account {account_id!r}")
+        sql = ("SELECT seq, at, kind, cause, counter_account, stake_id, amount, balance_after "
+               "FROM {s}rm_statement WHERE account_id = ?")
+        params: list[Any] = [account_id]
+        if since is not None:
+            sql += " AND at >= ?"
+            params.append(since)
+        if until is not None:
+            sql += " AND at < ?"
+            params.append(until)
+        rows = tx.query(sql + " ORDER BY seq", params)
+        opening = 0
+        if rows:
+            first = rows[0]
+            opening = int(first[7]) - int(first[6])
+        elif since is not None:
+            before = tx.one("SELECT balance_after FROM {s}rm_statement WHERE account_id = ? AND "
+                            "at < ? ORDER BY seq DESC LIMIT 1", (account_id, since))
+            opening = int(before[0]) if before else 0
+    closing = int(rows[-1][7]) if rows else opening
+    facts = {"account_id": account_id, "kind": acc[0], "currency": acc[1],
+             "opening_balance": opening, "closing_balance": closing, "entries": len(rows),
+             "balance_now": int(acc[2])}
+    return Report(f"Statement of {account_id}", STATEMENT_COLUMNS,
+                  tuple(tuple(r) for r in rows), facts)
+
+
+SHOE_COLUMNS = ("shoe_id", "opened_at", "closed_at", "cut_position", "cut_by", "coups",
+                "cards_dealt", "position", "to_cut_card", "status", "seed_status",
+                "commitment", "order_digest", "results")
+
+
+def shoe_history(store: ReadStore, table_id: str) -> Report:
+    """Every shoe of the table in order: cut, coups, cards, commitment and seed check, and the
+    results of its coups (N noir, R rouge, = refait, V void)."""
+    with store.read() as tx:
+        shoes = tx.query(
+            "SELECT shoe_id, opened_at, closed_at, cut_position, cut_by, coups, cards_dealt, "
+            "position, to_cut_card, status, seed_status, commitment, order_digest FROM "
+            "{s}rm_shoe WHERE table_id = ? ORDER BY opened_at, shoe_id", (table_id,))
+        if not shoes:
+            known = tx.one("SELECT count(*) FROM {s}rm_recon_table WHERE table_id = ?",
+                           (table_id,))
+            if not known or not known[0]:
+                raise NotFound("table_id", "UNKNOWN_TABLE", f"no table {table_id!r}")
+        results: dict[str, list[str]] = defaultdict(list)
+        for shoe_id, result in tx.query(
+            "SELECT shoe_id, result FROM {s}rm_coup WHERE table_id = ? ORDER BY number",
+            (table_id,),
+        ):
+            results[shoe_id].append(_RESULT_LETTER.get(result, "?"))
+    rows = tuple((*r, "".join(results.get(r[0], []))) for r in shoes)
+    facts = {"table_id": table_id, "shoes": len(rows)}
+    return Report(f"Shoe history of table {table_id}", SHOE_COLUMNS, rows, facts)
+
+
+_RESULT_LETTER = {"noir": "N", "rouge": "R", "refait": "=", "void": "V"}

@@ -1,0 +1,71 @@
+"""The read models as one object, for the gRPC layer and the CLI: keep up, lag, reconcile,
+recall and reports. Every query first applies what the log holds beyond the views' positions
+(``fresh=True``), so answers are as of the head of the log when the call started."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from services.projections import default_views
+from services.projections.export import Report
+from services.projections.log import open_log
+from services.projections.projector import Lag, Projector
+from services.projections.recall import RecalledCoup, recall
+from services.projections.reconcile import Reconciliation, reconcile
+from services.projections.reports import gaming_day, player_statement, shoe_history
+
+
+class ReadModels:
+    """The four read models of one ledger log (the application ``app``)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.projector = Projector(app, default_views())
+
+    @classmethod
+    def open(cls, store_url: str, schema: str | None = None) -> ReadModels:
+        return cls(open_log(store_url, {"POSTGRES_SCHEMA": schema} if schema else {}))
+
+    def catch_up(self) -> int:
+        return self.projector.catch_up()
+
+    def rebuild(self) -> dict[str, str]:
+        """Drop and rebuild every read model; the digests after."""
+        self.projector.rebuild()
+        return self.projector.digests()
+
+    def digests(self) -> dict[str, str]:
+        return self.projector.digests()
+
+    def lag(self) -> list[Lag]:
+        """Per read model: events and event-time seconds behind the head of the log."""
+        return self.projector.lag()
+
+    def reconcile(self, write_side: Mapping[str, int] | None = None) -> Reconciliation:
+        return reconcile(self.app, write_side, self.projector)
+
+    def recall(self, fresh: bool = True, **filters: Any) -> list[RecalledCoup]:
+        """Filters: table_id, shoe_id, coup_id, player, since, until, limit."""
+        if fresh:
+            self.catch_up()
+        return recall(self.projector.store, **filters)
+
+    def gaming_day(self, day: str, table_id: str | None = None, fresh: bool = True) -> Report:
+        if fresh:
+            self.catch_up()
+        return gaming_day(self.projector.store, day, table_id)
+
+    def player_statement(self, account_id: str, since: str | None = None,
+                         until: str | None = None, fresh: bool = True) -> Report:
+        if fresh:
+            self.catch_up()
+        return player_statement(self.projector.store, account_id, since, until)
+
+    def shoe_history(self, table_id: str, fresh: bool = True) -> Report:
+        if fresh:
+            self.catch_up()
+        return shoe_history(self.projector.store, table_id)
+
+    def close(self) -> None:
+        self.app.close()

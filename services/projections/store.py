@@ -1,0 +1,173 @@
+"""The read-model store: the event store's own database (SQLite file or PostgreSQL schema).
+
+Read models live beside the events, in tables prefixed ``rm_``. SQL is written once with ``?``
+placeholders and ``{s}`` before every table name; :class:`ReadStore` adapts it to the dialect.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal
+
+Dialect = Literal["sqlite", "postgres"]
+_INSERT = re.compile(r"INSERT INTO \{s\}(\w+)(?: AS \w+)? \(([^)]*)\)")
+COLUMN_TYPES: dict[str, dict[str, str]] = {}  # rm_ table -> column -> SQL type (view.Table)
+_VALUES = re.compile(r"VALUES\s*\((?:\?,\s*)*\?\)")
+
+
+def _pg_array_type(column: Sequence[Any]) -> str:
+    for value in column:
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            return "boolean[]"
+        return "bigint[]" if isinstance(value, int) else "text[]"
+    return "text[]"
+
+
+class Tx:
+    """One open transaction (or read) on the read-model store."""
+
+    def __init__(self, store: ReadStore, cursor: Any) -> None:
+        self._store = store
+        self._cursor = cursor
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._cursor.execute(self._store.sql(sql), tuple(params))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``sql`` (an ``INSERT ... VALUES (?, ...)``, maybe with ``ON CONFLICT``) for every
+        row. On PostgreSQL the rows go as one array per column through ``unnest``: one
+        statement and one round trip for the whole batch instead of one per row."""
+        if not rows:
+            return
+        values = _VALUES.search(sql) if self._store.dialect == "postgres" else None
+        if values is None:
+            self._cursor.executemany(self._store.sql(sql), [tuple(r) for r in rows])
+            return
+        columns = list(zip(*rows, strict=True))
+        target = _INSERT.search(sql)
+        types = COLUMN_TYPES.get(target.group(1), {}) if target else {}
+        names = [n.strip() for n in target.group(2).split(",")] if target else []
+        if len(names) != len(columns):
+            names = [""] * len(columns)
+        casts = ", ".join(
+            f"%b::{types[n].lower() + '[]' if n in types else _pg_array_type(col)}"
+            for n, col in zip(names, columns, strict=True)
+        )
+        statement = sql[: values.start()] + f"SELECT * FROM unnest({casts})" + sql[values.end() :]
+        # %b: arrays go in binary format, no escaping of their text (several times faster).
+        self._cursor.execute(self._store.sql(statement), [list(col) for col in columns])
+
+    def script(self, statements: Sequence[str]) -> None:
+        """Parameterless statements (DDL), in one round trip on PostgreSQL."""
+        if not statements:
+            return
+        if self._store.dialect == "postgres":
+            self._cursor.execute("; ".join(self._store.sql(s) for s in statements))
+        else:
+            for s in statements:
+                self._cursor.execute(self._store.sql(s))
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self._cursor.execute(self._store.sql(sql), tuple(params))
+        rows = self._cursor.fetchall()
+        if self._store.dialect == "postgres":
+            return [tuple(r.values()) for r in rows]
+        return [tuple(r) for r in rows]
+
+    def query_in(self, sql: str, keys: Iterable[Any]) -> list[tuple[Any, ...]]:
+        """``sql`` ends with ``WHERE <column>``: the rows whose column is one of ``keys``, in
+        one round trip (PostgreSQL ``= ANY``) or a few (SQLite ``IN``)."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        if self._store.dialect == "postgres":
+            return self.query(sql + " = ANY(?)", (wanted,))
+        out: list[tuple[Any, ...]] = []
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            out += self.query(sql + f" IN ({', '.join('?' * len(chunk))})", chunk)
+        return out
+
+    def columns(self, table: str) -> set[str]:
+        """The column names of an ``rm_`` table (empty if it does not exist)."""
+        if self._store.dialect == "sqlite":
+            return {str(r[1]) for r in self.query(f"PRAGMA table_info({table})")}
+        rows = self.query(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = ? AND table_name = ?",
+            (self._store.schema or "public", table),
+        )
+        return {str(r[0]) for r in rows}
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+
+class ReadStore:
+    """Transactions on the database of an application's recorder (its datastore)."""
+
+    def __init__(self, datastore: Any, dialect: Dialect, schema: str = "") -> None:
+        self.datastore = datastore
+        self.dialect: Dialect = dialect
+        self.schema = schema
+        self._prefix = f'"{schema}".' if dialect == "postgres" and schema else ""
+        self._cache: dict[str, str] = {}
+
+    @classmethod
+    def of(cls, app: Any) -> ReadStore:
+        """The read store of an ``eventsourcing`` application (SQLite or PostgreSQL)."""
+        datastore = app.recorder.datastore
+        module = type(datastore).__module__
+        if module.endswith("sqlite"):
+            return cls(datastore, "sqlite")
+        if module.endswith("postgres"):
+            return cls(datastore, "postgres", datastore.schema)
+        raise TypeError(f"unsupported event store {type(datastore).__qualname__}")
+
+    def table(self, name: str) -> str:
+        return self._prefix + name
+
+    def sql(self, text: str) -> str:
+        out = self._cache.get(text)
+        if out is None:
+            out = text.replace("{s}", self._prefix)
+            if self.dialect == "postgres":
+                out = out.replace("?", "%s")
+            self._cache[text] = out
+        return out
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        """A writing transaction: committed on success, rolled back on error.
+
+        On PostgreSQL the commit does not wait for the WAL flush (``synchronous_commit`` off,
+        for this transaction only): a crash may lose the last read-model transactions, but
+        each loses its tracking position with it, so they are simply applied again."""
+        with self.datastore.transaction(commit=True) as cursor:
+            if self.dialect == "postgres":
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            yield Tx(self, cursor)
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        """A read-only transaction (rolled back)."""
+        with self.datastore.transaction(commit=False) as cursor:
+            yield Tx(self, cursor)
+
+    def table_exists(self, name: str) -> bool:
+        with self.read() as tx:
+            if self.dialect == "sqlite":
+                row = tx.one("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?",
+                             (name,))
+            else:
+                row = tx.one(
+                    "SELECT count(*) FROM information_schema.tables "
+                    "WHERE table_schema=? AND table_name=?",
+                    (self.schema or "public", name),
+                )
+        return bool(row and row[0])

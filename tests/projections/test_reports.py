@@ -1,0 +1,223 @@
+"""Reports (gaming day, statement, shoe history), reconcile and the CLI, on a played ledger."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from domain.errors import InvalidArgument, NotFound
+from domain.odds import house_edges
+from domain.rules import house_rules
+from services.projections import default_views, edge
+from services.projections.export import to_csv, to_json, to_text
+from services.projections.projector import Projector
+from services.projections.reconcile import reconcile
+from services.projections.reports import gaming_day, player_statement, shoe_history
+
+from .game import Game
+
+
+def _projector(game: Game) -> Projector:
+    p = Projector(game.ledger.app, default_views())
+    p.catch_up()
+    return p
+
+
+def _days(game: Game) -> list[str]:
+    return sorted({k[1] for k in game.exp.recon if not k[0].startswith("cage:")})
+
+
+def test_gaming_day_report_adds_up(game: Game) -> None:
+    p = _projector(game)
+    for day in _days(game):
+        report = gaming_day(p.store, day)
+        recs = report.records()
+        for r in recs:
+            exp = Counter[str]()
+            for (t, d, shift, metric, chance), v in game.exp.recon.items():
+                if t == r["table_id"] and d == day and (r["shift"] in ("day", str(shift))):
+                    exp[metric + ("_" + chance if chance else "")] += v
+            assert r["handle"] == sum(exp[f"handle_{c}"] for c in
+                                      ("noir", "rouge", "couleur", "inverse"))
+            assert r["handle_noir"] == exp["handle_noir"]
+            assert r["payments"] == exp["payments"]
+            assert r["bank_win"] == exp["bank_net"] == r["coup_results"]
+            assert r["house_win"] == (exp["bank_net"] + exp["premiums"] + exp["partage"]
+                                      + exp["prison_loss"])
+            assert (r["cash_in"], r["cash_out"]) == (exp["cash_in"], exp["cash_out"])
+            if r["table_id"].startswith("t-"):
+                assert r["bank_check"] == "ok"
+                if r["handle"]:
+                    hold = Fraction(100 * r["house_win"], r["handle"])
+                    assert abs(Fraction(r["hold_pct"]) - hold) <= Fraction(1, 200)
+        assert {r["table_id"] for r in recs if r["shift"] == "day"} == {
+            k[0] for k in game.exp.recon if k[1] == day
+        }
+    with pytest.raises(InvalidArgument) as bad:
+        gaming_day(p.store, "01/03/2026")
+    assert bad.value.field == "gaming_day"
+
+
+def test_theoretical_win_and_flag(game: Game, monkeypatch: pytest.MonkeyPatch) -> None:
+    """theo = sum over chances of handle x the exact per-coup edge of the table's rules
+    (domain.odds), and the flag says whether the actual win lies in theo +- 1.96 sqrt(sum of
+    squared stakes)."""
+    p = _projector(game)
+    rules = {"t-fr": house_rules("francaise"), "t-it": house_rules("italiana", {
+        "cut_card": "finish_coup"}), "t-es": house_rules("espanola", {"decks": "2"})}
+    checked = 0
+    for day in _days(game):
+        for r in gaming_day(p.store, day).records():
+            if r["shift"] != "day" or r["table_id"] not in rules or not r["handle"]:
+                continue
+            table_rules = rules[r["table_id"]]
+            odds = edge._coup_odds(table_rules.decks)  # french_coup_odds, cached
+            edges = {e.chance.value: e.per_coup for e in house_edges(odds, table_rules)
+                     if e.default}
+            theo = sum((r[f"handle_{c}"] * edges[c] for c in edges), Fraction(0))
+            assert abs(Fraction(r["theoretical_win"]) - theo) <= Fraction(1, 200)
+            low, high = Fraction(r["interval_low"]), Fraction(r["interval_high"])
+            assert low <= theo <= high
+            win = r["bank_win"] + r["partage"] + r["prison_loss"]
+            assert r["flag"] == ("ok" if low <= win <= high else "OUTSIDE_95")
+            checked += 1
+    assert checked >= 3
+    day = _days(game)[0]
+    monkeypatch.setattr(edge, "house_edge", lambda options: {"noir": Fraction(1)})
+    flags = {r["flag"] for r in gaming_day(p.store, day).records() if r["handle"]}
+    assert flags == {"OUTSIDE_95"}  # a 100 % edge: the house should have won every stake
+    monkeypatch.setattr(edge, "house_edge", lambda options: None)
+    assert {r["flag"] for r in gaming_day(p.store, day).records() if r["handle"]} == {"unknown"}
+
+
+def test_player_statement_report(game: Game) -> None:
+    p = _projector(game)
+    report = player_statement(p.store, "ana")
+    assert [(r["amount"], r["kind"]) for r in report.records()] == game.exp.statements["ana"]
+    assert report.facts["closing_balance"] == game.exp.balances["ana"]
+    mid = report.records()[len(report.rows) // 2]["at"]
+    later = player_statement(p.store, "ana", since=mid)
+    earlier = player_statement(p.store, "ana", until=mid)
+    assert len(later.rows) + len(earlier.rows) == len(report.rows)
+    assert later.facts["opening_balance"] == earlier.facts["closing_balance"]
+    closing = later.facts["opening_balance"] + sum(r[6] for r in later.rows)
+    assert closing == game.exp.balances["ana"]
+    with pytest.raises(NotFound):
+        player_statement(p.store, "nobody")
+
+
+def test_shoe_history_report(game: Game) -> None:
+    p = _projector(game)
+    report = shoe_history(p.store, "t-it")
+    assert len(report.rows) == 2
+    for r in report.records():
+        exp = game.exp.shoes[r["shoe_id"]]
+        assert (r["coups"], r["position"], r["seed_status"]) == (exp["coups"], exp["position"],
+                                                                  "verified")
+        assert len(r["results"]) == exp["coups"]
+    with pytest.raises(NotFound):
+        shoe_history(p.store, "no-such-table")
+
+
+def test_exports_parse_back(game: Game) -> None:
+    p = _projector(game)
+    report = gaming_day(p.store, _days(game)[0])
+    doc = json.loads(to_json(report))
+    assert doc["rows"] == json.loads(json.dumps(report.records(), default=str))
+    lines = [ln for ln in to_csv(report).splitlines() if not ln.startswith("#")]
+    parsed = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    assert [r["table_id"] for r in parsed] == [r["table_id"] for r in report.records()]
+    assert [int(r["handle"]) for r in parsed] == [r["handle"] for r in report.records()]
+    assert report.title in to_text(report)
+
+
+def test_reconcile_agrees_then_lists_differences(game: Game) -> None:
+    p = _projector(game)
+    result = reconcile(game.ledger.app, projector=p)
+    assert result.ok and result.accounts == len(game.exp.balances)
+    assert reconcile(game.ledger.app, write_side=game.ledger.balances(), projector=p).ok
+    with p.store.transaction() as tx:
+        tx.execute("UPDATE {s}rm_account SET balance = balance + 1 WHERE account_id = 'carla'")
+    try:
+        bad = reconcile(game.ledger.app, projector=p)
+        assert not bad.ok
+        (d,) = bad.differences
+        assert (d.account_id, d.read_model, d.write_side) == (
+            "carla", game.exp.balances["carla"] + 1, game.exp.balances["carla"])
+        assert bad.report().facts["result"] == "DIFFER"
+    finally:
+        p.rebuild()
+    assert reconcile(game.ledger.app, projector=p).ok
+
+
+def test_cli_commands(game: Game, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import services.cli as climod
+    from services.cli import main
+    from services.cli import projections as cli
+
+    modules = climod.COMMAND_MODULES
+    if "services.cli.projections" not in modules:
+        climod.COMMAND_MODULES = (*modules, "services.cli.projections")  # type: ignore[assignment]
+    try:
+        schema = game.ledger.config.extra_env.get("POSTGRES_SCHEMA")
+        url = [game.ledger.config.store_url, *(["--schema", schema] if schema else [])]
+        assert main(["projections", "rebuild", "--store", *url]) == 0
+        assert "same" in capsys.readouterr().out
+        assert main(["reconcile", "--store", *url, "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["facts"]["result"] == "agree"
+        out = tmp_path / "day.csv"
+        day = _days(game)[0]
+        assert main(["report", "day", "--store", *url, "--day", day, "--format", "csv",
+                     "--output", str(out)]) == 0
+        assert out.read_text().startswith(f"# gaming_day: {day}")
+        assert main(["report", "statement", "--store", *url, "--account", "bruno"]) == 0
+        assert "Statement of bruno" in capsys.readouterr().out
+        assert main(["report", "shoes", "--store", *url, "--table", "t-es", "--format",
+                     "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["facts"]["shoes"] == 1
+        assert main(["projections", "lag", "--store", *url]) == 0
+        lags = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        assert {x["events_behind"] for x in lags} == {0}
+        assert main(["report", "day", "--store", *url, "--day", "2026-13"]) == 2
+        assert "gaming_day" in capsys.readouterr().err
+        assert main(["report", "statement", "--store", *url, "--account", "zed"]) == 2
+        assert cli.register is not None
+    finally:
+        climod.COMMAND_MODULES = modules
+
+
+def test_read_models_facade(game: Game) -> None:
+    from services.projections.service import ReadModels
+
+    rm = ReadModels(game.ledger.app)
+    assert rm.reconcile(game.ledger.balances()).ok
+    assert {lag.events_behind for lag in rm.lag()} == {0}
+    assert len(rm.recall(table_id="t-es", limit=3)) == 3
+    assert rm.gaming_day(_days(game)[0]).facts["tables"] >= 1
+    assert rm.player_statement("carla").facts["closing_balance"] == game.exp.balances["carla"]
+    assert rm.shoe_history("t-fr").facts["shoes"] == 1
+    assert rm.digests() == rm.rebuild()
+
+
+def test_bad_arguments_name_their_field(game: Game) -> None:
+    from services.projections.recall import recall
+
+    p = _projector(game)
+    for kwargs, field in (({"limit": 0}, "limit"), ({"limit": 10_001}, "limit"),
+                          ({"since": "yesterday"}, "since"), ({"until": "3/1/2026"}, "until")):
+        with pytest.raises(InvalidArgument) as bad:
+            recall(p.store, **kwargs)
+        assert bad.value.field == field
+    with pytest.raises(InvalidArgument) as bad:
+        player_statement(p.store, "ana", since="soon")
+    assert bad.value.field == "since"
+    # A date alone means its start, in UTC; both forms select the same entries.
+    day = _days(game)[-1]
+    assert player_statement(p.store, "ana", since=day).rows == player_statement(
+        p.store, "ana", since=f"{day}T00:00:00+00:00").rows
