@@ -1,10 +1,11 @@
 """Load on the gRPC API: N concurrent clients placing stakes on open coups (closed loop), with a
 health check measured in the same run. The server runs in its own process (``sabot serve``).
 
-``run()`` returns rows of (name, value): stakes/s and p50/p99 latency per store, and the health
-check's p50/p99 under that load. ``SABOT_BENCH_QUICK=1``: 5 s per store instead of 10;
-``SABOT_BENCH_CLIENTS`` (default 32); PostgreSQL is measured when reachable.
-``python -m bench.load`` prints the rows.
+``run()`` returns rows of (name, value): stakes/s and p50/p99 latency per store, the health
+check's p50/p99 under that load, and the server's processor time per stake
+(``server_cpu_ms_per_stake``, from /proc: the figure that depends least on what else the machine
+runs). ``SABOT_BENCH_QUICK=1``: 5 s per store instead of 10; ``SABOT_BENCH_CLIENTS`` (default
+32); PostgreSQL is measured when reachable. ``python -m bench.load`` prints the rows.
 """
 
 from __future__ import annotations
@@ -80,6 +81,15 @@ class Server:
                 break
         if not self.target:
             raise RuntimeError("the server did not start; see " + str(workdir / "server.log"))
+
+    def cpu_seconds(self) -> float:
+        """User + system time of the server process so far (NaN where /proc is missing)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -163,10 +173,12 @@ def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row
         server = Server(store, spec, Path(tmp))
         try:
             coups = _setup(server.target, admin, clients)
+            cpu = server.cpu_seconds()
             started = time.perf_counter()
             stake_ms, health_ms, errors, done = asyncio.run(
                 _load(server.target, players, coups, seconds))
             elapsed = time.perf_counter() - started
+            cpu = server.cpu_seconds() - cpu
         finally:
             server.stop()
     prefix = f"load.{store_name}.c{clients}"
@@ -177,6 +189,7 @@ def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row
         (f"{prefix}.health_p50_ms", round(_percentile(health_ms, 0.50), 2)),
         (f"{prefix}.health_p99_ms", round(_percentile(health_ms, 0.99), 2)),
         (f"{prefix}.errors", float(errors)),
+        (f"{prefix}.server_cpu_ms_per_stake", round(1000 * cpu / max(done, 1), 3)),
     ]
 
 

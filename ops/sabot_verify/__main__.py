@@ -55,10 +55,13 @@ def run(
             return bytes.fromhex(closed[0])
         if reg is None:
             return None
-        sealed = shuffled.get("escrowed_seed")
+        sealed = shuffled.get("escrowed_seed")  # Shoe.Shuffled v2: sealed with the shoe id
         if sealed:
-            return open_escrow(bytes.fromhex(sealed), UUID(shoe_id), reg)
-        for candidate in exp.escrow:  # escrowed beside the ledger: the commitment picks it
+            try:
+                return open_escrow(bytes.fromhex(sealed), UUID(shoe_id), reg)
+            except Bad:
+                pass  # another regulator's key, or altered: the commitment check fails below
+        for candidate in exp.escrow:  # legacy escrow records: the commitment picks the seed
             try:
                 seed = open_escrow(candidate, UUID(int=0), reg)
             except Bad:

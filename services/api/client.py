@@ -12,6 +12,7 @@ from services.api.gen.sabot.v1 import (
     betting_pb2_grpc,
     cashier_pb2_grpc,
     events_pb2_grpc,
+    regulator_pb2_grpc,
     table_pb2_grpc,
 )
 
@@ -67,6 +68,9 @@ class Client:
         self.watch: Any = _Authed(events_pb2_grpc.WatchServiceStub(self.channel), token, None)
         self.feed: Any = _Authed(events_pb2_grpc.FeedServiceStub(self.channel), token, None)
         self.recall: Any = _Authed(events_pb2_grpc.RecallServiceStub(self.channel), token, timeout)
+        self.regulator: Any = _Authed(
+            regulator_pb2_grpc.RegulatorServiceStub(self.channel), token, None
+        )
         self.health = health_pb2_grpc.HealthStub(self.channel)
 
     def as_(self, token: str) -> Client:

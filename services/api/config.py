@@ -27,6 +27,9 @@ class Config:
     tokens: Mapping[str, Principal] = field(default_factory=dict)
     seal_key: bytes | None = None
     workers: int = 32
+    checkpoint_key: bytes | None = None  # Ed25519 private key (raw 32 bytes): the notary signs
+    regulator_key: bytes | None = None  # the regulator's X25519 public key: seeds escrowed to it
+    projections: bool = True  # a thread keeps the read models up to date (SABOT_PROJECTIONS)
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -111,13 +114,59 @@ def load(
             raise ConfigError("SABOT_SEAL_KEY: not hexadecimal") from None
         if len(seal_key) not in (16, 24, 32):
             raise ConfigError("SABOT_SEAL_KEY: must be 16, 24 or 32 bytes (32, 48 or 64 hex)")
+    checkpoint_key = _key_setting(values, "SABOT_CHECKPOINT_KEY", private=True)
+    regulator_key = _key_setting(values, "SABOT_REGULATOR_KEY", private=False)
     workers_text = values.get("SABOT_WORKERS", "32")
     if not workers_text.isdigit() or not 1 <= int(workers_text) <= 256:
         raise ConfigError("SABOT_WORKERS: an integer 1..256")
+    projections_text = values.get("SABOT_PROJECTIONS", "on").strip().lower() or "on"
+    if projections_text not in ("on", "off"):
+        raise ConfigError("SABOT_PROJECTIONS: on (a thread follows the log) or off")
     return Config(
         listen=listen or values.get("SABOT_LISTEN") or DEFAULT_LISTEN,
         store=store or values.get("SABOT_STORE") or DEFAULT_STORE,
         tokens=parse_tokens(values.get("SABOT_TOKENS", "")),
         seal_key=seal_key,
         workers=int(workers_text),
+        checkpoint_key=checkpoint_key,
+        regulator_key=regulator_key,
+        projections=projections_text == "on",
     )
+
+
+def _key_setting(values: Mapping[str, str], name: str, *, private: bool) -> bytes | None:
+    """A 32-byte key: 64 hex digits, or the path of a file holding them (the checkpoint key:
+    also a PEM Ed25519 private key file, as ``sabot checkpoint-keygen`` writes)."""
+    text = values.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return read_key(text, private=private)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
+def read_key(text: str, *, private: bool) -> bytes:
+    """See ``_key_setting``; ValueError with the reason."""
+    raw = text
+    if len(text) != 64 or not all(c in "0123456789abcdefABCDEF" for c in text):
+        path = Path(text)
+        if not path.is_file():
+            raise ValueError("64 hex digits, or the path of a key file")
+        data = path.read_bytes()
+        if private and data.lstrip().startswith(b"-----BEGIN"):
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+            key = serialization.load_pem_private_key(data, password=None)
+            if not isinstance(key, Ed25519PrivateKey):
+                raise ValueError(f"{path} is not an Ed25519 private key")
+            return key.private_bytes_raw()
+        raw = data.decode("ascii", "replace").strip()
+    try:
+        key_bytes = bytes.fromhex(raw)
+    except ValueError:
+        raise ValueError("not hexadecimal") from None
+    if len(key_bytes) != 32:
+        raise ValueError("must be 32 bytes (64 hex digits)")
+    return key_bytes

@@ -1,4 +1,9 @@
-"""Ledger views -> sabot.v1 messages, and the enum mappings between them."""
+"""Ledger views -> sabot.v1 messages, and the enum mappings between them.
+
+``viewer``: None shows every account id; a player's account id shows that player's own and the
+house's accounts, and leaves other players' ids empty (amounts and chances stay: they are public
+on a real table's layout).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from services.api.gen.sabot.v1 import (
     events_pb2,
     table_pb2,
 )
+from services.api.roles import Principal, Role
 from services.ledger import views
 
 CHANCES: dict[str, common_pb2.Chance.ValueType] = {
@@ -33,6 +39,45 @@ CHOICES: dict[str, common_pb2.Refait31Choice.ValueType] = {
     "prison": common_pb2.REFAIT31_CHOICE_PRISON,
 }
 CHOICE_NAMES = {v: k for k, v in CHOICES.items()}
+# Keys of the events' data that name an account or a person (redacted for other players).
+IDENTITY_KEYS = frozenset(
+    {"account_id", "player", "counter_account", "debit_account", "credit_account", "cut_by"}
+)
+
+
+def visible(account_id: str, viewer: str | None) -> str:
+    """The id as ``viewer`` may see it: house accounts (``table:...``, ``cage:...``) and the
+    viewer's own stay, another player's becomes ""."""
+    if viewer is None or not account_id or account_id == viewer or ":" in account_id:
+        return account_id
+    return ""
+
+
+def redact(data: Any, viewer: str | None) -> Any:
+    """Event data with other players' identities ("" in IDENTITY_KEYS) taken out."""
+    if viewer is None:
+        return data
+    if isinstance(data, dict):
+        return {
+            k: visible(v, viewer) if k in IDENTITY_KEYS and isinstance(v, str)
+            else redact(v, viewer)
+            for k, v in data.items()
+        }
+    if isinstance(data, list | tuple):
+        return [redact(v, viewer) for v in data]
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        return redact(views.to_dict(data), viewer)
+    return data
+
+
+def viewer_of(who: Principal) -> str | None:
+    """Whom the answer is for: a player's account id (others' ids hidden), else None (all)."""
+    return (who.account or "") if who.role is Role.PLAYER else None
+
+
+def _account(account_id: str, viewer: str | None) -> str:
+    shown = visible(account_id, viewer)
+    return names.account(shown) if shown else ""
 
 
 def money(amount: int, currency: str) -> common_pb2.Money:
@@ -50,10 +95,12 @@ def timestamp(value: datetime | str | None) -> Timestamp | None:
     return stamp
 
 
-def stake(table_id: str, view: views.StakeView, currency: str) -> common_pb2.Stake:
+def stake(
+    table_id: str, view: views.StakeView, currency: str, viewer: str | None = None
+) -> common_pb2.Stake:
     return common_pb2.Stake(
         name=names.stake(table_id, view.stake_id),
-        account=names.account(view.account_id),
+        account=_account(view.account_id, viewer),
         chance=CHANCES.get(view.chance, common_pb2.CHANCE_UNSPECIFIED),
         amount=money(view.amount, currency),
         status=view.status,
@@ -63,23 +110,25 @@ def stake(table_id: str, view: views.StakeView, currency: str) -> common_pb2.Sta
     )
 
 
-def movement(table_id: str, view: views.MovementView, currency: str) -> common_pb2.Movement:
+def movement(
+    table_id: str, view: views.MovementView, currency: str, viewer: str | None = None
+) -> common_pb2.Movement:
     return common_pb2.Movement(
         seq=view.seq,
         kind=view.kind,
         stake=names.stake(table_id, view.stake_id) if view.stake_id else "",
-        account=names.account(view.account_id) if view.account_id else "",
+        account=_account(view.account_id, viewer) if view.account_id else "",
         chance=CHANCES.get(view.chance, common_pb2.CHANCE_UNSPECIFIED),
         amount=money(view.amount, currency),
-        debit_account=view.debit_account,
-        credit_account=view.credit_account,
+        debit_account=visible(view.debit_account, viewer),
+        credit_account=visible(view.credit_account, viewer),
     )
 
 
-def fate(table_id: str, view: views.FateView) -> common_pb2.StakeFate:
+def fate(table_id: str, view: views.FateView, viewer: str | None = None) -> common_pb2.StakeFate:
     return common_pb2.StakeFate(
         stake=names.stake(table_id, view.stake_id),
-        account=names.account(view.account_id),
+        account=_account(view.account_id, viewer),
         chance=CHANCES.get(view.chance, common_pb2.CHANCE_UNSPECIFIED),
         fate=view.fate,
         amount_before_minor=view.amount_before,
@@ -88,23 +137,27 @@ def fate(table_id: str, view: views.FateView) -> common_pb2.StakeFate:
     )
 
 
-def table(view: views.TableView) -> table_pb2.Table:
+def table(view: views.TableView, viewer: str | None = None) -> table_pb2.Table:
+    current_coup = ""
+    if view.coup_id and view.coup_shoe_id:
+        current_coup = names.coup(view.table_id, view.coup_shoe_id, view.coup_id)
     return table_pb2.Table(
         name=names.table(view.table_id),
         preset=view.preset,
         options=view.options,
         currency_code=view.currency,
         current_shoe=names.shoe(view.table_id, view.shoe_id) if view.shoe_id else "",
-        current_coup="",
+        current_coup=current_coup,
         shoes=view.shoes,
         coups=view.coups,
-        layout=[stake(view.table_id, s, view.currency) for s in view.layout],
+        layout=[stake(view.table_id, s, view.currency, viewer) for s in view.layout],
         bank_account=view.bank_account,
         layout_account=view.layout_account,
+        create_time=timestamp(view.create_time),
     )
 
 
-def shoe(view: views.ShoeView) -> table_pb2.Shoe:
+def shoe(view: views.ShoeView, viewer: str | None = None) -> table_pb2.Shoe:
     return table_pb2.Shoe(
         name=names.shoe(view.table_id, view.shoe_id),
         algorithm=view.algorithm,
@@ -113,17 +166,20 @@ def shoe(view: views.ShoeView) -> table_pb2.Shoe:
         size=view.size,
         commitment=view.commitment,
         cut_position=view.cut_position or 0,
-        cut_by=view.cut_by or "",
+        cut_by=visible(view.cut_by or "", viewer),
         position=view.position,
         coups=view.coups,
         cut_card_reached=view.cut_card_reached,
         closed=view.closed,
         seed=view.seed or "",
         order_digest=view.order_digest or "",
+        create_time=timestamp(view.create_time),
+        cut_time=timestamp(view.cut_time),
+        close_time=timestamp(view.close_time),
     )
 
 
-def coup(view: views.CoupView, currency: str) -> table_pb2.Coup:
+def coup(view: views.CoupView, currency: str, viewer: str | None = None) -> table_pb2.Coup:
     t = view.table_id
     colour = "" if view.couleur is None else ("couleur" if view.couleur else "inverse")
     return table_pb2.Coup(
@@ -146,9 +202,13 @@ def coup(view: views.CoupView, currency: str) -> table_pb2.Coup:
         winning_chances=[CHANCES[c] for c in view.winning_chances if c in CHANCES],
         announcement=view.announcement or "",
         cut_card_reached=view.cut_card_reached,
-        layout=[stake(t, s, currency) for s in view.layout],
-        movements=[movement(t, m, currency) for m in view.movements],
-        fates=[fate(t, f) for f in view.fates],
+        layout=[stake(t, s, currency, viewer) for s in view.layout],
+        movements=[movement(t, m, currency, viewer) for m in view.movements],
+        fates=[fate(t, f, viewer) for f in view.fates],
+        create_time=timestamp(view.create_time),
+        betting_close_time=timestamp(view.betting_close_time),
+        deal_time=timestamp(view.deal_time),
+        settle_time=timestamp(view.settle_time),
     )
 
 
@@ -201,7 +261,11 @@ def data_json(state: dict[str, Any]) -> str:
 
 
 def event(
-    stored: views.StoredEvent, table_id: str = "", shoe_id: str = "", coup_id: str = ""
+    stored: views.StoredEvent,
+    table_id: str = "",
+    shoe_id: str = "",
+    coup_id: str = "",
+    viewer: str | None = None,
 ) -> events_pb2.Event:
     state = stored.state
     table_id = table_id or str(state.get("table_id") or "")
@@ -215,11 +279,13 @@ def event(
         table=names.table(table_id) if table_id else "",
         shoe=names.shoe(table_id, shoe_id) if table_id and shoe_id else "",
         coup=names.coup(table_id, shoe_id, coup_id) if table_id and shoe_id and coup_id else "",
-        data_json=data_json(state),
+        data_json=data_json(redact(state, viewer)),
     )
 
 
-def step(table_id: str, shoe_id: str, coup_id: str, view: views.StepView) -> events_pb2.Event:
+def step(
+    table_id: str, shoe_id: str, coup_id: str, view: views.StepView, viewer: str | None = None
+) -> events_pb2.Event:
     return events_pb2.Event(
         position=0,
         type=view.topic,
@@ -229,5 +295,5 @@ def step(table_id: str, shoe_id: str, coup_id: str, view: views.StepView) -> eve
         table=names.table(table_id),
         shoe=names.shoe(table_id, shoe_id),
         coup=names.coup(table_id, shoe_id, coup_id),
-        data_json=data_json(view.state),
+        data_json=data_json(redact(view.state, viewer)),
     )

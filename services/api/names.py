@@ -108,6 +108,26 @@ def coup_name(field: str, name: str) -> tuple[str, str, str]:
     return table, shoe, coup
 
 
+def coups_parent(field: str, name: str) -> tuple[str, str | None]:
+    """The parent of ListCoups: ``tables/{table}/shoes/{shoe}`` (one shoe), or
+    ``tables/{table}/shoes/-`` or ``tables/{table}`` (every shoe: shoe None)."""
+    if name.count("/") == 1:
+        return table_name(field, name), None
+    if name.endswith("/shoes/-"):
+        return table_name(field, name[: -len("/shoes/-")]), None
+    return shoe_name(field, name)
+
+
+def list_page(page_size: int, page_token: str, default: int = 50) -> tuple[int, str]:
+    """(size, token) of a list request whose token the ledger issues (and checks): a negative
+    size is refused, 0 is the default, more than the maximum is read as the maximum (AIP-158)."""
+    if page_size < 0:
+        raise invalid("page_size", "must not be negative")
+    if len(page_token) > 400:
+        raise invalid("page_token", "not a token this server issued")
+    return min(page_size or default, MAX_PAGE_SIZE), page_token
+
+
 def stake_name(field: str, name: str) -> tuple[str, str]:
     table, stake = _parts(field, name, ("tables", "stakes"))
     return table, stake

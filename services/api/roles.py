@@ -64,6 +64,23 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.v1.FeedService/StreamEvents": (False, frozenset({B})),
     "/sabot.v1.ReportService/GetBalanceSheet": (False, frozenset({B})),
     "/sabot.v1.RecallService/ListRecalledCoups": (False, _READERS),
+    # the regulator's tools: the regulator (and admin); the back office may read checkpoints
+    "/sabot.v1.RegulatorService/ReplayCoup": (False, frozenset()),
+    "/sabot.v1.RegulatorService/ReplayShoe": (False, frozenset()),
+    "/sabot.v1.RegulatorService/GetLatestCheckpoint": (False, frozenset({B})),
+    "/sabot.v1.RegulatorService/GetInclusionProof": (False, frozenset()),
+    "/sabot.v1.RegulatorService/GetConsistencyProof": (False, frozenset()),
+    "/sabot.v1.RegulatorService/ExportEvents": (False, frozenset()),
+    # reports from the read models: the back office (and regulator, admin). The cashier and a
+    # player (its own account: checked by the servicer) read statements, as through the cashier.
+    # The gaming-day report is not the croupier's nor the cashier's: who handles the chips and
+    # the cash is checked by the reconciliation, and does not read it (separation of duties).
+    "/sabot.v1.ReadModelService/GetGamingDayReport": (False, frozenset({B})),
+    "/sabot.v1.ReadModelService/GetPlayerStatement": (False, frozenset({K, P, B})),
+    "/sabot.v1.ReadModelService/ListShoeHistory": (False, frozenset({B})),
+    "/sabot.v1.ReadModelService/RecallCoups": (False, frozenset({B})),
+    "/sabot.v1.ReadModelService/Reconcile": (False, frozenset({B})),
+    "/sabot.v1.ReadModelService/GetProjectionLag": (False, frozenset({B})),
 }
 
 # Served to anyone, without a token (probes and tooling).

@@ -23,15 +23,23 @@ from services.api.gen.sabot.v1 import (
     cashier_pb2_grpc,
     events_pb2,
     events_pb2_grpc,
+    regulator_pb2,
+    regulator_pb2_grpc,
+    reports_pb2,
+    reports_pb2_grpc,
     table_pb2,
     table_pb2_grpc,
 )
 from services.api.hub import Hub
 from services.api.interceptor import ApiInterceptor
 from services.api.logs import get_logger
+from services.api.regulator import RegulatorServicer
+from services.api.reports import ProjectionKeeper, ReadModelServicer
 from services.api.streams import FeedServicer, RecallServicer, WatchServicer
 from services.api.tables import TableServicer
 from services.ledger.api import Ledger
+from services.regulator.checkpoint import public_key_bytes
+from services.regulator.notary import Follower
 
 SERVICES = (
     table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
@@ -41,6 +49,8 @@ SERVICES = (
     events_pb2.DESCRIPTOR.services_by_name["WatchService"].full_name,
     events_pb2.DESCRIPTOR.services_by_name["FeedService"].full_name,
     events_pb2.DESCRIPTOR.services_by_name["RecallService"].full_name,
+    regulator_pb2.DESCRIPTOR.services_by_name["RegulatorService"].full_name,
+    reports_pb2.DESCRIPTOR.services_by_name["ReadModelService"].full_name,
 )
 MAX_MESSAGE = 1 << 20  # requests are small; refuse big ones before parsing them
 GRACE_SECONDS = 5.0
@@ -56,15 +66,25 @@ class Running:
     hub: Hub
     ledger: Ledger
     stopped: threading.Event
+    notary: Follower | None = None  # signs a checkpoint at every coup end (with a key)
+    regulator: RegulatorServicer | None = None
+    projections: ProjectionKeeper | None = None  # keeps the read models up to date
 
     def stop(self, grace: float = GRACE_SECONDS) -> None:
-        """Graceful shutdown: NOT_SERVING, streams told to end, in-flight calls drained."""
+        """Graceful shutdown: NOT_SERVING, streams told to end, in-flight calls drained, the
+        notary's last sync."""
         if self.stopped.is_set():
             return
         self.stopped.set()
         self.health.enter_graceful_shutdown()
         self.hub.close()
         self.server.stop(grace).wait()
+        if self.projections is not None:
+            self.projections.stop()
+        if self.notary is not None:
+            self.notary.stop()
+        if self.regulator is not None:
+            self.regulator.close()
         self.ledger.close()
         get_logger().info("server stopped", port=self.port)
         logs.flush()
@@ -93,6 +113,15 @@ def start(config: Config, ledger: Ledger) -> Running:
     events_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(*deps), server)
     events_pb2_grpc.add_FeedServiceServicer_to_server(FeedServicer(*deps), server)
     events_pb2_grpc.add_RecallServiceServicer_to_server(RecallServicer(*deps), server)
+    notary = _notary(config)
+    regulator = RegulatorServicer(
+        *deps, store=config.store, seal_key=config.seal_key, follower=notary,
+        checkpoint_public_key=None if notary is None else public_key_bytes(
+            notary.key.public_key()))
+    regulator_pb2_grpc.add_RegulatorServiceServicer_to_server(regulator, server)
+    projections = ProjectionKeeper(ledger, hub, follow=config.projections)
+    reports_pb2_grpc.add_ReadModelServiceServicer_to_server(
+        ReadModelServicer(*deps, keeper=projections), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME,
@@ -101,11 +130,29 @@ def start(config: Config, ledger: Ledger) -> Running:
     if port == 0:
         hub.close()
         raise OSError(f"cannot listen on {config.listen}")
+    if notary is not None:
+        notary.start()
+    projections.start()
     server.start()
     for name in ("", *SERVICES):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     get_logger().info("server started", listen=config.listen, port=port, store=_safe(config.store))
-    return Running(server, port, health_servicer, hub, ledger, threading.Event())
+    return Running(server, port, health_servicer, hub, ledger, threading.Event(), notary,
+                   regulator, projections)
+
+
+def _notary(config: Config) -> Follower | None:
+    """The notary of the store, when the config has a checkpoint key (not started yet)."""
+    if config.checkpoint_key is None:
+        return None
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.from_private_bytes(config.checkpoint_key)
+
+    def on_error(exc: BaseException) -> None:
+        get_logger().error("notary: store error; reconnecting", error=repr(exc))
+
+    return Follower(config.store, key, on_error=on_error)
 
 
 def _safe(url: str) -> str:

@@ -1,5 +1,8 @@
 """WatchService (a table's events as they happen), FeedService (every event from a position, in
-batches, resumable) and RecallService (the last coups of a table, each step in order)."""
+batches, resumable) and RecallService (the last coups of a table, each step in order).
+
+Watch and recall show a player token other players' stakes without their account ids
+(``convert.viewer_of``); the feed is the back office's and shows everything."""
 
 from __future__ import annotations
 
@@ -27,8 +30,15 @@ SHOE_PREFIX = "sabot.ledger:Shoe."
 class _TableFilter:
     """Which events belong to one table: its own, its shoes' and its coups'."""
 
-    def __init__(self, table_id: str, shoe_id: str | None, coup_home: dict[str, str]) -> None:
+    def __init__(
+        self,
+        table_id: str,
+        shoe_id: str | None,
+        coup_home: dict[str, str],
+        viewer: str | None = None,
+    ) -> None:
         self.table_id = table_id
+        self.viewer = viewer
         self.table_aggregate = str(table_uuid(table_id))
         self.shoes: set[str] = {shoe_id} if shoe_id else set()
         self.coups: dict[str, str] = dict(coup_home)  # coup id -> shoe id
@@ -37,15 +47,17 @@ class _TableFilter:
         origin = str(event.originator_id)
         state = event.state
         if origin == self.table_aggregate:
-            return convert.event(event, self.table_id)
+            return convert.event(event, self.table_id, viewer=self.viewer)
         if event.topic == SHOE_OPENED and state.get("table_id") == self.table_id:
             self.shoes.add(origin)
         if event.topic == COUP_OPENED and state.get("table_id") == self.table_id:
             self.coups[origin] = str(state.get("shoe_id", ""))
         if origin in self.shoes:
-            return convert.event(event, self.table_id, origin)
+            return convert.event(event, self.table_id, origin, viewer=self.viewer)
         if origin in self.coups:
-            return convert.event(event, self.table_id, self.coups[origin], origin)
+            return convert.event(
+                event, self.table_id, self.coups[origin], origin, viewer=self.viewer
+            )
         return None
 
 
@@ -67,11 +79,12 @@ class WatchServicer(Base, events_pb2_grpc.WatchServiceServicer):
         table_id = names.table_name("table", request.table)
         if request.after_position < 0:
             raise errors.invalid("after_position", "must not be negative")
+        viewer = convert.viewer_of(self.caller(context))
         table = self.read({"table_id": "table"}, self.ledger.get_table, table_id)
         homes: dict[str, str] = {}
         if table.coup_id:
             homes[table.coup_id] = self.coup_home(table.coup_id, "table")[1]
-        selector = _TableFilter(table_id, table.shoe_id, homes)
+        selector = _TableFilter(table_id, table.shoe_id, homes, viewer)
         position = request.after_position or self.hub.catch_up()
         with _slot(self):
             while context.is_active() and not self.hub.closed:
@@ -134,6 +147,7 @@ class RecallServicer(Base, events_pb2_grpc.RecallServiceServicer):
         if offset + size > 10_000:
             raise errors.invalid("page_token", "recall reaches back 10,000 coups at most")
         currency = self.table_currency(table_id, "parent")
+        viewer = convert.viewer_of(self.caller(context))
         coups = self.read(
             {"table_id": "parent", "n": "page_size"},
             self.ledger.last_coups,
@@ -144,9 +158,10 @@ class RecallServicer(Base, events_pb2_grpc.RecallServiceServicer):
         return events_pb2.ListRecalledCoupsResponse(
             coups=[
                 events_pb2.RecalledCoup(
-                    coup=convert.coup(c.coup, currency),
+                    coup=convert.coup(c.coup, currency, viewer),
                     steps=[
-                        convert.step(table_id, c.coup.shoe_id, c.coup.coup_id, s) for s in c.steps
+                        convert.step(table_id, c.coup.shoe_id, c.coup.coup_id, s, viewer)
+                        for s in c.steps
                     ],
                 )
                 for c in page

@@ -1,10 +1,15 @@
-"""TableService: the croupier's operations on tables, shoes and coups."""
+"""TableService: the croupier's operations on tables, shoes and coups.
+
+Commands check only their own fields before the ledger; every check of the state is the
+ledger's, after the request id is looked up, so a retry always gets the first answer. To a
+player token other players' account ids are hidden (``convert.viewer_of``).
+"""
 
 from __future__ import annotations
 
 import grpc
 
-from domain.errors import FailedPrecondition, NotFound
+from domain.errors import NotFound
 from domain.rules import PRESET_NAMES
 from services.api import convert, names
 from services.api.base import Base, check_uuid
@@ -44,11 +49,39 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
     ) -> table_pb2.Table:
         table_id = names.table_name("name", request.name)
         view = self.read({"table_id": "name"}, self.ledger.get_table, table_id)
-        message = convert.table(view)
-        if view.coup_id:
-            _, shoe_id = self.coup_home(view.coup_id, "name")
-            message.current_coup = names.coup(table_id, shoe_id, view.coup_id)
-        return message
+        return convert.table(view, convert.viewer_of(self.caller(context)))
+
+    def ListTables(
+        self, request: table_pb2.ListTablesRequest, context: grpc.ServicerContext
+    ) -> table_pb2.ListTablesResponse:
+        size, token = names.list_page(request.page_size, request.page_token)
+        found, next_token = self.read({}, self.ledger.list_tables, size, token)
+        viewer = convert.viewer_of(self.caller(context))
+        return table_pb2.ListTablesResponse(
+            tables=[convert.table(v, viewer) for v in found], next_page_token=next_token
+        )
+
+    def ListCoups(
+        self, request: table_pb2.ListCoupsRequest, context: grpc.ServicerContext
+    ) -> table_pb2.ListCoupsResponse:
+        table_id, shoe_id = names.coups_parent("parent", request.parent)
+        if shoe_id is not None:
+            check_uuid("parent", shoe_id)
+        size, token = names.list_page(request.page_size, request.page_token)
+        found, next_token = self.read(
+            {"table_id": "parent", "shoe_id": "parent"},
+            self.ledger.list_coups,
+            table_id,
+            shoe_id,
+            size,
+            token,
+        )
+        currency = self.table_currency(table_id, "parent")
+        viewer = convert.viewer_of(self.caller(context))
+        return table_pb2.ListCoupsResponse(
+            coups=[convert.coup(v, currency, viewer) for v in found],
+            next_page_token=next_token,
+        )
 
     def OpenShoe(
         self, request: table_pb2.OpenShoeRequest, context: grpc.ServicerContext
@@ -65,12 +98,15 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
             shoe_id,
             deck,
         )
+        # The shoe's creation time never changes: read it back (a retry answers the same).
+        created = self.read({"shoe_id": "shoe_id"}, self.ledger.get_shoe, opened.shoe_id)
         return table_pb2.Shoe(
             name=names.shoe(opened.table_id, opened.shoe_id),
             algorithm=opened.algorithm,
             deck_kind=opened.deck_kind,
             decks=opened.decks,
             commitment=opened.commitment,
+            create_time=convert.timestamp(created.create_time),
         )
 
     def _shoe_of_table(self, name: str, field: str) -> tuple[str, str]:
@@ -87,7 +123,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
         view = self.read({"shoe_id": "name"}, self.ledger.get_shoe, shoe_id)
         if view.table_id != table_id:
             raise NotFound("name", "NOT_FOUND", "no such shoe at this table")
-        return convert.shoe(view)
+        return convert.shoe(view, convert.viewer_of(self.caller(context)))
 
     def CutShoe(
         self, request: table_pb2.CutShoeRequest, context: grpc.ServicerContext
@@ -114,7 +150,12 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
         table_id, shoe_id = self._shoe_of_table(request.name, "name")
         closed = self.write(_SHOE, self.ledger.close_shoe, rid, shoe_id)
         currency = self.table_currency(table_id, "name")
+        # Once closed, a shoe's times never change: read them back (a retry answers the same).
+        times = self.read(_SHOE, self.ledger.get_shoe, shoe_id)
         return table_pb2.Shoe(
+            create_time=convert.timestamp(times.create_time),
+            cut_time=convert.timestamp(times.cut_time),
+            close_time=convert.timestamp(times.close_time),
             name=names.shoe(table_id, closed.shoe_id),
             commitment=closed.commitment,
             cut_position=closed.cut_position or 0,
@@ -129,18 +170,19 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
     ) -> table_pb2.Coup:
         rid = names.check_request_id(request.request_id)
         table_id, shoe_id = names.shoe_name("parent", request.parent)
+        check_uuid("parent", shoe_id)
         coup_id = check_uuid("coup_id", request.coup_id)
-        table = self.read({"table_id": "parent"}, self.ledger.get_table, table_id)
-        if table.shoe_id != shoe_id:
-            raise FailedPrecondition("parent", "SHOE_NOT_OPEN", "not the table's open shoe")
+        # The shoe is checked by the ledger after the request id: a retry after the shoe has
+        # closed still gets the first answer.
         view = self.write(
             {"table_id": "parent", "shoe_id": "parent", "coup_id": "coup_id"},
             self.ledger.open_coup,
             rid,
             table_id,
             coup_id,
+            shoe_id,
         )
-        return convert.coup(view, table.currency)
+        return convert.coup(view, self.table_currency(table_id, "parent"))
 
     def _coup(self, name: str) -> tuple[str, str, str]:
         table_id, shoe_id, coup_id = names.coup_name("name", name)
@@ -152,7 +194,8 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
     ) -> table_pb2.Coup:
         table_id, _, coup_id = self._coup(request.name)
         view = self.read(_COUP, self.ledger.get_coup, coup_id)
-        return convert.coup(view, self.table_currency(table_id, "name"))
+        viewer = convert.viewer_of(self.caller(context))
+        return convert.coup(view, self.table_currency(table_id, "name"), viewer)
 
     def CloseBetting(
         self, request: table_pb2.CloseBettingRequest, context: grpc.ServicerContext

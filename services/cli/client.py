@@ -1,5 +1,6 @@
 """Client commands for every sabot.v1 RPC: ``sabot table|shoe|coup|stake|account|watch|feed|
-recall|balance-sheet|health``. Common options: ``--target``, ``--token``, ``--format table|json``.
+recall|balance-sheet|regulator|health``. Common options: ``--target``, ``--token``,
+``--format table|json``.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2
 
 from services.api.client import Client, new_request_id
@@ -22,6 +25,10 @@ from services.api.gen.sabot.v1 import (
     cashier_pb2,
     common_pb2,
     events_pb2,
+    regulator_pb2,
+    regulator_pb2_grpc,
+    reports_pb2,
+    reports_pb2_grpc,
     table_pb2,
 )
 from services.cli import CliError
@@ -203,6 +210,8 @@ def register(sub: Any) -> None:
     _register_stakes(sub)
     _register_accounts(sub)
     _register_streams(sub)
+    _register_regulator(sub)
+    _register_reports(sub)
 
 
 def _register_tables(sub: Any) -> None:
@@ -229,6 +238,9 @@ def _register_tables(sub: Any) -> None:
     _add(table, "get", "show a table", lambda a: ("tables", "GetTable",
          table_pb2.GetTableRequest(name=_name("tables", a.table))),
          setup=lambda p: p.add_argument("table"))
+    _add(table, "list", "list the tables in the order they opened (one page)",
+         lambda a: ("tables", "ListTables", table_pb2.ListTablesRequest(
+             page_size=a.page_size, page_token=a.page_token)), setup=_page_args)
 
     shoe = sub.add_parser("shoe", help="shoes (croupier)").add_subparsers(dest="action",
                                                                            required=True)
@@ -272,6 +284,15 @@ def _register_tables(sub: Any) -> None:
     _add(coup, "get", "show a coup", lambda a: ("tables", "GetCoup",
          table_pb2.GetCoupRequest(name=_name("coups", a.coup))),
          setup=lambda p: p.add_argument("coup"))
+
+    def coup_list(p: argparse.ArgumentParser) -> None:
+        p.add_argument("parent", help="tables/{table}/shoes/{shoe}, or a table (every shoe)")
+        _page_args(p)
+
+    _add(coup, "list", "list coups in the order they were played (one page)", lambda a: (
+        "tables", "ListCoups", table_pb2.ListCoupsRequest(
+            parent=_name("tables", a.parent), page_size=a.page_size,
+            page_token=a.page_token)), setup=coup_list)
     steps: tuple[tuple[str, str, type[Message], str], ...] = (
         ("close-betting", "CloseBetting", table_pb2.CloseBettingRequest, "rien ne va plus"),
         ("deal", "DealCoup", table_pb2.DealCoupRequest, "deal both rows"),
@@ -280,6 +301,11 @@ def _register_tables(sub: Any) -> None:
     for action, method, request_type, text in steps:
         _add(coup, action, text, _coup_step(method, request_type),
              mutating=True, setup=lambda p: p.add_argument("coup"))
+
+
+def _page_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--page-size", type=int, default=0, help="default 50, at most 1000")
+    p.add_argument("--page-token", default="", help="next_page_token of the previous page")
 
 
 def _coup_step(method: str, request_type: type[Message]) -> Build:
@@ -436,6 +462,157 @@ def _register_streams(sub: Any) -> None:
     p.set_defaults(func=_health)
 
 
+def _register_regulator(sub: Any) -> None:
+    """``sabot regulator replay-coup|replay-shoe|checkpoint|inclusion-proof|consistency-proof|
+    export``: the RegulatorService (regulator or admin token)."""
+    reg = sub.add_parser("regulator", help="the regulator's RPCs: replays, checkpoints, "
+                                           "proofs, export").add_subparsers(dest="action",
+                                                                            required=True)
+
+    def replay(method: str, kind: str) -> Callable[[argparse.Namespace], int]:
+        def run(a: argparse.Namespace) -> int:
+            request_type = getattr(regulator_pb2, f"{method}Request")
+            request = request_type(name=_name(kind, a.name),
+                                   differences_only=not a.all)
+            identical = False
+            for message in _regulator_call(a, method, request):
+                for step in message.steps:
+                    print(_replay_line(step, a.format), flush=True)
+                if message.HasField("verdict"):
+                    v = message.verdict
+                    identical = v.identical
+                    if a.format == "json":
+                        print(json.dumps(_plain(v), ensure_ascii=False))
+                    elif v.identical:
+                        print(f"verdict: identical ({v.steps} steps)")
+                    else:
+                        d = v.first_difference
+                        print(f"verdict: first difference at position {d.position}: {d.what}: "
+                              f"recorded {d.recorded_json}, replayed {d.replayed_json}")
+            return 0 if identical else 1
+
+        return run
+
+    for action, method, kind, text in (
+        ("replay-coup", "ReplayCoup", "coups", "replay a coup beside its recorded events"),
+        ("replay-shoe", "ReplayShoe", "shoes", "replay every coup of a shoe"),
+    ):
+        p = reg.add_parser(action, help=text)
+        p.add_argument("name", help=f"the {kind[:-1]}'s resource name")
+        p.add_argument("--all", action="store_true", help="print every step, not only "
+                                                          "differences")
+        _common(p)
+        p.set_defaults(func=replay(method, kind))
+
+    def unary(method: str, build: Callable[[argparse.Namespace], Message]
+              ) -> Callable[[argparse.Namespace], int]:
+        def run(a: argparse.Namespace) -> int:
+            data = _hex_bytes(_regulator_call(a, method, build(a)))
+            if a.format == "json":
+                print(json.dumps(data, indent=2, ensure_ascii=False))
+            else:
+                _block(data, sys.stdout)
+            return 0
+
+        return run
+
+    p = reg.add_parser("checkpoint", help="the latest signed checkpoint")
+    _common(p)
+    p.set_defaults(func=unary("GetLatestCheckpoint",
+                              lambda a: regulator_pb2.GetLatestCheckpointRequest()))
+    p = reg.add_parser("inclusion-proof", help="the inclusion proof of the event at a position")
+    p.add_argument("--position", type=int, required=True)
+    p.add_argument("--tree-size", type=int, default=0, help="0: the latest checkpoint's")
+    _common(p)
+    p.set_defaults(func=unary("GetInclusionProof", lambda a: regulator_pb2.
+                              GetInclusionProofRequest(position=a.position,
+                                                       tree_size=a.tree_size)))
+    p = reg.add_parser("consistency-proof", help="the consistency proof between two sizes")
+    p.add_argument("--first-size", type=int, required=True)
+    p.add_argument("--second-size", type=int, default=0, help="0: the latest checkpoint's")
+    _common(p)
+    p.set_defaults(func=unary("GetConsistencyProof", lambda a: regulator_pb2.
+                              GetConsistencyProofRequest(first_size=a.first_size,
+                                                         second_size=a.second_size)))
+
+    p = reg.add_parser("export", help="the canonical export (JSON Lines) of shoes or a time "
+                                      "range; check it with sabot-verify")
+    p.add_argument("--shoe", action="append", default=[], help="a shoe (repeatable)")
+    p.add_argument("--since", help="ISO 8601 time with a zone: events at or after it")
+    p.add_argument("--until", help="ISO 8601 time with a zone: events before it")
+    p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    _common(p)
+    p.set_defaults(func=_export)
+
+
+def _timestamp(text: str | None, flag: str) -> Timestamp | None:
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"{flag}: not an ISO 8601 time: {text!r}") from None
+    if when.tzinfo is None:
+        raise CliError(f"{flag}: give a time zone (e.g. {text}+00:00)")
+    stamp = Timestamp()
+    stamp.FromDatetime(when)
+    return stamp
+
+
+def _export(a: argparse.Namespace) -> int:
+    request = regulator_pb2.ExportEventsRequest(shoes=[_name("shoes", s) for s in a.shoe])
+    since, until = _timestamp(a.since, "--since"), _timestamp(a.until, "--until")
+    if since is not None:
+        request.start_time.CopyFrom(since)
+    if until is not None:
+        request.end_time.CopyFrom(until)
+    out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout  # noqa: SIM115
+    try:
+        for message in _regulator_call(a, "ExportEvents", request):
+            for line in message.lines:
+                out.write(line + "\n")
+    finally:
+        if a.output:
+            out.close()
+    return 0
+
+
+def _hex_bytes(message: Message) -> dict[str, Any]:
+    """The message as a dict, hashes and signatures in lower-case hex (as the export has them)
+    rather than JSON's base64."""
+    data = _plain(message)
+    for fd, value in message.ListFields():
+        if fd.type == fd.TYPE_BYTES:
+            data[fd.name] = [v.hex() for v in value] if isinstance(value, Iterable) and not \
+                isinstance(value, bytes) else value.hex()
+    return data
+
+
+def _replay_line(step: Any, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(_plain(step), ensure_ascii=False)
+    mark = "=" if step.same else "≠"
+    where = step.position if step.HasField("position") else "-"
+    return f"{where!s:>8} {mark} {step.what}: {step.recorded_json} | {step.replayed_json}"
+
+
+def _regulator_call(a: argparse.Namespace, method: str, request: Message) -> Any:
+    """Call RegulatorService.``method``; a stream is read to its end here (errors surface as
+    CliError)."""
+    client = Client(a.target, a.token)
+    metadata = (("authorization", f"Bearer {a.token}"),) if a.token else ()
+    stub = regulator_pb2_grpc.RegulatorServiceStub(client.channel)
+    try:
+        answer = getattr(stub, method)(request, metadata=metadata)
+        if isinstance(answer, Message):
+            return answer
+        return list(answer)
+    except grpc.RpcError as exc:
+        raise CliError(f"{exc.code().name}: {exc.details()}") from None
+    finally:
+        client.close()
+
+
 def _health(args: argparse.Namespace) -> int:
     client = Client(args.target)
     try:
@@ -446,3 +623,128 @@ def _health(args: argparse.Namespace) -> int:
         client.close()
     print(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
     return 0
+
+
+# --- reports from the server's read models (ReadModelService) --------------------------------
+
+_EXPORTS = {"csv": reports_pb2.EXPORT_FORMAT_CSV, "json": reports_pb2.EXPORT_FORMAT_JSON}
+ReportBuild = Callable[[argparse.Namespace], tuple[str, Message]]
+
+
+def _register_reports(sub: Any) -> None:
+    """``sabot reports day|statement|shoes|recall|reconcile|lag``: the ReadModelService, the
+    server's read models (``sabot report`` reads a store directly)."""
+    rep = sub.add_parser("reports", help="reports from the server's read models (gRPC): day, "
+                                         "statement, shoes, recall, reconcile, lag"
+                         ).add_subparsers(dest="action", required=True)
+
+    def add(name: str, help_text: str, build: ReportBuild,
+            setup: Setup | None = None, export: bool = False) -> None:
+        p = rep.add_parser(name, help=help_text)
+        if setup:
+            setup(p)
+        if export:
+            p.add_argument("--export", choices=tuple(_EXPORTS),
+                           help="print the report as CSV or JSON (as the server renders it)")
+            p.add_argument("-o", "--output", help="write the export to this file")
+        _common(p)
+        p.set_defaults(func=_reports_run(build))
+
+    def fmt(a: argparse.Namespace) -> reports_pb2.ExportFormat.ValueType:
+        return _EXPORTS[a.export] if a.export else reports_pb2.EXPORT_FORMAT_UNSPECIFIED
+
+    def day_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("gaming_day", help="YYYY-MM-DD (the day starts at 06:00 UTC)")
+        p.add_argument("--table", default="", help="one table (default: every table and the "
+                                                   "cage)")
+
+    add("day", "a gaming day's reconciliation per table and shift (back office)",
+        lambda a: ("GetGamingDayReport", reports_pb2.GetGamingDayReportRequest(
+            table=_name("tables", a.table) if a.table else "", gaming_day=a.gaming_day,
+            format=fmt(a))), day_setup, export=True)
+
+    def range_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--since", help="ISO 8601 time with its zone (inclusive)")
+        p.add_argument("--until", help="ISO 8601 time with its zone (exclusive)")
+
+    def statement_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("account")
+        range_args(p)
+        _page_args(p)
+
+    def statement(a: argparse.Namespace) -> tuple[str, Message]:
+        request = reports_pb2.GetPlayerStatementRequest(
+            account=_name("accounts", a.account), page_size=a.page_size,
+            page_token=a.page_token, format=fmt(a))
+        _time_range(request, a)
+        return "GetPlayerStatement", request
+
+    add("statement", "an account's entries with their causes (a player: its own)", statement,
+        statement_setup, export=True)
+
+    def shoes_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table")
+        _page_args(p)
+
+    add("shoes", "a table's shoe history: cut, coups, seed check, results",
+        lambda a: ("ListShoeHistory", reports_pb2.ListShoeHistoryRequest(
+            parent=_name("tables", a.table), page_size=a.page_size, page_token=a.page_token,
+            format=fmt(a))), shoes_setup, export=True)
+
+    def recall_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--table", default="")
+        p.add_argument("--shoe", default="", help="tables/{table}/shoes/{shoe}")
+        p.add_argument("--coup", default="", help="tables/{table}/shoes/{shoe}/coups/{coup}")
+        p.add_argument("--player", default="", help="an account")
+        range_args(p)
+        _page_args(p)
+
+    def recall(a: argparse.Namespace) -> tuple[str, Message]:
+        request = reports_pb2.RecallCoupsRequest(
+            table=_name("tables", a.table) if a.table else "", shoe=a.shoe, coup=a.coup,
+            player=_name("accounts", a.player) if a.player else "", page_size=a.page_size,
+            page_token=a.page_token)
+        _time_range(request, a)
+        return "RecallCoups", request
+
+    add("recall", "coups by table, shoe, coup, player and time, every step in order", recall,
+        recall_setup)
+    add("reconcile", "read-model balances against the write side (exit 1 if they differ)",
+        lambda a: ("Reconcile", reports_pb2.ReconcileRequest()))
+    add("lag", "how far each read model is behind the log",
+        lambda a: ("GetProjectionLag", reports_pb2.GetProjectionLagRequest()))
+
+
+def _time_range(request: Any, a: argparse.Namespace) -> None:
+    since, until = _timestamp(a.since, "--since"), _timestamp(a.until, "--until")
+    if since is not None:
+        request.start_time.CopyFrom(since)
+    if until is not None:
+        request.end_time.CopyFrom(until)
+
+
+def _reports_run(build: ReportBuild) -> Callable[[argparse.Namespace], int]:
+    def run(a: argparse.Namespace) -> int:
+        method, request = build(a)
+        channel = grpc.insecure_channel(a.target)
+        metadata = (("authorization", f"Bearer {a.token}"),) if a.token else ()
+        try:
+            stub = reports_pb2_grpc.ReadModelServiceStub(channel)
+            response = getattr(stub, method)(request, metadata=metadata, timeout=120)
+        except grpc.RpcError as exc:
+            raise CliError(f"{exc.code().name}: {exc.details()}") from None
+        finally:
+            channel.close()
+        data: bytes = getattr(response, "export", b"")
+        if data and getattr(a, "output", None):
+            with open(a.output, "wb") as f:
+                f.write(data)
+        elif data:
+            sys.stdout.write(data.decode())
+        else:
+            show(response, a.format)
+        if isinstance(response, reports_pb2.ReconcileResponse) and not response.agree:
+            return 1
+        return 0
+
+    return run

@@ -16,6 +16,7 @@ from services.api.roles import Principal, Role
 from services.cli import CliError
 
 DEV_KEY_FILE = Path("var/dev-seal.key")
+DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
 
 
 def register(sub: Any) -> None:
@@ -30,6 +31,12 @@ def register(sub: Any) -> None:
     p.add_argument("--demo", action="store_true",
                    help="play the demo through the API once started, then keep serving")
     p.add_argument("--preset", default="francaise", help="the demo table's preset")
+    p.add_argument("--checkpoint-key", default=None,
+                   help="the notary's Ed25519 key: 64 hex digits or a key file (default: "
+                        "SABOT_CHECKPOINT_KEY; --dev keeps one in var/)")
+    p.add_argument("--regulator-key", default=None,
+                   help="the regulator's X25519 public key (64 hex digits or NAME.pub): every "
+                        "seed is escrowed to it (default: SABOT_REGULATOR_KEY)")
     p.set_defaults(func=cmd_serve)
 
     d = sub.add_parser("demo", help="play the demo against a running server")
@@ -42,14 +49,23 @@ def register(sub: Any) -> None:
     d.set_defaults(func=cmd_demo)
 
 
-def _dev_seal_key() -> bytes:
-    if DEV_KEY_FILE.exists():
-        return bytes.fromhex(DEV_KEY_FILE.read_text().strip())
-    DEV_KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
+def _dev_seal_key(path: Path = DEV_KEY_FILE) -> bytes:
+    if path.exists():
+        return bytes.fromhex(path.read_text().strip())
+    path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_bytes(32)
-    DEV_KEY_FILE.write_text(key.hex() + "\n")
-    DEV_KEY_FILE.chmod(0o600)
+    path.write_text(key.hex() + "\n")
+    path.chmod(0o600)
     return key
+
+
+def _key_flag(text: str | None, flag: str, *, private: bool) -> bytes | None:
+    if not text:
+        return None
+    try:
+        return api_config.read_key(text, private=private)
+    except ValueError as exc:
+        raise CliError(f"{flag}: {exc}") from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -76,11 +92,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if cfg.store.startswith("sqlite:///"):
         path = Path(cfg.store.removeprefix("sqlite:///"))
         path.parent.mkdir(parents=True, exist_ok=True)
-    cfg = api_config.Config(cfg.listen, cfg.store, tokens, seal_key, cfg.workers)
+    checkpoint_key = _key_flag(args.checkpoint_key, "--checkpoint-key", private=True)
+    checkpoint_key = checkpoint_key or cfg.checkpoint_key
+    if checkpoint_key is None and args.dev:
+        checkpoint_key = _dev_seal_key(DEV_CHECKPOINT_KEY_FILE)
+    regulator_key = _key_flag(args.regulator_key, "--regulator-key", private=False)
+    regulator_key = regulator_key or cfg.regulator_key
+    cfg = api_config.Config(cfg.listen, cfg.store, tokens, seal_key, cfg.workers,
+                            checkpoint_key, regulator_key)
 
     logs.configure(level=logging.INFO)
     ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key,
-                                 pool_size=min(cfg.workers, 20)), batching=True)
+                                 pool_size=min(cfg.workers, 20),
+                                 regulator_key=regulator_key), batching=True)
     try:
         running = server.start(cfg, ledger)
     except OSError as exc:

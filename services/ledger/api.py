@@ -17,12 +17,16 @@ committed state. ``LedgerConfig.from_environ()`` reads SABOT_STORE_URL and SABOT
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, TypeVar
 from uuid import UUID
+
+from eventsourcing.domain import Aggregate
 
 from domain.cards import DeckKind, canonical_shoe, parse_deck_kind
 from domain.chances import Chance
@@ -131,6 +135,7 @@ class Ledger:
             apply_schema(_conninfo(env), (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
         self._writer = Writer(self.app, config.clock, batching=batching)
         self._sabots: dict[tuple[UUID, str, int | None], Sabot] = {}
+        self._times: dict[UUID, tuple[int, dict[str, str]]] = {}  # see _event_times
 
     def close(self) -> None:
         """Stop the writer and close the store's connections."""
@@ -267,7 +272,7 @@ class Ledger:
                 )
             self._post(debit, credit, m.amount, m.kind.value, coup_id, m.stake_id, ts)
             moved.append(view)
-        after = {s.stake_id: s for s in step.layout.stakes}
+        after = _stakes_named(step.layout.stakes, {f.stake_id for f in step.fates})
         for f in step.fates:
             event_class = FATE_EVENTS[f.fate]
             if command_event is not None and command_event[0] == f.stake_id:
@@ -350,11 +355,17 @@ class Ledger:
             rules = self._rules(table)
             size = len(canonical_shoe(kind, rules.decks))
             seed = self.config.new_seed()
+            escrowed = ""  # the seed sealed to the regulator (deterministic bytes), if keyed
+            if self.config.regulator_key is not None:
+                from services.regulator.escrow import seal_to_regulator
+
+                escrowed = seal_to_regulator(seed, sid, self.config.regulator_key).hex()
             ts = unit.now
             shoe = Shoe._create(
                 Shoe.Shuffled, id=sid, timestamp=ts, table_id=table.table_id,
                 algorithm=ALGORITHM_ID, deck_kind=kind.value, decks=rules.decks, size=size,
                 commitment=commitment(seed, sid), sealed_seed=seal(self.config.seal_key, seed, sid),
+                escrowed_seed=escrowed,
             )
             unit.add(shoe)
             table.trigger_event(Table.ShoeStarted, timestamp=ts, shoe_id=str(sid))
@@ -421,13 +432,22 @@ class Ledger:
         last = table.last_coup_id
         return None if last is None else self._coup(unit, last)
 
-    def open_coup(self, request_id: str, table_id: str, coup_id: str | None = None) -> CoupView:
-        """Open the next coup at the table (betting open); the layout is carried over."""
+    def open_coup(
+        self, request_id: str, table_id: str, coup_id: str | None = None,
+        shoe_id: str | None = None,
+    ) -> CoupView:
+        """Open the next coup at the table (betting open); the layout is carried over.
+        ``shoe_id``, when given, must be the table's open shoe (FAILED_PRECONDITION
+        ``SHOE_NOT_OPEN``): checked in the decision, so a retry gets the first answer."""
 
         def decide(unit: UnitOfWork) -> CoupView:
             table = self._table(unit, table_id)
             if table.shoe_id is None:
                 raise FailedPrecondition("table_id", "NO_SHOE", "no shoe is open at the table")
+            if shoe_id is not None and str(parse_uuid(shoe_id, "shoe_id")) != table.shoe_id:
+                raise FailedPrecondition(
+                    "shoe_id", "SHOE_NOT_OPEN", f"shoe {shoe_id} is not the table's open shoe"
+                )
             shoe = self._shoe(unit, table.shoe_id)
             if shoe.cut_position is None:
                 raise FailedPrecondition("table_id", "SHOE_NOT_CUT", "the shoe is not cut yet")
@@ -463,6 +483,8 @@ class Ledger:
             return self._coup_view(coup)
 
         args = {"table_id": table_id, "coup_id": coup_id}
+        if shoe_id is not None:
+            args["shoe_id"] = shoe_id
         return self._run("open_coup", request_id, args, decide, CoupView)
 
     def _betting(
@@ -487,13 +509,17 @@ class Ledger:
             step = step_of(unit, rules, Layout(coup.layout), sid)
             self._check_funds(unit, table.table_id, step.movements, rules.currency)
             ts = unit.now
-            before = coup.stake(sid)
+            fate_player = next((f.player for f in step.fates if f.stake_id == sid), None)
+            before = coup.stake(sid) if fate_player is None else None
             moved = self._apply_step(
                 unit, table, coup, step, ts, record_movements=False,
                 command_event=(sid, command_event) if command_event is not None else None,
             )
-            stake = coup.stake(sid)
-            player = stake.player if stake is not None else before.player if before else ""
+            stake = _stakes_named(coup.layout, {sid}).get(sid)
+            player = (
+                stake.player if stake is not None
+                else fate_player or (before.player if before else "")
+            )
             balance = self._account(unit, player).balance if player else 0
             return StakeResult(
                 str(coup.id), _stake_view(stake) if stake else None, tuple(moved), balance
@@ -527,7 +553,7 @@ class Ledger:
             c = _chance(chance)
             amt = _amount(amount)
             ch = _choice(choice) if choice is not None else None
-            if layout.has(sid):
+            if stake_id is not None and layout.has(sid):  # a fresh id is on no layout
                 raise AlreadyExists("stake_id", "STAKE_EXISTS", f"stake {sid} is on the layout")
             return place_stake(rules, layout, sid, account_id, c, amt, ch)
 
@@ -731,6 +757,30 @@ class Ledger:
 
     # --- queries ----------------------------------------------------------------------------
 
+    def _event_times(self, agg: Aggregate, wanted: Mapping[str, str]) -> dict[str, str]:
+        """ISO times of the first event of each wanted topic (topic -> key) in the aggregate's
+        history, which must hold them all: its pending events, and its stored ones (read once
+        from the store, then remembered: stored events never change)."""
+        pending = list(agg.pending_events)
+        stored = agg.version - len(pending)
+        covered, known = self._times.get(agg.id, (0, {}))
+        found = {k: v for k, v in known.items() if k in wanted.values()}
+        for event in pending:
+            key = wanted.get(getattr(type(event), "TOPIC", ""))
+            if key is not None and key not in found:
+                found[key] = event.timestamp.isoformat()
+        if covered < stored and len(found) < len(set(wanted.values())):
+            known = dict(known)
+            for e in self.app.recorder.select_events(agg.id, gt=covered, lte=stored):
+                key = wanted.get(e.topic)
+                if key is not None and key not in known:
+                    known[key] = str(_plain(json.loads(e.state))["timestamp"])
+            if len(self._times) > 20_000:
+                self._times.clear()
+            self._times[agg.id] = (stored, known)
+            found = {**found, **{k: v for k, v in known.items() if k in wanted.values()}}
+        return found
+
     def _table_view(self, unit: UnitOfWork, table: Table) -> TableView:
         last = self._last_coup(unit, table)
         return TableView(
@@ -740,18 +790,31 @@ class Ledger:
             layout=tuple(_stake_view(s) for s in last.layout) if last is not None else (),
             bank_account=table_account(table.table_id, AccountKind.BANK),
             layout_account=table_account(table.table_id, AccountKind.LAYOUT),
+            create_time=table.created_on.isoformat(),
+            coup_shoe_id=last.shoe_id if last is not None else None,
         )
 
     def _shoe_view(self, shoe: Shoe) -> ShoeView:
+        wanted = {}
+        if shoe.cut_position is not None:
+            wanted[Shoe.Cut.TOPIC] = "cut"
+        if shoe.closed:
+            wanted[Shoe.Closed.TOPIC] = "close"
+        times = self._event_times(shoe, wanted) if wanted else {}
         return ShoeView(
             shoe_id=str(shoe.id), table_id=shoe.table_id, algorithm=shoe.algorithm,
             deck_kind=shoe.deck_kind, decks=shoe.decks, size=shoe.size,
             commitment=shoe.commitment, cut_position=shoe.cut_position, cut_by=shoe.cut_by,
             position=shoe.position, coups=shoe.coups, cut_card_reached=shoe.cut_card_reached,
             closed=shoe.closed, seed=shoe.seed, order_digest=shoe.order_digest,
+            create_time=shoe.created_on.isoformat(), cut_time=times.get("cut"),
+            close_time=times.get("close"),
         )
 
     def _coup_view(self, coup: Coup) -> CoupView:
+        reached = _PHASES.index(coup.phase) if coup.phase in _PHASES else 0
+        wanted = {topic: key for topic, key in _PHASE_EVENTS[:reached]}
+        times = self._event_times(coup, wanted) if wanted else {}
         return CoupView(
             coup_id=str(coup.id), table_id=coup.table_id, shoe_id=coup.shoe_id,
             number=coup.number, number_in_shoe=coup.number_in_shoe, phase=coup.phase,
@@ -764,6 +827,9 @@ class Ledger:
             layout=tuple(_stake_view(s) for s in coup.layout),
             movements=tuple(MovementView(**m) for m in coup.movements),
             fates=tuple(FateView(**f) for f in coup.fates),
+            create_time=coup.created_on.isoformat(),
+            betting_close_time=times.get("closed"), deal_time=times.get("dealt"),
+            settle_time=times.get("settled"),
         )
 
     def get_table(self, table_id: str) -> TableView:
@@ -774,6 +840,80 @@ class Ledger:
 
     def get_coup(self, coup_id: str) -> CoupView:
         return self._writer.read(lambda u: self._coup_view(self._coup(u, coup_id)))
+
+    def stake_account(self, coup_id: str, stake_id: str) -> str:
+        """The account of a stake that is or was on the coup's layout (it never changes: an
+        owner check on it holds for a retry even after the stake left the layout). NOT_FOUND
+        field ``stake_id`` if the stake never was on this coup."""
+
+        def read(unit: UnitOfWork) -> str:
+            coup = self._coup(unit, coup_id)
+            stake = coup.stake(stake_id)
+            if stake is not None:
+                return stake.player
+            for e in self.app.recorder.select_events(coup.id, lte=coup.version):
+                state = _plain(json.loads(e.state))
+                held = state.get("stake") if isinstance(state.get("stake"), dict) else None
+                if state.get("stake_id") == stake_id and state.get("account_id"):
+                    return str(state["account_id"])
+                if held is not None and held.get("stake_id") == stake_id:
+                    return str(held["player"])
+            raise NotFound("stake_id", "UNKNOWN_STAKE", f"stake {stake_id} was never on the coup")
+
+        return self._writer.read(read)
+
+    def list_tables(self, page_size: int = 50, page_token: str = "") -> tuple[list[TableView], str]:
+        """Tables in the order they opened: at most ``page_size`` (1..1000), after the page
+        ``page_token`` ended (opaque; "" for the first page). Returns the tables and the next
+        page's token ("" on the last page). Found by the log's ``Table.Opened`` events."""
+        size = _page_size(page_size)
+        after = int(_read_token(page_token, "tables", "")) if page_token else 0
+        notes = self.app.recorder.select_notifications(
+            after, size + 1, inclusive_of_start=False, topics=(Table.Opened.TOPIC,)
+        )
+        page = notes[:size]
+        tables = [self.get_table(str(json.loads(n.state)["table_id"])) for n in page]
+        token = _make_token("tables", "", str(page[-1].id)) if len(notes) > size else ""
+        return tables, token
+
+    def list_coups(
+        self, table_id: str, shoe_id: str | None = None, page_size: int = 50, page_token: str = ""
+    ) -> tuple[list[CoupView], str]:
+        """The coups of a table (or of one of its shoes) in the order they were played, at most
+        ``page_size`` (1..1000) after the page ``page_token`` ended (opaque, bound to the same
+        table and shoe). Returns the coups and the next page's token ("" on the last page)."""
+        size = _page_size(page_size)
+        scope = f"{table_id}/{shoe_id or '-'}"
+        offset = int(_read_token(page_token, "coups", scope)) if page_token else 0
+
+        def ids(unit: UnitOfWork) -> list[str]:
+            table = self._table(unit, table_id)
+            if shoe_id is None:
+                return list(table.coup_ids)
+            shoe = self._shoe(unit, shoe_id)
+            if shoe.table_id != table.table_id:
+                raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id!r} at the table")
+            return self._shoe_coups(unit, table, shoe)
+
+        coup_ids = self._writer.read(ids)
+        # one coup per read: a long page does not hold the writer up
+        coups = [self.get_coup(c) for c in coup_ids[offset : offset + size]]
+        more = offset + size < len(coup_ids)
+        token = _make_token("coups", scope, str(offset + size)) if more else ""
+        return coups, token
+
+    def _shoe_coups(self, unit: UnitOfWork, table: Table, shoe: Shoe) -> list[str]:
+        """The shoe's coups in order: the dealt ones (from the shoe's events), then the
+        table's latest coup if it belongs to the shoe and is not dealt yet."""
+        ids = [
+            str(json.loads(e.state)["coup_id"])
+            for e in self.app.recorder.select_events(shoe.id, lte=shoe.version)
+            if e.topic == Shoe.CoupDealt.TOPIC
+        ]
+        last = self._last_coup(unit, table)
+        if last is not None and last.shoe_id == str(shoe.id) and str(last.id) not in ids:
+            ids.append(str(last.id))
+        return ids
 
     def get_account(self, account_id: str) -> AccountView:
         """Any account: a player's id, ``table:<id>:bank|layout|house_insurance|house_partage|
@@ -879,6 +1019,55 @@ class Ledger:
                     totals[oid] += -amount if n.topic in DEBIT_TOPICS else amount
             position = notes[-1].id
         return {names[k]: v for k, v in totals.items()}
+
+
+_PHASES = (Phase.BETTING, Phase.CLOSED, Phase.DEALT, Phase.SETTLED)
+_PHASE_EVENTS = (  # the event that ends each phase, and the key of its time
+    (Coup.BettingClosed.TOPIC, "closed"),
+    (Coup.Resolved.TOPIC, "dealt"),
+    (Coup.Settled.TOPIC, "settled"),
+)
+MAX_PAGE_SIZE = 1000
+
+
+def _page_size(page_size: int) -> int:
+    if not isinstance(page_size, int) or isinstance(page_size, bool) or page_size < 1:
+        raise InvalidArgument("page_size", "OUT_OF_RANGE", f"must be 1 to {MAX_PAGE_SIZE}")
+    return min(page_size, MAX_PAGE_SIZE)
+
+
+def _make_token(kind: str, scope: str, value: str) -> str:
+    """An opaque page token: where the page ended, bound to the list it belongs to."""
+    text = json.dumps([kind, scope, value], separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _read_token(token: str, kind: str, scope: str) -> str:
+    bad = InvalidArgument("page_token", "BAD_PAGE_TOKEN", "not a token of this list")
+    if not isinstance(token, str) or len(token) > 400:
+        raise bad
+    try:
+        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        found_kind, found_scope, value = json.loads(text)
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        raise bad from None
+    if [found_kind, found_scope] != [kind, scope] or not isinstance(value, str):
+        raise bad
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise bad
+    return value
+
+
+def _stakes_named(stakes: tuple[Stake, ...], wanted: set[str]) -> dict[str, Stake]:
+    """The stakes with these ids, by id; searched from the end, where new stakes are."""
+    found: dict[str, Stake] = {}
+    if wanted:
+        for s in reversed(stakes):
+            if s.stake_id in wanted:
+                found[s.stake_id] = s
+                if len(found) == len(wanted):
+                    break
+    return found
 
 
 @lru_cache(maxsize=1024)

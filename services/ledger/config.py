@@ -26,7 +26,9 @@ def _seed() -> bytes:
 @dataclass(frozen=True)
 class LedgerConfig:
     """``store_url``: ``sqlite:///path`` (the default embedded store) or
-    ``postgresql://user[:password]@host[:port]/db``. ``seal_key``: 32 bytes for AES-256-GCM."""
+    ``postgresql://user[:password]@host[:port]/db``. ``seal_key``: 32 bytes for AES-256-GCM.
+    ``regulator_key``: the regulator's raw 32-byte X25519 public key; when set, every shoe's
+    seed is also sealed to it (SABOT-ESCROW-1) in ``Shoe.Shuffled.escrowed_seed``."""
 
     store_url: str
     seal_key: bytes
@@ -35,10 +37,12 @@ class LedgerConfig:
     new_seed: Callable[[], bytes] = _seed
     pool_size: int = 5
     extra_env: dict[str, str] = field(default_factory=dict)
+    regulator_key: bytes | None = None
 
     @classmethod
     def from_environ(cls, environ: dict[str, str] | None = None) -> LedgerConfig:
-        """``SABOT_STORE_URL`` and ``SABOT_SEAL_KEY`` (64 hex digits)."""
+        """``SABOT_STORE_URL``, ``SABOT_SEAL_KEY`` (64 hex digits) and optionally
+        ``SABOT_REGULATOR_KEY`` (the regulator's X25519 public key, 64 hex digits)."""
         env = dict(os.environ if environ is None else environ)
         url = env.get("SABOT_STORE_URL", "sqlite:///sabot.db")
         key_hex = env.get("SABOT_SEAL_KEY", "")
@@ -48,7 +52,22 @@ class LedgerConfig:
             raise InvalidArgument("SABOT_SEAL_KEY", "BAD_KEY", "must be hexadecimal") from None
         if len(key) != 32:
             raise InvalidArgument("SABOT_SEAL_KEY", "BAD_KEY", "must be 32 bytes (64 hex digits)")
-        return cls(store_url=url, seal_key=key)
+        return cls(store_url=url, seal_key=key,
+                   regulator_key=regulator_public_key(env.get("SABOT_REGULATOR_KEY", "")))
+
+
+def regulator_public_key(text: str, field: str = "SABOT_REGULATOR_KEY") -> bytes | None:
+    """The regulator's X25519 public key from 64 hex digits (empty: None)."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        raise InvalidArgument(field, "BAD_KEY", "must be hexadecimal") from None
+    if len(key) != 32:
+        raise InvalidArgument(field, "BAD_KEY", "must be 32 bytes (64 hex digits)")
+    return key
 
 
 def store_env(url: str, pool_size: int = 5) -> dict[str, str]:

@@ -84,7 +84,7 @@ def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Le
     target = Ledger(
         LedgerConfig(
             store_url=target_url, seal_key=key, clock=inputs.clock, new_id=inputs.new_id,
-            new_seed=inputs.new_seed,
+            new_seed=inputs.new_seed, regulator_key=source.config.regulator_key,
         )
     )
     for command in stored_commands(source):

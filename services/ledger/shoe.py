@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
@@ -18,6 +18,7 @@ class Shoe(Aggregate):
         size: int
         commitment: str
         sealed_seed: str
+        escrowed_seed: str
         cut_position: int | None
         cut_by: str | None
         position: int
@@ -31,10 +32,12 @@ class Shoe(Aggregate):
         TOPIC = "sabot.ledger:Shoe.Event"
 
     class Shuffled(Aggregate.Created):
-        """The shoe shuffled: the commitment is public, the seed sealed (AES-GCM, AAD = id)."""
+        """The shoe shuffled: the commitment is public, the seed sealed (AES-GCM, AAD = id) and,
+        from version 2, escrowed to the regulator (SABOT-ESCROW-1 hex; "" when no regulator
+        key is configured, or the event is a version 1)."""
 
         TOPIC = "sabot.ledger:Shoe.Shuffled"
-        class_version = 1
+        class_version = 2
         table_id: str
         algorithm: str
         deck_kind: str
@@ -42,6 +45,12 @@ class Shoe(Aggregate):
         size: int
         commitment: str
         sealed_seed: str
+        escrowed_seed: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """A version 1 event had no escrow."""
+            state["escrowed_seed"] = ""
 
         def apply(self, agg: Shoe) -> None:
             agg.table_id = self.table_id
@@ -51,6 +60,7 @@ class Shoe(Aggregate):
             agg.size = self.size
             agg.commitment = self.commitment
             agg.sealed_seed = self.sealed_seed
+            agg.escrowed_seed = self.escrowed_seed
             agg.cut_position = None
             agg.cut_by = None
             agg.position = 0

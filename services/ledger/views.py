@@ -1,7 +1,8 @@
 """What the ledger answers: plain frozen dataclasses of text, integers and tuples.
 
 Mutating commands answer one of these; the answer is stored with the request id (as
-``to_dict``) and a retry returns it again (``from_dict``).
+``to_dict``) and a retry returns it again (``from_dict``). Fields added later have defaults, so
+answers stored before them still load. Times are ISO 8601 text, taken from the events.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class TableView:
     layout: tuple[StakeView, ...]  # stakes on the layout now
     bank_account: str
     layout_account: str
+    create_time: str | None = None  # when the table opened
+    coup_shoe_id: str | None = None  # the shoe of the latest coup, if any
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -61,6 +64,9 @@ class ShoeView:
     closed: bool
     seed: str | None  # hex, only once the shoe is closed
     order_digest: str | None  # SHA-256 of the cut sabot, only once the shoe is closed
+    create_time: str | None = None  # shuffled (opened)
+    cut_time: str | None = None
+    close_time: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,6 +133,10 @@ class CoupView:
     layout: tuple[StakeView, ...]  # the layout now (after settlement: what stays for next coup)
     movements: tuple[MovementView, ...]  # settlement movements, in RULES.md order
     fates: tuple[FateView, ...]  # settlement fates
+    create_time: str | None = None  # opened for betting
+    betting_close_time: str | None = None
+    deal_time: str | None = None
+    settle_time: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -236,5 +246,9 @@ def _convert(tp: Any, data: Any) -> Any:
         return dict(data)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp)
-        return tp(**{f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(tp)})
+        return tp(**{
+            f.name: _convert(hints[f.name], data[f.name])
+            for f in dataclasses.fields(tp)
+            if f.name in data or f.default is dataclasses.MISSING
+        })
     return data

@@ -4,7 +4,8 @@ Each command runs as ``decide(unit)``: it validates first, then triggers events 
 it got from the unit of work. The writer saves the pending events of every aggregate touched,
 with one ``Request`` per command, in ONE ``app.save`` (one transaction). In batching mode a
 writer thread folds the commands queued meanwhile into one save (the PostgreSQL store locks
-the events table per save, so throughput comes from events per transaction). If the save
+the events table per save, so throughput comes from events per transaction), and decides the
+commands that arrive while a batch commits into the next batch (see ``Writer``). If the save
 fails, the cache forgets what the batch touched and nothing of it was stored: on a key
 collision (a request id already stored, or another writer ahead) each command is decided again
 alone, looking its request id up first; on any other failure each fails with ``Conflict``.
@@ -12,10 +13,14 @@ alone, looking its request id up first; on any other failure each fails with ``C
 Request ids are looked up in the store only when needed: the writer remembers the requests it
 saved, a new id is saved optimistically (a stored one collides atomically), and a refused
 command looks its id up before it answers.
+
+The writer thread is the serial part of every write, so what can run in the calling thread does:
+the request's UUID and the digest of its arguments are computed before the command is queued.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -23,9 +28,10 @@ import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -38,7 +44,7 @@ from services.ledger.application import LedgerApplication
 from services.ledger.errors import Conflict, RequestIdReused
 from services.ledger.ids import check_request_id, request_uuid
 from services.ledger.request import Request
-from services.ledger.views import from_dict, to_dict
+from services.ledger.views import from_dict
 
 log = logging.getLogger(__name__)
 A = TypeVar("A", bound=Aggregate)
@@ -83,6 +89,18 @@ class UnitOfWork:
         self.touched: dict[UUID, Aggregate] = {}
         self.requests: dict[UUID, Request] = {}
         self.now: datetime = datetime.min  # the time of the command being decided
+        self._marks: dict[UUID, int] = {}  # pending events of each aggregate the command got
+
+    def begin(self) -> None:
+        """A command starts: remember what it finds, to tell whether it changed anything."""
+        self._marks = {}
+
+    def changed(self) -> bool:
+        """Whether the command since ``begin`` added events to what it got or added."""
+        touched = self.touched
+        return any(
+            len(touched[agg_id].pending_events) != n for agg_id, n in self._marks.items()
+        )
 
     def get(self, cls: type[A], agg_id: UUID) -> A | None:
         """The aggregate (with the batch's changes), or None if it does not exist."""
@@ -96,11 +114,14 @@ class UnitOfWork:
         if not isinstance(agg, cls):
             return None
         self.touched[agg_id] = agg
+        if agg_id not in self._marks:
+            self._marks[agg_id] = len(agg.pending_events)
         return agg
 
     def add(self, agg: Aggregate) -> None:
         """A new aggregate."""
         self.touched[agg.id] = agg
+        self._marks.setdefault(agg.id, 0)
 
     def pending_count(self) -> int:
         return sum(len(a.pending_events) for a in self.touched.values())
@@ -132,14 +153,50 @@ class Command:
     result_type: type[Any]
     future: Future[Any] = field(default_factory=Future)
 
-    @property
+    @cached_property
     def digest(self) -> str:
         text = json.dumps({"command": self.name, "args": self.args}, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
+    @cached_property
+    def rid(self) -> UUID:
+        """The Request aggregate's id."""
+        return request_uuid(self.request_id)
+
+    def prepare(self) -> None:
+        """Check the request id and compute what does not need the writer (caller's thread)."""
+        check_request_id(self.request_id)
+        _ = self.rid, self.digest
+
+
+@dataclass
+class Decided:
+    """A decided batch: its unit of work, its answers and refusals, the events to store."""
+
+    unit: UnitOfWork
+    lookup: bool = False
+    commands: list[Command] = field(default_factory=list)
+    results: list[tuple[Command, Any]] = field(default_factory=list)
+    refused: list[tuple[Command, RuleViolation]] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
+    snapshots: list[Any] = field(default_factory=list)
+    collected: list[tuple[Aggregate, int]] = field(default_factory=list)  # pending until stored
+
+    @property
+    def requests(self) -> dict[UUID, Request]:
+        return self.unit.requests
+
 
 class Writer:
-    """Runs commands one batch at a time; ``batching`` starts a thread folding queued commands."""
+    """Runs commands one batch at a time; ``batching`` starts a thread folding queued commands.
+
+    In batching mode the writer decides the commands arriving while a batch commits (one batch
+    in flight) into the next batch, stored as soon as the one in flight is: the commit waits for
+    the disk, deciding needs the processor, and the batches grow with the load. The next batch
+    is decided on top of the one in flight; no answer leaves before its batch is committed, and
+    if the batch in flight is not stored, the next one is decided again. Queries wait until no
+    decided state is unstored (they see committed state only); while one waits, the writer
+    stores synchronously and lets it in before deciding again."""
 
     def __init__(
         self,
@@ -154,17 +211,23 @@ class Writer:
         self.cache = AggregateCache()
         self.recent: OrderedDict[UUID, Request] = OrderedDict()
         self.lock = threading.RLock()
+        self._changed = threading.Condition(self.lock)  # in-flight batch settled, reader done
+        self._readers = 0  # queries waiting or running
+        self._inflight: Decided | None = None  # being committed
+        self._dirty = False  # the cache holds decided state not stored yet
         self.max_batch = max_batch
         self.linger = linger  # seconds to wait for more commands once one is queued
-        self._queue: queue.Queue[Command | None] | None = None
+        self._queue: queue.Queue[Any] | None = None
         self._thread: threading.Thread | None = None
+        self._committer: ThreadPoolExecutor | None = None
         if batching:
             self._queue = queue.Queue()
+            self._committer = ThreadPoolExecutor(1, thread_name_prefix="sabot-commit")
             self._thread = threading.Thread(target=self._loop, name="sabot-writer", daemon=True)
             self._thread.start()
 
     def execute(self, command: Command) -> Any:
-        check_request_id(command.request_id)
+        command.prepare()
         if self._queue is None:
             with self.lock:
                 self._run_batch([command])
@@ -173,73 +236,228 @@ class Writer:
         return command.future.result()
 
     def read(self, fn: Callable[[UnitOfWork], T]) -> T:
-        """Run a query against committed state (no batch is half-decided meanwhile)."""
+        """Run a query against committed state (no batch half-decided or in flight)."""
         with self.lock:
-            unit = UnitOfWork(self.app, self.cache)
-            return fn(unit)
+            self._readers += 1
+            try:
+                while self._dirty:
+                    self._changed.wait()
+                unit = UnitOfWork(self.app, self.cache)
+                return fn(unit)
+            finally:
+                self._readers -= 1
+                self._changed.notify_all()
 
     def close(self) -> None:
         if self._queue is not None and self._thread is not None:
             self._queue.put(None)
             self._thread.join(timeout=10)
             self._queue = None
+        if self._committer is not None:
+            self._committer.shutdown(wait=True)
+            self._committer = None
+
+    # --- the writer thread ------------------------------------------------------------------
 
     def _loop(self) -> None:
-        assert self._queue is not None
+        assert self._queue is not None and self._committer is not None
         q = self._queue
+        committer = self._committer
+        inflight: tuple[Future[None], Decided] | None = None
+        nxt: Decided | None = None  # being decided (while ``inflight`` commits)
+        stopping = False
         while True:
-            first = q.get()
-            if first is None:
-                return
-            batch = [first]
-            stop = False
-            while len(batch) < self.max_batch:
+            item = q.get()
+            if item is None:
+                stopping = True
+            elif item is not _WAKE:
                 try:
-                    nxt = q.get(timeout=self.linger) if self.linger > 0 else q.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
-            with self.lock:
-                try:
-                    self._run_batch(batch)
+                    with self.lock:
+                        if nxt is None:
+                            if inflight is None:
+                                while self._readers:  # queries first, while nothing is unstored
+                                    self._changed.wait()
+                            nxt = Decided(UnitOfWork(self.app, self.cache))
+                            self._dirty = True
+                        if not self._decide_into(nxt, [item]):
+                            nxt = None
+                            self._dirty = inflight is not None
                 except BaseException as exc:  # never leave a caller waiting
-                    log.exception("ledger writer failed on a batch")
-                    for command in batch:
-                        if not command.future.done():
-                            command.future.set_exception(
-                                Conflict("request_id", "NOT_STORED",
-                                         f"nothing was stored ({type(exc).__name__}); retry")
-                            )
-            if stop:
+                    log.exception("ledger writer failed on a command")
+                    _fail_all([item], exc)
+            if inflight is not None and (inflight[0].done() or stopping):
+                stored = self._finish(*inflight, after=nxt)
+                inflight = None
+                if not stored and nxt is not None:  # decided on state that was not stored
+                    commands, nxt = nxt.commands, None
+                    with self.lock:
+                        self._dirty = True
+                        try:
+                            self._run_batch(commands)
+                        except BaseException as exc:  # never leave a caller waiting
+                            log.exception("ledger writer failed deciding a batch again")
+                            _fail_all(commands, exc)
+                        finally:
+                            self._dirty = False
+                            self._changed.notify_all()
+            if (
+                inflight is None
+                and nxt is not None
+                and (q.empty() or stopping or self._readers
+                     or len(nxt.commands) >= self.max_batch)
+            ):
+                decided, nxt = nxt, None
+                try:
+                    inflight = self._ship(committer, decided)
+                except BaseException as exc:
+                    log.exception("ledger writer failed storing a batch")
+                    _fail_all(decided.commands, exc)
+            if stopping and inflight is None and nxt is None:
                 return
 
+    def _ship(self, committer: ThreadPoolExecutor, decided: Decided
+              ) -> tuple[Future[None], Decided] | None:
+        """Store a decided batch: in flight (returned), or now if a query waits."""
+        with self.lock:
+            try:
+                if not self._close(decided):
+                    return None
+                if not decided.events or self._readers:
+                    self._store_now(decided)
+                    return None
+                self._inflight = decided
+                saving = committer.submit(self._save, decided)
+                saving.add_done_callback(self._wake)
+                return saving, decided
+            except BaseException:
+                self._inflight = None
+                raise
+            finally:
+                self._dirty = self._inflight is not None
+                self._changed.notify_all()
+
+    def _wake(self, _: Future[None]) -> None:
+        queue_ = self._queue
+        if queue_ is not None:
+            queue_.put(_WAKE)
+
+    def _finish(
+        self, saving: Future[None], decided: Decided, after: Decided | None = None
+    ) -> bool:
+        """Wait for the batch in flight and answer its commands; whether it was stored.
+        ``after``: the batch decided on top of it, forgotten first if it was not stored."""
+        error = saving.exception()
+        with self.lock:
+            self._inflight = None  # its requests are stored, or must not answer anything
+            try:
+                if error is None:
+                    self._settle(decided)
+                else:
+                    if after is not None:
+                        after.unit.forget()
+                    self._failed(decided, error)
+            except BaseException as exc:
+                log.exception("ledger writer failed answering a batch")
+                _fail_all(decided.commands, exc)
+            finally:
+                self._dirty = after is not None and error is None
+                self._changed.notify_all()
+        return error is None
+
+    # --- one batch --------------------------------------------------------------------------
+
     def _run_batch(self, batch: list[Command], lookup: bool = False) -> None:
-        unit = UnitOfWork(self.app, self.cache)
-        results: list[tuple[Command, Any]] = []
+        """Decide, store and answer a batch in the calling thread (holding the lock)."""
+        decided = self._decide_batch(batch, lookup)
+        if decided is not None:
+            self._store_now(decided, lookup)
+
+    def _store_now(self, decided: Decided, lookup: bool = False) -> None:
+        if decided.events:
+            try:
+                self._save(decided)
+            except Exception as exc:
+                self._failed(decided, exc, lookup)
+                return
+        self._settle(decided)
+
+    def _decide_batch(self, batch: list[Command], lookup: bool = False) -> Decided | None:
+        """Decide a batch and collect its events (None: it failed, every command was answered)."""
+        decided = Decided(UnitOfWork(self.app, self.cache), lookup)
+        if not self._decide_into(decided, batch) or not self._close(decided):
+            return None
+        return decided
+
+    def _decide_into(self, decided: Decided, commands: list[Command]) -> bool:
+        """Decide more commands into a batch; answers nothing yet. False: the batch failed,
+        its state was forgotten and every command of it got ``Conflict``."""
+        unit = decided.unit
+        decided.commands.extend(commands)
         try:
-            for command in batch:
-                before = unit.pending_count()
+            for command in commands:
+                unit.begin()
                 try:
-                    result = self._decide(unit, command, lookup)
+                    result = self._decide(unit, command, decided.lookup)
                 except RuleViolation as exc:
-                    if unit.pending_count() != before:
+                    if unit.changed():
                         raise RuntimeError(f"{command.name} failed after changing state") from exc
-                    command.future.set_exception(exc)
+                    decided.refused.append((command, exc))
                     continue
-                results.append((command, result))
-            to_save = unit.to_save()
-            if to_save:
-                self.app.save(*to_save)
-        except IntegrityError:
+                decided.results.append((command, result))
+        except Exception as exc:
             unit.forget()
+            log.exception("ledger batch of %d commands not decided", len(decided.commands))
+            _fail_all(decided.commands, exc)
+            return False
+        return True
+
+    def _close(self, decided: Decided) -> bool:
+        """Collect the batch's events (and snapshots due); cache its aggregates."""
+        unit = decided.unit
+        try:
+            to_save = unit.to_save()
+            # the events stay pending on their aggregates until stored (the next batch's
+            # events follow them): an aggregate's stored version stays version - pending
+            decided.collected = [(agg, len(agg.pending_events)) for agg in to_save]
+            decided.events = [event for agg in to_save for event in agg.pending_events]
+            decided.snapshots = self.app.snapshots_due(decided.events, unit.touched)
+        except Exception as exc:
+            unit.forget()
+            log.exception("ledger batch of %d commands not collected", len(decided.commands))
+            _fail_all(decided.commands, exc)
+            return False
+        unit.commit()  # the next batch is decided on top of this one
+        return True
+
+    def _save(self, decided: Decided) -> None:
+        self.app.save(*decided.events)
+        self.app.put_snapshots(decided.snapshots)
+
+    def _settle(self, decided: Decided) -> None:
+        """The batch is stored: remember its requests, answer its commands."""
+        for agg, stored in decided.collected:
+            del agg.pending_events[:stored]
+        for rid, request in decided.requests.items():
+            self.recent[rid] = request
+        while len(self.recent) > RECENT_REQUESTS:
+            self.recent.popitem(last=False)
+        for command, exc in decided.refused:
+            command.future.set_exception(exc)
+        for command, result in decided.results:
+            command.future.set_result(result)
+
+    def _failed(self, decided: Decided, error: BaseException, lookup: bool = False) -> None:
+        """The batch was not stored: forget its state; on a key collision decide each command
+        again alone (its request id looked up first), else answer ``Conflict``."""
+        decided.unit.forget()
+        for command, exc in decided.refused:
+            command.future.set_exception(exc)
+        if isinstance(error, IntegrityError):
             if not lookup:
-                for command, _ in results:
+                for command, _ in decided.results:
                     self._run_batch([command], lookup=True)
                 return
-            for command, _ in results:
+            for command, _ in decided.results:
                 command.future.set_exception(
                     Conflict(
                         "request_id",
@@ -248,31 +466,9 @@ class Writer:
                     )
                 )
             return
-        except Exception as exc:
-            unit.forget()
-            if not isinstance(exc, RuleViolation):
-                log.exception("ledger batch of %d commands not stored", len(batch))
-            for command in batch:
-                if command.future.done():
-                    continue
-                if isinstance(exc, RuleViolation):
-                    command.future.set_exception(exc)
-                else:
-                    command.future.set_exception(
-                        Conflict(
-                            "request_id",
-                            "NOT_STORED",
-                            f"nothing was stored ({type(exc).__name__}); retry the command",
-                        )
-                    )
-            return
-        unit.commit()
-        for rid, request in unit.requests.items():
-            self.recent[rid] = request
-        while len(self.recent) > RECENT_REQUESTS:
-            self.recent.popitem(last=False)
-        for command, result in results:
-            command.future.set_result(result)
+        log.error("ledger batch of %d commands not stored", len(decided.results),
+                  exc_info=error)
+        _fail_all([c for c, _ in decided.results], error)
 
     def _stored_request(self, rid: UUID) -> Request | None:
         try:
@@ -293,10 +489,15 @@ class Writer:
         return from_dict(command.result_type, known.result)
 
     def _decide(self, unit: UnitOfWork, command: Command, lookup: bool) -> Any:
-        check_request_id(command.request_id)
-        rid = request_uuid(command.request_id)
+        command.prepare()
+        rid = command.rid
         digest = command.digest
-        known = unit.requests.get(rid) or self.recent.get(rid)
+        inflight = self._inflight
+        known = (
+            unit.requests.get(rid)
+            or (inflight.requests.get(rid) if inflight is not None else None)
+            or self.recent.get(rid)
+        )
         if known is None and lookup:
             known = self._stored_request(rid)
         if known is not None:
@@ -316,8 +517,42 @@ class Writer:
             command=command.name,
             digest=digest,
             arguments=command.args,
-            result=to_dict(result),
+            result=plain(result),
             timestamp=unit.now,
         )
         unit.requests[rid] = request
         return result
+
+
+_WAKE: Any = object()  # queued when a commit ends: the writer thread looks at it
+
+
+def _fail_all(commands: list[Command], exc: BaseException) -> None:
+    """Answer every command not answered yet: nothing of it was stored."""
+    for command in commands:
+        if not command.future.done():
+            command.future.set_exception(
+                Conflict("request_id", "NOT_STORED",
+                         f"nothing was stored ({type(exc).__name__}); retry the command")
+            )
+
+
+_FIELDS: dict[type[Any], tuple[str, ...]] = {}
+
+
+def plain(value: Any) -> Any:
+    """``views.to_dict``, faster: a view as JSON-ready data (field names cached per class)."""
+    cls = type(value)
+    names = _FIELDS.get(cls)
+    if names is not None:
+        return {name: plain(getattr(value, name)) for name in names}
+    if cls is str or cls is int or cls is bool or value is None:
+        return value
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
+        return plain(value)
+    return value

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 from services.regulator.canonical import canonical_json
 from services.regulator.checkpoint import Checkpoint
@@ -33,6 +33,12 @@ from services.regulator.vocabulary import (
 
 FORMAT = "SABOT-EXPORT-1"
 PROOFS_IN_MEMORY_ABOVE = 2000  # leaves; more than this: load every leaf hash once
+
+
+class TextSink(Protocol):
+    """Where the export's text goes (a text file, a StringIO, an RPC's batches)."""
+
+    def write(self, text: str, /) -> int: ...
 
 
 class ExportError(ValueError):
@@ -129,7 +135,7 @@ def merge(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def write_export(
-    out: TextIO,
+    out: TextSink,
     events: EventTable,
     notary: Notary,
     public_key: bytes,
@@ -208,7 +214,7 @@ def _tree(notary: Notary, size: int) -> MemoryTree:
 
 
 def _write_range(
-    out: TextIO,
+    out: TextSink,
     events: EventTable,
     notary: Notary,
     tree: MemoryTree | None,
@@ -263,7 +269,7 @@ def _stored_between(events: EventTable, first: int, last: int) -> dict[int, RawE
     return out
 
 
-def _line(out: TextIO, record: dict[str, Any]) -> None:
+def _line(out: TextSink, record: dict[str, Any]) -> None:
     out.write(canonical_json(record, strict=False).decode("utf-8"))
     out.write("\n")
 

@@ -46,17 +46,31 @@ class Notary:
         key: Ed25519PrivateKey | None,
         origin: str = "sabot",
         coup_end: CoupEnd = no_coup_end,
+        *,
+        create: bool = True,
     ) -> None:
+        """``create=False``: a reader that neither creates nor changes the tree's tables (an
+        absent tree reads as empty)."""
         self.db = db
         self.events = events
         self.key = key
         self.origin = origin
         self.coup_end = coup_end
-        self._create_tables()
         self._last: dict[int, bytes] = {}
         self._size = 0
         self._position = 0
+        if create:
+            self._create_tables()
+        elif not db.table_exists("regulator_checkpoints"):
+            self._absent = True
+            return
+        self._absent = False
         self._load_frontier()
+
+    @property
+    def present(self) -> bool:
+        """Whether the tree's tables exist (a reader made with ``create=False``)."""
+        return not self._absent
 
     # --- tables -----------------------------------------------------------------------------
 
@@ -177,10 +191,28 @@ class Notary:
         ]
 
     def leaf_at_position(self, position: int) -> tuple[int, bytes] | None:
+        if self._absent:
+            return None
         rows = self.db.rows(
             "SELECT idx, hash FROM regulator_leaves WHERE position = ?", (position,)
         )
         return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    def leaves_at_positions(self, positions: Sequence[int]) -> dict[int, tuple[int, bytes]]:
+        """(index, leaf hash) by log position, for those of ``positions`` that are leaves."""
+        out: dict[int, tuple[int, bytes]] = {}
+        if self._absent:
+            return out
+        wanted = sorted(set(positions))
+        for c in range(0, len(wanted), 500):
+            chunk = wanted[c : c + 500]
+            marks = ",".join("?" * len(chunk))
+            for idx, pos, h in self.db.rows(
+                f"SELECT idx, position, hash FROM regulator_leaves WHERE position IN ({marks})",
+                chunk,
+            ):
+                out[int(pos)] = (int(idx), bytes(h))
+        return out
 
     def index_at_or_after(self, position: int) -> int:
         """The first leaf index whose position is >= ``position`` (``size`` if none)."""
@@ -194,6 +226,8 @@ class Notary:
 
     def checkpoints(self, first_size: int = 0, last_size: int | None = None) -> list[Checkpoint]:
         end = self._size if last_size is None else last_size
+        if self._absent:
+            return []
         rows = self.db.rows(
             "SELECT origin, size, root, position, coup, key_id, signature FROM "
             "regulator_checkpoints WHERE size >= ? AND size <= ? ORDER BY size",
@@ -202,6 +236,8 @@ class Notary:
         return [_checkpoint(r) for r in rows]
 
     def latest_checkpoint(self) -> Checkpoint | None:
+        if self._absent:
+            return None
         rows = self.db.rows(
             "SELECT origin, size, root, position, coup, key_id, signature FROM "
             "regulator_checkpoints ORDER BY size DESC LIMIT 1"
@@ -322,3 +358,103 @@ def follow(
         notary.sync()
     finally:
         db.close()
+
+
+class Follower:
+    """The notary of a running server, in a thread of its own: it notarises the store as it
+    grows (a checkpoint at every coup end), signs a checkpoint of the whole log on demand
+    (``checkpoint_now``), and survives a lost connection (it reconnects after ``retry``
+    seconds). The only writer of the tree's tables in the process."""
+
+    def __init__(
+        self,
+        url: str,
+        key: Ed25519PrivateKey,
+        origin: str = "sabot",
+        interval: float = 0.2,
+        retry: float = 1.0,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.url, self.key, self.origin = url, key, origin
+        self.interval, self.retry = interval, retry
+        self.on_error = on_error
+        self.stopped = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._wanted = 0  # on-demand syncs asked for, and done (tickets)
+        self._done = 0
+        self._sign_upto = 0  # the last ticket that asked for a checkpoint
+        self._latest: Checkpoint | None = None
+        self._cond = threading.Condition(self._lock)
+        self._thread = threading.Thread(target=self._loop, name="sabot-notary", daemon=True)
+        self.ready = threading.Event()  # the tree's tables exist
+
+    def start(self) -> Follower:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Notarise what is left, then stop."""
+        self.stopped.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def poke(self) -> None:
+        """Sync now rather than at the next poll."""
+        self._wake.set()
+
+    def checkpoint_now(self, timeout: float = 10.0) -> Checkpoint | None:
+        """Notarise every event stored so far and sign the whole tree head; the checkpoint
+        (None when nothing is stored, or on timeout / when stopped)."""
+        return self._ask(True, timeout)[1]
+
+    def sync_now(self, timeout: float = 10.0) -> bool:
+        """Notarise every event stored so far (no checkpoint); False on timeout / stopped."""
+        return self._ask(False, timeout)[0]
+
+    def _ask(self, sign: bool, timeout: float) -> tuple[bool, Checkpoint | None]:
+        with self._cond:
+            self._wanted += 1
+            ticket = self._wanted
+            if sign:
+                self._sign_upto = ticket
+        self._wake.set()
+        with self._cond:
+            done = self._cond.wait_for(
+                lambda: self._done >= ticket or self.stopped.is_set(), timeout
+            ) and self._done >= ticket
+            return done, (self._latest if done else None)
+
+    def _loop(self) -> None:
+        from services.regulator.vocabulary import coup_end
+
+        while not self.stopped.is_set():
+            db: Database | None = None
+            try:
+                db = Database(self.url)
+                notary = Notary(db, EventTable(db), self.key, self.origin, coup_end)
+                self.ready.set()
+                while True:
+                    with self._cond:
+                        wanted, sign = self._wanted, self._sign_upto > self._done
+                    notary.sync()
+                    if wanted > self._done:
+                        latest = notary.checkpoint_now() if sign else None
+                        with self._cond:
+                            self._latest, self._done = latest, wanted
+                            self._cond.notify_all()
+                    if self.stopped.is_set():
+                        break
+                    self._wake.wait(self.interval)
+                    self._wake.clear()
+                return
+            except Exception as exc:  # the store went away: report, wait, reconnect
+                if self.on_error is not None:
+                    self.on_error(exc)
+                self.stopped.wait(self.retry)
+            finally:
+                if db is not None:
+                    db.close()
+                with self._cond:
+                    self._cond.notify_all()

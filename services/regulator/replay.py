@@ -108,8 +108,10 @@ def verdict(steps: Iterable[ReplayStep]) -> ReplayVerdict:
 
 
 class Replayer:
-    """Replays from the store's events; the seed comes from the reveal, else the escrow opened
-    with ``regulator_key``, else the operator's sealed seed opened with ``seal_key``."""
+    """Replays from the store's events; the seed comes from the reveal, else the shoe's
+    ``escrowed_seed`` (``Shoe.Shuffled`` v2) opened with ``regulator_key`` (or, for a legacy
+    store, the ``escrow`` side table), else the operator's sealed seed opened with
+    ``seal_key``."""
 
     def __init__(
         self,
@@ -124,7 +126,7 @@ class Replayer:
         self.notary = notary
         self.regulator_key = regulator_key
         self.seal_key = seal_key
-        self.escrow = escrow  # seeds escrowed beside the ledger, if that hook is used
+        self.escrow = escrow  # legacy: seeds escrowed beside the ledger (escrow_table.py)
 
     # --- entry points -----------------------------------------------------------------------
 
@@ -220,7 +222,22 @@ class Replayer:
         """Notarised leaves against stored events, over each [first, last] position range."""
         if self.notary is None:
             return
+        singles = [a for a, b in ranges if a == b]
+        if singles:  # one query each for the leaves and the events, not one range per event
+            leaves = self.notary.leaves_at_positions(singles)
+            stored_at = self.events.at(singles)
+            for pos in singles:
+                ev = stored_at.get(pos)
+                got = leaf_hash(ev.leaf()).hex() if ev is not None else None
+                if pos in leaves:
+                    yield ReplayStep(pos, f"event hash at position {pos}", leaves[pos][1].hex(),
+                                     got)
+                elif ev is not None and pos <= self.notary.position:
+                    yield ReplayStep(pos, f"event at position {pos}", None,
+                                     "stored, never notarised")
         for first, last in ranges:
+            if first == last:
+                continue
             a = self.notary.index_at_or_after(first)
             b = self.notary.index_at_or_after(last + 1)
             stored = {e.position: e for e in _between(self.events, first, last)}
@@ -229,6 +246,8 @@ class Replayer:
                 got = leaf_hash(ev.leaf()).hex() if ev is not None else None
                 yield ReplayStep(pos, f"event hash at position {pos}", h.hex(), got)
             for pos in sorted(stored):
+                if pos > self.notary.position:
+                    continue  # stored after the notary's last sync: not notarised *yet*
                 yield ReplayStep(pos, f"event at position {pos}", None, "stored, never notarised")
 
 

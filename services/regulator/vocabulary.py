@@ -119,9 +119,11 @@ def shoe_events(events: EventTable, shoe_id: str) -> ShoeEvents | None:
         elif ev.topic == TABLE_COUP_STARTED and inside:
             coup_ids.append(str(st["coup_id"]))
     coups: dict[str, list[RawEvent]] = {}
+    uuids = [u for u in (_uuid(c) for c in coup_ids) if u is not None]
+    found = events.by_originators(uuids)
     for cid in coup_ids:
         cu = _uuid(cid)
-        evs = events.by_originator(cu) if cu is not None else []
+        evs = found.get(str(cu), []) if cu is not None else []
         if evs and str(state(evs[0]).get("shoe_id")) == str(sid):
             coups[cid] = evs
     for ev in table_all:

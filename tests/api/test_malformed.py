@@ -188,6 +188,26 @@ def cases(s: dict[str, str]) -> Iterator[Case]:
         parent=ghost_table), "parent", {grpc.StatusCode.NOT_FOUND})
     yield Case("watch", "WatchTable", events_pb2.WatchTableRequest(table=ghost_table), "table",
                {grpc.StatusCode.NOT_FOUND})
+    # the coup of a stake command (documented, required): unknown -> NOT_FOUND, betting closed
+    # -> FAILED_PRECONDITION, both on the field coup
+    for coup_name, stake_name, codes in (
+        (ghost_coup, stake, {grpc.StatusCode.NOT_FOUND}),
+        (s["closed_coup"], s["closed_stake"], {grpc.StatusCode.FAILED_PRECONDITION}),
+    ):
+        on = {"request_id": _rid(), "name": stake_name, "coup": coup_name}
+        for method, request in (
+            ("RaiseStake", betting_pb2.RaiseStakeRequest(**on, amount=money(100))),
+            ("WithdrawStake", betting_pb2.WithdrawStakeRequest(**on)),
+            ("InsureStake", betting_pb2.InsureStakeRequest(**on)),
+            ("ChooseRefait31", betting_pb2.ChooseRefait31Request(
+                **on, refait31_choice=common_pb2.REFAIT31_CHOICE_PRISON)),
+            ("MoveStake", betting_pb2.MoveStakeRequest(**on, chance=common_pb2.CHANCE_COULEUR)),
+            ("HalfWithdrawStake", betting_pb2.HalfWithdrawStakeRequest(**on)),
+        ):
+            yield Case("betting", method, request, "coup", codes)
+    yield Case("betting", "PlaceStake", betting_pb2.PlaceStakeRequest(
+        request_id=_rid(), coup=s["closed_coup"], account=acct, chance=1, amount=money(500)),
+        "coup", {grpc.StatusCode.FAILED_PRECONDITION})
     # a stake named under another table than its coup's
     yield Case("betting", "InsureStake", betting_pb2.InsureStakeRequest(
         request_id=_rid(), name=stake.replace(table, s["other_table"]), coup=coup), "coup")
@@ -244,6 +264,22 @@ def cases(s: dict[str, str]) -> Iterator[Case]:
                               ("decks", "9" * 100, "overrides.decks")):
         yield Case("tables", "OpenTable", table_pb2.OpenTableRequest(
             request_id=_rid(), table_id="fine-3", overrides={key: value}), field)
+    # lists
+    for size in (-1, -100):
+        yield Case("tables", "ListTables", table_pb2.ListTablesRequest(page_size=size),
+                   "page_size")
+        yield Case("tables", "ListCoups", table_pb2.ListCoupsRequest(
+            parent=table, page_size=size), "page_size")
+    for token in ("garbage", "zzzz", "o:12", "!!!!", "W10", "x" * 401):
+        yield Case("tables", "ListTables", table_pb2.ListTablesRequest(page_token=token),
+                   "page_token")
+        yield Case("tables", "ListCoups", table_pb2.ListCoupsRequest(
+            parent=shoe, page_token=token), "page_token")
+    for parent in [*NAME_SHAPES, f"{table}/shoes/x", f"{table}/shoes/-/coups"]:
+        yield Case("tables", "ListCoups", table_pb2.ListCoupsRequest(parent=parent), "parent")
+    for parent in (ghost_table, f"{table}/shoes/{GHOST}", f"{ghost_table}/shoes/-"):
+        yield Case("tables", "ListCoups", table_pb2.ListCoupsRequest(parent=parent), "parent",
+                   {grpc.StatusCode.NOT_FOUND})
     # pages and positions
     for size in (-1, -100):
         yield Case("betting", "ListStakes", betting_pb2.ListStakesRequest(
@@ -282,12 +318,18 @@ def scene(api: Api) -> dict[str, str]:
     third = open_table(api)
     uncut = croupier.OpenShoe(table_pb2.OpenShoeRequest(request_id=new_request_id(),
                                                         parent=third.name))
+    closed = open_coup(api, open_shoe(api, open_table(api).name).name)
+    closed_stake = api.as_("anne").betting.PlaceStake(betting_pb2.PlaceStakeRequest(
+        request_id=new_request_id(), coup=closed.name, account="accounts/anne",
+        chance=common_pb2.CHANCE_NOIR, amount=money(500))).stake.name
+    croupier.CloseBetting(table_pb2.CloseBettingRequest(request_id=new_request_id(),
+                                                        name=closed.name))
     poor = "accounts/" + third.name.split("/")[1].replace("t-", "p-")
     api.as_("cashier").cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
         request_id=new_request_id(), account_id=poor.split("/")[1]))
     return {"table": table.name, "shoe": shoe.name, "coup": coup.name, "stake": stake,
             "other_table": other.name, "settled_coup": done.name, "uncut_shoe": uncut.name,
-            "poor": poor}
+            "poor": poor, "closed_coup": closed.name, "closed_stake": closed_stake}
 
 
 def _call(api: Api, case: Case) -> tuple[grpc.StatusCode, str, str]:
@@ -334,7 +376,8 @@ def test_refused_commands_store_nothing(api: Api, scene: dict[str, str]) -> None
 
     mutating = [c for c in cases(scene) if c.method not in (
         "GetTable", "GetShoe", "GetCoup", "GetAccount", "GetStake", "ListStakes",
-        "ListStatementEntries", "ListRecalledCoups", "StreamEvents", "WatchTable")]
+        "ListStatementEntries", "ListRecalledCoups", "StreamEvents", "WatchTable",
+        "ListTables", "ListCoups")]
     before = end()
     for case in itertools.islice(mutating, 0, None, 3):
         _call(api, case)

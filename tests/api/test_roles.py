@@ -10,12 +10,14 @@ from typing import Any
 import grpc
 import pytest
 
-from services.api.client import Client, new_request_id
+from services.api.client import Client, _Authed, new_request_id
 from services.api.gen.sabot.v1 import (
     betting_pb2,
     cashier_pb2,
     common_pb2,
     events_pb2,
+    reports_pb2,
+    reports_pb2_grpc,
     table_pb2,
 )
 
@@ -33,12 +35,14 @@ READ_OFFICE = {"back_office", "regulator", "admin"}
 EXPECTED: dict[tuple[str, str], set[str]] = {
     ("tables", "OpenTable"): WRITE_TABLE,
     ("tables", "GetTable"): READ_TABLE,
+    ("tables", "ListTables"): READ_TABLE,
     ("tables", "OpenShoe"): WRITE_TABLE,
     ("tables", "GetShoe"): READ_TABLE,
     ("tables", "CutShoe"): WRITE_TABLE,
     ("tables", "CloseShoe"): WRITE_TABLE,
     ("tables", "OpenCoup"): WRITE_TABLE,
     ("tables", "GetCoup"): READ_TABLE,
+    ("tables", "ListCoups"): READ_TABLE,
     ("tables", "CloseBetting"): WRITE_TABLE,
     ("tables", "DealCoup"): WRITE_TABLE,
     ("tables", "SettleCoup"): WRITE_TABLE,
@@ -60,10 +64,17 @@ EXPECTED: dict[tuple[str, str], set[str]] = {
     ("watch", "WatchTable"): READ_TABLE,
     ("feed", "StreamEvents"): READ_OFFICE,
     ("recall", "ListRecalledCoups"): READ_TABLE,
+    ("read_models", "GetGamingDayReport"): READ_OFFICE,
+    ("read_models", "GetPlayerStatement"): READ_ACCOUNT,
+    ("read_models", "ListShoeHistory"): READ_OFFICE,
+    ("read_models", "RecallCoups"): READ_OFFICE,
+    ("read_models", "Reconcile"): READ_OFFICE,
+    ("read_models", "GetProjectionLag"): READ_OFFICE,
 }
 SERVICE_OF = {"tables": "TableService", "betting": "BettingService",
               "cashier": "CashierService", "reports": "ReportService",
-              "watch": "WatchService", "feed": "FeedService", "recall": "RecallService"}
+              "watch": "WatchService", "feed": "FeedService", "recall": "RecallService",
+              "read_models": "ReadModelService"}
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +99,7 @@ def request_for(method: str, s: dict[str, str], account: str = "anne") -> Any:
     build: dict[str, Callable[[], Any]] = {
         "OpenTable": lambda: table_pb2.OpenTableRequest(request_id=rid, table_id=fresh("r")),
         "GetTable": lambda: table_pb2.GetTableRequest(name=s["table"]),
+        "ListTables": lambda: table_pb2.ListTablesRequest(page_size=2),
         "OpenShoe": lambda: table_pb2.OpenShoeRequest(request_id=rid, parent=s["table"]),
         "GetShoe": lambda: table_pb2.GetShoeRequest(name=s["shoe"]),
         "CutShoe": lambda: table_pb2.CutShoeRequest(request_id=rid, name=s["shoe"],
@@ -95,6 +107,7 @@ def request_for(method: str, s: dict[str, str], account: str = "anne") -> Any:
         "CloseShoe": lambda: table_pb2.CloseShoeRequest(request_id=rid, name=s["shoe"] + "x"),
         "OpenCoup": lambda: table_pb2.OpenCoupRequest(request_id=rid, parent=s["shoe"]),
         "GetCoup": lambda: table_pb2.GetCoupRequest(name=s["coup"]),
+        "ListCoups": lambda: table_pb2.ListCoupsRequest(parent=s["shoe"], page_size=2),
         "CloseBetting": lambda: table_pb2.CloseBettingRequest(request_id=rid, name=s["coup"]
                                                               + "x"),
         "DealCoup": lambda: table_pb2.DealCoupRequest(request_id=rid, name=s["coup"] + "x"),
@@ -128,13 +141,29 @@ def request_for(method: str, s: dict[str, str], account: str = "anne") -> Any:
         "WatchTable": lambda: events_pb2.WatchTableRequest(table=s["table"]),
         "StreamEvents": lambda: events_pb2.StreamEventsRequest(stop_at_end=True, batch_size=1),
         "ListRecalledCoups": lambda: events_pb2.ListRecalledCoupsRequest(parent=s["table"]),
+        "GetGamingDayReport": lambda: reports_pb2.GetGamingDayReportRequest(
+            table=s["table"], gaming_day="2026-03-01"),
+        "GetPlayerStatement": lambda: reports_pb2.GetPlayerStatementRequest(
+            account=f"accounts/{account}", page_size=2),
+        "ListShoeHistory": lambda: reports_pb2.ListShoeHistoryRequest(parent=s["table"]),
+        "RecallCoups": lambda: reports_pb2.RecallCoupsRequest(table=s["table"], page_size=1),
+        "Reconcile": lambda: reports_pb2.ReconcileRequest(),
+        "GetProjectionLag": lambda: reports_pb2.GetProjectionLagRequest(),
     }
     return build[method]()
 
 
+def stub_of(client: Client, service: str) -> Any:
+    """The client's stub of ``service`` (ReadModelService: made here on its channel)."""
+    if service == "read_models" and not hasattr(client, service):
+        stub = reports_pb2_grpc.ReadModelServiceStub(client.channel)
+        return _Authed(stub, client.token, 30.0)
+    return getattr(client, service)
+
+
 def outcome(client: Client, service: str, method: str, request: Any) -> grpc.StatusCode:
     """The status code of one call (a stream: of its first message, within a short wait)."""
-    call = getattr(getattr(client, service), method)
+    call = getattr(stub_of(client, service), method)
     try:
         if service in ("watch", "feed"):
             stream = call(request, timeout=0.5)
@@ -157,9 +186,10 @@ def test_every_rpc_of_the_api_is_in_the_table() -> None:
     from services.api.gen.sabot.v1 import betting_pb2 as b
     from services.api.gen.sabot.v1 import cashier_pb2 as c
     from services.api.gen.sabot.v1 import events_pb2 as e
+    from services.api.gen.sabot.v1 import reports_pb2 as r
     from services.api.gen.sabot.v1 import table_pb2 as t
 
-    served = {(service.name, m.name) for module in (t, b, c, e)
+    served = {(service.name, m.name) for module in (t, b, c, e, r)
               for service in module.DESCRIPTOR.services_by_name.values()
               for m in service.methods}
     listed = {(SERVICE_OF[svc], m) for svc, m in EXPECTED}
@@ -207,7 +237,7 @@ def test_a_wrong_scheme_is_unauthenticated(api: Api, scene: dict[str, str]) -> N
 
 ACCOUNT_BOUND = ["PlaceStake", "RaiseStake", "WithdrawStake", "InsureStake", "ChooseRefait31",
                  "MoveStake", "HalfWithdrawStake", "GetStake", "GetAccount",
-                 "ListStatementEntries"]
+                 "ListStatementEntries", "GetPlayerStatement"]
 
 
 @pytest.mark.parametrize("method", ACCOUNT_BOUND)

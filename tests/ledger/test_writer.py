@@ -119,3 +119,198 @@ def test_a_failed_save_stores_nothing_and_aborts(sqlite_store_url: str) -> None:
     assert ledger.get_account("ana").balance == 0
     assert ledger.deposit("d", "ana", 100).balance == 100
     ledger.close()
+
+
+# --- the pipelined writer: a batch decided while the previous one commits ----------------------
+
+
+def _blocked_first_save(ledger: Ledger, failure: Exception | None) -> tuple[
+    threading.Event, threading.Event
+]:
+    """The next save waits for ``go`` (``saving`` is set meanwhile), then raises ``failure``
+    (None: stores); later saves store at once."""
+    saving, go = threading.Event(), threading.Event()
+    real_save = ledger.app.save
+    calls: list[int] = []
+
+    def save(*objs: Any, **kw: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            saving.set()
+            assert go.wait(10)
+            if failure is not None:
+                raise failure
+        return real_save(*objs, **kw)
+
+    ledger.app.save = save  # type: ignore[method-assign]
+    return saving, go
+
+
+def _in_thread(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(fn(*args))
+        except BaseException as exc:
+            out.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out
+
+
+def _wait_for(condition: Any) -> None:
+    import time
+
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_the_next_batch_is_decided_again_when_the_batch_in_flight_is_not_stored(
+    store_url: str,
+) -> None:
+    """d2 is decided on top of d1 while d1 commits. d1 fails: d2 must not keep d1's money."""
+    from eventsourcing.persistence import IntegrityError
+
+    from services.ledger.errors import Conflict
+    from services.ledger.ids import account_uuid
+
+    for n, (failure, d1_after, d2_after) in enumerate((
+        (OSError("disk gone"), None, 50),  # nothing of d1 stored: d2 alone
+        (IntegrityError("collision"), 100, 150),  # d1 decided again alone and stored, then d2
+    )):
+        ana = f"ana{n}"
+        ledger = Ledger(FixedInputs().config(store_url), batching=True)
+        ledger.open_account(f"a{n}", ana)
+        saving, go = _blocked_first_save(ledger, failure)
+        first, out1 = _in_thread(ledger.deposit, f"d1-{n}", ana, 100)
+        assert saving.wait(10)
+        second, out2 = _in_thread(ledger.deposit, f"d2-{n}", ana, 50)
+
+        def decided_on_top(writer: Any = ledger._writer, name: str = ana) -> bool:
+            with writer.lock:
+                account = writer.cache.get(account_uuid(name))
+                return account is not None and account.balance == 150
+
+        _wait_for(decided_on_top)
+        assert not out2  # no answer before its batch is stored
+        go.set()
+        first.join(10)
+        second.join(10)
+        if d1_after is None:
+            assert isinstance(out1[0], Conflict) and out1[0].reason == "NOT_STORED"
+        else:
+            assert out1[0].balance == d1_after
+        assert out2[0].balance == d2_after
+        assert ledger.get_account(ana).balance == d2_after
+        assert ledger.deposit(f"d2-{n}", ana, 50).balance == d2_after  # the stored answer
+        assert sum(ledger.balances().values()) == 0
+        ledger.close()
+        reopened = Ledger(FixedInputs().config(store_url))
+        assert reopened.get_account(ana).balance == d2_after
+        reopened.close()
+
+
+def test_queries_wait_for_the_batch_in_flight(sqlite_store_url: str) -> None:
+    ledger = Ledger(FixedInputs().config(sqlite_store_url), batching=True)
+    ledger.open_account("a", "ana")
+    saving, go = _blocked_first_save(ledger, None)
+    writing, answer = _in_thread(ledger.deposit, "d1", "ana", 100)
+    assert saving.wait(10)
+    reading, seen = _in_thread(ledger.get_account, "ana")
+    reading.join(0.2)
+    assert reading.is_alive()  # the deposit is decided, not stored: not shown yet
+    go.set()
+    writing.join(10)
+    reading.join(10)
+    assert answer[0].balance == 100
+    assert seen[0].balance == 100
+    ledger.close()
+
+
+def test_a_snapshot_taken_inside_a_batch_reloads(store_url: str) -> None:
+    """Concurrent deposits: the account's 500th event falls inside a batch; the snapshot is of
+    the aggregate as the batch left it, and a reopened ledger agrees with the events."""
+    from services.ledger.ids import account_uuid
+
+    inputs = FixedInputs()
+    ledger = Ledger(inputs.config(store_url), batching=True)
+    ledger.open_account("a", "ana")
+    start = threading.Barrier(8)
+
+    def deposits(k: int) -> None:
+        start.wait()
+        for i in range(66):
+            ledger.deposit(f"d{k}-{i}", "ana", 1 + k)
+
+    threads = [threading.Thread(target=deposits, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    expected = sum(66 * (1 + k) for k in range(8))
+    assert ledger.app.snapshots is not None
+    snapshots = list(ledger.app.snapshots.get(account_uuid("ana")))
+    assert snapshots and snapshots[-1].originator_version >= 500
+    ledger.close()
+    reopened = Ledger(inputs.config(store_url))
+    account = reopened.get_account("ana")
+    assert (account.balance, account.entries) == (expected, 8 * 66)
+    assert reopened.deposit("again", "ana", 1).balance == expected + 1
+    reopened.close()
+
+
+def test_the_postgres_recorder_numbers_a_save_in_order_and_collides_atomically(
+    postgres_store_url: str,
+) -> None:
+    from uuid import uuid4
+
+    import pytest
+    from eventsourcing.persistence import IntegrityError, StoredEvent
+
+    from services.ledger.application import ArrayInsertRecorder
+
+    ledger = Ledger(FixedInputs().config(postgres_store_url))
+    recorder = ledger.app.recorder
+    assert isinstance(recorder, ArrayInsertRecorder)
+    ids = [uuid4() for _ in range(3)]
+    events = [StoredEvent(i, v, "t", f"{i}/{v}".encode()) for v in (1, 2) for i in ids]
+    numbers = recorder.insert_events(events)
+    assert numbers is not None and list(numbers) == sorted(numbers)
+    stored = recorder.select_notifications(numbers[0], 10)
+    assert [(n.originator_id, n.originator_version, n.state) for n in stored] == [
+        (e.originator_id, e.originator_version, e.state) for e in events
+    ]
+    before = recorder.max_notification_id()
+    fresh = StoredEvent(uuid4(), 1, "t", b"x")
+    with pytest.raises(IntegrityError):
+        recorder.insert_events([fresh, events[0]])  # one key collides: nothing is stored
+    assert recorder.max_notification_id() == before
+    assert recorder.select_events(fresh.originator_id) == []
+    ledger.close()
+
+
+def test_plain_answers_equal_to_dict() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from services.ledger.views import MovementView, StakeResult, StakeView, to_dict
+    from services.ledger.writer import plain
+
+    text = st.text(max_size=8)
+    stakes = st.builds(StakeView, text, text, text, st.integers(), text, st.booleans(),
+                       st.none() | text, st.booleans())
+    movements = st.builds(MovementView, st.integers(), text, text, text, text, st.integers(),
+                          text, text)
+    results = st.builds(StakeResult, text, st.none() | stakes,
+                        st.lists(movements, max_size=3).map(tuple), st.integers())
+
+    @settings(max_examples=200, deadline=None)
+    @given(results)
+    def check(result: StakeResult) -> None:
+        assert plain(result) == to_dict(result)
+
+    check()

@@ -13,7 +13,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from services.regulator.checkpoint import public_key_bytes
-from services.regulator.escrow_table import EscrowTable
 from services.regulator.notary import Notary
 from services.regulator.source import Database, EventTable
 from services.regulator.vocabulary import coup_end
@@ -45,17 +44,16 @@ class Played:
 
 
 def regulator_key() -> X25519PrivateKey:
-    """A fixed regulator key pair, so the escrow written while playing opens in the tests."""
+    """A fixed regulator key pair: the ledger escrows every seed to it while playing."""
     return X25519PrivateKey.from_private_bytes(b"\x42" * 32)
 
 
 def play(url: str, tables: list[tuple[str, str, int]], seed: int, in_play: int = 0) -> Played:
     """Play whole shoes (table, preset, shoes) and leave a shoe in play with ``in_play`` coups."""
     reg = regulator_key()
-    escrow = EscrowTable(url)
     pub = reg.public_key().public_bytes_raw()
     draw = random.Random(seed + 5).randbytes
-    ledger, rng = make_ledger(url, seed, new_seed=escrow.seeds(pub, lambda: draw(32)))
+    ledger, rng = make_ledger(url, seed, new_seed=lambda: draw(32), regulator_key=pub)
     out = Played(url, Ed25519PrivateKey.from_private_bytes(bytes([seed]) * 32), reg)
     player = None
     try:

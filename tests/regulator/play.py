@@ -24,7 +24,10 @@ class Clock:
 
 
 def make_ledger(
-    url: str, seed: int = 1, new_seed: Callable[[], bytes] | None = None
+    url: str,
+    seed: int = 1,
+    new_seed: Callable[[], bytes] | None = None,
+    regulator_key: bytes | None = None,
 ) -> tuple[Ledger, random.Random]:
     rng = random.Random(seed)
     ids = random.Random(seed + 1000)
@@ -34,6 +37,7 @@ def make_ledger(
         clock=Clock(),
         new_id=lambda: UUID(int=ids.getrandbits(128), version=4),
         new_seed=new_seed or (lambda: rng.randbytes(32)),
+        regulator_key=regulator_key,
     )
     return Ledger(config), rng
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -13,7 +13,6 @@ from sabot_verify.__main__ import run
 
 from domain.errors import FailedPrecondition
 from services.regulator.checkpoint import public_key_bytes
-from services.regulator.escrow_table import EscrowTable
 from services.regulator.export import write_export
 from services.regulator.replay import Replayer, verdict
 
@@ -73,10 +72,9 @@ def test_shoe_in_play_needs_the_regulator_key(played_sqlite: Played) -> None:
     with pytest.raises(FailedPrecondition) as err:
         verdict(Replayer(p.events(), p.notary()).coup(cid))
     assert err.value.field == "shoe_id"
-    # ...with it, the escrowed seed opens, matches the commitment and the coup replays.
-    replayer = Replayer(
-        p.events(), p.notary(), regulator_key=p.regulator, escrow=EscrowTable(p.url)
-    )
+    # ...with it, the seed escrowed in Shoe.Shuffled opens, matches the commitment and the coup
+    # replays.
+    replayer = Replayer(p.events(), p.notary(), regulator_key=p.regulator)
     steps = list(replayer.coup(cid))
     v = verdict(steps)
     assert v.identical, str(v)
@@ -141,8 +139,13 @@ def test_forged_proofs_are_rejected(played_sqlite: Played) -> None:
 
 def test_time_range_export(played_sqlite: Played) -> None:
     p = played_sqlite
-    since = datetime(2026, 1, 1, 12, 30, tzinfo=UTC)
-    until = since + timedelta(minutes=20)
+    stamps_all = sorted(
+        datetime.fromisoformat(ts["_data_"]) for e in p.events().iterate()
+        if isinstance(ts := json.loads(e.state).get("timestamp"), dict)
+    )
+    span = stamps_all[-1] - stamps_all[0]
+    since = stamps_all[0] + span * 3 / 10  # a window inside the play, whatever its pace
+    until = since + span / 5
     lines = export_lines(p, since=since, until=until)
     header = json.loads(lines[0])
     shoes = header["selection"]["shoes"]

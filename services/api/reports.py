@@ -1,0 +1,420 @@
+"""ReadModelService: reports from the read models (gaming day, statements, shoe history),
+recall, the reconcile check and the projections' lag; and the projection thread that keeps the
+read models up to date while the server runs.
+
+The read models live beside the events (``services.projections``). The thread catches them up
+whenever the log tailer (``Hub``) sees new events, on SQLite and PostgreSQL alike; every report
+also catches up first, so it is as of the head of the log when the call started.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import grpc
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from services.api import convert, errors, names
+from services.api.base import Base
+from services.api.gen.sabot.v1 import common_pb2, reports_pb2, reports_pb2_grpc
+from services.api.hub import Hub
+from services.api.logs import get_logger
+from services.api.roles import Principal, Role
+from services.ledger.api import Ledger
+from services.projections.export import Report, render
+from services.projections.projector import Lag
+from services.projections.recall import RecalledCoup
+from services.projections.reconcile import Reconciliation
+from services.projections.reports import CHANCES
+from services.projections.service import ReadModels
+
+WAIT_SECONDS = 1.0  # the thread looks at the log at least this often
+MIN_INTERVAL = 0.05  # under load: at most one catch-up per interval (bigger batches)
+ERROR_BACKOFF = 1.0
+RECONCILE_ATTEMPTS = 3
+MAX_RECALL_PAGE = 100
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_MIN_SECONDS = -62_135_596_800  # 0001-01-01T00:00:00Z
+_MAX_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
+_FORMATS: dict[int, tuple[str, str]] = {reports_pb2.EXPORT_FORMAT_CSV: ("csv", "text/csv"),
+            reports_pb2.EXPORT_FORMAT_JSON: ("json", "application/json")}
+_CHANCE = {"noir": common_pb2.CHANCE_NOIR, "rouge": common_pb2.CHANCE_ROUGE,
+           "couleur": common_pb2.CHANCE_COULEUR, "inverse": common_pb2.CHANCE_INVERSE}
+
+
+class ProjectionKeeper:
+    """The read models of the ledger's log, caught up by a thread poked by new events.
+
+    Catch-ups are serialised by a lock (the thread's and those of the calls); the positions in
+    ``rm_tracking`` make a catch-up by another process (``sabot projections run``) safe too."""
+
+    def __init__(self, ledger: Ledger, hub: Hub, follow: bool = True) -> None:
+        self.ledger = ledger
+        self.hub = hub
+        self.follow = follow
+        self.models = ReadModels(ledger.app)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.errors = 0  # catch-ups of the thread that failed (the store was down, ...)
+
+    def start(self) -> None:
+        if self.follow:
+            self._thread = threading.Thread(target=self._run, name="sabot-projections",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread (it finishes the batch it is applying)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def catch_up(self) -> int:
+        with self._lock:
+            return self.models.catch_up()
+
+    def position(self) -> int:
+        """The lowest position of the read models: all of them have applied the log to it."""
+        return min(self.models.projector.positions.values(), default=0)
+
+    def head(self) -> int:
+        return self.models.projector.head()
+
+    def lag(self) -> list[Lag]:
+        return self.models.lag()
+
+    def reconcile(self) -> Reconciliation:
+        """Balances of the read model against the write side's, read while the log did not
+        move (retried a few times when it did; the last answer otherwise)."""
+        result: Reconciliation | None = None
+        for _ in range(RECONCILE_ATTEMPTS):
+            before = self.head()
+            write_side = self.ledger.balances()
+            with self._lock:
+                result = self.models.reconcile(write_side)
+            if self.head() == before:
+                break
+        assert result is not None
+        return result
+
+    def _run(self) -> None:
+        log = get_logger()
+        while not self._stop.is_set():
+            try:
+                applied = self.catch_up()
+            except Exception as exc:  # the store may be down for a while: retry
+                self.errors += 1
+                log.error("projections: catch-up failed; retrying", error=repr(exc))
+                self._stop.wait(ERROR_BACKOFF)
+                continue
+            if self._stop.is_set():
+                break
+            if applied:
+                self._stop.wait(MIN_INTERVAL)
+            elif self.hub.closed:
+                self._stop.wait(MIN_INTERVAL * 4)
+            else:
+                self.hub.wait_beyond(self.position(), WAIT_SECONDS)
+                if self.hub.position > self.position():
+                    self._stop.wait(MIN_INTERVAL)  # let a burst of writes gather
+
+
+class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
+    def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub,
+                 keeper: ProjectionKeeper) -> None:
+        super().__init__(ledger, tokens, hub)
+        self.keeper = keeper
+
+    def _fresh(self) -> ReadModels:
+        self.keeper.catch_up()
+        return self.keeper.models
+
+    def _table(self, field: str, name: str) -> str:
+        table_id = names.table_name(field, name)
+        self.read({"table_id": field}, self.ledger.get_table, table_id)
+        return table_id
+
+    def GetGamingDayReport(
+        self, request: reports_pb2.GetGamingDayReportRequest, context: grpc.ServicerContext
+    ) -> reports_pb2.GamingDayReport:
+        day = _gaming_day(request.gaming_day)
+        fmt = _format(request.format)
+        table_id = self._table("table", request.table) if request.table else None
+        report = self._fresh().gaming_day(day, table_id, fresh=False)
+        answer = reports_pb2.GamingDayReport(
+            gaming_day=day, rows=[_day_row(r) for r in report.records()],
+            tables=int(report.facts.get("tables", 0)), flags=int(report.facts.get("flags", 0)))
+        _export(answer, report, fmt)
+        return answer
+
+    def GetPlayerStatement(
+        self, request: reports_pb2.GetPlayerStatementRequest, context: grpc.ServicerContext
+    ) -> reports_pb2.PlayerStatement:
+        who = self.caller(context)
+        account_id = names.account_name("account", request.account,
+                                        house=who.role is not Role.PLAYER)
+        self.own(who, account_id, "account")
+        since, until = _time_range(request, "start_time", "end_time")
+        fmt = _format(request.format)
+        size = _page_size(request.page_size, 100)
+        query = f"statement|{account_id}|{since}|{until}"
+        after = int(_read_token(request.page_token, query).get("a", 0))
+        report = self.read({"account_id": "account", "since": "start_time",
+                            "until": "end_time"},
+                           self._fresh().player_statement, account_id, since, until, False)
+        rows = [r for r in report.rows if int(r[0]) > after]
+        page, more = rows[:size], len(rows) > size
+        f = report.facts
+        answer = reports_pb2.PlayerStatement(
+            account=names.account(account_id), kind=str(f["kind"]),
+            currency_code=str(f["currency"]), opening_balance_minor=int(f["opening_balance"]),
+            closing_balance_minor=int(f["closing_balance"]), entries=int(f["entries"]),
+            balance_now_minor=int(f["balance_now"]),
+            lines=[_statement_line(dict(zip(report.columns, r, strict=True))) for r in page],
+            next_page_token=_token(query, {"a": int(page[-1][0])}) if more else "",
+        )
+        _export(answer, _page_of(report, page), fmt)
+        return answer
+
+    def ListShoeHistory(
+        self, request: reports_pb2.ListShoeHistoryRequest, context: grpc.ServicerContext
+    ) -> reports_pb2.ListShoeHistoryResponse:
+        table_id = self._table("parent", request.parent)
+        fmt = _format(request.format)
+        size = _page_size(request.page_size, 50)
+        query = f"shoes|{table_id}"
+        offset = int(_read_token(request.page_token, query).get("o", 0))
+        report = self.read({"table_id": "parent"}, self._fresh().shoe_history, table_id, False)
+        page = report.rows[offset:offset + size]
+        more = offset + size < len(report.rows)
+        answer = reports_pb2.ListShoeHistoryResponse(
+            shoes=[_shoe(table_id, dict(zip(report.columns, r, strict=True))) for r in page],
+            next_page_token=_token(query, {"o": offset + size}) if more else "",
+        )
+        _export(answer, _page_of(report, page), fmt)
+        return answer
+
+    def RecallCoups(
+        self, request: reports_pb2.RecallCoupsRequest, context: grpc.ServicerContext
+    ) -> reports_pb2.RecallCoupsResponse:
+        filters: dict[str, Any] = {}
+        if request.table:
+            filters["table_id"] = self._table("table", request.table)
+        if request.shoe:
+            table_id, shoe_id = names.shoe_name("shoe", request.shoe)
+            if self.shoe_table(shoe_id, "shoe") != table_id:
+                raise errors.ApiError(grpc.StatusCode.NOT_FOUND, "shoe", "NOT_FOUND",
+                                      "no such shoe at this table")
+            filters["shoe_id"] = shoe_id
+        if request.coup:
+            table_id, shoe_id, coup_id = names.coup_name("coup", request.coup)
+            self.check_coup(table_id, shoe_id, coup_id, "coup")
+            filters["coup_id"] = coup_id
+        if request.player:
+            filters["player"] = names.account_name("player", request.player, house=True)
+        since, until = _time_range(request, "start_time", "end_time")
+        filters["since"] = since
+        size = _page_size(request.page_size, 10, MAX_RECALL_PAGE)
+        query = "recall|" + json.dumps({**filters, "until": until}, sort_keys=True)
+        token = _read_token(request.page_token, query)
+        offset = int(token.get("o", 0))
+        # Later pages stop at the newest coup of the first: coups opened since do not shift them.
+        filters["until"] = token.get("u", until)
+        if offset + size >= 10_000:
+            raise errors.invalid("page_token", "too far: narrow the filters")
+        coups = self._fresh().recall(False, **filters, limit=offset + size + 1)
+        page, more = coups[offset:offset + size], len(coups) > offset + size
+        bound = filters["until"]
+        if bound is None and coups:
+            newest = datetime.fromisoformat(coups[0].opened_at)
+            bound = (newest + timedelta(microseconds=1)).isoformat()
+        return reports_pb2.RecallCoupsResponse(
+            coups=[_recalled(c) for c in page],
+            next_page_token=_token(query, {"o": offset + size, "u": bound}) if more else "",
+        )
+
+    def Reconcile(
+        self, request: reports_pb2.ReconcileRequest, context: grpc.ServicerContext
+    ) -> reports_pb2.ReconcileResponse:
+        result = self.keeper.reconcile()
+        diffs = [reports_pb2.BalanceDifference(account_id=d.account_id,
+                                               read_model_minor=d.read_model,
+                                               write_side_minor=d.write_side)
+                 for d in result.differences]
+        return reports_pb2.ReconcileResponse(agree=result.ok, accounts=result.accounts,
+                                             position=result.position, differences=diffs)
+
+    def GetProjectionLag(
+        self, request: reports_pb2.GetProjectionLagRequest, context: grpc.ServicerContext
+    ) -> reports_pb2.GetProjectionLagResponse:
+        return reports_pb2.GetProjectionLagResponse(projections=[
+            reports_pb2.ProjectionLag(view=g.view, position=g.position, head=g.head,
+                                      events_behind=g.events_behind,
+                                      seconds_behind=g.seconds_behind)
+            for g in self.keeper.lag()
+        ])
+
+
+# --- request fields --------------------------------------------------------------------------
+
+
+def _gaming_day(text: str) -> str:
+    if not text:
+        raise errors.invalid("gaming_day", "required: YYYY-MM-DD")
+    if not _DAY.fullmatch(text):
+        raise errors.invalid("gaming_day", f"must be YYYY-MM-DD, got {text[:40]!r}", "BAD_DATE")
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        raise errors.invalid("gaming_day", f"no such date {text!r}", "BAD_DATE") from None
+    return text
+
+
+def _format(value: int) -> tuple[str, str] | None:
+    if value == reports_pb2.EXPORT_FORMAT_UNSPECIFIED:
+        return None
+    if value not in _FORMATS:
+        raise errors.invalid("format", f"unknown export format {value}")
+    return _FORMATS[value]
+
+
+def _time(request: Message, field: str) -> str | None:
+    """An optional Timestamp field as the ISO 8601 UTC text the read models store."""
+    if not request.HasField(field):
+        return None
+    stamp: Timestamp = getattr(request, field)
+    if not _MIN_SECONDS <= stamp.seconds <= _MAX_SECONDS or not 0 <= stamp.nanos < 10**9:
+        raise errors.invalid(field, "not a valid time (years 1 to 9999)", "BAD_TIME")
+    return stamp.ToDatetime(tzinfo=UTC).isoformat()
+
+
+def _time_range(request: Message, start: str, end: str) -> tuple[str | None, str | None]:
+    since, until = _time(request, start), _time(request, end)
+    if since is not None and until is not None and until <= since:
+        raise errors.invalid(end, f"must be after {start}", "BAD_TIME_RANGE")
+    return since, until
+
+
+def _page_size(value: int, default: int, limit: int = names.MAX_PAGE_SIZE) -> int:
+    if value < 0:
+        raise errors.invalid("page_size", "must not be negative")
+    return min(value or default, limit)
+
+
+def _digest(query: str) -> str:
+    return hashlib.sha256(query.encode()).hexdigest()[:16]
+
+
+def _token(query: str, state: dict[str, Any]) -> str:
+    """An opaque page token: where the next page starts, bound to the request's filters."""
+    text = json.dumps({"q": _digest(query), **state}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+def _read_token(token: str, query: str) -> dict[str, Any]:
+    if not token:
+        return {}
+    try:
+        if len(token) > 400:
+            raise ValueError("too long")
+        state = json.loads(base64.urlsafe_b64decode(token.encode()))
+        if not isinstance(state, dict) or not all(
+            isinstance(state.get(k, 0), int) and state.get(k, 0) >= 0 for k in ("a", "o")
+        ):
+            raise ValueError(token)
+        if state.get("u") is not None:
+            datetime.fromisoformat(str(state["u"]))
+    except ValueError:
+        raise errors.invalid("page_token", "not a token this server issued") from None
+    if state.get("q") != _digest(query):
+        raise errors.invalid("page_token", "issued for other filters: repeat them unchanged")
+    return state
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+
+def _export(answer: Any, report: Report, fmt: tuple[str, str] | None) -> None:
+    if fmt is not None:
+        answer.export = render(report, fmt[0]).encode()
+        answer.export_media_type = fmt[1]
+
+
+def _page_of(report: Report, rows: Sequence[tuple[Any, ...]]) -> Report:
+    return Report(report.title, report.columns, tuple(rows), dict(report.facts))
+
+
+def _int(value: Any) -> int:
+    return 0 if value is None or value == "" else int(value)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _day_row(r: dict[str, Any]) -> reports_pb2.GamingDayRow:
+    table_id = str(r["table_id"])
+    cage = table_id.startswith("cage:")
+    return reports_pb2.GamingDayRow(
+        table="" if cage else names.table(table_id), cage=table_id if cage else "",
+        shift=0 if r["shift"] == "day" else int(r["shift"]),
+        coups=_int(r["coups"]), void_coups=_int(r["void_coups"]),
+        handle_by_chance=[reports_pb2.ChanceHandle(chance=_CHANCE[c],
+                                                   amount_minor=_int(r[f"handle_{c}"]))
+                          for c in CHANCES],
+        handle_minor=_int(r["handle"]), collections_minor=_int(r["collections"]),
+        payments_minor=_int(r["payments"]), bank_win_minor=_int(r["bank_win"]),
+        coup_results_minor=_int(r["coup_results"]), bank_check_ok=r["bank_check"] != "DIFF",
+        premiums_minor=_int(r["premiums"]), partage_minor=_int(r["partage"]),
+        prison_loss_minor=_int(r["prison_loss"]), house_win_minor=_int(r["house_win"]),
+        hold_percent=_text(r["hold_pct"]), theoretical_win=_text(r["theoretical_win"]),
+        interval_low=_text(r["interval_low"]), interval_high=_text(r["interval_high"]),
+        flag=_text(r["flag"]), prison_outstanding_minor=_int(r["prison_outstanding"]),
+        cash_in_minor=_int(r["cash_in"]), cash_out_minor=_int(r["cash_out"]),
+    )
+
+
+def _statement_line(r: dict[str, Any]) -> reports_pb2.StatementLine:
+    return reports_pb2.StatementLine(
+        number=int(r["seq"]), time=convert.timestamp(r["at"]), kind=_text(r["kind"]),
+        cause=_text(r["cause"]), counter_account=_text(r["counter_account"]),
+        stake_id=_text(r["stake_id"]), amount_minor=int(r["amount"]),
+        balance_after_minor=int(r["balance_after"]),
+    )
+
+
+def _shoe(table_id: str, r: dict[str, Any]) -> reports_pb2.ShoeRecord:
+    return reports_pb2.ShoeRecord(
+        name=names.shoe(table_id, str(r["shoe_id"])), open_time=convert.timestamp(r["opened_at"]),
+        close_time=convert.timestamp(r["closed_at"]), cut_position=_int(r["cut_position"]),
+        cut_by=_text(r["cut_by"]), coups=_int(r["coups"]), cards_dealt=_int(r["cards_dealt"]),
+        position=_int(r["position"]), to_cut_card=_int(r["to_cut_card"]),
+        status=_text(r["status"]), seed_status=_text(r["seed_status"]),
+        commitment=_text(r["commitment"]), order_digest=_text(r["order_digest"]),
+        results=_text(r["results"]),
+    )
+
+
+def _recalled(c: RecalledCoup) -> reports_pb2.CoupRecall:
+    return reports_pb2.CoupRecall(
+        coup=names.coup(c.table_id, c.shoe_id, c.coup_id), number=c.number,
+        number_in_shoe=c.number_in_shoe, open_time=convert.timestamp(c.opened_at),
+        result=_text(c.result), noir_total=_int(c.noir_total), rouge_total=_int(c.rouge_total),
+        announcement=_text(c.announcement), phase=c.phase,
+        steps=[reports_pb2.CoupRecallStep(
+            step=s.step, position=s.position, time=convert.timestamp(s.at), kind=s.kind,
+            account_id=_text(s.account_id), stake_id=_text(s.stake_id),
+            chance=_CHANCE.get(s.chance or "", common_pb2.CHANCE_UNSPECIFIED),
+            amount_minor=_int(s.amount),
+            detail_json=json.dumps(s.detail, sort_keys=True, separators=(",", ":")),
+        ) for s in c.steps],
+    )
