@@ -24,7 +24,7 @@ KEY = bytes(range(32))
 PLAYERS = [f"p{i}" for i in range(8)]
 CHANCES = ("noir", "rouge", "couleur", "inverse")
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
-PG_DB = "sabot_bench_ledger"
+PG_DB = f"sabot_bench_ledger_{os.getpid()}"  # per run: parallel runs must not drop it
 
 Row = tuple[str, float]
 

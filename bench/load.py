@@ -36,7 +36,7 @@ from services.api.gen.sabot.v1 import (
 Row = tuple[str, float]
 TABLES = 16
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
-PG_DB = "sabot_bench_api"
+PG_DB = f"sabot_bench_api_{os.getpid()}"  # per run: parallel runs must not drop it
 ROOT = Path(__file__).resolve().parents[1]
 
 

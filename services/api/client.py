@@ -13,6 +13,7 @@ from services.api.gen.sabot.v1 import (
     cashier_pb2_grpc,
     events_pb2_grpc,
     regulator_pb2_grpc,
+    reports_pb2_grpc,
     table_pb2_grpc,
 )
 
@@ -68,6 +69,9 @@ class Client:
         self.watch: Any = _Authed(events_pb2_grpc.WatchServiceStub(self.channel), token, None)
         self.feed: Any = _Authed(events_pb2_grpc.FeedServiceStub(self.channel), token, None)
         self.recall: Any = _Authed(events_pb2_grpc.RecallServiceStub(self.channel), token, timeout)
+        self.read_models: Any = _Authed(
+            reports_pb2_grpc.ReadModelServiceStub(self.channel), token, timeout
+        )
         self.regulator: Any = _Authed(
             regulator_pb2_grpc.RegulatorServiceStub(self.channel), token, None
         )

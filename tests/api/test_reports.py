@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import os
+import re
 import time
 import uuid
 from collections import Counter
@@ -45,6 +46,7 @@ CHANCE = {"noir": common_pb2.CHANCE_NOIR, "rouge": common_pb2.CHANCE_ROUGE,
           "couleur": common_pb2.CHANCE_COULEUR, "inverse": common_pb2.CHANCE_INVERSE}
 CHOICE = {"partage": common_pb2.REFAIT31_CHOICE_PARTAGE,
           "prison": common_pb2.REFAIT31_CHOICE_PRISON}
+LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[|\{\"")
 CSV, JSON = reports_pb2.EXPORT_FORMAT_CSV, reports_pb2.EXPORT_FORMAT_JSON
 
 
@@ -506,3 +508,39 @@ def test_roles_of_the_reports(served: Served) -> None:
         assert got[0] == grpc.StatusCode.PERMISSION_DENIED, who
     for who in ("back_office", "regulator", "admin"):
         assert served.reports(who).GetGamingDayReport(day).rows
+
+
+def _out(capsys: pytest.CaptureFixture[str]) -> str:
+    """What a command printed, without the server's log lines (same process)."""
+    text = capsys.readouterr().out
+    return "".join(ln for ln in text.splitlines(keepends=True)
+                   if not LOG_LINE.match(ln))
+
+
+def test_client_commands(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
+    from services.cli import main
+
+    common = ["--target", served.target, "--token", served.tokens["back_office"]]
+    day = _days(served.game)[-1]
+    assert main(["reports", "reconcile", *common]) == 0
+    assert "agree" in _out(capsys)
+    assert main(["reports", "day", day, "--table", "t-fr", "--export", "csv", *common]) == 0
+    out = _out(capsys)
+    assert out.startswith(f"# gaming_day: {day}") and "tables/" not in out and "t-fr" in out
+    assert main(["reports", "statement", "ana", "--page-size", "3", "--format", "json",
+                 *common]) == 0
+    doc = json.loads(_out(capsys))
+    assert len(doc["lines"]) == 3 and doc["next_page_token"]
+    assert main(["reports", "lag", *common]) == 0
+    assert "reconciliation" in _out(capsys)
+    assert main(["reports", "recall", "--table", "t-it", "--page-size", "1", *common]) == 0
+    assert "Coup.CardDealt" in _out(capsys)
+
+
+def test_the_projection_thread_can_be_turned_off() -> None:
+    from services.api.config import ConfigError, load
+
+    assert load(env={}, dotenv=None).projections is True
+    assert load(env={"SABOT_PROJECTIONS": "off"}, dotenv=None).projections is False
+    with pytest.raises(ConfigError, match="SABOT_PROJECTIONS"):
+        load(env={"SABOT_PROJECTIONS": "sometimes"}, dotenv=None)
