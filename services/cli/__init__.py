@@ -15,6 +15,7 @@ from domain.errors import RuleViolation
 # Modules that define ``register(subparsers) -> None``; each sub-parser sets ``func``.
 COMMAND_MODULES = (
     "services.cli.auditor",  # shuffle, deal
+    "services.cli.odds",  # odds (exact and Monte-Carlo)
     "services.cli.regulator",  # export, replay, checkpoints, proofs, keys
     "services.cli.server",  # serve, demo
     "services.cli.client",  # a command for every RPC

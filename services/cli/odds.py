@@ -1,0 +1,246 @@
+"""``sabot odds``: the exact odds and house edges of a preset, optionally checked by Monte-Carlo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from domain import montecarlo
+from domain.cards import check_deck_count
+from domain.errors import InvalidArgument
+from domain.odds import CoupOdds, Edge, french_coup_odds, house_edges, infinite_coup_odds
+from domain.rules import PRESET_NAMES, HouseRules, house_rules
+from services.cli import CliError
+
+FORMATS = ("table", "json")
+_HEX = re.compile(r"(0x)?[0-9a-fA-F]{1,64}")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "odds",
+        help="exact odds and house edges of the first coup (rational arithmetic)",
+        description="Exact odds of the first coup from a full shoe, the infinite-deck values "
+        "and each chance's house edge; --monte-carlo N checks them on N coups of the engine.",
+    )
+    p.add_argument("--preset", default="francaise", help=f"one of {', '.join(PRESET_NAMES)}")
+    p.add_argument(
+        "--option", action="append", default=[], metavar="K=V", help="override one house rule"
+    )
+    p.add_argument("--decks", default=None, help="number of decks, 1..8 (default: the preset's)")
+    p.add_argument("--format", default="table", help="table or json")
+    p.add_argument("--monte-carlo", default=None, metavar="N", help="also play N coups")
+    p.add_argument("--seed", default="0", metavar="HEX", help="Monte-Carlo seed (hexadecimal)")
+    p.set_defaults(func=cmd_odds)
+
+
+def _overrides(options: Sequence[str], decks: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in options:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--option: expected K=V, got {item!r}")
+        out[key.strip()] = value.strip()
+    if decks is not None:
+        if "decks" in out:
+            raise CliError("--decks: give the decks once (--decks or --option decks=N)")
+        out["decks"] = decks
+    return out
+
+
+def _whole(text: str, field: str) -> int:
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise InvalidArgument(field, "NOT_A_NUMBER", f"not a whole number: {text!r}") from None
+
+
+def parse_seed(text: str) -> int:
+    if not _HEX.fullmatch(text):
+        raise InvalidArgument("--seed", "BAD_SEED", f"must be 1 to 64 hexadecimal digits: {text!r}")
+    return int(text, 16)
+
+
+def cmd_odds(args: argparse.Namespace) -> int:
+    if args.format not in FORMATS:
+        raise CliError(f"--format: must be table or json, got {args.format!r}")
+    if args.preset not in PRESET_NAMES:
+        names = ", ".join(PRESET_NAMES)
+        raise InvalidArgument(
+            "--preset", "UNKNOWN_PRESET", f"unknown preset {args.preset!r} (one of {names})"
+        )
+    if args.decks is not None:
+        check_deck_count(_whole(args.decks, "--decks"), "--decks")
+    coups = None
+    if args.monte_carlo is not None:
+        coups = montecarlo.check_coups(_whole(args.monte_carlo, "--monte-carlo"), "--monte-carlo")
+    seed = parse_seed(args.seed)
+    rules = house_rules(args.preset, _overrides(args.option, args.decks))
+    odds = french_coup_odds(rules.decks)
+    infinite = infinite_coup_odds()
+    edges = house_edges(odds, rules)
+    inf_edges = house_edges(infinite, rules)
+    mc = montecarlo.run(rules, edges, coups, seed) if coups else None
+    if args.format == "json":
+        json.dump(to_json(rules, odds, infinite, edges, inf_edges, mc), sys.stdout, indent=2)
+        print()
+    else:
+        print(to_table(rules, odds, infinite, edges, inf_edges, mc))
+    return 0
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def _pct(x: Fraction | float) -> str:
+    return f"{float(x) * 100:9.5f}%"
+
+
+def _est(e: montecarlo.Estimate) -> str:
+    if math.isnan(e.value):
+        return f"{'-':>10} {'':>10}"
+    return f"{e.value * 100:9.5f}% {e.se * 100:9.5f}%"
+
+
+def _label(name: str) -> str:
+    if name.startswith(("noir_total_", "rouge_total_")):
+        row, _, t = name.rpartition("_")
+        return f"P({row.replace('_total', '')} row = {t})"
+    if name.startswith("refait_"):
+        return f"P(refait at {name[7:]})"
+    return f"P({name} wins)"
+
+
+def _edge_key(e: Edge) -> tuple[Any, str]:
+    return (e.chance, e.treatment)
+
+
+def to_table(
+    rules: HouseRules,
+    odds: CoupOdds,
+    infinite: CoupOdds,
+    edges: Sequence[Edge],
+    inf_edges: Sequence[Edge],
+    mc: montecarlo.MonteCarlo | None,
+) -> str:
+    lines = [
+        f"sabot odds: preset {rules.preset}, {rules.decks} deck(s); the first coup from a full "
+        "shoe, exact (rational)",
+        f"rules: refait31={rules.refait31.value} prison_refait31={rules.prison_refait31.value} "
+        f"couleur_inverse_on_refait31={rules.couleur_inverse_on_refait31.value} "
+        f"insurance_rate={rules.insurance_rate}",
+        "",
+    ]
+    head = f"{'figure':<22} {'exact':>10} {'infinite':>10}"
+    if mc:
+        head += f" {'monte-carlo':>10} {'SE':>10} {'z':>6}"
+    lines.append(head)
+    checks = {c.name: c for c in montecarlo.checks(odds.figures(), mc, edges)} if mc else {}
+    inf_fig = infinite.figures()
+    for name, value in odds.figures().items():
+        line = f"{_label(name):<22} {_pct(value)} {_pct(inf_fig[name])}"
+        if mc:
+            c = checks[name]
+            line += f" {_est(c.estimate)} {c.z:6.2f}{' !' if c.flagged else ''}"
+        lines.append(line)
+    lines += [
+        "",
+        "house edge: expected loss per unit staked; 'per coup' per coup the stake lies on the "
+        "layout (void coups count), 'per stake' over its life until it leaves the layout",
+    ]
+    head = (
+        f"{'chance':<8} {'treatment':<12} {'per coup':>10} {'per stake':>10} {'coups':>7} "
+        f"{'inf./coup':>10}"
+    )
+    if mc:
+        head += f" {'MC/coup':>10} {'SE':>10} {'z':>6} {'MC/stake':>10} {'SE':>10} {'z':>6}"
+    lines.append(head)
+    inf_by_key = {_edge_key(e): e for e in inf_edges}
+    for e in edges:
+        treat = e.treatment + ("" if e.default else "*")
+        line = (
+            f"{e.chance.value:<8} {treat:<12} {_pct(e.per_coup)} {_pct(e.loss_per_stake)} "
+            f"{float(e.coups_per_stake):7.4f} {_pct(inf_by_key[_edge_key(e)].per_coup)}"
+        )
+        if mc:
+            name = f"edge_{e.chance.value}_{e.treatment}"
+            for c in (checks[f"{name}_per_coup"], checks[f"{name}_per_stake"]):
+                line += f" {_est(c.estimate)} {c.z:6.2f}{' !' if c.flagged else '  '}"
+        lines.append(line)
+    lines.append(
+        "* on request (player's choice or insurance); prison figures use the "
+        "steady-state approximation (later coups have the first coup's law)"
+    )
+    if mc:
+        flagged = [c.name for c in checks.values() if c.flagged]
+        lines += [
+            "",
+            f"monte-carlo: {mc.coups} coups through the engine, seed {mc.seed:x}; "
+            f"{len(flagged)} of {len(checks)} exact figures outside {montecarlo.Z_LIMIT} SE"
+            + (f": {', '.join(flagged)}" if flagged else ""),
+        ]
+    return "\n".join(lines)
+
+
+def _frac(x: Fraction) -> dict[str, Any]:
+    return {"exact": f"{x.numerator}/{x.denominator}", "value": float(x)}
+
+
+def _est_json(e: montecarlo.Estimate) -> dict[str, Any]:
+    return {"value": e.value, "se": e.se, "n": e.n}
+
+
+def to_json(
+    rules: HouseRules,
+    odds: CoupOdds,
+    infinite: CoupOdds,
+    edges: Sequence[Edge],
+    inf_edges: Sequence[Edge],
+    mc: montecarlo.MonteCarlo | None,
+) -> dict[str, Any]:
+    checks = {c.name: c for c in montecarlo.checks(odds.figures(), mc, edges)} if mc else {}
+    inf_fig = infinite.figures()
+    figures: dict[str, Any] = {}
+    for name, value in odds.figures().items():
+        item: dict[str, Any] = {**_frac(value), "infinite": float(inf_fig[name])}
+        if name in checks:
+            item["monte_carlo"] = {**_est_json(checks[name].estimate), "z": checks[name].z}
+        figures[name] = item
+    inf_by_key: Mapping[tuple[Any, str], Edge] = {_edge_key(e): e for e in inf_edges}
+    edge_rows: list[dict[str, Any]] = []
+    for e in edges:
+        row: dict[str, Any] = {
+            "chance": e.chance.value,
+            "treatment": e.treatment,
+            "default": e.default,
+            "per_coup": _frac(e.per_coup),
+            "per_stake": _frac(e.loss_per_stake),
+            "coups_per_stake": _frac(e.coups_per_stake),
+            "infinite_per_coup": float(inf_by_key[_edge_key(e)].per_coup),
+        }
+        name = f"edge_{e.chance.value}_{e.treatment}"
+        if f"{name}_per_coup" in checks:
+            for way in ("per_coup", "per_stake"):
+                c = checks[f"{name}_{way}"]
+                row[f"monte_carlo_{way}"] = {**_est_json(c.estimate), "z": c.z}
+        edge_rows.append(row)
+    out: dict[str, Any] = {
+        "preset": rules.preset,
+        "decks": rules.decks,
+        "rules": rules.options(),
+        "figures": figures,
+        "edges": edge_rows,
+    }
+    if mc:
+        out["monte_carlo"] = {
+            "coups": mc.coups,
+            "seed": f"{mc.seed:x}",
+            "flagged": [c.name for c in checks.values() if c.flagged],
+        }
+    return out
