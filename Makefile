@@ -19,7 +19,7 @@ run: install
 	$(BIN)/python -m services.cli.server serve --dev --demo --listen 127.0.0.1:50051 --store sqlite:///var/sabot.db
 
 test: install
-	$(BIN)/pytest -q -p no:cacheprovider
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -p no:cacheprovider
 
 lint: install
 	$(BIN)/ruff check domain services ops tests bench

@@ -364,12 +364,13 @@ def test_export_over_grpc_verifies_with_sabot_verify(scene: Scene, tmp_path: Pat
     assert code == 0, text
     assert text.count("OK   coup") == len(scene.coups)
     # the console script on a file, as a regulator runs it
-    import shutil
     import subprocess
+    import sys
 
     path = tmp_path / "export.jsonl"
     path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
-    done = subprocess.run([shutil.which("sabot-verify") or "sabot-verify", str(path),
+    beside = Path(sys.executable).parent / "sabot-verify"  # the venv's console script
+    done = subprocess.run([str(beside) if beside.exists() else "sabot-verify", str(path),
                            "--checkpoint-key", OPERATOR_PUBLIC.hex()],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "VERIFIED" in done.stdout, done.stdout + done.stderr
