@@ -14,6 +14,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import settings
+
+# Time is measured by benchmarks, not tests: on a shared 2-core CI machine a per-example
+# deadline only measures the neighbours' load.
+settings.register_profile("sabot", deadline=None)
+settings.load_profile("sabot")
 
 PG_HOST = os.environ.get("SABOT_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("SABOT_PG_PORT", "5432"))
