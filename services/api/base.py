@@ -129,19 +129,23 @@ class Base:
             )
 
     def stake_owner(self, coup_id: str, stake_id: str, field: str) -> str:
+        """The account of a stake that is or was on the coup (it never changes, so a retried
+        command on a stake that has left the layout still passes its owner check). NOT_FOUND
+        on ``field`` if the stake never was on this coup."""
         with self._lock:
             known = self._stake_owner.get(stake_id)
         if known is None:
-            view = self.read({"coup_id": "coup"}, self.ledger.get_coup, coup_id)
-            for s in view.layout:
-                self._remember(self._stake_owner, s.stake_id, s.account_id)
-            with self._lock:
-                known = self._stake_owner.get(stake_id)
-        if known is None:
-            raise errors.ApiError(
-                grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND", "no such stake on the layout"
-            )
+            known = self.read({"coup_id": "coup", "stake_id": field},
+                              self.ledger.stake_account, coup_id, stake_id)
+            self._remember(self._stake_owner, stake_id, known)
         return known
+
+    def forget(self) -> None:
+        """Drop every cached fact (as after a restart)."""
+        with self._lock:
+            self._currency.clear()
+            self._coup_home.clear()
+            self._stake_owner.clear()
 
     def remember_stake(self, stake_id: str, account_id: str) -> None:
         self._remember(self._stake_owner, stake_id, account_id)

@@ -1,6 +1,12 @@
 """The log tailer: follows the ledger's event log and wakes the streams (watch, feed) waiting
 for new events. Commands served here poke it, so their events go out at once; writes by other
-processes are seen within one polling interval."""
+processes are seen within one polling interval.
+
+A poke costs no query when the hub knows the position of the last event its ledger saved
+(``saved``): the store commits in log order, so everything up to it is readable. The tailer
+then reads the log's end only once per polling interval (for writes of other processes).
+Without ``saved``, pokes wake the tailer, which reads the log's end at most once per
+``MIN_INTERVAL``."""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from typing import Protocol
 from services.ledger.views import StoredEvent
 
 POLL_SECONDS = 0.2
-MIN_INTERVAL = 0.005
+MIN_INTERVAL = 0.02
 SCAN_LIMIT = 10_000
 
 
@@ -25,10 +31,15 @@ class Hub:
     """The last log position seen, and a condition to wait on for a later one."""
 
     def __init__(
-        self, log: EventLog, streams: int = 16, end: Callable[[], int | None] | None = None
+        self,
+        log: EventLog,
+        streams: int = 16,
+        end: Callable[[], int | None] | None = None,
+        saved: Callable[[], int] | None = None,
     ) -> None:
         self._log = log
         self._end = end  # the log's last position, read directly (else found by reading)
+        self._saved = saved  # the last position this process saved (no query)
         self.stream_slots = threading.BoundedSemaphore(streams)  # streams at once
         self._cond = threading.Condition()  # streams wait on it for a later position
         self._wake = threading.Event()  # the tailer waits on it (poked, or closing)
@@ -51,8 +62,12 @@ class Hub:
         self._thread.start()
 
     def poke(self) -> None:
-        """Something was written: look at the log now (cheap; bursts are coalesced)."""
-        self._wake.set()
+        """Something was written: move to the last saved position at once (no query), or wake
+        the tailer to look at the log (bursts are coalesced)."""
+        if self._saved is not None:
+            self._note(self._saved())
+        else:
+            self._wake.set()
 
     def close(self) -> None:
         with self._cond:
@@ -79,6 +94,9 @@ class Hub:
             position = max(position, self._end() or 0)
         else:
             position = self._scan(position)
+        self._note(position)
+
+    def _note(self, position: int) -> None:
         with self._cond:
             if position > self._position:
                 self._position = position

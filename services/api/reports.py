@@ -3,7 +3,7 @@ recall, the reconcile check and the projections' lag; and the projection thread 
 read models up to date while the server runs.
 
 The read models live beside the events (``services.projections``). The thread catches them up
-whenever the log tailer (``Hub``) sees new events, on SQLite and PostgreSQL alike; every report
+every half second when the log has moved, on SQLite and PostgreSQL alike; every report
 also catches up first, so it is as of the head of the log when the call started.
 """
 
@@ -36,8 +36,7 @@ from services.projections.reconcile import Reconciliation
 from services.projections.reports import CHANCES
 from services.projections.service import ReadModels
 
-WAIT_SECONDS = 1.0  # the thread looks at the log at least this often
-MIN_INTERVAL = 0.05  # under load: at most one catch-up per interval (bigger batches)
+CATCH_UP_SECONDS = 0.5  # the thread looks at the log this often (one query when idle)
 ERROR_BACKOFF = 1.0
 RECONCILE_ATTEMPTS = 3
 MAX_RECALL_PAGE = 100
@@ -51,7 +50,7 @@ _CHANCE = {"noir": common_pb2.CHANCE_NOIR, "rouge": common_pb2.CHANCE_ROUGE,
 
 
 class ProjectionKeeper:
-    """The read models of the ledger's log, caught up by a thread poked by new events.
+    """The read models of the ledger's log, caught up by a thread when the log has moved.
 
     Catch-ups are serialised by a lock (the thread's and those of the calls); the positions in
     ``rm_tracking`` make a catch-up by another process (``sabot projections run``) safe too."""
@@ -107,25 +106,17 @@ class ProjectionKeeper:
         return result
 
     def _run(self) -> None:
+        """Every ``CATCH_UP_SECONDS``, if the log moved past the read models: one catch-up in
+        big batches (cheap under write load; reports catch up on demand before answering)."""
         log = get_logger()
-        while not self._stop.is_set():
+        while not self._stop.wait(CATCH_UP_SECONDS):
             try:
-                applied = self.catch_up()
+                if self.hub.position > self.position() or self.head() > self.position():
+                    self.catch_up()
             except Exception as exc:  # the store may be down for a while: retry
                 self.errors += 1
                 log.error("projections: catch-up failed; retrying", error=repr(exc))
                 self._stop.wait(ERROR_BACKOFF)
-                continue
-            if self._stop.is_set():
-                break
-            if applied:
-                self._stop.wait(MIN_INTERVAL)
-            elif self.hub.closed:
-                self._stop.wait(MIN_INTERVAL * 4)
-            else:
-                self.hub.wait_beyond(self.position(), WAIT_SECONDS)
-                if self.hub.position > self.position():
-                    self._stop.wait(MIN_INTERVAL)  # let a burst of writes gather
 
 
 class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):

@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from services.api import logs
+from services.api.base import Base
 from services.api.betting import BettingServicer
 from services.api.cashier import CashierServicer, ReportServicer
 from services.api.config import Config
@@ -69,6 +70,12 @@ class Running:
     notary: Follower | None = None  # signs a checkpoint at every coup end (with a key)
     regulator: RegulatorServicer | None = None
     projections: ProjectionKeeper | None = None  # keeps the read models up to date
+    servicers: tuple[Base, ...] = ()
+
+    def forget(self) -> None:
+        """Empty the servicers' caches of immutable facts (as a restart does)."""
+        for servicer in self.servicers:
+            servicer.forget()
 
     def stop(self, grace: float = GRACE_SECONDS) -> None:
         """Graceful shutdown: NOT_SERVING, streams told to end, in-flight calls drained, the
@@ -94,7 +101,9 @@ def start(config: Config, ledger: Ledger) -> Running:
     """Start serving ``ledger`` on ``config.listen`` (port 0: a free port, see ``Running.port``)."""
     recorder = getattr(getattr(ledger, "app", None), "recorder", None)
     end = getattr(recorder, "max_notification_id", None)
-    hub = Hub(ledger, streams=max(1, config.workers // 2), end=end)  # unary calls keep the rest
+    saved = getattr(ledger, "saved_position", None)
+    hub = Hub(ledger, streams=max(1, config.workers // 2), end=end,  # unary calls keep the rest
+              saved=saved)
     hub.start()
     server = grpc.server(
         ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="sabot-rpc"),
@@ -106,13 +115,16 @@ def start(config: Config, ledger: Ledger) -> Running:
         maximum_concurrent_rpcs=config.workers * 8,
     )
     deps = (ledger, config.tokens, hub)
-    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(*deps), server)
-    betting_pb2_grpc.add_BettingServiceServicer_to_server(BettingServicer(*deps), server)
-    cashier_pb2_grpc.add_CashierServiceServicer_to_server(CashierServicer(*deps), server)
-    cashier_pb2_grpc.add_ReportServiceServicer_to_server(ReportServicer(*deps), server)
-    events_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(*deps), server)
-    events_pb2_grpc.add_FeedServiceServicer_to_server(FeedServicer(*deps), server)
-    events_pb2_grpc.add_RecallServiceServicer_to_server(RecallServicer(*deps), server)
+    tables, betting = TableServicer(*deps), BettingServicer(*deps)
+    cashier, report = CashierServicer(*deps), ReportServicer(*deps)
+    watch, feed, recall = WatchServicer(*deps), FeedServicer(*deps), RecallServicer(*deps)
+    table_pb2_grpc.add_TableServiceServicer_to_server(tables, server)
+    betting_pb2_grpc.add_BettingServiceServicer_to_server(betting, server)
+    cashier_pb2_grpc.add_CashierServiceServicer_to_server(cashier, server)
+    cashier_pb2_grpc.add_ReportServiceServicer_to_server(report, server)
+    events_pb2_grpc.add_WatchServiceServicer_to_server(watch, server)
+    events_pb2_grpc.add_FeedServiceServicer_to_server(feed, server)
+    events_pb2_grpc.add_RecallServiceServicer_to_server(recall, server)
     notary = _notary(config)
     regulator = RegulatorServicer(
         *deps, store=config.store, seal_key=config.seal_key, follower=notary,
@@ -120,8 +132,8 @@ def start(config: Config, ledger: Ledger) -> Running:
             notary.key.public_key()))
     regulator_pb2_grpc.add_RegulatorServiceServicer_to_server(regulator, server)
     projections = ProjectionKeeper(ledger, hub, follow=config.projections)
-    reports_pb2_grpc.add_ReadModelServiceServicer_to_server(
-        ReadModelServicer(*deps, keeper=projections), server)
+    read_models = ReadModelServicer(*deps, keeper=projections)
+    reports_pb2_grpc.add_ReadModelServiceServicer_to_server(read_models, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME,
@@ -137,8 +149,10 @@ def start(config: Config, ledger: Ledger) -> Running:
     for name in ("", *SERVICES):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     get_logger().info("server started", listen=config.listen, port=port, store=_safe(config.store))
+    servicers = (tables, betting, cashier, report, watch, feed, recall, regulator, read_models)
     return Running(server, port, health_servicer, hub, ledger, threading.Event(), notary,
-                   regulator, projections)
+                   regulator, projections,
+                   tuple(s for s in servicers if isinstance(s, Base)))
 
 
 def _notary(config: Config) -> Follower | None:

@@ -137,6 +137,11 @@ class Ledger:
         self._sabots: dict[tuple[UUID, str, int | None], Sabot] = {}
         self._times: dict[UUID, tuple[int, dict[str, str]]] = {}  # see _event_times
 
+    def saved_position(self) -> int:
+        """The log position of the last event this ledger saved (0: none yet); every event up
+        to it is committed (the store commits in log order). Costs no query."""
+        return self._writer.saved_position
+
     def close(self) -> None:
         """Stop the writer and close the store's connections."""
         self._writer.close()

@@ -21,13 +21,29 @@ class Phase:
     SETTLED = "settled"
 
 
-def _put(layout: tuple[Stake, ...], stake_id: str, stake: Stake | None) -> tuple[Stake, ...]:
-    for i, s in enumerate(layout):
-        if s.stake_id == stake_id:
+def _put(agg: Coup, stake_id: str, stake: Stake | None) -> None:
+    """Put ``stake`` in the layout in place of the stake ``stake_id`` (None: remove it); a new
+    stake goes at the end. The index of the layout's stake ids spares a scan for new stakes."""
+    ids = agg.stake_ids
+    if stake_id not in ids:
+        if stake is not None:
+            agg.layout = (*agg.layout, stake)
+            ids[stake_id] = None
+        return
+    layout = agg.layout
+    for i in range(len(layout) - 1, -1, -1):
+        if layout[i].stake_id == stake_id:
             if stake is None:
-                return layout[:i] + layout[i + 1 :]
-            return (*layout[:i], stake, *layout[i + 1:])
-    return layout if stake is None else (*layout, stake)
+                agg.layout = layout[:i] + layout[i + 1 :]
+                del ids[stake_id]
+            else:
+                agg.layout = (*layout[:i], stake, *layout[i + 1 :])
+            return
+
+
+def _restate(agg: Coup, layout: tuple[Stake, ...]) -> None:
+    agg.layout = layout
+    agg.stake_ids = dict.fromkeys(s.stake_id for s in layout)
 
 
 class Coup(Aggregate):
@@ -41,6 +57,7 @@ class Coup(Aggregate):
         start_position: int
         phase: str
         layout: tuple[Stake, ...]
+        stake_ids: dict[str, None]  # the layout's stake ids (an index, derived from layout)
         cards: list[tuple[str, str, int, int]]
         noir_total: int | None
         rouge_total: int | None
@@ -74,6 +91,7 @@ class Coup(Aggregate):
             agg.start_position = self.start_position
             agg.phase = Phase.BETTING
             agg.layout = ()
+            agg.stake_ids = {}
             agg.cards = []
             agg.noir_total = None
             agg.rouge_total = None
@@ -97,6 +115,7 @@ class Coup(Aggregate):
 
         def apply(self, agg: Coup) -> None:
             agg.layout = (*agg.layout, self.stake)
+            agg.stake_ids[self.stake.stake_id] = None
 
     class StakeChanged(Event):
         """Base of every stake event: what the stake was and is (``stake`` None: it left)."""
@@ -113,7 +132,7 @@ class Coup(Aggregate):
         stake: Stake | None
 
         def apply(self, agg: Coup) -> None:
-            agg.layout = _put(agg.layout, self.stake_id, self.stake)
+            _put(agg, self.stake_id, self.stake)
             if agg.phase in (Phase.DEALT, Phase.SETTLED):
                 agg.fates.append(
                     {
@@ -192,7 +211,7 @@ class Coup(Aggregate):
         stakes: tuple[Stake, ...]
 
         def apply(self, agg: Coup) -> None:
-            agg.layout = tuple(self.stakes)
+            _restate(agg, tuple(self.stakes))
 
     class MoneyMoved(Event):
         """One movement of a settlement (or of the shoe's end), in the order of RULES.md."""
@@ -275,7 +294,9 @@ class Coup(Aggregate):
             agg.phase = Phase.SETTLED
 
     def stake(self, stake_id: str) -> Stake | None:
-        for s in self.layout:
+        if stake_id not in self.stake_ids:
+            return None
+        for s in reversed(self.layout):
             if s.stake_id == stake_id:
                 return s
         return None

@@ -215,6 +215,7 @@ class Writer:
         self._readers = 0  # queries waiting or running
         self._inflight: Decided | None = None  # being committed
         self._dirty = False  # the cache holds decided state not stored yet
+        self.saved_position = 0  # the log position of the last event this writer saved
         self.max_batch = max_batch
         self.linger = linger  # seconds to wait for more commands once one is queued
         self._queue: queue.Queue[Any] | None = None
@@ -430,7 +431,10 @@ class Writer:
         return True
 
     def _save(self, decided: Decided) -> None:
-        self.app.save(*decided.events)
+        recordings = self.app.save(*decided.events)
+        last = max((r.notification.id for r in recordings), default=0)
+        if last > self.saved_position:
+            self.saved_position = last
         self.app.put_snapshots(decided.snapshots)
 
     def _settle(self, decided: Decided) -> None:

@@ -309,3 +309,50 @@ def test_a_stake_keeps_its_owner_after_it_left_the_layout(api: Api) -> None:
     following = open_coup(api, shoe.name).name.rsplit("/", 1)[1]
     if ledger.get_coup(following).layout:  # carried over (a refait or a void coup)
         assert ledger.stake_account(following, kept) == "anne"
+
+
+# --- owner checks on a cold cache (after a restart) ---------------------------------------------
+
+
+def test_retried_withdraw_after_a_restart(api: Api) -> None:
+    """A player's retried WithdrawStake, the stake gone from the layout and the server's caches
+    cold: the owner check finds the stake's account in the coup's history, the first answer
+    comes back, nothing is written."""
+    coup = open_coup(api, open_shoe(api, open_table(api).name).name)
+    placed = place(api, coup.name)
+    anne = api.as_("anne").betting
+    request = betting_pb2.WithdrawStakeRequest(request_id=new_request_id(),
+                                               name=placed.stake.name, coup=coup.name)
+    first = anne.WithdrawStake(request)
+    api.running.forget()
+    retried(api, anne.WithdrawStake, request, first)
+    api.running.forget()  # another player still may not touch it
+    code, field, _ = failure(api.as_("bruno").betting.WithdrawStake, with_rid(request))
+    assert (code, field) == (grpc.StatusCode.PERMISSION_DENIED, "name")
+
+
+def test_retried_half_withdrawal_after_a_restart(api: Api,
+                                                 prisoners: tuple[str, list[str]]) -> None:
+    coup, stakes = prisoners
+    anne = api.as_("anne").betting
+    anne.ChooseRefait31(betting_pb2.ChooseRefait31Request(
+        request_id=new_request_id(), name=stakes[0], coup=coup, refait31_choice=PRISON))
+    request = betting_pb2.HalfWithdrawStakeRequest(request_id=new_request_id(),
+                                                   name=stakes[0], coup=coup)
+    first = anne.HalfWithdrawStake(request)
+    assert first.stake.name == ""  # gone from the layout
+    api.running.forget()
+    retried(api, anne.HalfWithdrawStake, request, first)
+
+
+def test_stake_never_on_the_coup_after_a_restart(api: Api) -> None:
+    """A cold cache and a stake id the coup never had: NOT_FOUND on ``name``."""
+    coup = open_coup(api, open_shoe(api, open_table(api).name).name)
+    place(api, coup.name)
+    table = coup.name.split("/shoes/")[0]
+    api.running.forget()
+    ghost = f"{table}/stakes/00000000-0000-4000-8000-000000000000"
+    code, field, _ = failure(api.as_("anne").betting.WithdrawStake,
+                             betting_pb2.WithdrawStakeRequest(
+                                 request_id=new_request_id(), coup=coup.name, name=ghost))
+    assert (code, field) == (grpc.StatusCode.NOT_FOUND, "name")
