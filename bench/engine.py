@@ -14,7 +14,7 @@ from uuid import UUID
 from domain import montecarlo
 from domain.cards import Card, DeckKind
 from domain.chances import Chance
-from domain.deal import deal_coup
+from domain.deal import deal_coup, deal_shoe
 from domain.layout import Layout, Step, place_stake
 from domain.odds import french_coup_odds, house_edges
 from domain.outcome import judge
@@ -87,6 +87,36 @@ def coups_per_second(all_chances: bool) -> float:
     return _timed(one_shoe_each)
 
 
+def phase_microseconds() -> tuple[float, float]:
+    """Microseconds per coup of each phase (8 players x 4 chances): deal+judge, then settle alone
+    on the same pre-judged coups. Where the time of ``coups_per_second`` goes."""
+    rules = house_rules("francaise", {"allow_opposed_stakes": "true"})
+    layout = _full_layout(rules, (Chance.NOIR, Chance.ROUGE, Chance.COULEUR, Chance.INVERSE))
+    shoes = _shoes(4)
+
+    def deal_and_judge() -> int:
+        coups = 0
+        for cards in shoes:
+            position = 0
+            while True:
+                coup = deal_coup(cards, position, CutCardRule.VOID_COUP)
+                judge(coup)
+                coups += 1
+                if coup.cut_card_reached:
+                    break
+                position = coup.next_position
+        return coups
+
+    outcomes = [judge(coup) for cards in shoes for coup in deal_shoe(cards, CutCardRule.VOID_COUP)]
+
+    def settle_only() -> int:
+        for outcome in outcomes:
+            settle(rules, layout, outcome)
+        return len(outcomes)
+
+    return 1e6 / _timed(deal_and_judge, 0.5), 1e6 / _timed(settle_only, 0.5)
+
+
 def shoes_per_second() -> float:
     """SABOT-SHUFFLE-1 (HMAC_DRBG + Fisher–Yates) of 6-deck shoes, with the cut."""
     counter = [0]
@@ -121,6 +151,9 @@ def run() -> list[Row]:
     c32 = coups_per_second(True)
     rows.append(("coups/s dealt+judged+settled, 8 players x 4 chances", c32, "coups/s"))
     rows.append(("  target", float(TARGET_COUPS_PER_S), "coups/s"))
+    deal_us, settle_us = phase_microseconds()
+    rows.append(("  of which deal+judge (8 x 4 chances)", deal_us, "us/coup"))
+    rows.append(("  of which settle (8 x 4 chances)", settle_us, "us/coup"))
     rows.append(("shoes/s SABOT-SHUFFLE-1, 6 decks", shoes_per_second(), "shoes/s"))
     rows.append(("  target", float(TARGET_SHOES_PER_S), "shoes/s"))
     rows.append(("exact odds, 6 decks", exact_odds_seconds(6), "s"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import NoReturn
+from typing import NoReturn, Protocol, cast
 
 from domain.chances import COLOUR_CHANCES, OPPOSITE, Chance
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -464,79 +464,165 @@ def end_of_shoe(layout: Layout) -> Step:
 
 
 # --- fast constructors for the hot path (deal and settle many coups a second) -----------------
-# A frozen dataclass's generated __init__ sets each field through object.__setattr__; filling
-# the slots through their descriptors makes the same object in about half the time. Every field
-# is set, in declaration order; tests check each equals the class's own constructor.
-
-_new = object.__new__
-_mv = [Movement.__dict__[n].__set__ for n in Movement.__slots__]
-_mv_kind, _mv_id, _mv_player, _mv_chance, _mv_amount, _mv_src, _mv_dst = _mv
-_sf = [StakeFate.__dict__[n].__set__ for n in StakeFate.__slots__]
-_sf_id, _sf_player, _sf_chance, _sf_fate, _sf_before, _sf_after, _sf_status = _sf
-_st = [Stake.__dict__[n].__set__ for n in Stake.__slots__]
-_st_id, _st_player, _st_chance, _st_amount, _st_status, _st_insured, _st_choice, _st_wait = _st
+# A frozen dataclass's generated __init__ sets each field through object.__setattr__, about 1 us
+# a movement. Each "filler" below is a plain class with exactly the same slots: its __init__ sets
+# them by ordinary assignment, then turns the object into the frozen class (CPython allows a
+# __class__ change between classes of identical slot layout). The result is an ordinary frozen
+# instance, equal to (and hashing like) the one the class's own constructor makes, in about a
+# quarter of the time. Every field is set, in declaration order; tests check each equals the
+# class's own constructor.
 
 
-def new_movement(
-    kind: MovementKind,
-    stake_id: str,
-    player: str,
-    chance: Chance,
-    amount: int,
-    source: Role,
-    destination: Role,
-) -> Movement:
-    """``Movement(...)``, faster."""
-    m: Movement = _new(Movement)
-    _mv_kind(m, kind)
-    _mv_id(m, stake_id)
-    _mv_player(m, player)
-    _mv_chance(m, chance)
-    _mv_amount(m, amount)
-    _mv_src(m, source)
-    _mv_dst(m, destination)
-    return m
+class _MovementFiller:
+    __slots__ = (  # noqa: RUF023 - the frozen class's field order
+        "kind",
+        "stake_id",
+        "player",
+        "chance",
+        "amount",
+        "source",
+        "destination",
+    )
+
+    def __init__(
+        self,
+        kind: MovementKind,
+        stake_id: str,
+        player: str,
+        chance: Chance,
+        amount: int,
+        source: Role,
+        destination: Role,
+    ) -> None:
+        self.kind = kind
+        self.stake_id = stake_id
+        self.player = player
+        self.chance = chance
+        self.amount = amount
+        self.source = source
+        self.destination = destination
+        self.__class__ = Movement  # type: ignore[assignment]
 
 
-def new_stake_fate(
-    stake_id: str,
-    player: str,
-    chance: Chance,
-    fate: Fate,
-    amount_before: int,
-    amount_after: int,
-    status_after: StakeStatus | None,
-) -> StakeFate:
-    """``StakeFate(...)``, faster."""
-    f: StakeFate = _new(StakeFate)
-    _sf_id(f, stake_id)
-    _sf_player(f, player)
-    _sf_chance(f, chance)
-    _sf_fate(f, fate)
-    _sf_before(f, amount_before)
-    _sf_after(f, amount_after)
-    _sf_status(f, status_after)
-    return f
+class _StakeFateFiller:
+    __slots__ = (  # noqa: RUF023 - the frozen class's field order
+        "stake_id",
+        "player",
+        "chance",
+        "fate",
+        "amount_before",
+        "amount_after",
+        "status_after",
+    )
+
+    def __init__(
+        self,
+        stake_id: str,
+        player: str,
+        chance: Chance,
+        fate: Fate,
+        amount_before: int,
+        amount_after: int,
+        status_after: StakeStatus | None,
+    ) -> None:
+        self.stake_id = stake_id
+        self.player = player
+        self.chance = chance
+        self.fate = fate
+        self.amount_before = amount_before
+        self.amount_after = amount_after
+        self.status_after = status_after
+        self.__class__ = StakeFate  # type: ignore[assignment]
 
 
-def new_stake(
-    stake_id: str,
-    player: str,
-    chance: Chance,
-    amount: int,
-    status: StakeStatus,
-    insured: bool,
-    choice: Refait31Choice | None,
-    awaiting_choice: bool,
-) -> Stake:
-    """``Stake(...)`` with every field given, faster."""
-    s: Stake = _new(Stake)
-    _st_id(s, stake_id)
-    _st_player(s, player)
-    _st_chance(s, chance)
-    _st_amount(s, amount)
-    _st_status(s, status)
-    _st_insured(s, insured)
-    _st_choice(s, choice)
-    _st_wait(s, awaiting_choice)
-    return s
+class _StakeFiller:
+    __slots__ = (  # noqa: RUF023 - the frozen class's field order
+        "stake_id",
+        "player",
+        "chance",
+        "amount",
+        "status",
+        "insured",
+        "choice",
+        "awaiting_choice",
+    )
+
+    def __init__(
+        self,
+        stake_id: str,
+        player: str,
+        chance: Chance,
+        amount: int,
+        status: StakeStatus,
+        insured: bool,
+        choice: Refait31Choice | None,
+        awaiting_choice: bool,
+    ) -> None:
+        self.stake_id = stake_id
+        self.player = player
+        self.chance = chance
+        self.amount = amount
+        self.status = status
+        self.insured = insured
+        self.choice = choice
+        self.awaiting_choice = awaiting_choice
+        self.__class__ = Stake  # type: ignore[assignment]
+
+
+# The fillers' slots must be the frozen classes' slots, in the same order (checked at import).
+for _filler, _frozen in (
+    (_MovementFiller, Movement),
+    (_StakeFateFiller, StakeFate),
+    (_StakeFiller, Stake),
+):
+    if _filler.__slots__ != _frozen.__slots__:  # pragma: no cover - a field was added or moved
+        raise TypeError(f"{_filler.__name__} does not match {_frozen.__name__}'s fields")
+
+
+class _NewMovement(Protocol):
+    def __call__(
+        self,
+        kind: MovementKind,
+        stake_id: str,
+        player: str,
+        chance: Chance,
+        amount: int,
+        source: Role,
+        destination: Role,
+    ) -> Movement: ...
+
+
+class _NewStakeFate(Protocol):
+    def __call__(
+        self,
+        stake_id: str,
+        player: str,
+        chance: Chance,
+        fate: Fate,
+        amount_before: int,
+        amount_after: int,
+        status_after: StakeStatus | None,
+    ) -> StakeFate: ...
+
+
+class _NewStake(Protocol):
+    def __call__(
+        self,
+        stake_id: str,
+        player: str,
+        chance: Chance,
+        amount: int,
+        status: StakeStatus,
+        insured: bool,
+        choice: Refait31Choice | None,
+        awaiting_choice: bool,
+    ) -> Stake: ...
+
+
+# The public names are the fillers themselves: no wrapper call on the hot path.
+new_movement: _NewMovement = cast(_NewMovement, _MovementFiller)
+"""``Movement(...)``, faster."""
+new_stake_fate: _NewStakeFate = cast(_NewStakeFate, _StakeFateFiller)
+"""``StakeFate(...)``, faster."""
+new_stake: _NewStake = cast(_NewStake, _StakeFiller)
+"""``Stake(...)`` with every field given, faster."""

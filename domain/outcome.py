@@ -11,7 +11,7 @@ from enum import StrEnum
 from domain.announcements import announce_decided, announce_refait, announce_void
 from domain.cards import Colour
 from domain.chances import Chance
-from domain.deal import CoupDeal
+from domain.deal import ROW_STOPS_ABOVE, CoupDeal
 
 
 class Result(StrEnum):
@@ -54,14 +54,36 @@ _WINNERS: dict[tuple[Result, bool], frozenset[Chance]] = {
 _NOBODY: frozenset[Chance] = frozenset()
 
 
+def _decided(noir: int, rouge: int, couleur: bool) -> Outcome:
+    result = Result.NOIR if noir < rouge else Result.ROUGE
+    words = announce_decided(noir, rouge, result is Result.ROUGE, couleur)
+    return Outcome(result, noir, rouge, None, couleur, _WINNERS[result, couleur], words)
+
+
+def _refait(total: int) -> Outcome:
+    return Outcome(Result.REFAIT, total, total, total, None, _NOBODY, announce_refait(total))
+
+
+# Every finished coup's outcome, made once (outcomes are immutable values): a row's total is
+# 31..40, so there are 90 decided pairs x Couleur/Inverse and 10 refaits.
+_TOTALS = range(ROW_STOPS_ABOVE + 1, ROW_STOPS_ABOVE + 11)
+_DECIDED_OUTCOMES: dict[tuple[int, int, bool], Outcome] = {
+    (noir, rouge, couleur): _decided(noir, rouge, couleur)
+    for noir in _TOTALS
+    for rouge in _TOTALS
+    if noir != rouge
+    for couleur in (True, False)
+}
+_REFAIT_OUTCOMES: dict[int, Outcome] = {total: _refait(total) for total in _TOTALS}
+
+
 def judge(deal: CoupDeal) -> Outcome:
     """The lower total wins; Couleur when the Noir row's first card has the winner's colour."""
     noir, rouge = deal.noir_total, deal.rouge_total
     if not deal.complete or noir is None or rouge is None:
         return Outcome(Result.VOID, noir, rouge, None, None, _NOBODY, announce_void())
     if noir == rouge:
-        return Outcome(Result.REFAIT, noir, rouge, noir, None, _NOBODY, announce_refait(noir))
-    result = Result.NOIR if noir < rouge else Result.ROUGE
-    couleur = deal.cards[0].card.colour == _ROW_COLOUR[result]
-    words = announce_decided(noir, rouge, result is Result.ROUGE, couleur)
-    return Outcome(result, noir, rouge, None, couleur, _WINNERS[result, couleur], words)
+        return _REFAIT_OUTCOMES.get(noir) or _refait(noir)
+    winner = _ROW_COLOUR[Result.NOIR if noir < rouge else Result.ROUGE]
+    couleur = deal.cards[0].card.colour == winner
+    return _DECIDED_OUTCOMES.get((noir, rouge, couleur)) or _decided(noir, rouge, couleur)

@@ -88,13 +88,47 @@ STAYS_AS: dict[Fate, StakeStatus] = {
 }
 
 
-def _decided_for(winners: frozenset[Chance]) -> dict[tuple[StakeStatus, Chance], Fate]:
-    """DECIDED spelt out for one set of winning chances: (status, chance) -> fate."""
+# LEAVES with the roles of each movement and its queue: 0 takes C/I, 1 takes N/R, 2 gives C/I,
+# 3 gives N/R (the seed-000 order, by appending, without sorting); per (fate, chance).
+Plan = tuple[tuple[MovementKind, Role, Role, int], ...]
+Verdicts = dict[StakeStatus, dict[Chance, tuple[Fate, Plan | None]]]
+_LEAVING_PLAN: dict[tuple[Fate, Chance], Plan] = {
+    (fate, chance): tuple(
+        (
+            kind,
+            *MOVEMENT_ROLES[kind],
+            (2 if kind in HOUSE_GIVES else 0) + (chance not in COLOUR_CHANCES),
+        )
+        for kind in kinds
+    )
+    for fate, kinds in LEAVES.items()
+    for chance in Chance
+}
+
+
+def _verdicts(fate_of_stake: dict[tuple[StakeStatus, Chance], Fate]) -> Verdicts:
+    """status -> chance -> (fate, its leaving plan or None when the stake stays)."""
     return {
-        (status, chance): DECIDED[status, chance in winners]
+        status: {
+            chance: (
+                fate_of_stake[status, chance],
+                _LEAVING_PLAN.get((fate_of_stake[status, chance], chance)),
+            )
+            for chance in Chance
+        }
         for status in StakeStatus
-        for chance in Chance
     }
+
+
+def _decided_for(winners: frozenset[Chance]) -> Verdicts:
+    """DECIDED spelt out for one set of winning chances."""
+    return _verdicts(
+        {
+            (status, chance): DECIDED[status, chance in winners]
+            for status in StakeStatus
+            for chance in Chance
+        }
+    )
 
 
 # The four possible sets of winners, prepared once (the hot path).
@@ -103,13 +137,6 @@ _DECIDED_FOR = {
     for row in (Chance.NOIR, Chance.ROUGE)
     for colour in (Chance.COULEUR, Chance.INVERSE)
     for winners in (frozenset({row, colour}),)
-}
-
-# LEAVES with the roles of each movement and its queue: 0 takes C/I, 1 takes N/R, 2 gives C/I,
-# 3 gives N/R (the seed-000 order, by appending, without sorting).
-_LEAVING_PLAN: dict[Fate, tuple[tuple[MovementKind, Role, Role, int], ...]] = {
-    fate: tuple((kind, *MOVEMENT_ROLES[kind], 2 if kind in HOUSE_GIVES else 0) for kind in kinds)
-    for fate, kinds in LEAVES.items()
 }
 
 
@@ -127,52 +154,58 @@ def fate_on_refait31(rules: HouseRules, stake: Stake) -> Fate:
     return FREE_ON_REFAIT31[rules.refait31, stake.choice]
 
 
+def _stays(stake: Stake, fate: Fate, awaiting: bool, takes: list[Movement]) -> Stake:
+    """The stake as it stays on the layout after ``fate``; a partage's movement goes to
+    ``takes`` (what the house takes, the stake's half of the queue)."""
+    if fate is Fate.VOID:
+        if stake.insured or stake.awaiting_choice:
+            return replace(stake, insured=False, awaiting_choice=False)
+        return stake
+    sid, player, chance, amount, choice = (
+        stake.stake_id,
+        stake.player,
+        stake.chance,
+        stake.amount,
+        stake.choice,
+    )
+    if fate is Fate.PARTAGE:
+        taken = house_half(amount)
+        if taken:
+            takes.append(movement(MovementKind.PARTAGE, stake, taken))
+        return new_stake(sid, player, chance, amount - taken, FREE, False, choice, False)
+    wait = fate is Fate.IMPRISONED and awaiting and choice is None
+    return new_stake(sid, player, chance, amount, STAYS_AS[fate], False, choice, wait)
+
+
 def settle(rules: HouseRules, layout: Layout, outcome: Outcome) -> Step:
     """Settle every stake on the layout against the outcome; insurance ends with the coup."""
-    decided = None
+    decided: Verdicts | None = None
     if outcome.decided:
         winners = outcome.winning_chances
         decided = _DECIDED_FOR.get(winners) or _decided_for(winners)
     refait31 = outcome.is_refait31
     awaiting = rules.refait31 is Refait31Rule.PLAYER_CHOICE
     queues: tuple[list[Movement], ...] = ([], [], [], [])
+    to_queue = tuple(q.append for q in queues)  # bound once: many appends per coup
     kept: list[Stake] = []
     fates: list[StakeFate] = []
+    fated = fates.append
+    plan: Plan | None
     for stake in layout.stakes:
-        sid, player, chance, amount = stake.stake_id, stake.player, stake.chance, stake.amount
+        chance = stake.chance
         if decided is not None:
-            fate = decided[stake.status, chance]
-        elif refait31:
-            fate = fate_on_refait31(rules, stake)
+            fate, plan = decided[stake.status][chance]
         else:
-            fate = Fate.VOID
-        plan = _LEAVING_PLAN.get(fate)
-        if plan is not None:  # the stake leaves the layout
-            nr = chance not in COLOUR_CHANCES
-            for kind, source, destination, queue in plan:
-                queues[queue + nr].append(
-                    new_movement(kind, sid, player, chance, amount, source, destination)
-                )
-            fates.append(new_stake_fate(sid, player, chance, fate, amount, 0, None))
+            fate = fate_on_refait31(rules, stake) if refait31 else Fate.VOID
+            plan = _LEAVING_PLAN.get((fate, chance))
+        if plan is None:  # the stake stays on the layout
+            after = _stays(stake, fate, awaiting, queues[chance not in COLOUR_CHANCES])
+            kept.append(after)
+            fated(fate_of(stake, fate, after))
             continue
-        if fate is Fate.VOID:
-            if stake.insured or stake.awaiting_choice:
-                after = replace(stake, insured=False, awaiting_choice=False)
-            else:
-                after = stake
-        elif fate is Fate.PARTAGE:
-            taken = house_half(stake.amount)
-            if taken:
-                queues[chance not in COLOUR_CHANCES].append(
-                    movement(MovementKind.PARTAGE, stake, taken)
-                )
-            after = new_stake(sid, player, chance, amount - taken, FREE, False, stake.choice, False)
-        else:
-            wait = fate is Fate.IMPRISONED and awaiting and stake.choice is None
-            after = new_stake(
-                sid, player, chance, amount, STAYS_AS[fate], False, stake.choice, wait
-            )
-        kept.append(after)
-        fates.append(fate_of(stake, fate, after))
+        sid, player, amount = stake.stake_id, stake.player, stake.amount
+        for kind, source, destination, queue in plan:
+            to_queue[queue](new_movement(kind, sid, player, chance, amount, source, destination))
+        fated(new_stake_fate(sid, player, chance, fate, amount, 0, None))
     takes_ci, takes_nr, gives_ci, gives_nr = queues
     return Step(Layout(tuple(kept)), (*takes_ci, *takes_nr, *gives_ci, *gives_nr), tuple(fates))

@@ -246,7 +246,9 @@ def test_fast_constructors_equal_the_classes_own() -> None:
     assert m == Movement(MovementKind.RETURN, "a", "p", Chance.NOIR, 5, Role.LAYOUT, Role.PLAYER)
     f = new_stake_fate("a", "p", Chance.NOIR, Fate.WON, 5, 0, None)
     assert f == StakeFate("a", "p", Chance.NOIR, Fate.WON, 5, 0, None)
+    assert type(m) is Movement and type(f) is StakeFate
     s = new_stake("a", "p", Chance.NOIR, 5, StakeStatus.PRISON, True, Refait31Choice.PRISON, True)
+    assert type(s) is Stake
     assert s == Stake(
         "a", "p", Chance.NOIR, 5, StakeStatus.PRISON, True, Refait31Choice.PRISON, True
     )
