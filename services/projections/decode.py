@@ -12,7 +12,9 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
+from eventsourcing.persistence import Notification
 from eventsourcing.utils import get_topic, resolve_topic
 
 from services.projections.view import Envelope
@@ -61,27 +63,42 @@ def _unwrap(value: dict[str, Any]) -> Any:
     return data  # enums stored as their text, uuid_hex, decimal_str, ...
 
 
+Row = tuple[int, str, int, str, bytes]  # (position, originator id text, version, topic, state)
+
+
 def decoder(app: Any) -> Callable[[Any], Envelope]:
     """A function from a notification to the envelope of its event, for ``app``'s log."""
+    return decoders(app)[0]
+
+
+def decoders(app: Any) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envelope] | None]:
+    """For ``app``'s log: a function from a notification to its envelope, and one from a raw
+    row (see :data:`Row`; ``None`` when the store has a cipher or compressor)."""
     mapper = app.mapper
     if getattr(mapper, "cipher", None) or getattr(mapper, "compressor", None):
-        return lambda n: envelope(n.id, mapper.to_domain_event(n), n.topic)
+        return lambda n: envelope(n.id, mapper.to_domain_event(n), n.topic), None
     loads = _loads
     versions: dict[str, int] = {}
     fromiso = datetime.fromisoformat
+    new = object.__new__
     marker = b'"_type_"'
     texts: dict[Any, str] = {}  # originator id -> its text (an aggregate has many events)
 
-    def decode(n: Any) -> Envelope:
-        topic = n.topic
+    def slow(row: Row) -> Envelope:
+        nid, oid, over, topic, state = row
+        n = Notification(id=nid, originator_id=UUID(oid), originator_version=over, topic=topic,
+                         state=state)
+        return envelope(nid, mapper.to_domain_event(n), topic)  # needs upcasting
+
+    def decode_row(row: Row) -> Envelope:
+        nid, oid, over, topic, state = row
         version = versions.get(topic)
         if version is None:
             version = versions[topic] = getattr(resolve_topic(topic), "class_version", 1)
-        state = n.state
         d = loads(state)
         stored_version = d.pop("class_version", 1) if version != 1 or "class_version" in d else 1
         if stored_version != version:
-            return envelope(n.id, mapper.to_domain_event(n), topic)  # needs upcasting
+            return slow(row)
         at = d["timestamp"]["_data_"]
         time = d["timestamp"] = fromiso(at)
         wrapped = state.count(marker) - 1  # values wrapped besides the timestamp
@@ -93,14 +110,19 @@ def decoder(app: Any) -> Callable[[Any], Envelope]:
                 for k, v in d.items():
                     if type(v) is dict and "_type_" in v:
                         d[k] = _unwrap(v)
+        d["originator_id"] = oid  # as text (no view reads it; a UUID costs ~1 us)
+        d["originator_version"] = over
+        ev = new(StoredEvent)  # _obj, inlined
+        ev.__dict__ = d
+        return Envelope(nid, topic, ev, time, at, oid)
+
+    def decode(n: Any) -> Envelope:
         oid = n.originator_id
-        d["originator_id"] = oid
-        d["originator_version"] = n.originator_version
         text = texts.get(oid)
         if text is None:
             if len(texts) > 100_000:
                 texts.clear()
             text = texts[oid] = str(oid)
-        return Envelope(n.id, topic, _obj(d), time, at, text)
+        return decode_row((n.id, text, n.originator_version, n.topic, n.state))
 
-    return decode
+    return decode, decode_row

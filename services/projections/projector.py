@@ -7,14 +7,15 @@ writes every view's rows and its tracking position in ONE transaction: exactly o
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from services.projections import tracking
 from services.projections.decode import EPOCH as _EPOCH
-from services.projections.decode import decoder
+from services.projections.decode import Row, decoders
 from services.projections.store import ReadStore, Tx
 from services.projections.tracking import PositionConflict
 from services.projections.view import Envelope, View
@@ -112,7 +113,8 @@ class Projector:
             assert self._wanted is not None
             self._wanted |= v.topics
         self.positions: dict[str, int] = {}
-        self._decode = decoder(app)
+        self._decode, self._decode_row = decoders(app)
+        self._select = _row_reader(app) if self._decode_row is not None else None
         self.setup()
 
     def setup(self) -> None:
@@ -131,12 +133,20 @@ class Projector:
 
     def read_batch(self, start: int, limit: int) -> list[Envelope]:
         """Events with positions > ``start``, decoded (only topics some view wants)."""
+        wanted = self._wanted
+        out: list[Envelope] = []
+        if self._select is not None and self._decode_row is not None:
+            decode_row = self._decode_row
+            for r in self._select(start, limit):
+                if wanted is None or r[3] in wanted:
+                    out.append(decode_row(r))
+                else:
+                    out.append(Envelope(r[0], r[3], None, _EPOCH, "", ""))
+            return out
         notifications = self.app.recorder.select_notifications(
             start + 1, limit, inclusive_of_start=True
         )
         decode = self._decode
-        wanted = self._wanted
-        out: list[Envelope] = []
         for n in notifications:
             if wanted is None or n.topic in wanted:
                 out.append(decode(n))
@@ -222,3 +232,53 @@ class Projector:
                         seconds = (head_time - t0).total_seconds()
             out.append(Lag(v.name, p.position, head, max(0, head - p.position), max(0.0, seconds)))
         return out
+
+
+def _row_reader(app: Any) -> Callable[[int, int], list[Row]] | None:
+    """Reads the log's rows after a position as plain tuples (:data:`decode.Row`), the
+    originator id as text: the recorder's ``select_notifications`` without its per-event
+    ``Notification`` and ``UUID`` objects. ``None`` for a recorder it does not know."""
+    recorder = app.recorder
+    datastore = getattr(recorder, "datastore", None)
+    table = getattr(recorder, "events_table_name", None)
+    module = type(datastore).__module__
+    if datastore is None or not isinstance(table, str):
+        return None
+    if module.endswith("sqlite") and getattr(datastore, "originator_id_type", "") == "uuid":
+        sql = (f"SELECT rowid, originator_id, originator_version, topic, state FROM {table} "
+               "WHERE rowid > ? ORDER BY rowid LIMIT ?")
+
+        texts: dict[str, str] = {}  # stored text (hex) -> the UUID's text, as str(UUID(...))
+
+        def select_sqlite(start: int, limit: int) -> list[Row]:
+            with datastore.transaction(commit=False) as c:
+                c.execute(sql, (start, limit))
+                rows = c.fetchall()
+            if len(texts) > 100_000:
+                texts.clear()
+            out: list[Row] = []
+            for nid, raw, over, topic, state in rows:
+                oid = texts.get(raw)
+                if oid is None:
+                    oid = texts[raw] = str(UUID(raw))
+                out.append((nid, oid, over, topic, state))
+            return out
+
+        return select_sqlite
+    if module.endswith("postgres"):
+        from psycopg.rows import tuple_row
+        from psycopg.sql import SQL, Identifier
+
+        statement = SQL(
+            "SELECT notification_id, originator_id::text, originator_version, topic, state "
+            "FROM {}.{} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
+        ).format(Identifier(datastore.schema), Identifier(table))
+
+        def select_postgres(start: int, limit: int) -> list[Row]:
+            with datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute(statement, (start, limit), prepare=True)
+                rows: list[Row] = cur.fetchall()
+                return rows
+
+        return select_postgres
+    return None

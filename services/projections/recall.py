@@ -67,6 +67,8 @@ STEP = Table(
 )
 _CC = COUP.column_names
 _I = {n: i for i, n in enumerate(_CC)}
+_STEPS = _I["steps"]
+_SHORT = {t: T.short(t) for t in T.COUP_EVENTS}  # topic -> the step's kind
 _HOUSE = ("table:", "cage:")  # accounts that are not a player's
 
 
@@ -113,11 +115,14 @@ class RecallView(View):
                 row = coups[coup_id] = list(found)
             return row
 
+        append = steps.append
+        dumps = _json
+
         def add(row: list[Any], e: Envelope, kind: str, account: Any, stake: Any, chance: Any,
                 amount: Any, detail: dict[str, Any]) -> None:
-            row[_I["steps"]] = int(row[_I["steps"]]) + 1
-            steps.append((row[0], row[_I["steps"]], e.position, e.at, kind,
-                          account, stake, chance, amount, _json(detail)))
+            n = row[_STEPS] = int(row[_STEPS]) + 1
+            append((row[0], n, e.position, e.at, kind, account, stake, chance, amount,
+                    dumps(detail)))
 
         for e in batch:
             ev = e.event
@@ -151,7 +156,7 @@ class RecallView(View):
             if found is None:
                 raise LookupError(f"event {t} of unknown coup {oid} at {e.position}")
             row = found
-            kind = T.short(t)
+            kind = _SHORT.get(t) or T.short(t)
             if t in T.STAKE_EVENTS:
                 add(row, e, kind, ev.account_id, ev.stake_id, ev.chance, ev.amount_after,
                     {"fate": ev.fate, "amount_before": ev.amount_before,

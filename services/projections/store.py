@@ -145,13 +145,34 @@ class ReadStore:
     def transaction(self) -> Iterator[Tx]:
         """A writing transaction: committed on success, rolled back on error.
 
-        On PostgreSQL the commit does not wait for the WAL flush (``synchronous_commit`` off,
-        for this transaction only): a crash may lose the last read-model transactions, but
-        each loses its tracking position with it, so they are simply applied again."""
-        with self.datastore.transaction(commit=True) as cursor:
-            if self.dialect == "postgres":
+        The commit does not wait for the flush of the write-ahead log (PostgreSQL:
+        ``synchronous_commit`` off for this transaction; SQLite in WAL mode: ``synchronous``
+        NORMAL for this commit, then set back): a crash of the machine may lose the last
+        read-model transactions, but each loses its tracking position with it, so they are
+        simply applied again."""
+        if self.dialect == "postgres":
+            with self.datastore.transaction(commit=True) as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
-            yield Tx(self, cursor)
+                yield Tx(self, cursor)
+            return
+        if not getattr(getattr(self.datastore, "pool", None), "is_journal_mode_wal", False):
+            with self.datastore.transaction(commit=True) as cursor:
+                yield Tx(self, cursor)
+            return
+        # SQLite in WAL mode: this commit does not wait for the fsync (synchronous NORMAL, safe
+        # from corruption in WAL mode), then the connection's setting is put back.
+        with self.datastore.get_connection(commit=True) as conn:
+            setting = conn.cursor()
+            setting.execute("PRAGMA synchronous")
+            before = int(setting.fetchone()[0])
+            if before > 1:
+                setting.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with conn.transaction(commit=True) as cursor:
+                    yield Tx(self, cursor)
+            finally:
+                if before > 1:
+                    setting.execute(f"PRAGMA synchronous = {before}")
 
     @contextmanager
     def read(self) -> Iterator[Tx]:

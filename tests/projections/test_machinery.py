@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -242,3 +244,35 @@ def test_a_new_version_of_a_view_is_rebuilt(store_env: dict[str, str]) -> None:
     before = newer.digests()
     assert newer.rebuild(drop=True) == 15 and newer.digests() == before
     assert newer.rebuild() == 15 and newer.digests() == before
+
+
+def test_sqlite_commit_does_not_wait_for_the_fsync_and_puts_the_setting_back(
+    tmp_path: Path,
+) -> None:
+    """A read-model transaction on SQLite (WAL) commits with synchronous NORMAL, written and
+    read back by the application's writer connection, whose FULL setting is restored after."""
+    from .conftest import sqlite_env
+
+    app = Tills(env=sqlite_env(str(tmp_path)))
+    p = Projector(app, [TillView()])
+    _play(app, [(0, 5), (1, 7)])
+    datastore: Any = getattr(app.recorder, "datastore")  # noqa: B009 (SQLite recorder)
+
+    def setting() -> int:
+        with datastore.get_connection(commit=True) as conn:
+            c = conn.cursor()
+            c.execute("PRAGMA synchronous")
+            return int(c.fetchone()[0])
+
+    assert datastore.pool.is_journal_mode_wal
+    before = setting()
+    assert before == 2  # FULL: sqlite3's default, the ledger's own writes
+    with p.store.transaction() as tx:
+        assert tx.query("PRAGMA synchronous") == [(1,)]
+    assert setting() == before
+    with pytest.raises(Crash), p.store.transaction() as tx:
+        raise Crash
+    assert setting() == before
+    p.catch_up()
+    assert sorted(_balances(p).values()) == [(0, 0), (5, 1), (7, 1)]
+    app.close()

@@ -156,3 +156,26 @@ def test_fast_decoder_reads_what_the_mapper_reads(game: Game) -> None:
         assert plain(vars(fast.event)) == plain(vars(slow)), n.topic
         seen.add(n.topic)
     assert len(seen) > 20
+
+
+def test_row_reader_reads_what_the_recorder_reads(game: Game) -> None:
+    """The rebuild's plain-row reader gives the recorder's notifications, the originator id as
+    its text, and decoding a row equals decoding the notification."""
+    from services.projections.decode import decoders
+    from services.projections.projector import _row_reader
+
+    app = game.ledger.app
+    select = _row_reader(app)
+    assert select is not None
+    decode, decode_row = decoders(app)
+    assert decode_row is not None
+    notifications = app.recorder.select_notifications(1, 100_000)
+    rows = select(0, 100_000)
+    assert [(n.id, str(n.originator_id), n.originator_version, n.topic, bytes(n.state))
+            for n in notifications] == [(*r[:4], bytes(r[4])) for r in rows]
+    middle = notifications[len(notifications) // 2].id
+    assert [r[0] for r in select(middle, 5)] == list(range(middle + 1, middle + 6))
+    for n, r in zip(notifications, rows, strict=True):
+        a, b = decode(n), decode_row(r)
+        assert a[:2] == b[:2] and a.time == b.time and a.at == b.at and a.oid == b.oid
+        assert repr(vars(a.event)) == repr(vars(b.event))  # nested values: StoredEvent
