@@ -84,8 +84,6 @@ def test_sabot_serve_stops_on_sigterm(tmp_path: Path) -> None:
 
 
 def test_the_demo_plays_a_whole_shoe_through_the_api(api: Api) -> None:
-    if api.store != "sqlite":
-        pytest.skip("one store is enough for the demo's narration")
     tokens = parse_tokens(",".join(
         [f"{api.tokens['croupier']}:croupier", f"{api.tokens['cashier']}:cashier",
          *(f"{t}:player:{p}" for p, t in api.player_tokens.items())]))
