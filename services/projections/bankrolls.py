@@ -28,6 +28,7 @@ ACCOUNT = Table(
     ),
     ("account_id",),
     indexes=(("originator_id",),),
+    indexes_in_apply=True,  # apply finds accounts by originator id
 )
 STATEMENT = Table(
     "rm_statement",

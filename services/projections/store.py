@@ -39,16 +39,25 @@ class Tx:
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run ``sql`` (an ``INSERT ... VALUES (?, ...)``, maybe with ``ON CONFLICT``) for every
-        row. On PostgreSQL the rows go as one array per column through ``unnest``: one
-        statement and one round trip for the whole batch instead of one per row."""
+        row. On PostgreSQL a plain INSERT becomes one ``COPY ... FROM STDIN``; with
+        ``ON CONFLICT`` the rows go as one array per column through ``unnest``: one statement
+        and one round trip for the whole batch instead of one per row."""
         if not rows:
             return
         values = _VALUES.search(sql) if self._store.dialect == "postgres" else None
         if values is None:
             self._cursor.executemany(self._store.sql(sql), [tuple(r) for r in rows])
             return
-        columns = list(zip(*rows, strict=True))
         target = _INSERT.search(sql)
+        if target is not None and not sql[values.end() :].strip():
+            # A plain INSERT (no ON CONFLICT): COPY, rows formatted by psycopg's C code.
+            copy = f"COPY {{s}}{target.group(1)} ({target.group(2)}) FROM STDIN"
+            with self._cursor.copy(self._store.sql(copy)) as out:
+                write = out.write_row
+                for row in rows:
+                    write(row)
+            return
+        columns = list(zip(*rows, strict=True))
         types = COLUMN_TYPES.get(target.group(1), {}) if target else {}
         names = [n.strip() for n in target.group(2).split(",")] if target else []
         if len(names) != len(columns):

@@ -34,22 +34,31 @@ class Table:
     columns: tuple[tuple[str, str], ...]
     key: tuple[str, ...]
     indexes: tuple[tuple[str, ...], ...] = ()
+    # True when the view's own lookups (``apply``) use the secondary indexes: a rebuild keeps
+    # them. Otherwise a rebuild drops them first and creates them after the last batch.
+    indexes_in_apply: bool = False
 
     def __post_init__(self) -> None:
         COLUMN_TYPES[self.name] = dict(self.columns)
 
     def create_sql(self) -> list[str]:
         cols = ", ".join(f"{n} {t}" for n, t in self.columns)
-        out = [
+        return [
             f"CREATE TABLE IF NOT EXISTS {{s}}{self.name} ({cols}, "
-            f"PRIMARY KEY ({', '.join(self.key)}))"
+            f"PRIMARY KEY ({', '.join(self.key)}))",
+            *self.index_sql(),
         ]
-        for i, idx in enumerate(self.indexes):
-            out.append(
-                f"CREATE INDEX IF NOT EXISTS {self.name}_i{i} ON {{s}}{self.name} "
-                f"({', '.join(idx)})"
-            )
-        return out
+
+    def index_sql(self) -> list[str]:
+        """The secondary indexes (idempotent)."""
+        return [
+            f"CREATE INDEX IF NOT EXISTS {self.name}_i{i} ON {{s}}{self.name} "
+            f"({', '.join(idx)})"
+            for i, idx in enumerate(self.indexes)
+        ]
+
+    def drop_index_sql(self) -> list[str]:
+        return [f"DROP INDEX IF EXISTS {{s}}{self.name}_i{i}" for i in range(len(self.indexes))]
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -87,6 +96,15 @@ class View(ABC):
 
     def drop(self, tx: Tx) -> None:
         tx.script(self.drop_sql())
+
+    def late_indexes(self) -> tuple[list[str], list[str]]:
+        """(drop, create) statements of the secondary indexes a rebuild builds after its last
+        batch (bulk load: each row then updates fewer B-trees; one sorted build at the end)."""
+        late = [t for t in self.tables if not t.indexes_in_apply]
+        return (
+            [sql for t in late for sql in t.drop_index_sql()],
+            [sql for t in late for sql in t.index_sql()],
+        )
 
     def empty_sql(self) -> list[str]:
         return [f"DELETE FROM {{s}}{table.name}" for table in self.tables]
