@@ -13,36 +13,21 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from contextlib import suppress
 
-import psycopg
-
+from bench._support import drop_pg_database, fresh_pg_database, percentile
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 
 KEY = bytes(range(32))
 PLAYERS = [f"p{i}" for i in range(8)]
 CHANCES = ("noir", "rouge", "couleur", "inverse")
-PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
 PG_DB = f"sabot_bench_ledger_{os.getpid()}"  # per run: parallel runs must not drop it
 
 Row = tuple[str, float]
 
 
 def _pg_url() -> str | None:
-    """A fresh benchmark database, or None if PostgreSQL is unreachable."""
-    try:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{PG_DB}"')
-    except psycopg.OperationalError:
-        return None
-    return f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return fresh_pg_database(PG_DB)
 
 
 def full_shoe(url: str, store: str) -> list[Row]:
@@ -96,7 +81,7 @@ def full_shoe(url: str, store: str) -> list[Row]:
         (f"{prefix}.events_per_s", events / elapsed),
         (f"{prefix}.commands_per_s", commands / elapsed),
         (f"{prefix}.place_stake_p50_ms", 1000 * statistics.median(stake_latencies)),
-        (f"{prefix}.place_stake_p99_ms", 1000 * _percentile(stake_latencies, 0.99)),
+        (f"{prefix}.place_stake_p99_ms", 1000 * percentile(stake_latencies, 0.99)),
     ]
 
 
@@ -141,7 +126,7 @@ def concurrent_stakes(url: str, store: str, clients: int = 32, per_client: int =
     return [
         (f"{prefix}.stakes_per_s", len(flat) / elapsed),
         (f"{prefix}.place_stake_p50_ms", 1000 * statistics.median(flat)),
-        (f"{prefix}.place_stake_p99_ms", 1000 * _percentile(flat, 0.99)),
+        (f"{prefix}.place_stake_p99_ms", 1000 * percentile(flat, 0.99)),
     ]
 
 
@@ -164,10 +149,7 @@ def run() -> list[Row]:
             rows += concurrent_stakes(url("concurrent"), store)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        with suppress(psycopg.OperationalError), psycopg.connect(
-            PG_ADMIN, autocommit=True
-        ) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
+        drop_pg_database(PG_DB)
     return rows
 
 

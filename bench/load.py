@@ -17,13 +17,12 @@ import sys
 import tempfile
 import time
 import uuid
-from contextlib import suppress
 from pathlib import Path
 
 import grpc
-import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from bench._support import drop_pg_database, fresh_pg_database, percentile
 from services.api.client import Client
 from services.api.gen.sabot.v1 import (
     betting_pb2,
@@ -35,31 +34,16 @@ from services.api.gen.sabot.v1 import (
 
 Row = tuple[str, float]
 TABLES = 16
-PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
 PG_DB = f"sabot_bench_api_{os.getpid()}"  # per run: parallel runs must not drop it
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def _pg_url() -> str | None:
-    try:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{PG_DB}"')
-    except psycopg.OperationalError:
-        return None
-    return f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
+    return fresh_pg_database(PG_DB)
 
 
 def _drop_pg() -> None:
-    with suppress(psycopg.OperationalError), psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
+    drop_pg_database(PG_DB)
 
 
 class Server:
@@ -184,10 +168,10 @@ def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row
     prefix = f"load.{store_name}.c{clients}"
     return [
         (f"{prefix}.stakes_per_s", round(done / elapsed, 1)),
-        (f"{prefix}.stake_p50_ms", round(_percentile(stake_ms, 0.50), 2)),
-        (f"{prefix}.stake_p99_ms", round(_percentile(stake_ms, 0.99), 2)),
-        (f"{prefix}.health_p50_ms", round(_percentile(health_ms, 0.50), 2)),
-        (f"{prefix}.health_p99_ms", round(_percentile(health_ms, 0.99), 2)),
+        (f"{prefix}.stake_p50_ms", round(percentile(stake_ms, 0.50), 2)),
+        (f"{prefix}.stake_p99_ms", round(percentile(stake_ms, 0.99), 2)),
+        (f"{prefix}.health_p50_ms", round(percentile(health_ms, 0.50), 2)),
+        (f"{prefix}.health_p99_ms", round(percentile(health_ms, 0.99), 2)),
         (f"{prefix}.errors", float(errors)),
         (f"{prefix}.server_cpu_ms_per_stake", round(1000 * cpu / max(done, 1), 3)),
     ]

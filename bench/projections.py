@@ -14,8 +14,7 @@ import tempfile
 import time
 from statistics import median
 
-import psycopg
-
+from bench._support import fresh_pg_database
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.projections import default_views
@@ -25,7 +24,6 @@ Row = tuple[str, float]
 KEY = bytes(range(32))
 PLAYERS = [f"p{i}" for i in range(8)]
 CHANCES = ("noir", "rouge", "couleur", "inverse")
-PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
 PG_DB = "sabot_bench_projections"
 SHOES = int(os.environ.get("SABOT_BENCH_SHOES", "6"))
 PAGE = 2000  # notifications per select in the raw scan
@@ -34,13 +32,7 @@ REPEAT = 3  # best of: the machine is shared, so take each figure's best run
 
 
 def _pg_url() -> str | None:
-    try:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{PG_DB}"')
-    except psycopg.OperationalError:
-        return None
-    return f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
+    return fresh_pg_database(PG_DB)
 
 
 def fill(url: str, shoes: int = SHOES) -> Ledger:

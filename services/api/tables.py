@@ -7,6 +7,8 @@ player token other players' account ids are hidden (``convert.viewer_of``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import grpc
 
 from domain.errors import NotFound
@@ -15,6 +17,7 @@ from services.api import convert, names
 from services.api.base import Base, check_uuid
 from services.api.errors import invalid
 from services.api.gen.sabot.v1 import table_pb2, table_pb2_grpc
+from services.ledger.views import CoupView
 
 _SHOE = {"shoe_id": "name", "position": "cut_position", "table_id": "name"}
 _COUP = {"coup_id": "name", "table_id": "name", "shoe_id": "name"}
@@ -197,26 +200,26 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
         viewer = convert.viewer_of(self.caller(context))
         return convert.coup(view, self.table_currency(table_id, "name"), viewer)
 
+    def _coup_step(
+        self, request_id: str, name: str, step: Callable[[str, str], CoupView]
+    ) -> table_pb2.Coup:
+        """A coup's state transition (close betting, deal, settle): one ledger command."""
+        rid = names.check_request_id(request_id)
+        table_id, _, coup_id = self._coup(name)
+        view = self.write(_COUP, step, rid, coup_id)
+        return convert.coup(view, self.table_currency(table_id, "name"))
+
     def CloseBetting(
         self, request: table_pb2.CloseBettingRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
-        rid = names.check_request_id(request.request_id)
-        table_id, _, coup_id = self._coup(request.name)
-        view = self.write(_COUP, self.ledger.close_betting, rid, coup_id)
-        return convert.coup(view, self.table_currency(table_id, "name"))
+        return self._coup_step(request.request_id, request.name, self.ledger.close_betting)
 
     def DealCoup(
         self, request: table_pb2.DealCoupRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
-        rid = names.check_request_id(request.request_id)
-        table_id, _, coup_id = self._coup(request.name)
-        view = self.write(_COUP, self.ledger.deal, rid, coup_id)
-        return convert.coup(view, self.table_currency(table_id, "name"))
+        return self._coup_step(request.request_id, request.name, self.ledger.deal)
 
     def SettleCoup(
         self, request: table_pb2.SettleCoupRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
-        rid = names.check_request_id(request.request_id)
-        table_id, _, coup_id = self._coup(request.name)
-        view = self.write(_COUP, self.ledger.settle, rid, coup_id)
-        return convert.coup(view, self.table_currency(table_id, "name"))
+        return self._coup_step(request.request_id, request.name, self.ledger.settle)
