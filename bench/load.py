@@ -3,8 +3,11 @@ health check measured in the same run. The server runs in its own process (``sab
 
 ``run()`` returns rows of (name, value): stakes/s and p50/p99 latency per store, the health
 check's p50/p99 under that load, and the server's processor time per stake
-(``server_cpu_ms_per_stake``, from /proc: the figure that depends least on what else the machine
-runs). ``SABOT_BENCH_QUICK=1``: 5 s per store instead of 10; ``SABOT_BENCH_CLIENTS`` (default
+(``server_cpu_ms_per_stake``, from /proc, the ledger process included: the figure that depends
+least on what else the machine runs); each store with the ledger in its own process (the
+default) and in one process (``.single_process``). ``load.floor``: the trivial health check alone
+from as many callers, what gRPC itself costs here (client and server are Python).
+``SABOT_BENCH_QUICK=1``: 5 s per store instead of 10; ``SABOT_BENCH_CLIENTS`` (default
 32); PostgreSQL is measured when reachable. ``python -m bench.load`` prints the rows.
 """
 
@@ -49,14 +52,16 @@ def _drop_pg() -> None:
 class Server:
     """``sabot serve`` in a subprocess, on a free port."""
 
-    def __init__(self, store: str, tokens: str, workdir: Path) -> None:
+    def __init__(self, store: str, tokens: str, workdir: Path, single: bool = False) -> None:
         env = {**os.environ, "SABOT_TOKENS": tokens, "SABOT_SEAL_KEY": os.urandom(32).hex(),
                "PYTHONUNBUFFERED": "1"}
         self.log = (workdir / "server.log").open("w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
-             "--store", store, "--env-file", str(workdir / "none.env")],
+             "--store", store, *(["--single-process"] if single else []),
+             "--env-file", str(workdir / "none.env")],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        # (the ledger process, a child, is counted in ``cpu_seconds``)
         assert self.proc.stdout is not None
         self.target = ""
         for line in self.proc.stdout:
@@ -67,13 +72,9 @@ class Server:
             raise RuntimeError("the server did not start; see " + str(workdir / "server.log"))
 
     def cpu_seconds(self) -> float:
-        """User + system time of the server process so far (NaN where /proc is missing)."""
-        try:
-            with open(f"/proc/{self.proc.pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return float("nan")
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system time so far of the server process and its children (the ledger
+        process, with ``--ledger-process``); NaN where /proc is missing."""
+        return sum(_cpu_of(pid) for pid in (self.proc.pid, *_children(self.proc.pid)))
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -83,6 +84,29 @@ class Server:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+
+
+def _cpu_of(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
 
 
 def _setup(target: str, admin: str, clients: int) -> list[str]:
@@ -148,15 +172,53 @@ async def _load(target: str, tokens: list[str], coups: list[str], seconds: float
     return stake_ms, health_ms, errors, len(stake_ms)
 
 
-def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row]:
+async def _health_only(target: str, clients: int, seconds: float) -> list[float]:
+    """The floor: ``clients`` callers of the trivial health check, back to back, no stakes."""
+    latencies: list[float] = []
+    async with grpc.aio.insecure_channel(target) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        deadline = time.perf_counter() + seconds
+
+        async def caller() -> None:
+            request = health_pb2.HealthCheckRequest(service="")
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                await health.Check(request, timeout=10)
+                latencies.append((time.perf_counter() - started) * 1000)
+
+        await asyncio.gather(*(caller() for _ in range(clients)))
+    return latencies
+
+
+def measure(store_name: str, url: str, clients: int, seconds: float, *, single: bool = False,
+            floor: bool = False) -> list[Row]:
+    """Stakes from ``clients`` players for ``seconds`` against ``sabot serve`` (the ledger in a
+    process of its own, or with ``single`` in the server's). ``floor``: first the trivial
+    health check alone from as many callers (what gRPC itself costs here)."""
     players = [f"bench-player-{i}-{uuid.uuid4().hex[:8]}" for i in range(clients)]
     admin = f"bench-admin-{uuid.uuid4().hex}"
     spec = ",".join([f"{admin}:admin", *(f"{t}:player:p{i}" for i, t in enumerate(players))])
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         store = url.replace("{tmp}", tmp)
-        server = Server(store, spec, Path(tmp))
+        server = Server(store, spec, Path(tmp), single=single)
         try:
             coups = _setup(server.target, admin, clients)
+            if floor:
+                cpu = server.cpu_seconds()
+                started = time.perf_counter()
+                health_only = asyncio.run(_health_only(server.target, clients, seconds / 2))
+                elapsed = time.perf_counter() - started
+                cpu = server.cpu_seconds() - cpu
+                rows += [
+                    (f"load.floor.c{clients}.health_per_s", round(len(health_only) / elapsed, 1)),
+                    (f"load.floor.c{clients}.health_p50_ms",
+                     round(percentile(health_only, 0.5), 2)),
+                    (f"load.floor.c{clients}.health_p99_ms",
+                     round(percentile(health_only, 0.99), 2)),
+                    (f"load.floor.c{clients}.server_cpu_ms_per_call",
+                     round(1000 * cpu / max(len(health_only), 1), 3)),
+                ]
             cpu = server.cpu_seconds()
             started = time.perf_counter()
             stake_ms, health_ms, errors, done = asyncio.run(
@@ -165,8 +227,9 @@ def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row
             cpu = server.cpu_seconds() - cpu
         finally:
             server.stop()
-    prefix = f"load.{store_name}.c{clients}"
+    prefix = f"load.{store_name}{'.single_process' if single else ''}.c{clients}"
     return [
+        *rows,
         (f"{prefix}.stakes_per_s", round(done / elapsed, 1)),
         (f"{prefix}.stake_p50_ms", round(percentile(stake_ms, 0.50), 2)),
         (f"{prefix}.stake_p99_ms", round(percentile(stake_ms, 0.99), 2)),
@@ -182,11 +245,18 @@ def run(quick: bool | None = None) -> list[Row]:
         quick = os.environ.get("SABOT_BENCH_QUICK") == "1"
     seconds = 5.0 if quick else 10.0
     clients = int(os.environ.get("SABOT_BENCH_CLIENTS", "32"))
-    rows = measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds)
+    rows = measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, floor=True)
+    rows += measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, single=True)
     url = _pg_url()
     if url is not None:
         try:
             rows += measure("postgres", url, clients, seconds)
+        finally:
+            _drop_pg()
+        url = _pg_url()
+        assert url is not None
+        try:
+            rows += measure("postgres", url, clients, seconds, single=True)
         finally:
             _drop_pg()
     elif os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":

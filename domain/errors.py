@@ -12,6 +12,16 @@ class RuleViolation(Exception):
         self.reason = reason
         self.message = message
 
+    def __reduce__(self) -> tuple[object, tuple[type[RuleViolation], str, str, str]]:
+        """Pickled as its class and three fields (subclasses differ in their constructors)."""
+        return (_restore, (type(self), self.field, self.reason, self.message))
+
+
+def _restore(cls: type[RuleViolation], field: str, reason: str, message: str) -> RuleViolation:
+    error = cls.__new__(cls)
+    RuleViolation.__init__(error, field, reason, message)
+    return error
+
 
 class InvalidArgument(RuleViolation):
     """The input itself is malformed or out of range, whatever the state (INVALID_ARGUMENT)."""

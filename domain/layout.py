@@ -46,28 +46,90 @@ class Stake:
     awaiting_choice: bool = False  # imprisoned by a 31 refait, partage may still be chosen
 
 
+class _LayoutIndex:
+    """The slots of ``Layout``'s index (not fields: not compared, hashed, shown or pickled).
+
+    ``_ids``: each stake id's position (its first, should a layout hold an id twice);
+    ``_pairs``: how many stakes each (player, chance) has. Built on first use, or carried over
+    by the steps that make a layout from another (placing appends in O(1) amortised). A dict
+    attached to a layout is never changed afterwards (layouts may share one)."""
+
+    __slots__ = ("_ids", "_pairs")
+    _ids: dict[str, int]
+    _pairs: dict[tuple[str, Chance], int]
+
+
+_Index = tuple[dict[str, int], dict[tuple[str, Chance], int]]
+
+
 @dataclass(frozen=True, slots=True)
-class Layout:
+class Layout(_LayoutIndex):
     stakes: tuple[Stake, ...] = ()
+
+    def _index(self) -> _Index:
+        """The layout's index (built now if it has none)."""
+        ids: dict[str, int] | None = getattr(self, "_ids", None)
+        if ids is not None:
+            return ids, self._pairs
+        ids = {}
+        pairs: dict[tuple[str, Chance], int] = {}
+        for i, s in enumerate(self.stakes):
+            ids.setdefault(s.stake_id, i)
+            key = (s.player, s.chance)
+            pairs[key] = pairs.get(key, 0) + 1
+        _set(self, "_ids", ids)
+        _set(self, "_pairs", pairs)
+        return ids, pairs
 
     def get(self, stake_id: str) -> Stake:
         """The stake, or NotFound naming ``stake_id``."""
-        for stake in self.stakes:
-            if stake.stake_id == stake_id:
-                return stake
-        raise NotFound("stake_id", "UNKNOWN_STAKE", f"no stake {stake_id!r} on the layout")
+        i = self._index()[0].get(stake_id)
+        if i is None:
+            raise NotFound("stake_id", "UNKNOWN_STAKE", f"no stake {stake_id!r} on the layout")
+        return self.stakes[i]
+
+    def find(self, stake_id: str) -> Stake | None:
+        """The stake, or None."""
+        i = self._index()[0].get(stake_id)
+        return None if i is None else self.stakes[i]
+
+    def position(self, stake_id: str) -> int | None:
+        """Where the stake is in ``stakes`` (None: not on the layout)."""
+        return self._index()[0].get(stake_id)
 
     def of_player(self, player: str) -> tuple[Stake, ...]:
         """The player's stakes, in layout order."""
         return tuple(s for s in self.stakes if s.player == player)
 
     def has(self, stake_id: str) -> bool:
-        return any(s.stake_id == stake_id for s in self.stakes)
+        return stake_id in self._index()[0]
 
     @property
     def total(self) -> int:
         """Every stake's amount added up: what the layout account holds."""
         return sum(s.amount for s in self.stakes)
+
+
+_set = object.__setattr__
+
+
+def _indexed(
+    stakes: tuple[Stake, ...], ids: dict[str, int], pairs: dict[tuple[str, Chance], int]
+) -> Layout:
+    """``Layout(stakes)`` given its index (which nothing changes afterwards)."""
+    layout = Layout(stakes)
+    _set(layout, "_ids", ids)
+    _set(layout, "_pairs", pairs)
+    return layout
+
+
+def _count(pairs: dict[tuple[str, Chance], int], stake: Stake, change: int) -> None:
+    key = (stake.player, stake.chance)
+    n = pairs.get(key, 0) + change
+    if n:
+        pairs[key] = n
+    else:
+        del pairs[key]
 
 
 class Role(StrEnum):
@@ -180,13 +242,33 @@ def fate_of(before: Stake, fate: Fate, after: Stake | None) -> StakeFate:
 
 
 def _swap(layout: Layout, stake_id: str, new: Stake | None) -> Layout:
-    """The layout with the stake replaced in place (or removed when ``new`` is None)."""
+    """The layout with the stake replaced in place (or removed when ``new`` is None); its index
+    carried over."""
+    ids, pairs = layout._index()
+    i = ids.get(stake_id)
+    if i is None:
+        raise NotFound("stake_id", "UNKNOWN_STAKE", f"no stake {stake_id!r} on the layout")
     stakes = layout.stakes
-    for i, s in enumerate(stakes):
-        if s.stake_id == stake_id:
-            tail = stakes[i + 1 :]
-            return Layout((*stakes[:i], new, *tail) if new is not None else stakes[:i] + tail)
-    raise NotFound("stake_id", "UNKNOWN_STAKE", f"no stake {stake_id!r} on the layout")
+    old = stakes[i]
+    if new is not None:
+        swapped = (*stakes[:i], new, *stakes[i + 1 :])
+        if new.stake_id != stake_id:  # pragma: no cover - the steps keep a stake's id
+            return Layout(swapped)
+        if new.player != old.player or new.chance is not old.chance:
+            pairs = pairs.copy()
+            _count(pairs, old, -1)
+            _count(pairs, new, 1)
+        return _indexed(swapped, ids, pairs)
+    kept = stakes[:i] + stakes[i + 1 :]
+    if len(ids) != len(stakes):  # an id held twice: index it afresh when needed
+        return Layout(kept)
+    ids = ids.copy()
+    del ids[stake_id]
+    for j in range(i, len(kept)):
+        ids[kept[j].stake_id] = j
+    pairs = pairs.copy()
+    _count(pairs, old, -1)
+    return _indexed(kept, ids, pairs)
 
 
 def _one(layout: Layout, before: Stake, fate: Fate, after: Stake | None, *moves: Movement) -> Step:
@@ -223,6 +305,8 @@ def _check_not_opposed(
     if rules.allow_opposed_stakes:
         return
     opposite = OPPOSITE[chance]
+    if not layout._index()[1].get((player, opposite)):
+        return
     for s in layout.stakes:
         if s.player == player and s.chance is opposite and s.stake_id != ignore:
             _refuse_opposed(player, chance, s)
@@ -294,20 +378,26 @@ def place_stake(
     _check_amount(amount, rules.min_stake, rules.max_stake, "a stake")
     if choice is not None:
         choice = _check_choice(rules, choice)
-    opposite = None if rules.allow_opposed_stakes else OPPOSITE[chance]
-    opposed: Stake | None = None
-    for s in layout.stakes:  # one pass: the id is unused, and no opposed stake of the player
-        if s.stake_id == stake_id:
-            raise FailedPrecondition(
-                "stake_id", "DUPLICATE_STAKE", f"stake {stake_id!r} is already on the layout"
-            )
-        if s.chance is opposite and opposed is None and s.player == player:
-            opposed = s
-    if opposed is not None:
-        _refuse_opposed(player, chance, opposed)
+    ids, pairs = layout._index()
+    if stake_id in ids:
+        raise FailedPrecondition(
+            "stake_id", "DUPLICATE_STAKE", f"stake {stake_id!r} is already on the layout"
+        )
+    key = (player, chance)
+    if not rules.allow_opposed_stakes:
+        opposite = OPPOSITE[chance]
+        if pairs.get((player, opposite)):  # the player has one: the first of them is named
+            for s in layout.stakes:
+                if s.chance is opposite and s.player == player:
+                    _refuse_opposed(player, chance, s)
     stake = new_stake(stake_id, player, chance, amount, StakeStatus.FREE, False, choice, False)
+    stakes = layout.stakes
+    ids = ids.copy()
+    ids[stake_id] = len(stakes)
+    pairs = pairs.copy()
+    pairs[key] = pairs.get(key, 0) + 1
     return Step(
-        Layout((*layout.stakes, stake)),
+        _indexed((*stakes, stake), ids, pairs),
         (new_movement(MovementKind.STAKE, stake_id, player, chance, amount, *_STAKE_ROLES),),
         (new_stake_fate(stake_id, player, chance, Fate.PLACED, 0, amount, StakeStatus.FREE),),
     )

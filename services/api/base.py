@@ -13,7 +13,7 @@ import grpc
 from domain.errors import RuleViolation
 from services.api import errors
 from services.api.hub import Hub
-from services.api.interceptor import authenticate
+from services.api.interceptor import authenticate, current_principal
 from services.api.roles import Principal, Role
 from services.ledger.api import Ledger
 from services.ledger.errors import Conflict
@@ -39,6 +39,11 @@ class Base:
     # --- callers ----------------------------------------------------------------------------
 
     def caller(self, context: grpc.ServicerContext) -> Principal:
+        """The caller, as the interceptor authenticated it for this RPC (without the interceptor:
+        from the call's metadata)."""
+        known = current_principal.get()
+        if known is not None:
+            return known
         who = authenticate(self.tokens, context.invocation_metadata())
         if isinstance(who, errors.ApiError):
             raise who

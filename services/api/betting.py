@@ -67,7 +67,8 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
         if not request.HasField("amount"):
             raise errors.invalid("amount", "required")
         self.own(self.caller(context), account_id, "account")
-        amount = self._amount(request.amount, self.table_currency(table_id, "coup"))
+        currency = self.table_currency(table_id, "coup")
+        amount = self._amount(request.amount, currency)
         self.check_coup(table_id, shoe_id, coup_id, "coup")
         result = self.write(
             _PLACE,
@@ -82,7 +83,7 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
         )
         if result.stake is not None:
             self.remember_stake(result.stake.stake_id, account_id)
-        return self._answer(table_id, shoe_id, result)
+        return convert.stake_result(table_id, result, currency, shoe_id)  # currency: immutable
 
     def _command(
         self,

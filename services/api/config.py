@@ -30,6 +30,8 @@ class Config:
     checkpoint_key: bytes | None = None  # Ed25519 private key (raw 32 bytes): the notary signs
     regulator_key: bytes | None = None  # the regulator's X25519 public key: seeds escrowed to it
     projections: bool = True  # a thread keeps the read models up to date (SABOT_PROJECTIONS)
+    ledger_process: bool = True  # `sabot serve`: the writer in a process of its own
+    # (SABOT_LEDGER_PROCESS; off: one process)
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -122,6 +124,9 @@ def load(
     projections_text = values.get("SABOT_PROJECTIONS", "on").strip().lower() or "on"
     if projections_text not in ("on", "off"):
         raise ConfigError("SABOT_PROJECTIONS: on (a thread follows the log) or off")
+    ledger_process_text = values.get("SABOT_LEDGER_PROCESS", "on").strip().lower() or "on"
+    if ledger_process_text not in ("on", "off"):
+        raise ConfigError("SABOT_LEDGER_PROCESS: on (the writer in its own process) or off")
     return Config(
         listen=listen or values.get("SABOT_LISTEN") or DEFAULT_LISTEN,
         store=store or values.get("SABOT_STORE") or DEFAULT_STORE,
@@ -131,6 +136,7 @@ def load(
         checkpoint_key=checkpoint_key,
         regulator_key=regulator_key,
         projections=projections_text == "on",
+        ledger_process=ledger_process_text == "on",
     )
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import logging
 import sys
 import threading
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import structlog
@@ -86,6 +88,9 @@ class _SinkLogger:
 
 
 _sink: _Sink | None = None
+_level = logging.INFO
+_encode = json.JSONEncoder().encode  # json.dumps' defaults, as JSONRenderer renders
+_render = structlog.processors.JSONRenderer()
 
 
 def flush() -> None:
@@ -99,10 +104,11 @@ atexit.register(flush)
 
 def configure(stream: TextIO | None = None, level: int = logging.INFO) -> None:
     """JSON lines on ``stream`` (stderr by default). Loggers taken before keep their settings."""
-    global _sink
+    global _sink, _level
     flush()
     sink = _Sink(stream or sys.stderr)
     _sink = sink
+    _level = level
     structlog.configure(
         processors=[
             _mute,
@@ -120,3 +126,25 @@ def configure(stream: TextIO | None = None, level: int = logging.INFO) -> None:
 
 def get_logger(name: str = "sabot.api") -> Any:
     return structlog.get_logger(name)
+
+
+def info(event: str, fields: dict[str, Any]) -> None:
+    """``get_logger().info(event, **fields)`` without structlog's pipeline (the per-RPC line,
+    the hot path): the same line, keys in the same order, the same JSON. Takes ``fields``."""
+    sink = _sink
+    if sink is None:  # configured elsewhere (or not at all): structlog decides
+        get_logger().info(event, **fields)
+        return
+    if _level > logging.INFO or _MUTED.is_set():
+        return
+    fields["event"] = event
+    fields["level"] = "info"
+    fields["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    if not _SECRET_KEYS.isdisjoint(fields):
+        _redact(None, "info", fields)
+    try:
+        line = _encode(fields)
+    except (TypeError, ValueError):  # not plain JSON: structlog's fallback (repr) renders it
+        rendered = _render(None, "info", fields)
+        line = rendered if isinstance(rendered, str) else rendered.decode()
+    sink.add(line)

@@ -69,9 +69,23 @@ def check_currency(field: str, value: str, *, required: bool = False) -> str:
 def check_enum(field: str, value: int, known: Iterable[int]) -> int:
     if value == 0:
         raise invalid(field, "required")
-    if value not in set(known):
+    if value not in (known if isinstance(known, dict | set | frozenset) else set(known)):
         raise invalid(field, f"unknown value {value}")
     return value
+
+
+_SHAPES: dict[tuple[tuple[str, ...], re.Pattern[str]], re.Pattern[str]] = {}
+
+
+def _shape(pattern: tuple[str, ...], last: re.Pattern[str]) -> re.Pattern[str]:
+    """One regular expression for a whole well-formed name of ``pattern`` (the ids captured)."""
+    whole = _SHAPES.get((pattern, last))
+    if whole is None:
+        ids = [ID.pattern] * (len(pattern) - 1) + [last.pattern]
+        whole = re.compile("/".join(f"{re.escape(p)}/({i})" for p, i in zip(pattern, ids,
+                                                                          strict=True)))
+        _SHAPES[(pattern, last)] = whole
+    return whole
 
 
 def _parts(
@@ -81,6 +95,9 @@ def _parts(
         raise invalid(field, "required")
     if len(name) > 300:
         raise invalid(field, "longer than 300 characters")
+    match = _shape(pattern, last).fullmatch(name)
+    if match is not None:  # well-formed: the usual case
+        return list(match.groups())
     parts = name.split("/")
     shape = "/".join(f"{p}/{{{p[:-1]}}}" for p in pattern)
     if len(parts) != 2 * len(pattern) or any(
@@ -180,13 +197,32 @@ def next_token(offset: int, size: int, total: int) -> str:
     return base64.urlsafe_b64encode(f"o:{end}".encode()).decode() if end < total else ""
 
 
+_LOGGED = ("name", "parent", "coup", "table")
+_ATTRS: dict[type, tuple[bool, tuple[str, ...], bool]] = {}
+
+
+def _attrs(kind: type) -> tuple[bool, tuple[str, ...], bool]:
+    """Which of the logged fields a message type has: (request_id, names, table_id)."""
+    known = _ATTRS.get(kind)
+    if known is None:
+        fields = getattr(getattr(kind, "DESCRIPTOR", None), "fields_by_name", None)
+        if fields is None:  # not a message: look at every attribute
+            return True, _LOGGED, True
+        known = ("request_id" in fields, tuple(a for a in _LOGGED if a in fields),
+                 "table_id" in fields)
+        _ATTRS[kind] = known
+    return known
+
+
 def ids_of_request(request: Any) -> dict[str, str]:
     """Request id, table and coup ids of a request, for the log line (best effort, never raises)."""
     out: dict[str, str] = {}
-    request_id = getattr(request, "request_id", "")
-    if request_id:
-        out["request_id"] = str(request_id)[:128]
-    for attr in ("name", "parent", "coup", "table"):
+    has_request_id, attrs, has_table_id = _attrs(type(request))
+    if has_request_id:
+        request_id = getattr(request, "request_id", "")
+        if request_id:
+            out["request_id"] = str(request_id)[:128]
+    for attr in attrs:
         value = getattr(request, attr, "")
         if not isinstance(value, str) or not value.startswith("tables/"):
             continue
@@ -196,7 +232,8 @@ def ids_of_request(request: Any) -> dict[str, str]:
             out.setdefault("coup_id", parts[5][:64])
         elif len(parts) >= 4 and parts[2] == "stakes":
             out.setdefault("stake_id", parts[3][:64])
-    table_id = getattr(request, "table_id", "")
-    if table_id and "table_id" not in out:
-        out["table_id"] = str(table_id)[:64]
+    if has_table_id:
+        table_id = getattr(request, "table_id", "")
+        if table_id and "table_id" not in out:
+            out["table_id"] = str(table_id)[:64]
     return out

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import secrets
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from services.api import config as api_config
 from services.api import demo, logs
@@ -28,6 +29,9 @@ def register(sub: Any) -> None:
     p.add_argument("--env-file", default=".env", help="read settings from this file too")
     p.add_argument("--dev", action="store_true",
                    help="development: generate and print tokens, keep a seal key in var/")
+    p.add_argument("--single-process", action="store_true",
+                   help="run the ledger's writer in the gRPC server's process, not in a "
+                        "process of its own (as SABOT_LEDGER_PROCESS=off)")
     p.add_argument("--demo", action="store_true",
                    help="play the demo through the API once started, then keep serving")
     p.add_argument("--preset", default="francaise", help="the demo table's preset")
@@ -73,6 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from services.api import server
     from services.ledger.api import Ledger, LedgerConfig
+    from services.ledger.remote import LedgerProcess
 
     try:
         cfg = api_config.load(dotenv=Path(args.env_file), listen=args.listen, store=args.store)
@@ -98,13 +103,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         checkpoint_key = _dev_seal_key(DEV_CHECKPOINT_KEY_FILE)
     regulator_key = _key_flag(args.regulator_key, "--regulator-key", private=False)
     regulator_key = regulator_key or cfg.regulator_key
-    cfg = api_config.Config(cfg.listen, cfg.store, tokens, seal_key, cfg.workers,
-                            checkpoint_key, regulator_key)
+    cfg = dataclasses.replace(
+        cfg, tokens=tokens, seal_key=seal_key, checkpoint_key=checkpoint_key,
+        regulator_key=regulator_key,
+        ledger_process=cfg.ledger_process and not args.single_process,
+    )
 
     logs.configure(level=logging.INFO)
-    ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key,
-                                 pool_size=min(cfg.workers, 20),
-                                 regulator_key=regulator_key), batching=True)
+    pool_size = min(cfg.workers, 20)
+    ledger: Ledger
+    if cfg.ledger_process:
+        try:  # the same API, forwarded to the writer's own process
+            ledger = cast(Ledger, LedgerProcess(cfg.store, seal_key, regulator_key, pool_size))
+        except OSError as exc:
+            raise CliError(str(exc)) from None
+    else:
+        ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key, pool_size=pool_size,
+                                     regulator_key=regulator_key), batching=True)
     try:
         running = server.start(cfg, ledger)
     except OSError as exc:

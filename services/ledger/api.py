@@ -20,7 +20,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -92,6 +94,14 @@ from services.ledger.writer import Command, UnitOfWork, Writer
 
 T = TypeVar("T")
 
+# The commands (each one ``_run``): ``submit`` may start them without waiting.
+COMMANDS = frozenset({
+    "open_table", "open_shoe", "cut", "close_shoe", "open_coup", "place_stake", "raise_stake",
+    "withdraw_stake", "insure", "choose_refait31", "half_withdraw", "move_imprisoned",
+    "close_betting", "deal", "settle", "open_account", "deposit", "withdraw",
+})
+_DEFERRED = threading.local()  # set by ``submit`` while it calls a command
+
 MAX_AMOUNT = 10**15
 CASH_IN = "cash_in"  # entry kinds of the cage's movements (the others: MovementKind values)
 CASH_OUT = "cash_out"
@@ -158,8 +168,22 @@ class Ledger:
         result_type: type[T],
     ) -> T:
         command = Command(name, request_id, args, decide, result_type)
+        if getattr(_DEFERRED, "on", False):
+            return self._writer.submit(command)  # type: ignore[return-value]  # see submit
         result: T = self._writer.execute(command)
         return result
+
+    def submit(self, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Start the command ``method`` (a name from ``COMMANDS``) without waiting for it: its
+        future answers once its batch is stored. A malformed input raises here, at once."""
+        if method not in COMMANDS:
+            raise ValueError(f"not a ledger command: {method!r}")
+        _DEFERRED.on = True
+        try:
+            future: Future[Any] = getattr(self, method)(*args, **kwargs)
+        finally:
+            _DEFERRED.on = False
+        return future
 
     def _table(self, unit: UnitOfWork, table_id: str, field: str = "table_id") -> Table:
         check_name(table_id, field)
@@ -277,7 +301,7 @@ class Ledger:
                 )
             self._post(debit, credit, m.amount, m.kind.value, coup_id, m.stake_id, ts)
             moved.append(view)
-        after = _stakes_named(step.layout.stakes, {f.stake_id for f in step.fates})
+        after = step.layout
         for f in step.fates:
             event_class = FATE_EVENTS[f.fate]
             if command_event is not None and command_event[0] == f.stake_id:
@@ -293,10 +317,11 @@ class Ledger:
                 chance=f.chance.value, fate=f.fate.value, amount_before=f.amount_before,
                 amount_after=f.amount_after,
                 status_after=f.status_after.value if f.status_after is not None else None,
-                stake=after.get(f.stake_id) if f.status_after is not None else None,
+                stake=after.find(f.stake_id) if f.status_after is not None else None,
             )
         if coup.layout != step.layout.stakes:
             coup.trigger_event(Coup.LayoutRestated, timestamp=ts, stakes=step.layout.stakes)
+        coup.adopt(step.layout)  # the coup's layout equals the step's now: keep its index
         return moved
 
     # --- tables and shoes -------------------------------------------------------------------
@@ -418,7 +443,7 @@ class Ledger:
             ts = unit.now
             returned: list[MovementView] = []
             if last is not None:
-                step = end_of_shoe(Layout(last.layout))
+                step = end_of_shoe(last.domain_layout())
                 returned = self._apply_step(unit, table, last, step, ts, record_movements=True)
             seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
             digest = (
@@ -511,7 +536,7 @@ class Ledger:
             table = self._table(unit, coup.table_id)
             rules = self._rules(table)
             sid = stake_id()
-            step = step_of(unit, rules, Layout(coup.layout), sid)
+            step = step_of(unit, rules, coup.domain_layout(), sid)
             self._check_funds(unit, table.table_id, step.movements, rules.currency)
             ts = unit.now
             fate_player = next((f.player for f in step.fates if f.stake_id == sid), None)
@@ -520,7 +545,7 @@ class Ledger:
                 unit, table, coup, step, ts, record_movements=False,
                 command_event=(sid, command_event) if command_event is not None else None,
             )
-            stake = _stakes_named(coup.layout, {sid}).get(sid)
+            stake = coup.stake(sid)
             player = (
                 stake.player if stake is not None
                 else fate_player or (before.player if before else "")
@@ -621,7 +646,7 @@ class Ledger:
         )
 
     def _close_betting(self, unit: UnitOfWork, table: Table, coup: Coup, ts: datetime) -> None:
-        step = close_betting(self._rules(table), Layout(coup.layout))
+        step = close_betting(self._rules(table), coup.domain_layout())
         self._apply_step(unit, table, coup, step, ts, record_movements=True)
         coup.trigger_event(Coup.BettingClosed, timestamp=ts)
 
@@ -686,7 +711,7 @@ class Ledger:
                     f"the coup is {coup.phase}, it must be dealt",
                 )
             table = self._table(unit, coup.table_id)
-            step = settle(self._rules(table), Layout(coup.layout), _outcome(coup))
+            step = settle(self._rules(table), coup.domain_layout(), _outcome(coup))
             ts = unit.now
             self._apply_step(unit, table, coup, step, ts, record_movements=True)
             coup.trigger_event(Coup.Settled, timestamp=ts)
@@ -1061,18 +1086,6 @@ def _read_token(token: str, kind: str, scope: str) -> str:
     if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise bad
     return value
-
-
-def _stakes_named(stakes: tuple[Stake, ...], wanted: set[str]) -> dict[str, Stake]:
-    """The stakes with these ids, by id; searched from the end, where new stakes are."""
-    found: dict[str, Stake] = {}
-    if wanted:
-        for s in reversed(stakes):
-            if s.stake_id in wanted:
-                found[s.stake_id] = s
-                if len(found) == len(wanted):
-                    break
-    return found
 
 
 @lru_cache(maxsize=1024)

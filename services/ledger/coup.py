@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
-from domain.layout import Fate, Stake
+from domain.layout import Fate, Layout, Stake
 
 
 class Phase:
@@ -21,29 +21,63 @@ class Phase:
     SETTLED = "settled"
 
 
+class Board:
+    """The coup's layout as a domain ``Layout``, with its index (None: not made yet). Derived
+    state, equal to any other board: a coup rebuilt from its events equals the live one."""
+
+    __slots__ = ("layout",)
+
+    def __init__(self) -> None:
+        self.layout: Layout | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Board)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return "Board()"
+
+
+def _board(agg: Coup) -> Layout | None:
+    """The coup's board if it is the coup's layout now; forgets it (the layout is changing)."""
+    holder: Board | None = getattr(agg, "board", None)
+    if holder is None:
+        return None
+    board, holder.layout = holder.layout, None
+    return board if board is not None and board.stakes is agg.layout else None
+
+
 def _put(agg: Coup, stake_id: str, stake: Stake | None) -> None:
     """Put ``stake`` in the layout in place of the stake ``stake_id`` (None: remove it); a new
-    stake goes at the end. The index of the layout's stake ids spares a scan for new stakes."""
+    stake goes at the end. The index of the layout's stake ids spares a scan for new stakes,
+    the board's index (when it is the layout's) a scan for the others."""
     ids = agg.stake_ids
+    board = _board(agg)
     if stake_id not in ids:
         if stake is not None:
             agg.layout = (*agg.layout, stake)
             ids[stake_id] = None
         return
     layout = agg.layout
-    for i in range(len(layout) - 1, -1, -1):
-        if layout[i].stake_id == stake_id:
-            if stake is None:
-                agg.layout = layout[:i] + layout[i + 1 :]
-                del ids[stake_id]
-            else:
-                agg.layout = (*layout[:i], stake, *layout[i + 1 :])
+    i = board.position(stake_id) if board is not None and len(ids) == len(layout) else None
+    if i is None:
+        for i in range(len(layout) - 1, -1, -1):
+            if layout[i].stake_id == stake_id:
+                break
+        else:  # pragma: no cover - the index holds only the layout's ids
             return
+    if stake is None:
+        agg.layout = layout[:i] + layout[i + 1 :]
+        del ids[stake_id]
+    else:
+        agg.layout = (*layout[:i], stake, *layout[i + 1 :])
 
 
 def _restate(agg: Coup, layout: tuple[Stake, ...]) -> None:
     agg.layout = layout
     agg.stake_ids = dict.fromkeys(s.stake_id for s in layout)
+    _board(agg)
 
 
 class Coup(Aggregate):
@@ -58,6 +92,7 @@ class Coup(Aggregate):
         phase: str
         layout: tuple[Stake, ...]
         stake_ids: dict[str, None]  # the layout's stake ids (an index, derived from layout)
+        board: Board  # the layout as a domain Layout, with its index (derived)
         cards: list[tuple[str, str, int, int]]
         noir_total: int | None
         rouge_total: int | None
@@ -92,6 +127,7 @@ class Coup(Aggregate):
             agg.phase = Phase.BETTING
             agg.layout = ()
             agg.stake_ids = {}
+            agg.board = Board()
             agg.cards = []
             agg.noir_total = None
             agg.rouge_total = None
@@ -116,6 +152,7 @@ class Coup(Aggregate):
         def apply(self, agg: Coup) -> None:
             agg.layout = (*agg.layout, self.stake)
             agg.stake_ids[self.stake.stake_id] = None
+            _board(agg)
 
     class StakeChanged(Event):
         """Base of every stake event: what the stake was and is (``stake`` None: it left)."""
@@ -296,10 +333,29 @@ class Coup(Aggregate):
     def stake(self, stake_id: str) -> Stake | None:
         if stake_id not in self.stake_ids:
             return None
+        holder: Board | None = getattr(self, "board", None)
+        board = holder.layout if holder is not None else None
+        if board is not None and board.stakes is self.layout:
+            i = board.position(stake_id)
+            if i is not None and len(self.stake_ids) == len(self.layout):
+                return self.layout[i]
         for s in reversed(self.layout):
             if s.stake_id == stake_id:
                 return s
         return None
+
+    def domain_layout(self) -> Layout:
+        """The layout as a domain ``Layout`` (kept with its index while the layout stays)."""
+        board = self.board.layout
+        if board is None or board.stakes is not self.layout:
+            board = self.board.layout = Layout(self.layout)
+        return board
+
+    def adopt(self, layout: Layout) -> None:
+        """Keep ``layout`` (and its index) as the coup's own. The caller has checked that its
+        stakes equal the coup's layout (a step whose events the coup has just applied)."""
+        self.layout = layout.stakes
+        self.board.layout = layout
 
 
 FATE_EVENTS: dict[Fate, type[Coup.StakeChanged]] = {

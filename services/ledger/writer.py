@@ -104,7 +104,16 @@ class UnitOfWork:
 
     def get(self, cls: type[A], agg_id: UUID) -> A | None:
         """The aggregate (with the batch's changes), or None if it does not exist."""
-        agg = self.touched.get(agg_id) or self.cache.get(agg_id)
+        touched = self.touched
+        agg = touched.get(agg_id)
+        if agg is not None:  # got before in this batch (marked if this command got it)
+            if not isinstance(agg, cls):
+                return None
+            marks = self._marks
+            if agg_id not in marks:
+                marks[agg_id] = len(agg.pending_events)
+            return agg
+        agg = self.cache.get(agg_id)
         if agg is None:
             try:
                 agg = self.app.repository.get(agg_id)
@@ -113,9 +122,8 @@ class UnitOfWork:
             self.cache.put(agg)
         if not isinstance(agg, cls):
             return None
-        self.touched[agg_id] = agg
-        if agg_id not in self._marks:
-            self._marks[agg_id] = len(agg.pending_events)
+        touched[agg_id] = agg
+        self._marks[agg_id] = len(agg.pending_events)
         return agg
 
     def add(self, agg: Aggregate) -> None:
@@ -228,13 +236,18 @@ class Writer:
             self._thread.start()
 
     def execute(self, command: Command) -> Any:
+        return self.submit(command).result()
+
+    def submit(self, command: Command) -> Future[Any]:
+        """Queue a command (decided and answered now when not batching); its future answers
+        once its batch is stored. Raises at once for a malformed request id."""
         command.prepare()
         if self._queue is None:
             with self.lock:
                 self._run_batch([command])
         else:
             self._queue.put(command)
-        return command.future.result()
+        return command.future
 
     def read(self, fn: Callable[[UnitOfWork], T]) -> T:
         """Run a query against committed state (no batch half-decided or in flight)."""
@@ -493,7 +506,8 @@ class Writer:
         return from_dict(command.result_type, known.result)
 
     def _decide(self, unit: UnitOfWork, command: Command, lookup: bool) -> Any:
-        command.prepare()
+        if "digest" not in command.__dict__:  # not prepared yet (``prepare`` caches it last)
+            command.prepare()
         rid = command.rid
         digest = command.digest
         inflight = self._inflight
@@ -541,22 +555,37 @@ def _fail_all(commands: list[Command], exc: BaseException) -> None:
             )
 
 
-_FIELDS: dict[type[Any], tuple[str, ...]] = {}
+_ATOMS: frozenset[type[Any]] = frozenset({str, int, bool, float, type(None)})
+_CONVERT: dict[type[Any], Callable[[Any], dict[str, Any]]] = {}
 
 
 def plain(value: Any) -> Any:
-    """``views.to_dict``, faster: a view as JSON-ready data (field names cached per class)."""
+    """``views.to_dict``, faster: a view as JSON-ready data. Each dataclass gets a converter
+    made for its fields (no call per field whose value is a str, int, bool, float or None)."""
     cls = type(value)
-    names = _FIELDS.get(cls)
-    if names is not None:
-        return {name: plain(getattr(value, name)) for name in names}
-    if cls is str or cls is int or cls is bool or value is None:
+    convert = _CONVERT.get(cls)
+    if convert is not None:
+        return convert(value)
+    if cls in _ATOMS:
         return value
     if isinstance(value, tuple | list):
-        return [plain(v) for v in value]
+        return [v if type(v) in _ATOMS else plain(v) for v in value]
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
+        _CONVERT[cls] = _converter(tuple(f.name for f in dataclasses.fields(value)))
         return plain(value)
     return value
+
+
+def _converter(names: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
+    """``lambda v: {name: plain(v.name), ...}`` for these field names, written out."""
+    values = "\n".join(f"    x{i} = v.{name}" for i, name in enumerate(names))
+    items = ", ".join(
+        f"{name!r}: x{i} if type(x{i}) in atoms else plain(x{i})" for i, name in enumerate(names)
+    )
+    source = f"def convert(v):\n{values}\n    return {{{items}}}\n"
+    scope: dict[str, Any] = {"atoms": _ATOMS, "plain": plain}
+    exec(source, scope)  # the source: a dataclass's field names, nothing else
+    convert: Callable[[Any], dict[str, Any]] = scope["convert"]
+    return convert

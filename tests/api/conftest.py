@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import io
 import os
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import psycopg
 import pytest
@@ -19,6 +21,7 @@ from services.api import logs, server
 from services.api.config import Config, parse_tokens
 from services.api.gen.sabot.v1 import cashier_pb2
 from services.ledger.api import Ledger, LedgerConfig
+from services.ledger.remote import LedgerHost, RemoteLedger
 
 from .support import DEPOSIT, PLAYERS, Api, money
 
@@ -60,11 +63,12 @@ def _drop(name: str) -> None:
 
 @pytest.fixture(
     scope="session",
-    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres),
+            "sqlite-ledger-process"],
 )
 def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     database = None
-    if request.param == "sqlite":
+    if request.param.startswith("sqlite"):
         url = f"sqlite:///{Path(tmp_path_factory.mktemp('api')) / 'sabot.db'}"
     else:
         database = _pg_database()
@@ -78,9 +82,17 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     logs.configure(stream=log)
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: SEED,
                                  pool_size=8), batching=True)
+    host = None
+    served: Ledger = ledger
+    if request.param.endswith("ledger-process"):
+        # The server talks to the ledger over the ledger process's socket and protocol (the
+        # host runs in this process's threads, so the tests' fixed seed still applies).
+        path = str(Path(tempfile.mkdtemp(prefix="sabot-test-")) / "ledger.sock")
+        host = LedgerHost(ledger, path).start()
+        served = cast(Ledger, RemoteLedger(path, url, pool_size=8))
     config = Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec), seal_key=KEY,
                     workers=16)
-    running = server.start(config, ledger)
+    running = server.start(config, served)
     target = f"127.0.0.1:{running.port}"
     result = Api(target, request.param, {**roles, "player": players["anne"]}, players, log,
                  running)
@@ -94,5 +106,8 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     for client in result._clients.values():
         client.close()
     running.stop(grace=1)
+    if host is not None:
+        host.close()
+        ledger.close()
     if database:
         _drop(database)

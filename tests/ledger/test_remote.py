@@ -1,0 +1,184 @@
+"""The ledger in its own process: the socket protocol (``LedgerHost``/``RemoteLedger``) keeps the
+ledger's answers, errors and request-id guarantees, and ``sabot serve --ledger-process`` starts
+and stops its child cleanly."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
+from services.ledger.api import COMMANDS, Ledger, LedgerConfig
+from services.ledger.errors import AlreadyExists, Conflict, RequestIdReused
+from services.ledger.remote import QUERIES, HostGone, LedgerHost, RemoteLedger
+
+KEY = bytes(range(32))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[Ledger, LedgerHost, RemoteLedger]]:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True)
+    host = LedgerHost(ledger, str(tmp_path / "ledger.sock")).start()
+    remote = RemoteLedger(str(tmp_path / "ledger.sock"), url)
+    yield ledger, host, remote
+    remote.close()
+    host.close()
+    ledger.close()
+
+
+def test_every_public_method_is_a_command_or_a_query() -> None:
+    public = {n for n, v in vars(Ledger).items() if callable(v) and not n.startswith("_")}
+    assert public - COMMANDS - QUERIES == {"close", "saved_position", "submit"}
+    assert not COMMANDS & QUERIES
+
+
+@pytest.mark.parametrize("error", [
+    RuleViolation("f", "R", "m"), InvalidArgument("amount", "OUT_OF_RANGE", "too big"),
+    FailedPrecondition("coup_id", "BETTING_CLOSED", "closed"), NotFound("x", "UNKNOWN", "none"),
+    AlreadyExists("table_id", "TABLE_EXISTS", "exists"), Conflict("request_id", "C", "again"),
+    RequestIdReused("used before"), HostGone("request_id", "NOT_STORED", "gone"),
+])
+def test_errors_cross_the_socket_whole(error: RuleViolation) -> None:
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert (copy.field, copy.reason, copy.message, str(copy)) == (
+        error.field, error.reason, error.message, str(error))
+
+
+def test_commands_and_queries_answer_as_the_ledger_does(
+    pair: tuple[Ledger, LedgerHost, RemoteLedger],
+) -> None:
+    ledger, _, remote = pair
+    table = remote.open_table("t-1", "t1", "francaise")
+    assert table == ledger.get_table("t1") == remote.get_table("t1")
+    shoe = remote.open_shoe("s-1", "t1")
+    remote.cut("c-1", shoe.shoe_id, 100, "croupier")
+    coup = remote.open_coup("o-1", "t1")
+    remote.open_account("a-1", "anne")
+    remote.deposit("d-1", "anne", 10_000)
+    placed = remote.place_stake("p-1", coup.coup_id, "anne", "noir", 500)
+    assert placed.balance == 9_500
+    assert remote.get_account("anne") == ledger.get_account("anne")
+    assert remote.saved_position() == ledger.saved_position() > 0
+    assert remote.read_events(0, 10000) == ledger.read_events(0, 10000)
+    # a retry answers the first answer; the same id for other arguments is refused
+    assert remote.place_stake("p-1", coup.coup_id, "anne", "noir", 500) == placed
+    with pytest.raises(RequestIdReused) as reused:
+        remote.place_stake("p-1", coup.coup_id, "anne", "noir", 700)
+    assert reused.value.field == "request_id"
+    with pytest.raises(FailedPrecondition) as poor:
+        remote.place_stake("p-2", coup.coup_id, "anne", "noir", 9_600)
+    assert poor.value.field == "amount"
+    with pytest.raises(NotFound) as unknown:
+        remote.get_table("nowhere")
+    assert unknown.value.field == "table_id"
+    with pytest.raises(InvalidArgument):
+        remote.read_events(0, 0)
+    assert remote.get_account("anne").balance == 9_500  # the refusals stored nothing
+
+
+def test_concurrent_calls_each_get_their_own_answer(
+    pair: tuple[Ledger, LedgerHost, RemoteLedger],
+) -> None:
+    _, _, remote = pair
+    remote.open_table("t-1", "t1", "francaise", {"allow_opposed_stakes": "true"})
+    shoe = remote.open_shoe("s-1", "t1")
+    remote.cut("c-1", shoe.shoe_id, 100, "croupier")
+    coup = remote.open_coup("o-1", "t1")
+    for i in range(8):
+        remote.open_account(f"a-{i}", f"p{i}")
+        remote.deposit(f"d-{i}", f"p{i}", 100_000)
+    answers: dict[tuple[int, int], int] = {}
+
+    def player(i: int) -> None:
+        for k in range(20):
+            answers[(i, k)] = remote.place_stake(
+                f"p{i}-{k}", coup.coup_id, f"p{i}", "noir", 100 + k).balance
+
+    threads = [threading.Thread(target=player, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(8):  # each player's answers are its own balances, in its own order
+        assert [answers[(i, k)] for k in range(20)] == [
+            100_000 - sum(100 + j for j in range(k + 1)) for k in range(20)]
+    assert len(remote.get_coup(coup.coup_id).layout) == 160
+
+
+def test_a_host_gone_fails_calls_with_a_retryable_error(
+    pair: tuple[Ledger, LedgerHost, RemoteLedger], tmp_path: Path,
+) -> None:
+    _, host, _ = pair
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    remote = RemoteLedger(host.path, url)
+    remote.open_account("a-1", "anne")
+    remote._sock.shutdown(2)  # the connection is cut (as when the ledger process dies)
+    with pytest.raises(HostGone) as gone:
+        remote.open_account("a-2", "bruno")
+    assert isinstance(gone.value, Conflict)  # ABORTED over gRPC: retry with the same id
+    assert gone.value.reason == "NOT_STORED"
+    remote.close()
+
+
+def test_sabot_serve_with_a_ledger_process_plays_the_demo_and_stops(tmp_path: Path) -> None:
+    env = {**os.environ, "SABOT_SEAL_KEY": KEY.hex(), "SABOT_LEDGER_PROCESS": "on",
+           "SABOT_TOKENS": "adm-token:admin", "PYTHONUNBUFFERED": "1"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
+         "--store", f"sqlite:///{tmp_path / 'sabot.db'}", "--env-file", str(tmp_path / "none")],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        target = ""
+        for line in server.stdout:
+            if "listening on" in line:
+                target = line.split("listening on ")[1].split()[0]
+                break
+        assert target, "the server did not start"
+        children = _children(server.pid)
+        assert len(children) == 1  # the ledger process
+        demo = subprocess.run(
+            [sys.executable, "-m", "services.cli.server", "demo", "--target", target,
+             "--token", "adm-token"], cwd=ROOT, env=env, capture_output=True, text=True,
+            timeout=300)
+        assert demo.returncode == 0, demo.stderr
+        assert "seed" in demo.stdout.lower()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+        for pid in children:  # the ledger process ended with the server
+            assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
