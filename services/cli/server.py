@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import os
 import secrets
+import signal
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -112,11 +113,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logs.configure(level=logging.INFO)
     pool_size = min(cfg.workers, 20)
     ledger: Ledger
+    ledger_process: LedgerProcess | None = None
     if cfg.ledger_process:
         try:  # the same API, forwarded to the writer's own process
-            ledger = cast(Ledger, LedgerProcess(cfg.store, seal_key, regulator_key, pool_size))
+            ledger_process = LedgerProcess(cfg.store, seal_key, regulator_key, pool_size,
+                                           on_lost=_ledger_lost)
         except OSError as exc:
             raise CliError(str(exc)) from None
+        ledger = cast(Ledger, ledger_process)
     else:
         ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key, pool_size=pool_size,
                                      regulator_key=regulator_key), batching=True)
@@ -140,7 +144,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         running.stop()
         raise
     server.serve_until_signal(running)
+    if ledger_process is not None and ledger_process.lost is not None:
+        raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
+                       "the server stopped: restart it")
     return 0
+
+
+def _ledger_lost(code: int) -> None:
+    """The ledger process ended while the server ran: log it and stop gracefully (SIGTERM to
+    ourselves); ``sabot serve`` then exits with an error, for its supervisor to restart it."""
+    logs.get_logger().error("the ledger process ended; stopping the server", exit_code=code)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _print_connect(target: str, tokens: dict[str, Principal], dev: bool) -> None:

@@ -301,7 +301,8 @@ class LedgerProcess(RemoteLedger):
     ``close`` ends the child after this side's calls are over (its writer drains first)."""
 
     def __init__(self, store_url: str, seal_key: bytes, regulator_key: bytes | None = None,
-                 pool_size: int = 5, start_timeout: float = 60.0) -> None:
+                 pool_size: int = 5, start_timeout: float = 60.0,
+                 on_lost: Callable[[int], None] | None = None) -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
         env = {**os.environ, "SABOT_STORE": store_url, "SABOT_SEAL_KEY": seal_key.hex(),
@@ -322,10 +323,24 @@ class LedgerProcess(RemoteLedger):
         except BaseException:
             self._end(0)
             raise
+        self.lost: int | None = None  # the exit code of a ledger process that ended by itself
+        self._closing = False
+        self._on_lost = on_lost
+        threading.Thread(target=self._watch, name="sabot-ledger-watch", daemon=True).start()
 
     def close(self) -> None:
+        self._closing = True
         super().close()
         self._end(30.0)
+
+    def _watch(self) -> None:
+        """If the ledger process ends while the server still needs it, say so (``on_lost``):
+        every write would fail from now on, so the server should stop and be restarted."""
+        code = self.process.wait()
+        if not self._closing:
+            self.lost = code
+            if self._on_lost is not None:
+                self._on_lost(code)
 
     def _end(self, timeout: float) -> None:
         with contextlib.suppress(OSError):

@@ -182,3 +182,25 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_sabot_serve_stops_with_an_error_when_its_ledger_process_dies(tmp_path: Path) -> None:
+    env = {**os.environ, "SABOT_SEAL_KEY": KEY.hex(), "SABOT_TOKENS": "adm-token:admin"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
+         "--store", f"sqlite:///{tmp_path / 'sabot.db'}", "--env-file", str(tmp_path / "none")],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        for line in server.stdout:
+            if "listening on" in line:
+                break
+        (child,) = _children(server.pid)
+        os.kill(child, signal.SIGKILL)
+        _, err = server.communicate(timeout=60)
+        assert server.returncode == 2
+        assert "the ledger process ended by itself" in err
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
