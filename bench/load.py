@@ -206,10 +206,12 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
             coups = _setup(server.target, admin, clients)
             if floor:
                 cpu = server.cpu_seconds()
+                own = time.process_time()
                 started = time.perf_counter()
                 health_only = asyncio.run(_health_only(server.target, clients, seconds / 2))
                 elapsed = time.perf_counter() - started
                 cpu = server.cpu_seconds() - cpu
+                own = time.process_time() - own
                 rows += [
                     (f"load.floor.c{clients}.health_per_s", round(len(health_only) / elapsed, 1)),
                     (f"load.floor.c{clients}.health_p50_ms",
@@ -218,13 +220,17 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
                      round(percentile(health_only, 0.99), 2)),
                     (f"load.floor.c{clients}.server_cpu_ms_per_call",
                      round(1000 * cpu / max(len(health_only), 1), 3)),
+                    (f"load.floor.c{clients}.client_cpu_ms_per_call",
+                     round(1000 * own / max(len(health_only), 1), 3)),
                 ]
             cpu = server.cpu_seconds()
+            own = time.process_time()  # the load generator's (this process's) processor time
             started = time.perf_counter()
             stake_ms, health_ms, errors, done = asyncio.run(
                 _load(server.target, players, coups, seconds))
             elapsed = time.perf_counter() - started
             cpu = server.cpu_seconds() - cpu
+            own = time.process_time() - own
         finally:
             server.stop()
     prefix = f"load.{store_name}{'.single_process' if single else ''}.c{clients}"
@@ -237,6 +243,7 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
         (f"{prefix}.health_p99_ms", round(percentile(health_ms, 0.99), 2)),
         (f"{prefix}.errors", float(errors)),
         (f"{prefix}.server_cpu_ms_per_stake", round(1000 * cpu / max(done, 1), 3)),
+        (f"{prefix}.client_cpu_ms_per_stake", round(1000 * own / max(done, 1), 3)),
     ]
 
 

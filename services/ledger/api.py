@@ -991,22 +991,7 @@ class Ledger:
     def read_events(self, after_position: int = 0, limit: int = 100) -> list[StoredEvent]:
         """Events of the whole log with position > ``after_position``, at most ``limit``
         (1..10000), in log order."""
-        if not isinstance(limit, int) or not 1 <= limit <= 10000:
-            raise InvalidArgument("limit", "OUT_OF_RANGE", "must be 1 to 10000")
-        if not isinstance(after_position, int) or after_position < 0:
-            raise InvalidArgument("after_position", "OUT_OF_RANGE", "must be 0 or more")
-        notes = self.app.recorder.select_notifications(
-            after_position, limit, inclusive_of_start=False
-        )
-        out = []
-        for n in notes:
-            state = _plain(json.loads(n.state))
-            ts = state.get("timestamp")
-            out.append(StoredEvent(
-                position=n.id, originator_id=str(n.originator_id), version=n.originator_version,
-                topic=n.topic, timestamp=datetime.fromisoformat(ts) if ts else None, state=state,
-            ))
-        return out
+        return read_log(self.app, after_position, limit)
 
     def _account_names(self) -> list[str]:
         names: list[str] = []
@@ -1101,6 +1086,25 @@ def _conninfo(env: dict[str, str]) -> str:
     if env.get("POSTGRES_PASSWORD"):
         parts["password"] = env["POSTGRES_PASSWORD"]
     return " ".join(f"{k}={v}" for k, v in parts.items())
+
+
+def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100
+             ) -> list[StoredEvent]:
+    """``Ledger.read_events`` on any connection to the store (it needs no aggregate)."""
+    if not isinstance(limit, int) or not 1 <= limit <= 10000:
+        raise InvalidArgument("limit", "OUT_OF_RANGE", "must be 1 to 10000")
+    if not isinstance(after_position, int) or after_position < 0:
+        raise InvalidArgument("after_position", "OUT_OF_RANGE", "must be 0 or more")
+    notes = app.recorder.select_notifications(after_position, limit, inclusive_of_start=False)
+    out = []
+    for n in notes:
+        state = _plain(json.loads(n.state))
+        ts = state.get("timestamp")
+        out.append(StoredEvent(
+            position=n.id, originator_id=str(n.originator_id), version=n.originator_version,
+            topic=n.topic, timestamp=datetime.fromisoformat(ts) if ts else None, state=state,
+        ))
+    return out
 
 
 def _plain(data: Any) -> Any:

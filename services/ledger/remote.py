@@ -35,10 +35,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from services.ledger.api import COMMANDS, Ledger
+from services.ledger.api import COMMANDS, Ledger, read_log
 from services.ledger.application import LedgerApplication
 from services.ledger.config import LedgerConfig, regulator_public_key, store_env
 from services.ledger.errors import Conflict
+from services.ledger.views import StoredEvent
 
 QUERIES = frozenset({
     "get_table", "get_shoe", "get_coup", "stake_account", "list_tables", "list_coups",
@@ -211,8 +212,8 @@ class _Connection:
 
 class RemoteLedger:
     """The ``Ledger`` API over a host's socket, for the gRPC server's process. Reads of the log
-    that need no aggregate (the projections, the notary, the hub's end of log) use ``app``, a
-    store connection of this process's own."""
+    that need no aggregate (``read_events`` for the streams, the projections, the hub's end of
+    log) use ``app``, a store connection of this process's own."""
 
     def __init__(self, path: str, store_url: str, pool_size: int = 5) -> None:
         self.path = path
@@ -232,6 +233,11 @@ class RemoteLedger:
     def saved_position(self) -> int:
         """The host's last saved log position, as of its latest answer."""
         return self._saved
+
+    def read_events(self, after_position: int = 0, limit: int = 100) -> list[StoredEvent]:
+        """Read here, on this process's own connection: the feed and the watch streams do not
+        load the ledger process (the log needs no aggregate)."""
+        return read_log(self.app, after_position, limit)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         future: Future[Any] = Future()
