@@ -1,4 +1,5 @@
-"""Build hook: generate the gRPC stubs (and their .pyi) from proto/ into services/api/gen/.
+"""Build hook: generate the gRPC stubs (and their .pyi) from proto/ into services/api/gen/, and
+put ops/postgres/*.sql into a wheel's services/ledger/sql/.
 
 Runs on every build, including ``pip install -e .``; the generated code is never committed.
 """
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parent
 PROTO = ROOT / "proto"
 GEN = ROOT / "services" / "api" / "gen"
 PACKAGE = "services.api.gen"
+OPS_SQL = ROOT / "ops" / "postgres"
 
 
 def _plugin(name: str) -> str | None:
@@ -73,6 +75,12 @@ class BuildPyWithProtos(build_py):
                     target = Path(self.build_lib) / path.relative_to(ROOT)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(path, target)
+            # The PostgreSQL guards travel inside the package (services/ledger/schema.py
+            # reads them there when ops/ is not beside it, as in an installed wheel).
+            sql_dir = Path(self.build_lib) / "services" / "ledger" / "sql"
+            sql_dir.mkdir(parents=True, exist_ok=True)
+            for path in OPS_SQL.glob("*.sql"):
+                shutil.copyfile(path, sql_dir / path.name)
         super().run()
 
 

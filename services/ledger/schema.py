@@ -9,7 +9,11 @@ from psycopg import sql
 
 from services.ledger.config import APP_NAME
 
-SQL_FILE = Path(__file__).resolve().parents[2] / "ops" / "postgres" / "append_only.sql"
+# The source tree's ops/postgres/ (a checkout, an editable install), else the copy a wheel
+# carries in services/ledger/sql/ (setup.py puts it there).
+_SOURCE = Path(__file__).resolve().parents[2] / "ops" / "postgres" / "append_only.sql"
+SQL_FILE = _SOURCE if _SOURCE.is_file() else Path(__file__).resolve().parent / "sql" / (
+    "append_only.sql")
 EVENT_TABLES = (f"{APP_NAME}_events",)
 
 

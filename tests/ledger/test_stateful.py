@@ -1,16 +1,29 @@
 """Random command sequences, invalid ones included. After each step: the accounts sum to zero,
 no player is below zero, the state rebuilt from the stored events equals the live state, and a
-refused command stored no event."""
+refused command stored no event. The same machine runs on SQLite (a fresh file per example) and
+on PostgreSQL (a fresh schema per example in the session's database, dropped after it)."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import uuid
 from typing import Any
 
+import psycopg
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 from domain.errors import RuleViolation
 from services.ledger.api import Ledger
@@ -28,17 +41,31 @@ AMOUNTS = st.one_of(VALID, VALID, VALID, VALID, st.integers(-5, 0), st.integers(
 class LedgerMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.dir = tempfile.mkdtemp(prefix="sabot-stateful-")
         self.inputs = FixedInputs()
-        self.ledger = Ledger(self.inputs.config(f"sqlite:///{self.dir}/s.db"))
+        url = self.open_store()
+        try:
+            self.ledger = Ledger(self.inputs.config(url))
+        except BaseException:
+            self.drop_store()
+            raise
         self.n = 0
         self.shoe_id: str | None = None
         self.coup_id: str | None = None
         self.done: list[tuple[str, tuple[Any, ...], Any]] = []
 
-    def teardown(self) -> None:
-        self.ledger.close()
+    def open_store(self) -> str:
+        """A fresh, empty store for this example: its URL (here a new SQLite file)."""
+        self.dir = tempfile.mkdtemp(prefix="sabot-stateful-")
+        return f"sqlite:///{self.dir}/s.db"
+
+    def drop_store(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def teardown(self) -> None:
+        try:
+            self.ledger.close()
+        finally:
+            self.drop_store()
 
     def mark(self) -> int:
         return self.ledger.app.recorder.max_notification_id() or 0
@@ -175,3 +202,41 @@ LedgerMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestLedgerMachine = LedgerMachine.TestCase
+
+
+class PostgresLedgerMachine(LedgerMachine):
+    """The same rules and invariants, on a fresh PostgreSQL schema per example. The events
+    table is append-only by trigger (no DELETE, no TRUNCATE): the schema is dropped instead."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        super().__init__()
+
+    def open_store(self) -> str:
+        self.schema = "st_" + uuid.uuid4().hex[:12]
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+        info = conninfo_to_dict(self.dsn)
+        return (
+            f"postgresql://{info['user']}@{info['host']}:{info['port']}/{info['dbname']}"
+            f"?schema={self.schema}"
+        )
+
+    def drop_store(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
+            )
+
+
+POSTGRES_SETTINGS = settings(
+    max_examples=8, stateful_step_count=50, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@pytest.mark.postgres
+def test_ledger_machine_on_postgres(postgres_dsn: str) -> None:
+    """The machine above on PostgreSQL; fewer examples (a schema per example costs more)."""
+    run_state_machine_as_test(lambda: PostgresLedgerMachine(postgres_dsn),
+                              settings=POSTGRES_SETTINGS)
