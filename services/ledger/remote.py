@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import pickle
 import queue
@@ -311,14 +312,23 @@ class LedgerProcess(RemoteLedger):
                  on_lost: Callable[[int], None] | None = None) -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
-        env = {**os.environ, "SABOT_STORE": store_url, "SABOT_SEAL_KEY": seal_key.hex(),
-               "SABOT_REGULATOR_KEY": regulator_key.hex() if regulator_key else "",
-               "SABOT_POOL_SIZE": str(pool_size)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "services.ledger.remote", "--socket", path],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             start_new_session=True,  # Ctrl-C reaches the server, which stops the child after
+            env={k: v for k, v in os.environ.items() if not k.startswith("SABOT_")},
         )
+        # The settings go through the pipe: a key or a store password never appears in the
+        # child's command line or environment (both readable in /proc).
+        settings = {"store": store_url, "seal_key": seal_key.hex(),
+                    "regulator_key": regulator_key.hex() if regulator_key else "",
+                    "pool_size": pool_size}
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(settings) + "\n")
+            self.process.stdin.flush()
+        except OSError:
+            pass  # the child died at once: it says why on stderr; "ready" never comes
         assert self.process.stdout is not None
         ready = _readline(self.process.stdout, start_timeout)
         if ready.strip() != "ready":
@@ -371,12 +381,11 @@ def _readline(stream: Any, timeout: float) -> str:
 
 
 def host_main(argv: list[str] | None = None) -> int:
-    """``python -m services.ledger.remote --socket PATH``: the ledger process that
-    ``sabot serve --ledger-process`` starts. Its settings come from the environment
-    (SABOT_STORE, SABOT_SEAL_KEY, SABOT_REGULATOR_KEY, SABOT_POOL_SIZE), never the command line
-    (a seal key on it would be visible to every user of the machine). Prints ``ready`` when it
-    serves; stops (the writer drained, the store closed) when its standard input ends, that is
-    when the server stops or dies."""
+    """``python -m services.ledger.remote --socket PATH``: the ledger process that ``sabot
+    serve`` starts. Its settings come as one JSON line on standard input (store, seal_key,
+    regulator_key, pool_size), never on the command line or in the environment, where other
+    processes could read a key. Prints ``ready`` when it serves; stops (the writer drained, the
+    store closed) when its standard input ends, that is when the server stops or dies."""
     parser = argparse.ArgumentParser(prog="services.ledger.remote")
     parser.add_argument("--socket", required=True)
     args = parser.parse_args(argv)
@@ -385,11 +394,14 @@ def host_main(argv: list[str] | None = None) -> int:
     # Switching every 0.5 ms instead of 5 ms: 528 -> 648 stakes/s (bench.load, 32 clients).
     sys.setswitchinterval(HOST_SWITCH_INTERVAL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops us, once it has drained
-    env = os.environ
+    settings = json.loads(sys.stdin.readline() or "null")
+    if not isinstance(settings, dict):
+        print("services.ledger.remote: no settings on standard input", file=sys.stderr)
+        return 2
     config = LedgerConfig(
-        store_url=env["SABOT_STORE"], seal_key=bytes.fromhex(env["SABOT_SEAL_KEY"]),
-        pool_size=int(env.get("SABOT_POOL_SIZE", "5")),
-        regulator_key=regulator_public_key(env.get("SABOT_REGULATOR_KEY", "")),
+        store_url=str(settings["store"]), seal_key=bytes.fromhex(str(settings["seal_key"])),
+        pool_size=int(settings.get("pool_size", 5)),
+        regulator_key=regulator_public_key(str(settings.get("regulator_key", ""))),
     )
     ledger = Ledger(config, batching=True)
     host = LedgerHost(ledger, args.socket).start()

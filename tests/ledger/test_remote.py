@@ -148,6 +148,9 @@ def test_sabot_serve_with_a_ledger_process_plays_the_demo_and_stops(tmp_path: Pa
         assert target, "the server did not start"
         children = _children(server.pid)
         assert len(children) == 1  # the ledger process
+        for secret in (KEY.hex(), "adm-token"):  # no key nor token where others could read it
+            assert secret not in Path(f"/proc/{children[0]}/environ").read_bytes().decode()
+            assert secret not in Path(f"/proc/{children[0]}/cmdline").read_bytes().decode()
         demo = subprocess.run(
             [sys.executable, "-m", "services.cli.server", "demo", "--target", target,
              "--token", "adm-token"], cwd=ROOT, env=env, capture_output=True, text=True,

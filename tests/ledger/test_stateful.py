@@ -230,7 +230,7 @@ class PostgresLedgerMachine(LedgerMachine):
 
 
 POSTGRES_SETTINGS = settings(
-    max_examples=8, stateful_step_count=50, deadline=None,
+    max_examples=12, stateful_step_count=50, deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -240,3 +240,7 @@ def test_ledger_machine_on_postgres(postgres_dsn: str) -> None:
     """The machine above on PostgreSQL; fewer examples (a schema per example costs more)."""
     run_state_machine_as_test(lambda: PostgresLedgerMachine(postgres_dsn),
                               settings=POSTGRES_SETTINGS)
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        left = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'st\\_%'").fetchall()
+    assert left == [], f"schemas not dropped: {left}"
