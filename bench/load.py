@@ -6,7 +6,9 @@ check's p50/p99 under that load, and the server's processor time per stake
 (``server_cpu_ms_per_stake``, from /proc, the ledger process included: the figure that depends
 least on what else the machine runs); each store with the ledger in its own process (the
 default) and in one process (``.single_process``). ``load.floor``: the trivial health check alone
-from as many callers, what gRPC itself costs here (client and server are Python).
+from as many callers, what gRPC itself costs here (client and server are Python);
+``load.noop_server``: the same stake load against a server whose PlaceStake does nothing
+(``bench/_noop_server.py``), the floor under every stake figure.
 ``SABOT_BENCH_QUICK=1``: 5 s per store instead of 10; ``SABOT_BENCH_CLIENTS`` (default
 32); PostgreSQL is measured when reachable. ``python -m bench.load`` prints the rows.
 """
@@ -190,6 +192,35 @@ async def _health_only(target: str, clients: int, seconds: float) -> list[float]
     return latencies
 
 
+def measure_noop(clients: int, seconds: float) -> list[Row]:
+    """The same stake load against a server whose PlaceStake does nothing (``_noop_server``)."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench._noop_server", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        target = proc.stdout.readline().split()[1]
+        cpu = _cpu_of(proc.pid)
+        own = time.process_time()
+        started = time.perf_counter()
+        stake_ms, _, errors, done = asyncio.run(
+            _load(target, ["none"] * clients, ["tables/t/shoes/s/coups/c"], seconds))
+        elapsed = time.perf_counter() - started
+        cpu = _cpu_of(proc.pid) - cpu
+        own = time.process_time() - own
+    finally:
+        proc.terminate()
+        proc.wait()
+    prefix = f"load.noop_server.c{clients}"
+    return [
+        (f"{prefix}.stakes_per_s", round(done / elapsed, 1)),
+        (f"{prefix}.stake_p50_ms", round(percentile(stake_ms, 0.50), 2)),
+        (f"{prefix}.stake_p99_ms", round(percentile(stake_ms, 0.99), 2)),
+        (f"{prefix}.errors", float(errors)),
+        (f"{prefix}.server_cpu_ms_per_stake", round(1000 * cpu / max(done, 1), 3)),
+        (f"{prefix}.client_cpu_ms_per_stake", round(1000 * own / max(done, 1), 3)),
+    ]
+
+
 def measure(store_name: str, url: str, clients: int, seconds: float, *, single: bool = False,
             floor: bool = False) -> list[Row]:
     """Stakes from ``clients`` players for ``seconds`` against ``sabot serve`` (the ledger in a
@@ -252,7 +283,8 @@ def run(quick: bool | None = None) -> list[Row]:
         quick = os.environ.get("SABOT_BENCH_QUICK") == "1"
     seconds = 5.0 if quick else 10.0
     clients = int(os.environ.get("SABOT_BENCH_CLIENTS", "32"))
-    rows = measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, floor=True)
+    rows = measure_noop(clients, seconds / 2)
+    rows += measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, floor=True)
     rows += measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, single=True)
     url = _pg_url()
     if url is not None:
