@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 import pytest
@@ -206,11 +206,10 @@ TestLedgerMachine = LedgerMachine.TestCase
 
 class PostgresLedgerMachine(LedgerMachine):
     """The same rules and invariants, on a fresh PostgreSQL schema per example. The events
-    table is append-only by trigger (no DELETE, no TRUNCATE): the schema is dropped instead."""
+    table is append-only by trigger (no DELETE, no TRUNCATE): the schema is dropped instead.
+    ``dsn`` (the session's database) is set by a subclass in the test."""
 
-    def __init__(self, dsn: str) -> None:
-        self.dsn = dsn
-        super().__init__()
+    dsn: ClassVar[str]
 
     def open_store(self) -> str:
         self.schema = "st_" + uuid.uuid4().hex[:12]
@@ -230,7 +229,7 @@ class PostgresLedgerMachine(LedgerMachine):
 
 
 POSTGRES_SETTINGS = settings(
-    max_examples=12, stateful_step_count=50, deadline=None,
+    max_examples=10, stateful_step_count=50, deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -238,8 +237,10 @@ POSTGRES_SETTINGS = settings(
 @pytest.mark.postgres
 def test_ledger_machine_on_postgres(postgres_dsn: str) -> None:
     """The machine above on PostgreSQL; fewer examples (a schema per example costs more)."""
-    run_state_machine_as_test(lambda: PostgresLedgerMachine(postgres_dsn),
-                              settings=POSTGRES_SETTINGS)
+    class Machine(PostgresLedgerMachine):
+        dsn = postgres_dsn
+
+    run_state_machine_as_test(Machine, settings=POSTGRES_SETTINGS)
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         left = conn.execute(
             "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'st\\_%'").fetchall()
