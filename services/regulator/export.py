@@ -1,11 +1,15 @@
 """The canonical export (SABOT-EXPORT-1, docs/export-format.md): leaves and checkpoints, JSONL.
 
 An export covers ranges of the Merkle log's leaves: for a shoe, every leaf from its first event to
-its last, plus its table's ``Opened`` event; for a time range, every leaf whose event's timestamp
-falls in it. Each leaf is written with its position, its notarised hash, the stored content and
-an inclusion proof against the anchor checkpoint; a leaf whose event is gone from the store is
-written with ``"event": null``, and a stored event that was never notarised is written too, so
-the verifier can name the first tampered position.
+its last (and on past it, over any leaves whose events are gone from the store before the next
+stored event; for a shoe not closed in the store, every later leaf whose event is gone), plus
+its table's ``Opened`` event; for a time range, every leaf whose event's timestamp falls in it.
+The default export (every closed shoe) also carries every leaf up to the anchor whose event is
+gone from the store, wherever it lies: deleting a shoe's ``Shoe.Closed`` drops the shoe from the
+closed shoes, not the deletion from the export. Each leaf is written with its position, its
+notarised hash, the stored content and an inclusion proof against the anchor checkpoint; a leaf
+whose event is gone from the store is written with ``"event": null``, and a stored event that
+was never notarised is written too, so the verifier can name the first tampered position.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from typing import Any, Protocol
 from services.regulator.canonical import canonical_json
 from services.regulator.checkpoint import Checkpoint
 from services.regulator.merkle import MemoryTree, ProofError
-from services.regulator.notary import Notary
+from services.regulator.notary import Notary, missing_leaves
 from services.regulator.source import EventTable, RawEvent
 from services.regulator.vocabulary import (
     COUP_PREFIX,
     COUP_SETTLED,
+    SHOE_CLOSED,
     SHOE_PREFIX,
     closed_shoes,
     shoe_events,
@@ -76,9 +81,25 @@ def shoe_ranges(events: EventTable, notary: Notary, shoe_id: str) -> list[tuple[
         last = notary.index_at_or_after(group[-1].position)
         if last >= notary.size or notary.leaves(last, last + 1)[0][1] != group[-1].position:
             last -= 1  # the last event is not notarised (or its leaf is gone): stop before
+        if group is inner:
+            last = max(last, _missing_tail(events, notary, group[-1].position))
         if first <= last:
             ranges.append((first, last))
+    if inner and not any(e.topic == SHOE_CLOSED for e in found.shoe):
+        # not closed in the store (in play, or its Shoe.Closed deleted): its end is open, so
+        # every later notarised event gone from the store is exported too
+        start = notary.index_at_or_after(inner[-1].position + 1)
+        ranges += [(i, i) for i in missing_leaves(events, notary, start)]
     return ranges
+
+
+def _missing_tail(events: EventTable, notary: Notary, position: int) -> int:
+    """The last leaf index before the next stored event after ``position``: the leaves past
+    ``position``'s own are notarised events gone from the store (a deleted tail of the shoe,
+    e.g. its ``Shoe.Closed``); on an untouched store there are none."""
+    after = events.positions(position, 1)
+    stop = notary.index_at_or_after(after[0]) if after else notary.size
+    return stop - 1
 
 
 def time_ranges(
@@ -162,6 +183,10 @@ def write_export(
         shoes = list(shoe_ids) if shoe_ids is not None else closed_shoes(events)
         summary.shoes = shoes
         ranges = [r for s in shoes for r in shoe_ranges(events, notary, s)]
+        if shoe_ids is None:
+            # the whole log's audit: every notarised event gone from the store is exported too
+            # (a shoe whose Shoe.Closed was deleted no longer reads as closed, yet must show)
+            ranges += [(i, i) for i in missing_leaves(events, notary, 0, anchor.size)]
         selection = {"shoes": shoes}
     ranges = merge((a, min(b, anchor.size - 1)) for a, b in ranges if a < anchor.size)
     total = sum(b - a + 1 for a, b in ranges)

@@ -9,7 +9,7 @@ ends a coup (``coup_end``) and on demand. Polling (``sync``) works on SQLite and
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -190,6 +190,18 @@ class Notary:
             )
         ]
 
+    def leaf_positions(self, first: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
+        """(index, position) for leaves first <= index < stop (no hashes read)."""
+        end = self._size if stop is None else stop
+        return [
+            (int(i), int(p))
+            for i, p in self.db.rows(
+                "SELECT idx, position FROM regulator_leaves WHERE idx >= ? AND idx < ? "
+                "ORDER BY idx",
+                (first, end),
+            )
+        ]
+
     def leaf_at_position(self, position: int) -> tuple[int, bytes] | None:
         if self._absent:
             return None
@@ -312,6 +324,37 @@ class Notary:
                 signed.append(self._sign(n, root, pos, coup))
         self._size, self._last, self._position = size, last, events[-1].position
         return signed
+
+
+def missing_leaves(
+    events: EventTable, notary: Notary, first: int = 0, stop: int | None = None
+) -> list[int]:
+    """Indexes of the leaves first <= index < stop whose event is gone from the store: the
+    leaves' positions and the store's, walked side by side (no content read)."""
+    end = notary.size if stop is None else stop
+    out: list[int] = []
+    if first >= end:
+        return out
+    step = 100_000
+    start = notary.leaf_positions(first, first + 1)
+    stored = _stored_positions(events, start[0][1] - 1 if start else 0, step)
+    cur = next(stored, None)
+    for lo in range(first, end, step):
+        for idx, pos in notary.leaf_positions(lo, min(end, lo + step)):
+            while cur is not None and cur < pos:
+                cur = next(stored, None)  # stored, no leaf: not this check's business
+            if cur != pos:
+                out.append(idx)
+    return out
+
+
+def _stored_positions(events: EventTable, after: int, step: int) -> Iterator[int]:
+    while True:
+        batch = events.positions(after, step)
+        if not batch:
+            return
+        yield from batch
+        after = batch[-1]
 
 
 def _root_from_frontier(last: dict[int, bytes], size: int) -> bytes:

@@ -44,7 +44,7 @@ from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot
 from services.regulator.escrow import EscrowError, open_sealed
 from services.regulator.escrow_table import EscrowTable
 from services.regulator.merkle import leaf_hash
-from services.regulator.notary import Notary
+from services.regulator.notary import Notary, missing_leaves
 from services.regulator.source import EventTable, RawEvent
 from services.regulator.vocabulary import (
     BETTING_CLOSED,
@@ -156,12 +156,36 @@ class Replayer:
             inner = [e.position for e in found.coups[only]]
             singles += [e.position for e in found.shoe]
         lo, hi = min(inner), max(inner)
+        hi = self._through_missing_tail(hi)
         ranges = [(p, p) for p in sorted(set(singles)) if not lo <= p <= hi] + [(lo, hi)]
-        yield from self._integrity(ranges)
+        tampered = False
+        for step in self._integrity(ranges):
+            tampered = tampered or not step.same
+            yield step
+        if not any(e.topic == SHOE_CLOSED for e in found.shoe):
+            for step in self._missing_after(hi):  # not closed in the store: its end is open
+                tampered = True
+                yield step
         try:
             yield from self._recompute(found, only)
         except (KeyError, TypeError, ValueError, InvalidArgument) as exc:
             yield ReplayStep(None, "replay stopped: a recorded event is malformed", None, repr(exc))
+        except FailedPrecondition as exc:
+            if not tampered:
+                raise
+            # e.g. its Shoe.Closed (the revealed seed) deleted: the log's difference stands
+            yield ReplayStep(None, "replay stopped: no revealed seed in the store", None,
+                             f"{exc.field}: {exc.message}")
+
+    def _through_missing_tail(self, last: int) -> int:
+        """``last``, or past it up to the next stored event when notarised leaves lie between:
+        events gone from the store right after the span (a deleted last event, e.g. the shoe's
+        ``Shoe.Closed``). An untouched store has no leaf there."""
+        if self.notary is None:
+            return last
+        after = self.events.positions(last, 1)
+        end = after[0] - 1 if after else self.notary.position
+        return max(last, end)
 
     def _recompute(self, found: ShoeEvents, only: str | None) -> Iterator[ReplayStep]:
         shuffled = state(found.shoe[0])
@@ -217,6 +241,16 @@ class Replayer:
             "shoe_id", "SEED_UNAVAILABLE",
             "the shoe is in play: its seed needs the regulator's key (escrow) or the seal key",
         )
+
+    def _missing_after(self, last: int) -> Iterator[ReplayStep]:
+        """Every notarised event after position ``last`` that is gone from the store (a shoe
+        whose ``Shoe.Closed`` was deleted reads as in play: what followed it must show)."""
+        if self.notary is None:
+            return
+        start = self.notary.index_at_or_after(last + 1)
+        for idx in missing_leaves(self.events, self.notary, start):  # few: each a deletion
+            for _idx, pos, h in self.notary.leaves(idx, idx + 1):
+                yield ReplayStep(pos, f"event hash at position {pos}", h.hex(), None)
 
     def _integrity(self, ranges: list[tuple[int, int]]) -> Iterator[ReplayStep]:
         """Notarised leaves against stored events, over each [first, last] position range."""

@@ -166,6 +166,17 @@ class EventTable:
         )
         return [_raw(r) for r in rows]
 
+    def positions(self, after_position: int = 0, limit: int = 100_000) -> list[int]:
+        """Log positions > ``after_position``, at most ``limit``, in order (no content read)."""
+        if not self._exists():
+            return []
+        rows = self.db.rows(
+            f"SELECT {self._pos} FROM {self.table} WHERE {self._pos} > ? "
+            f"ORDER BY {self._pos} LIMIT ?",
+            (after_position, limit),
+        )
+        return [int(r[0]) for r in rows]
+
     def at(self, positions: Sequence[int]) -> dict[int, RawEvent]:
         """The events at these positions (missing ones are absent)."""
         out: dict[int, RawEvent] = {}

@@ -109,3 +109,69 @@ def swap_two_events(url: str) -> int:
 def test_first_tampered_position(played_pg: Played, tamper: Tamper) -> None:
     first = tamper(played_pg.url)
     check_first_tampered(played_pg, first)
+
+
+def shoe_closed_position(url: str) -> int:
+    (pos,) = positions(url, "sabot.ledger:Shoe.Closed")
+    return pos
+
+
+def delete_shoe_closed(url: str) -> int:
+    """The shoe's Shoe.Closed alone: the store then reads the shoe as still in play."""
+    pos = shoe_closed_position(url)
+    superuser(url, ("DELETE FROM sabot_events WHERE notification_id = %s", (pos,)))
+    return pos
+
+
+def delete_from_shoe_closed_on(url: str) -> int:
+    """Shoe.Closed and everything stored after it (its shoe's last events, and the log's)."""
+    pos = shoe_closed_position(url)
+    superuser(url, ("DELETE FROM sabot_events WHERE notification_id >= %s", (pos,)))
+    return pos
+
+
+def delete_shoe_end(url: str) -> int:
+    """Shoe.Closed and the shoe's own events after it, keeping the other events stored: the
+    shoe's last stored event is then its last coup's Settled, with stored events between."""
+    pos = shoe_closed_position(url)
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT notification_id FROM sabot_events WHERE notification_id >= %s AND ("
+            "topic LIKE 'sabot.ledger:Shoe.%%' OR topic LIKE 'sabot.ledger:Coup.%%' "
+            "OR topic = 'sabot.ledger:Table.ShoeEnded')",
+            (pos,),
+        ).fetchall()
+    assert len(rows) > 2
+    superuser(url, *[("DELETE FROM sabot_events WHERE notification_id = %s", (r[0],))
+                     for r in rows])
+    return pos
+
+
+def default_export_fails_at(p: Played, first: int) -> str:
+    buf = io.StringIO()
+    write_export(buf, p.events(), p.notary(), p.public_key)  # `sabot export`, default arguments
+    out = io.StringIO()
+    code = run(buf.getvalue().splitlines(), checkpoint_key=p.public_key, out=out)
+    text = out.getvalue()
+    assert code == 1, text
+    assert f"FAIL position {first} (leaf " in text, text
+    assert "notarised event missing from the store (deleted?)" in text, text
+    assert text.strip().endswith(f"NOT VERIFIED; first tampered position {first}"), text
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "tamper", [delete_shoe_closed, delete_from_shoe_closed_on, delete_shoe_end]
+)
+def test_deleted_shoe_closed_is_reported(played_pg: Played, tamper: Tamper) -> None:
+    p = played_pg
+    first = tamper(p.url)
+    # the shoe no longer reads as closed, so the default export selects no shoe ...
+    exported = default_export_fails_at(p, first)
+    assert json.loads(exported.splitlines()[0])["selection"] == {"shoes": []}
+    # ... an export of the shoe by id, and its replay (with and without the regulator's key,
+    # the seed being revealed by the deleted event), name the same position
+    check_first_tampered(p, first)
+    v = verdict(Replayer(p.events(), p.notary(), regulator_key=p.regulator).shoe(p.shoes[0]))
+    assert v.first_difference is not None and v.first_difference.position == first, str(v)
+    assert v.first_difference.replayed is None  # the stored event is gone
