@@ -253,6 +253,10 @@ class RemoteLedger:
                 _send(self._sock, (call_id, method, args, kwargs))
         except OSError as exc:
             self._lost(f"the ledger process cannot be reached ({exc}); retry the command")
+        except Exception:  # not sent (arguments that do not pickle): forget the call
+            with self._lock:
+                self._waiting.pop(call_id, None)
+            raise
         return future.result()
 
     def close(self) -> None:

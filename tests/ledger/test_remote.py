@@ -207,3 +207,13 @@ def test_sabot_serve_stops_with_an_error_when_its_ledger_process_dies(tmp_path: 
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_arguments_that_cannot_cross_fail_that_call_only(
+    pair: tuple[Ledger, LedgerHost, RemoteLedger],
+) -> None:
+    _, _, remote = pair
+    with pytest.raises((pickle.PicklingError, TypeError, AttributeError)):
+        remote.open_account("a-1", lambda: "anne")  # a function does not pickle
+    assert not remote._waiting
+    assert remote.open_account("a-2", "bruno").account_id == "bruno"  # the socket still works
