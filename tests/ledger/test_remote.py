@@ -131,21 +131,31 @@ def test_a_host_gone_fails_calls_with_a_retryable_error(
     remote.close()
 
 
-def test_sabot_serve_with_a_ledger_process_plays_the_demo_and_stops(tmp_path: Path) -> None:
-    env = {**os.environ, "SABOT_SEAL_KEY": KEY.hex(), "SABOT_LEDGER_PROCESS": "on",
-           "SABOT_TOKENS": "adm-token:admin", "PYTHONUNBUFFERED": "1"}
+ENV = {"SABOT_SEAL_KEY": KEY.hex(), "SABOT_LEDGER_PROCESS": "on",
+       "SABOT_TOKENS": "adm-token:admin", "PYTHONUNBUFFERED": "1"}
+
+
+def _serve(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
+    """``sabot serve`` on a free port (its ledger in a process of its own): it and its target."""
     server = subprocess.Popen(
         [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
          "--store", f"sqlite:///{tmp_path / 'sabot.db'}", "--env-file", str(tmp_path / "none")],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        cwd=ROOT, env={**os.environ, **ENV}, stdout=subprocess.PIPE,
+        stderr=(tmp_path / "server.log").open("w"), text=True)  # a file: nobody must read it
+    assert server.stdout is not None
+    target = ""
+    for line in server.stdout:
+        if "listening on" in line:
+            target = line.split("listening on ")[1].split()[0]
+            break
+    assert target, "the server did not start"
+    return server, target
+
+
+def test_sabot_serve_with_a_ledger_process_plays_the_demo_and_stops(tmp_path: Path) -> None:
+    server, target = _serve(tmp_path)
+    env = {**os.environ, **ENV}
     try:
-        assert server.stdout is not None
-        target = ""
-        for line in server.stdout:
-            if "listening on" in line:
-                target = line.split("listening on ")[1].split()[0]
-                break
-        assert target, "the server did not start"
         children = _children(server.pid)
         assert len(children) == 1  # the ledger process
         for secret in (KEY.hex(), "adm-token"):  # no key nor token where others could read it
@@ -188,21 +198,12 @@ def _zombie(pid: int) -> bool:
 
 
 def test_sabot_serve_stops_with_an_error_when_its_ledger_process_dies(tmp_path: Path) -> None:
-    env = {**os.environ, "SABOT_SEAL_KEY": KEY.hex(), "SABOT_TOKENS": "adm-token:admin"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
-         "--store", f"sqlite:///{tmp_path / 'sabot.db'}", "--env-file", str(tmp_path / "none")],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server, _ = _serve(tmp_path)
     try:
-        assert server.stdout is not None
-        for line in server.stdout:
-            if "listening on" in line:
-                break
         (child,) = _children(server.pid)
         os.kill(child, signal.SIGKILL)
-        _, err = server.communicate(timeout=60)
-        assert server.returncode == 2
-        assert "the ledger process ended by itself" in err
+        assert server.wait(timeout=60) == 2
+        assert "the ledger process ended by itself" in (tmp_path / "server.log").read_text()
     finally:
         if server.poll() is None:
             server.kill()
