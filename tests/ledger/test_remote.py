@@ -135,11 +135,12 @@ ENV = {"SABOT_SEAL_KEY": KEY.hex(), "SABOT_LEDGER_PROCESS": "on",
        "SABOT_TOKENS": "adm-token:admin", "PYTHONUNBUFFERED": "1"}
 
 
-def _serve(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
+def _serve(tmp_path: Path, store: str = "") -> tuple[subprocess.Popen[str], str]:
     """``sabot serve`` on a free port (its ledger in a process of its own): it and its target."""
     server = subprocess.Popen(
         [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
-         "--store", f"sqlite:///{tmp_path / 'sabot.db'}", "--env-file", str(tmp_path / "none")],
+         "--store", store or f"sqlite:///{tmp_path / 'sabot.db'}",
+         "--env-file", str(tmp_path / "none")],
         cwd=ROOT, env={**os.environ, **ENV}, stdout=subprocess.PIPE,
         stderr=(tmp_path / "server.log").open("w"), text=True)  # a file: nobody must read it
     assert server.stdout is not None
@@ -152,8 +153,11 @@ def _serve(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
     return server, target
 
 
-def test_sabot_serve_with_a_ledger_process_plays_the_demo_and_stops(tmp_path: Path) -> None:
-    server, target = _serve(tmp_path)
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_sabot_serve_with_a_ledger_process_plays_the_demo_and_stops(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest,
+) -> None:
+    server, target = _serve(tmp_path, request.getfixturevalue(f"{store}_store_url"))
     env = {**os.environ, **ENV}
     try:
         children = _children(server.pid)
