@@ -2,6 +2,10 @@
 
 The store is ``--store URL`` (or ``SABOT_STORE_URL``); the operator's Ed25519 checkpoint key is
 ``--key FILE`` (or ``SABOT_CHECKPOINT_KEY``), a PEM file that ``sabot checkpoint-keygen`` writes.
+Only one notary may write a store: ``checkpoint`` takes its writer lock (waiting up to ``--wait``
+seconds, else an error); ``export`` takes it to bring the tree up to date first, or, while
+another notary (a running server) holds it, exports up to that notary's latest checkpoint;
+``checkpoint --follow`` stands by until it is free.
 """
 
 from __future__ import annotations
@@ -22,9 +26,9 @@ from services.cli import CliError
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.escrow import generate_regulator_key, load_private_key
 from services.regulator.escrow_table import EscrowTable
-from services.regulator.export import ExportError, write_export
+from services.regulator.export import ExportError, ExportSummary, write_export
 from services.regulator.merkle import ProofError
-from services.regulator.notary import Notary, follow
+from services.regulator.notary import Notary, NotaryBusy, follow
 from services.regulator.replay import Replayer, ReplayStep, verdict
 from services.regulator.source import Database, EventTable, StoreError
 from services.regulator.vocabulary import coup_end
@@ -46,6 +50,7 @@ def register(sub: Any) -> None:
     p.add_argument("--follow", action="store_true",
                    help="keep notarising as the log grows (a checkpoint at every coup end)")
     p.add_argument("--interval", type=float, default=0.2, help="seconds between polls")
+    _wait_arg(p)
     p.set_defaults(func=cmd_checkpoint)
 
     p = sub.add_parser("export", help="canonical export (JSON Lines, docs/export-format.md)")
@@ -54,6 +59,7 @@ def register(sub: Any) -> None:
     p.add_argument("--since", help="ISO 8601 time: events at or after it")
     p.add_argument("--until", help="ISO 8601 time: events before it")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    _wait_arg(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("replay", help="replay a coup or a shoe beside its recorded events")
@@ -79,6 +85,17 @@ def _store_args(p: argparse.ArgumentParser, key_required: bool = True) -> None:
     p.add_argument("--key", default=os.environ.get("SABOT_CHECKPOINT_KEY"),
                    help="Ed25519 checkpoint key, PEM file (default: $SABOT_CHECKPOINT_KEY)"
                    + ("" if key_required else "; optional"))
+
+
+def _wait_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wait", type=float, default=0.0,
+                   help="seconds to wait while another notary writes the store (default: 0)")
+
+
+def _hold(notary: Notary, wait: float) -> None:
+    """The store's writer lock for this command, or a clear error."""
+    if not notary.hold(wait):
+        raise CliError(f"--store: {NotaryBusy(notary.writer.where)}; stop it, or give --wait")
 
 
 def _write_pair(out: str, private_pem: bytes, public: bytes) -> None:
@@ -143,11 +160,16 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
         stop = threading.Event()
         print("notarising; Ctrl-C to stop", file=sys.stderr)
         try:
-            follow(args.store, notary.key, stop, args.interval, ORIGIN)
+            follow(args.store, notary.key, stop, args.interval, ORIGIN,
+                   on_standby=lambda text: print(text, file=sys.stderr))
         except KeyboardInterrupt:
             stop.set()
-    signed = notary.sync()
-    latest = notary.checkpoint_now()
+    _hold(notary, args.wait)
+    try:
+        signed = notary.sync()
+        latest = notary.checkpoint_now()
+    finally:
+        notary.release()
     print(f"notarised up to leaf {notary.size}; {len(signed)} coup checkpoints signed",
           file=sys.stderr)
     print(json.dumps(latest.to_json() if latest else None, sort_keys=True))
@@ -169,15 +191,31 @@ def _time(text: str | None, field: str) -> datetime | None:
 def cmd_export(args: argparse.Namespace) -> int:
     notary = _notary(args, need_key=True)
     assert notary.key is not None
-    notary.sync()
-    notary.checkpoint_now()
+    if notary.hold(args.wait):  # held to the end: the tree does not grow under the export
+        try:
+            notary.sync()
+            notary.checkpoint_now()
+            summary = _export(args, notary, notary.key)
+        finally:
+            notary.release()
+    else:  # a running server notarises this store: export what it has signed, write nothing
+        print("another notary is writing this store (a running server?): exporting up to its "
+              "latest checkpoint", file=sys.stderr)
+        notary.refresh()
+        summary = _export(args, notary, notary.key)
+    print(f"exported {summary.events} events, {summary.checkpoints} checkpoints "
+          f"(anchor {summary.anchor})", file=sys.stderr)
+    return 0
+
+
+def _export(args: argparse.Namespace, notary: Notary, key: Ed25519PrivateKey) -> ExportSummary:
     since, until = _time(args.since, "--since"), _time(args.until, "--until")
     if args.shoe and (since or until):
         raise CliError("--shoe: give either shoes or a time range, not both")
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
-        summary = write_export(
-            out, notary.events, notary, public_key_bytes(notary.key.public_key()),
+        return write_export(
+            out, notary.events, notary, public_key_bytes(key.public_key()),
             shoe_ids=args.shoe, since=since, until=until,
         )
     except ExportError as exc:
@@ -185,9 +223,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         if args.output:
             out.close()
-    print(f"exported {summary.events} events, {summary.checkpoints} checkpoints "
-          f"(anchor {summary.anchor})", file=sys.stderr)
-    return 0
 
 
 def _show(step: ReplayStep) -> str:

@@ -4,12 +4,20 @@ Every stored event becomes leaf ``i`` in log order (``regulator_leaves``: index,
 hash); every complete subtree is kept in ``regulator_nodes`` (level >= 1), so any proof over a
 tree of n leaves reads O(log² n) rows in one query. A checkpoint is signed after every event that
 ends a coup (``coup_end``) and on demand. Polling (``sync``) works on SQLite and PostgreSQL alike.
+
+Only one notary may write a store: every write holds the store's writer lock (``writer_lock``).
+A notary that runs (``Follower``, ``follow``) holds it for as long as it runs, and one that finds
+it taken stands by, retrying, and takes over when the holder stops or dies; a one-off ``sync`` or
+``checkpoint_now`` takes it for the call (re-reading the tree first) or raises ``NotaryBusy``.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -17,6 +25,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from services.regulator import merkle
 from services.regulator.checkpoint import Checkpoint, sign_checkpoint
 from services.regulator.source import Database, EventTable, RawEvent
+from services.regulator.writer_lock import NotaryBusy, WriterLock
+
+__all__ = ["Follower", "Notary", "NotaryBusy", "follow", "missing_leaves", "no_coup_end"]
+
+log = logging.getLogger(__name__)
 
 CoupEnd = Callable[[RawEvent], str | None]  # the coup id when the event ends a coup
 
@@ -59,6 +72,7 @@ class Notary:
         self._last: dict[int, bytes] = {}
         self._size = 0
         self._position = 0
+        self.writer = WriterLock(db)
         if create:
             self._create_tables()
         elif not db.table_exists("regulator_checkpoints"):
@@ -107,6 +121,7 @@ class Notary:
                     )
 
     def _load_frontier(self) -> None:
+        self._last, self._size, self._position = {}, 0, 0
         rows = self.db.rows("SELECT idx, position FROM regulator_leaves ORDER BY idx DESC LIMIT 1")
         if not rows:
             return
@@ -115,6 +130,44 @@ class Notary:
         keys = [(lv, (self._size >> lv) - 1) for lv in range(64) if self._size >> lv]
         found = self.nodes(keys)
         self._last = {lv: found[(lv, i)] for lv, i in keys}
+
+    # --- the writer's lock ------------------------------------------------------------------
+
+    def hold(self, wait: float = 0.0, poll: float = 0.2) -> bool:
+        """Take the store's writer lock and keep it until ``release`` (or the connection's end),
+        trying for up to ``wait`` seconds; False if another notary holds it. Once taken, the
+        tree is read again from the store (another notary may have grown it)."""
+        deadline = time.monotonic() + wait
+        while not self.writer.try_acquire():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(poll, left))
+        self._load_frontier()
+        return True
+
+    def release(self) -> None:
+        """Let the writer lock go (a no-op when it is not held)."""
+        self.writer.release()
+
+    def refresh(self) -> None:
+        """Read the tree again from the store, without the lock (for a reader while another
+        notary writes: leaves and nodes are only ever added, each batch in one transaction)."""
+        self._load_frontier()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the writer lock for one write: as it is (``hold``), or for this call only."""
+        if self.writer.held:
+            yield
+            return
+        if not self.writer.try_acquire():
+            raise NotaryBusy(self.writer.where)
+        try:
+            self._load_frontier()
+            yield
+        finally:
+            self.writer.release()
 
     # --- reading the tree -------------------------------------------------------------------
 
@@ -258,13 +311,14 @@ class Notary:
 
     def checkpoint_now(self) -> Checkpoint | None:
         """Sign the current tree head (None when the tree is empty or already signed)."""
-        if self._size == 0:
-            return None
-        latest = self.latest_checkpoint()
-        if latest is not None and latest.size == self._size:
-            return latest
-        with self.db.transaction():
-            return self._sign(self._size, self.root(), self._position, None)
+        with self._writing():
+            if self._size == 0:
+                return None
+            latest = self.latest_checkpoint()
+            if latest is not None and latest.size == self._size:
+                return latest
+            with self.db.transaction():
+                return self._sign(self._size, self.root(), self._position, None)
 
     def _sign(self, size: int, root: bytes, position: int, coup: str | None) -> Checkpoint:
         if self.key is None:
@@ -280,16 +334,18 @@ class Notary:
     # --- appending --------------------------------------------------------------------------
 
     def sync(self, batch: int = 5000, max_events: int | None = None) -> list[Checkpoint]:
-        """Notarise every new event; returns the checkpoints signed on the way."""
+        """Notarise every new event; returns the checkpoints signed on the way. Raises
+        ``NotaryBusy`` when another notary holds the store."""
         signed: list[Checkpoint] = []
         done = 0
-        while max_events is None or done < max_events:
-            limit = batch if max_events is None else min(batch, max_events - done)
-            events = self.events.read(self._position, limit)
-            if not events:
-                break
-            signed += self._append(events)
-            done += len(events)
+        with self._writing():
+            while max_events is None or done < max_events:
+                limit = batch if max_events is None else min(batch, max_events - done)
+                events = self.events.read(self._position, limit)
+                if not events:
+                    break
+                signed += self._append(events)
+                done += len(events)
         return signed
 
     def _append(self, events: Sequence[RawEvent]) -> list[Checkpoint]:
@@ -387,27 +443,60 @@ def follow(
     stop: threading.Event,
     interval: float = 0.2,
     origin: str = "sabot",
+    on_standby: Callable[[str], None] | None = None,
 ) -> None:
     """Notarise the store at ``url`` as it grows, signing at every coup end, until ``stop`` is
-    set. Run it in a thread or process of its own (it opens its own connection)."""
+    set. Run it in a thread or process of its own (it opens its own connection). While another
+    notary holds the store it stands by (``on_standby`` is told once), retrying every
+    ``interval`` seconds, and takes over when that one stops or dies."""
     from services.regulator.vocabulary import coup_end
 
     db = Database(url)
+    notary: Notary | None = None
     try:
         notary = Notary(db, EventTable(db), key, origin, coup_end)
+        if not _stand_by(notary, stop, interval, on_standby):
+            return
         while not stop.is_set():
             notary.sync()
             stop.wait(interval)
         notary.sync()
     finally:
+        if notary is not None:
+            notary.release()
         db.close()
+
+
+def _stand_by(
+    notary: Notary,
+    stop: threading.Event,
+    retry: float,
+    on_standby: Callable[[str], None] | None = None,
+) -> bool:
+    """Wait for the store's writer lock, retrying every ``retry`` seconds; False if ``stop``
+    came first. Logged (and ``on_standby`` told) once when it must wait, and on taking over."""
+    if notary.hold():
+        return True
+    text = (f"notary: standing by: another notary is writing {notary.writer.where}; "
+            f"retrying every {retry:g}s")
+    log.warning(text)
+    if on_standby is not None:
+        on_standby(text)
+    while not stop.wait(retry):
+        if notary.hold():
+            log.warning("notary: the other notary has gone; taking over %s", notary.writer.where)
+            if on_standby is not None:
+                on_standby(f"notary: taking over {notary.writer.where}")
+            return True
+    return False
 
 
 class Follower:
     """The notary of a running server, in a thread of its own: it notarises the store as it
     grows (a checkpoint at every coup end), signs a checkpoint of the whole log on demand
     (``checkpoint_now``), and survives a lost connection (it reconnects after ``retry``
-    seconds). The only writer of the tree's tables in the process."""
+    seconds). It holds the store's writer lock while it runs: a second server on the same store
+    stands by (its on-demand requests time out) and takes over when the first stops or dies."""
 
     def __init__(
         self,
@@ -431,6 +520,7 @@ class Follower:
         self._cond = threading.Condition(self._lock)
         self._thread = threading.Thread(target=self._loop, name="sabot-notary", daemon=True)
         self.ready = threading.Event()  # the tree's tables exist
+        self.active = threading.Event()  # this notary holds the store (not standing by)
 
     def start(self) -> Follower:
         self._thread.start()
@@ -474,10 +564,14 @@ class Follower:
 
         while not self.stopped.is_set():
             db: Database | None = None
+            notary: Notary | None = None
             try:
                 db = Database(self.url)
                 notary = Notary(db, EventTable(db), self.key, self.origin, coup_end)
                 self.ready.set()
+                if not _stand_by(notary, self.stopped, self.retry):
+                    return
+                self.active.set()
                 while True:
                     with self._cond:
                         wanted, sign = self._wanted, self._sign_upto > self._done
@@ -497,6 +591,9 @@ class Follower:
                     self.on_error(exc)
                 self.stopped.wait(self.retry)
             finally:
+                self.active.clear()
+                if notary is not None:
+                    notary.release()
                 if db is not None:
                     db.close()
                 with self._cond:
