@@ -106,8 +106,16 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
             raise _failed("", "NO_CHECKPOINT", "no checkpoint is signed yet")
         return latest
 
+    def _standing_by(self) -> None:
+        """UNAVAILABLE at once when this server's notary stands by (another one writes the
+        store), instead of waiting for it in vain."""
+        if self.follower is not None and self.follower.standby.is_set():
+            raise errors.ApiError(grpc.StatusCode.UNAVAILABLE, "", "NOTARY_STANDBY",
+                                  "another notary writes this store; this server's stands by")
+
     def _catch_up(self) -> None:
         """Have the notary cover every event stored so far (a replay checks the leaves)."""
+        self._standing_by()
         if self.follower is not None and not self.follower.sync_now(NOTARY_WAIT):
             raise errors.ApiError(grpc.StatusCode.UNAVAILABLE, "", "NOTARY_BEHIND",
                                   "the notary has not caught up; retry")
@@ -218,6 +226,7 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
         if self.follower is None or self.public_key is None:
             raise _failed("", "NO_CHECKPOINT_KEY",
                           "the server has no checkpoint key (SABOT_CHECKPOINT_KEY)")
+        self._standing_by()
         if self.follower.checkpoint_now(NOTARY_WAIT) is None:
             raise errors.ApiError(grpc.StatusCode.UNAVAILABLE, "", "NOTARY_BEHIND",
                                   "the notary could not sign a checkpoint; retry")

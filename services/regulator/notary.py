@@ -521,6 +521,7 @@ class Follower:
         self._thread = threading.Thread(target=self._loop, name="sabot-notary", daemon=True)
         self.ready = threading.Event()  # the tree's tables exist
         self.active = threading.Event()  # this notary holds the store (not standing by)
+        self.standby = threading.Event()  # another notary holds the store: this one waits
 
     def start(self) -> Follower:
         self._thread.start()
@@ -559,6 +560,10 @@ class Follower:
             ) and self._done >= ticket
             return done, (self._latest if done else None)
 
+    def _note_standby(self, text: str) -> None:
+        if text.startswith("notary: standing by"):  # (not "taking over")
+            self.standby.set()
+
     def _loop(self) -> None:
         from services.regulator.vocabulary import coup_end
 
@@ -569,8 +574,10 @@ class Follower:
                 db = Database(self.url)
                 notary = Notary(db, EventTable(db), self.key, self.origin, coup_end)
                 self.ready.set()
-                if not _stand_by(notary, self.stopped, self.retry):
+                if not _stand_by(notary, self.stopped, self.retry,
+                                 on_standby=self._note_standby):
                     return
+                self.standby.clear()
                 self.active.set()
                 while True:
                     with self._cond:
@@ -592,6 +599,7 @@ class Follower:
                 self.stopped.wait(self.retry)
             finally:
                 self.active.clear()
+                self.standby.clear()
                 if notary is not None:
                     notary.release()
                 if db is not None:

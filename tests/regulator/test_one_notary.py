@@ -86,6 +86,7 @@ def two_notaries_one_writer(url: str, tmp_path: Path, capsys: pytest.CaptureFixt
         coups = [player.coup()[0] for _ in range(2)]
         assert first.checkpoint_now(10) is not None
         assert second.ready.wait(10) and not second.active.is_set()
+        assert second.standby.wait(10)  # what the server's regulator service answers by
         assert second.checkpoint_now(0.2) is None  # standing by: it writes nothing
         # a one-off writer is refused while the first holds the store
         db = Database(url)
@@ -112,6 +113,7 @@ def two_notaries_one_writer(url: str, tmp_path: Path, capsys: pytest.CaptureFixt
         # the first stops: the second takes over, from where the first left off
         first.stop()
         assert second.active.wait(10)
+        assert not second.standby.is_set()
         coups += [player.coup()[0] for _ in range(2)]
         cp = second.checkpoint_now(10)
         assert cp is not None and cp.coup is None
