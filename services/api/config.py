@@ -8,7 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from domain.errors import InvalidArgument
 from services.api.roles import Principal, Role
+from services.projections import gamingday
+from services.projections.gamingday import GamingDay
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_STORE = "sqlite:///var/sabot.db"
@@ -32,6 +35,8 @@ class Config:
     projections: bool = True  # a thread keeps the read models up to date (SABOT_PROJECTIONS)
     ledger_process: bool = True  # `sabot serve`: the writer in a process of its own
     # (SABOT_LEDGER_PROCESS; off: one process)
+    # the site's gaming day: SABOT_GAMING_DAY ("HH:MM ZONE") and SABOT_SHIFTS (equal shifts)
+    gaming_day: GamingDay | None = None  # None: the setting the read models were built with
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -127,6 +132,10 @@ def load(
     ledger_process_text = values.get("SABOT_LEDGER_PROCESS", "on").strip().lower() or "on"
     if ledger_process_text not in ("on", "off"):
         raise ConfigError("SABOT_LEDGER_PROCESS: on (the writer in its own process) or off")
+    try:
+        gaming_day = gamingday.given(values)
+    except InvalidArgument as exc:
+        raise ConfigError(f"{exc.field}: {exc.message}") from None
     return Config(
         listen=listen or values.get("SABOT_LISTEN") or DEFAULT_LISTEN,
         store=store or values.get("SABOT_STORE") or DEFAULT_STORE,
@@ -137,6 +146,7 @@ def load(
         regulator_key=regulator_key,
         projections=projections_text == "on",
         ledger_process=ledger_process_text == "on",
+        gaming_day=gaming_day,
     )
 
 

@@ -30,6 +30,7 @@ from services.api.logs import get_logger
 from services.api.roles import Principal, Role
 from services.ledger.api import Ledger
 from services.projections.export import Report, render
+from services.projections.gamingday import GamingDay
 from services.projections.projector import Lag
 from services.projections.recall import RecalledCoup
 from services.projections.reconcile import Reconciliation
@@ -53,13 +54,18 @@ class ProjectionKeeper:
     """The read models of the ledger's log, caught up by a thread when the log has moved.
 
     Catch-ups are serialised by a lock (the thread's and those of the calls); the positions in
-    ``rm_tracking`` make a catch-up by another process (``sabot projections run``) safe too."""
+    ``rm_tracking`` make a catch-up by another process (``sabot projections run``) safe too.
 
-    def __init__(self, ledger: Ledger, hub: Hub, follow: bool = True) -> None:
+    ``gaming_day``: the site's gaming day (``Config.gaming_day``; None: from the environment,
+    ``SABOT_GAMING_DAY`` and ``SABOT_SHIFTS``). The reconciliation figures, and so the gaming
+    days the reports take, are filed under it."""
+
+    def __init__(self, ledger: Ledger, hub: Hub, follow: bool = True,
+                 gaming_day: GamingDay | None = None) -> None:
         self.ledger = ledger
         self.hub = hub
         self.follow = follow
-        self.models = ReadModels(ledger.app)
+        self.models = ReadModels(ledger.app, gaming_day)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -131,7 +131,8 @@ def start(config: Config, ledger: Ledger) -> Running:
         checkpoint_public_key=None if notary is None else public_key_bytes(
             notary.key.public_key()))
     regulator_pb2_grpc.add_RegulatorServiceServicer_to_server(regulator, server)
-    projections = ProjectionKeeper(ledger, hub, follow=config.projections)
+    projections = ProjectionKeeper(ledger, hub, follow=config.projections,
+                                   gaming_day=config.gaming_day)
     read_models = ReadModelServicer(*deps, keeper=projections)
     reports_pb2_grpc.add_ReadModelServiceServicer_to_server(read_models, server)
     health_servicer = health.HealthServicer()

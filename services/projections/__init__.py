@@ -3,7 +3,9 @@ reconciliation; their rebuild, the reconcile check against the write side, and r
 
 from __future__ import annotations
 
+from services.projections import gamingday
 from services.projections.bankrolls import BankrollView
+from services.projections.gamingday import GamingDay
 from services.projections.projector import Lag, Projector
 from services.projections.recall import RecallView
 from services.projections.reconciliation import ReconciliationView
@@ -11,13 +13,18 @@ from services.projections.shoes import ShoeStateView
 from services.projections.view import View
 
 
-def default_views() -> list[View]:
-    """Every read model, in a fixed order."""
-    return [BankrollView(), ShoeStateView(), RecallView(), ReconciliationView()]
+def default_views(gaming_day: GamingDay | None = None) -> list[View]:
+    """Every read model, in a fixed order. ``gaming_day``: the site's gaming day (None: from
+    the environment, ``SABOT_GAMING_DAY`` and ``SABOT_SHIFTS``, InvalidArgument naming the
+    variable if one is malformed; if it sets neither, the setting the read models were built
+    with)."""
+    setting = gamingday.given() if gaming_day is None else gaming_day  # None: as stored
+    return [BankrollView(), ShoeStateView(), RecallView(), ReconciliationView(setting)]
 
 
 __all__ = [
     "BankrollView",
+    "GamingDay",
     "Lag",
     "Projector",
     "RecallView",

@@ -79,7 +79,7 @@ def apply_batch(
             old = positions[view.name]
             if last.position <= old:
                 continue
-            tracking.advance(tx, view.name, old, last.position, stamp)
+            tracking.advance(tx, view.name, old, last.position, stamp, view.schema_digest())
             if mine[view.name]:
                 view.apply(tx, mine[view.name])
             new[view.name] = last.position
@@ -114,6 +114,10 @@ class Projector:
                 break
             assert self._wanted is not None
             self._wanted |= v.topics
+        for view in self.views:  # a view whose settings are those it was built with
+            adopt = getattr(view, "adopt", None)
+            if adopt is not None:
+                adopt(self.store)
         self.positions: dict[str, int] = {}
         self._decode, self._decode_row = decoders(app)
         self._select = _row_reader(app) if self._decode_row is not None else None

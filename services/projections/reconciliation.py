@@ -11,22 +11,29 @@
 - ``cash_in`` / ``cash_out`` at the cage (table id = the cage account);
 - ``prison_outstanding``: the imprisoned stakes on the layout after the last change in that shift.
 
-Gaming day and shift come from the event time (UTC): the day starts at ``DAY_START_HOUR`` and has
-three shifts of eight hours (1: 06-14, 2: 14-22, 3: 22-06).
+Gaming day and shift come from the event time and the site's setting (:mod:`gamingday`:
+``SABOT_GAMING_DAY``, ``SABOT_SHIFTS``); by default the day starts at 06:00 UTC and has three
+shifts of eight hours (1: 06-14, 2: 14-22, 3: 22-06). The rows depend on the setting, so it is
+part of the view's schema digest kept in ``rm_tracking`` (the default adds nothing: the digest is
+the one of the versions before the setting). A process that starts with another setting rebuilds
+the view from the log, as after a change of its code; a process still running with the previous
+one then refuses to write into it (:class:`tracking.SchemaChanged`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from services.projections import topics as T
-from services.projections.store import Tx
+from services.projections.gamingday import DEFAULT, GamingDay, in_schema, schema_mark
+from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View
 
-DAY_START_HOUR = 6
+DAY_START_HOUR = 6  # of the default setting (06:00 UTC, three shifts of eight hours)
 SHIFT_HOURS = 8
 PRISON_STATUSES = frozenset({"prison", "second_prison"})
 OVERWRITTEN = frozenset({"prison_outstanding"})
@@ -72,10 +79,20 @@ RECON_PRISON = Table(
 )
 
 
-def gaming_day_and_shift(at: datetime) -> tuple[str, int]:
-    """The gaming day (ISO date) and shift (1..3) of a UTC time."""
-    shifted = at - timedelta(hours=DAY_START_HOUR)
-    return shifted.date().isoformat(), 1 + shifted.hour // SHIFT_HOURS
+def gaming_day_and_shift(at: datetime, setting: GamingDay = DEFAULT) -> tuple[str, int]:
+    """The gaming day (ISO date) and shift (1..n) of a time (naive: UTC) under ``setting``."""
+    return setting.of(at)
+
+
+def stored_setting(store: ReadStore) -> GamingDay:
+    """The setting the reconciliation rows were built with (from ``rm_tracking``; the default
+    when the view is not there yet or was built before the setting existed)."""
+    if not store.table_exists("rm_tracking"):
+        return DEFAULT
+    with store.read() as tx:
+        row = tx.one("SELECT schema FROM {s}rm_tracking WHERE view = ?", (ReconciliationView.name,))
+    found = in_schema(str(row[0])) if row else None
+    return DEFAULT if found is None else found
 
 
 Key = tuple[str, str, int, str, str]
@@ -88,6 +105,27 @@ class ReconciliationView(View):
         {T.TABLE_OPENED, T.ACCOUNT_OPENED, T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED, T.COUP_OPENED,
          T.COUP_RESOLVED, T.COUP_SETTLED, T.COUP_MONEY_MOVED, T.COUP_LAYOUT_RESTATED}
     ) | T.STAKE_EVENTS
+
+    def __init__(self, gaming_day: GamingDay | None = DEFAULT) -> None:
+        """``gaming_day`` None: the setting the rows were built with (see ``adopt``)."""
+        self.adopting = gaming_day is None
+        self.gaming_day = DEFAULT if gaming_day is None else gaming_day
+        self._of = self.gaming_day.resolver()
+
+    def adopt(self, store: ReadStore) -> None:
+        """Take the stored setting when none was given (called by the projector first)."""
+        if self.adopting:
+            self.gaming_day = stored_setting(store)
+            self._of = self.gaming_day.resolver()
+
+    def schema_digest(self) -> str:
+        """The tables' digest; with a setting other than the default, a digest that covers it
+        too, followed by the setting in clear (see :func:`gamingday.in_schema`)."""
+        digest = super().schema_digest()
+        if self.gaming_day.is_default:
+            return digest
+        setting = schema_mark(self.gaming_day)
+        return hashlib.sha256(f"{digest}{setting}".encode()).hexdigest()[:16] + setting
 
     def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
         sums: dict[Key, int] = {}
@@ -113,11 +151,12 @@ class ReconciliationView(View):
         new_tables: list[tuple[Any, ...]] = []
 
         shifts: dict[str, tuple[str, int]] = {}
+        of = self._of
 
         def add(table: str, e: Envelope, metric: str, amount: int, chance: str = "") -> None:
             ds = shifts.get(e.at)
             if ds is None:
-                ds = shifts[e.at] = gaming_day_and_shift(e.time)
+                ds = shifts[e.at] = of(e.time)
             day, shift = ds
             key = (table, day, shift, metric, chance)
             sums[key] = sums.get(key, 0) + amount
@@ -221,7 +260,7 @@ class ReconciliationView(View):
                     prison_changed[row[1]] = e
 
         for table, e in prison_changed.items():
-            day, shift = gaming_day_and_shift(e.time)
+            day, shift = of(e.time)
             overwrite[(table, day, shift, "prison_outstanding", "")] = sum(prisons[table].values())
 
         tx.executemany(

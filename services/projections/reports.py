@@ -20,6 +20,7 @@ from domain.errors import InvalidArgument, NotFound
 from services.projections import edge
 from services.projections.export import Report
 from services.projections.recall import iso_time
+from services.projections.reconciliation import stored_setting
 from services.projections.store import ReadStore
 
 CHANCES = ("noir", "rouge", "couleur", "inverse")
@@ -50,8 +51,12 @@ def _metrics(store: ReadStore, day: str, table_id: str | None) -> dict[tuple[str
     return out
 
 
-def prison_outstanding(store: ReadStore, table_id: str, day: str, shift: int = 3) -> int:
-    """The imprisoned stakes on the table's layout at the close of ``day``'s ``shift``."""
+def prison_outstanding(store: ReadStore, table_id: str, day: str, shift: int | None = None,
+                       ) -> int:
+    """The imprisoned stakes on the table's layout at the close of ``day``'s ``shift`` (None:
+    its last shift under the setting the view was built with)."""
+    if shift is None:
+        shift = stored_setting(store).shifts
     with store.read() as tx:
         row = tx.one(
             "SELECT amount FROM {s}rm_recon WHERE table_id = ? AND metric = 'prison_outstanding' "
@@ -80,8 +85,12 @@ DAY_COLUMNS = (
 def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Report:
     """Per table, one row per shift and a ``day`` row: handle by chance, paid out, house win,
     hold %, premiums, partage, prison losses, imprisoned stakes outstanding at the close, cash
-    at the cage, the bank-versus-coups check and the theoretical win with its 95 % flag."""
+    at the cage, the bank-versus-coups check and the theoretical win with its 95 % flag.
+
+    ``day`` and the shifts are those of the site's gaming day (``gamingday``) the
+    reconciliation view was built with; the ``hours`` fact describes them."""
     _check_day(day)
+    setting = stored_setting(store)  # the rows' gaming day: the site's, as built
     metrics = _metrics(store, day, table_id)
     options = _table_options(store)
     tables = sorted({t for t, _ in metrics})
@@ -97,11 +106,11 @@ def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Repor
                     total[k] += v
             row, flagged = _day_row(store, t, day, str(s), m, options.get(t), s)
             rows.append(row)
-        row, flagged = _day_row(store, t, day, "day", total, options.get(t), 3)
+        row, flagged = _day_row(store, t, day, "day", total, options.get(t), setting.shifts)
         flags += flagged
         rows.append(row)
     facts = {"gaming_day": day, "tables": len([t for t in tables if not t.startswith("cage:")]),
-             "flags": flags, "hours": "shift 1 06-14, 2 14-22, 3 22-06 (UTC)"}
+             "flags": flags, "hours": setting.describe()}
     return Report(f"Gaming day {day}", DAY_COLUMNS, tuple(rows), facts)
 
 

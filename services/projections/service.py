@@ -9,6 +9,7 @@ from typing import Any
 
 from services.projections import default_views
 from services.projections.export import Report
+from services.projections.gamingday import GamingDay
 from services.projections.log import open_log
 from services.projections.projector import Lag, Projector
 from services.projections.recall import RecalledCoup, recall
@@ -19,13 +20,16 @@ from services.projections.reports import gaming_day, player_statement, shoe_hist
 class ReadModels:
     """The four read models of one ledger log (the application ``app``)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, gaming_day: GamingDay | None = None) -> None:
+        """``gaming_day``: the site's (None: from the environment, see ``default_views``)."""
         self.app = app
-        self.projector = Projector(app, default_views())
+        self.projector = Projector(app, default_views(gaming_day))
 
     @classmethod
-    def open(cls, store_url: str, schema: str | None = None) -> ReadModels:
-        return cls(open_log(store_url, {"POSTGRES_SCHEMA": schema} if schema else {}))
+    def open(cls, store_url: str, schema: str | None = None,
+             gaming_day: GamingDay | None = None) -> ReadModels:
+        return cls(open_log(store_url, {"POSTGRES_SCHEMA": schema} if schema else {}),
+                   gaming_day)
 
     def catch_up(self) -> int:
         return self.projector.catch_up()

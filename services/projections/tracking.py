@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from domain.errors import FailedPrecondition
+from services.projections import gamingday
 from services.projections.store import Tx
 
 TRACKING_TABLE = "rm_tracking"
@@ -16,6 +18,27 @@ TRACKING_TABLE = "rm_tracking"
 
 class PositionConflict(Exception):
     """Another projector moved the view's position first; reload and carry on."""
+
+
+class SchemaChanged(FailedPrecondition):
+    """The view's rows were rebuilt by a process with another schema digest (another version of
+    the view's code, or another gaming-day setting) since this one read its position: this one
+    must not write into them."""
+
+    def __init__(self, view: str, stored: str, mine: str) -> None:
+        theirs, ours = gamingday.in_schema(stored), gamingday.in_schema(mine)
+        setting = ""
+        if theirs != ours:
+            a = theirs or gamingday.DEFAULT
+            b = ours or gamingday.DEFAULT
+            setting = (f" under gaming day {a.text} with {a.shifts} shifts (this process: "
+                       f"{b.text} with {b.shifts} shifts: {gamingday.DAY_SETTING}, "
+                       f"{gamingday.SHIFTS_SETTING})")
+        super().__init__(
+            "view", "READ_MODEL_REBUILT",
+            f"the read model {view} was rebuilt by another process{setting} or by another "
+            "version of the code; restart this process with the same settings as the others, "
+            "or run `sabot projections rebuild` with the settings wanted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,14 +88,27 @@ def read(tx: Tx, views: Iterable[str]) -> dict[str, Position]:
     return {v: found.get(v, Position(v, 0, "")) for v in wanted}
 
 
-def advance(tx: Tx, view: str, old: int, new: int, event_time: str | None) -> None:
+def advance(tx: Tx, view: str, old: int, new: int, event_time: str | None,
+            schema: str | None = None) -> None:
     """Move ``view`` from ``old`` to ``new`` (``event_time`` None: keep the time), or raise
-    PositionConflict (the caller rolls back)."""
-    row = tx.one(
-        "UPDATE {s}rm_tracking SET position = ?, event_time = COALESCE(?, event_time) "
-        "WHERE view = ? AND position = ? RETURNING position",
-        (new, event_time, view, old),
-    )
+    PositionConflict (the caller rolls back). With ``schema`` (the digest the caller's view
+    code has), raise SchemaChanged if the row holds another one (rebuilt by another process)."""
+    if schema is None:
+        row = tx.one(
+            "UPDATE {s}rm_tracking SET position = ?, event_time = COALESCE(?, event_time) "
+            "WHERE view = ? AND position = ? RETURNING position",
+            (new, event_time, view, old),
+        )
+    else:
+        row = tx.one(
+            "UPDATE {s}rm_tracking SET position = ?, event_time = COALESCE(?, event_time) "
+            "WHERE view = ? AND position = ? AND schema = ? RETURNING position",
+            (new, event_time, view, old, schema),
+        )
     if row is None:
+        if schema is not None:
+            found = tx.one("SELECT schema FROM {s}rm_tracking WHERE view = ?", (view,))
+            if found is not None and str(found[0]) != schema:
+                raise SchemaChanged(view, str(found[0]), schema)
         raise PositionConflict(f"view {view}: position is no longer {old}")
 

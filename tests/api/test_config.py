@@ -91,3 +91,27 @@ def test_an_unreachable_store_is_unavailable_not_internal() -> None:
         assert "down" not in to_status(exc).details
     assert code_of(KeyError("bug")) is grpc.StatusCode.INTERNAL
     assert to_status(KeyError("secret detail")).details == "internal error"
+
+
+def test_the_gaming_day_setting(tmp_path: Path) -> None:
+    from services.projections.gamingday import DEFAULT, GamingDay
+
+    assert load({}, None).gaming_day is None  # not given: the read models keep theirs
+    assert GamingDay(6, 0, "UTC", 3) == DEFAULT
+    config = load({"SABOT_GAMING_DAY": "06:00 Europe/Paris", "SABOT_SHIFTS": "4"}, None)
+    assert config.gaming_day == GamingDay(6, 0, "Europe/Paris", 4)
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("SABOT_GAMING_DAY=05:30 Asia/Kolkata\n")
+    assert load({}, dotenv).gaming_day == GamingDay(5, 30, "Asia/Kolkata", 3)
+
+
+@pytest.mark.parametrize("env,name", [
+    ({"SABOT_GAMING_DAY": "6am Paris"}, "SABOT_GAMING_DAY"),
+    ({"SABOT_GAMING_DAY": "06:00 Europe/Nowhere"}, "SABOT_GAMING_DAY"),
+    ({"SABOT_GAMING_DAY": "25:00 UTC"}, "SABOT_GAMING_DAY"),
+    ({"SABOT_SHIFTS": "7"}, "SABOT_SHIFTS"),
+    ({"SABOT_SHIFTS": "0"}, "SABOT_SHIFTS"),
+])
+def test_a_bad_gaming_day_is_refused_naming_the_variable(env: dict[str, str], name: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{name}: "):
+        load(env, None)

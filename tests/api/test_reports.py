@@ -544,3 +544,51 @@ def test_the_projection_thread_can_be_turned_off() -> None:
     assert load(env={"SABOT_PROJECTIONS": "off"}, dotenv=None).projections is False
     with pytest.raises(ConfigError, match="SABOT_PROJECTIONS"):
         load(env={"SABOT_PROJECTIONS": "sometimes"}, dotenv=None)
+
+
+def test_gaming_days_in_the_sites_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          ) -> None:
+    """Under 06:00 Europe/Paris (05:00 UTC in March) with four shifts, GetGamingDayReport takes
+    the site's gaming day: its rows are the domain's figures filed under that setting."""
+    from services.api.reports import ReadModelServicer
+    from services.projections.gamingday import parse
+
+    setting = parse("06:00 Europe/Paris", "4")
+    # The server's keeper takes Config.gaming_day when server.start passes it, else reads the
+    # environment: both say the same here.
+    monkeypatch.setenv("SABOT_GAMING_DAY", "06:00 Europe/Paris")
+    monkeypatch.setenv("SABOT_SHIFTS", "4")
+    url = f"sqlite:///{tmp_path / 'sabot.db'}"
+    game = Game(url, seed=13)
+    config = Config(listen="127.0.0.1:0", store=url, seal_key=bytes(range(32)), workers=4,
+                    gaming_day=setting)
+    running = server.start(config, game.ledger)
+    try:
+        game.open_table("t-fr", "francaise")
+        for i, name in enumerate(PLAYERS):
+            game.open_player(name, 5_000_000 + i)
+        game.play_shoe("t-fr", max_coups=25)
+        expected = game.exp.recon_under(setting)
+        assert {k[1:3] for k in expected} != {k[1:3] for k in game.exp.recon}
+        servicer = next(s for s in running.servicers if isinstance(s, ReadModelServicer))
+        shifts = set()
+        for day in sorted({k[1] for k in expected}):
+            report = servicer.GetGamingDayReport(
+                reports_pb2.GetGamingDayReportRequest(gaming_day=day), None)  # type: ignore[arg-type]
+            assert report.gaming_day == day and report.rows
+            for r in report.rows:
+                table = r.table.removeprefix("tables/") or r.cage
+                exp = Counter[str]()
+                for (t, d, s, metric, chance), v in expected.items():
+                    if t == table and d == day and r.shift in (0, s):
+                        exp[metric + ("_" + chance if chance else "")] += v
+                shifts.add(r.shift)
+                assert (r.coups, r.void_coups) == (exp["coups"], exp["void_coups"])
+                assert r.handle_minor == sum(exp[f"handle_{c}"] for c in CHANCES)
+                assert r.house_win_minor == (exp["bank_net"] + exp["premiums"]
+                                             + exp["partage"] + exp["prison_loss"])
+                assert (r.cash_in_minor, r.cash_out_minor) == (exp["cash_in"], exp["cash_out"])
+            assert {r.shift for r in report.rows} <= {0, 1, 2, 3, 4}
+        assert 4 in shifts
+    finally:
+        running.stop(grace=1)

@@ -40,6 +40,7 @@ from domain.rules import HouseRules, house_rules
 from domain.settlement import settle
 from domain.shuffle import load_sabot
 from services.ledger.api import Ledger, LedgerConfig
+from services.projections.gamingday import GamingDay
 from services.projections.reconciliation import gaming_day_and_shift
 
 HOUSE_METRIC = {
@@ -78,6 +79,33 @@ class Expected:
     coups: dict[str, dict[str, Any]] = field(default_factory=dict)
     recon: Counter[tuple[str, str, int, str, str]] = field(default_factory=Counter)
     prison: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # The same figures with their times, to file them under any gaming-day setting.
+    recon_log: list[tuple[datetime, str, str, str, int]] = field(default_factory=list)
+    prison_log: list[tuple[datetime, str, int]] = field(default_factory=list)
+
+    def add(self, table: str, t: datetime, metric: str, chance: str, amount: int) -> None:
+        day, shift = gaming_day_and_shift(t)
+        self.recon[(table, day, shift, metric, chance)] += amount
+        self.recon_log.append((t, table, metric, chance, amount))
+
+    def set_prison(self, table: str, t: datetime, amount: int) -> None:
+        day, shift = gaming_day_and_shift(t)
+        self.prison[(table, day, shift)] = amount
+        self.prison_log.append((t, table, amount))
+
+    def recon_under(self, setting: GamingDay) -> Counter[tuple[str, str, int, str, str]]:
+        out: Counter[tuple[str, str, int, str, str]] = Counter()
+        for t, table, metric, chance, amount in self.recon_log:
+            day, shift = gaming_day_and_shift(t, setting)
+            out[(table, day, shift, metric, chance)] += amount
+        return out
+
+    def prison_under(self, setting: GamingDay) -> dict[tuple[str, str, int], int]:
+        out: dict[tuple[str, str, int], int] = {}
+        for t, table, amount in self.prison_log:
+            day, shift = gaming_day_and_shift(t, setting)
+            out[(table, day, shift)] = amount
+        return out
 
     def post(self, debit: str, credit: str, amount: int, kind: str) -> None:
         self.balances[debit] -= amount
@@ -139,15 +167,14 @@ class Game:
     def cash(self, name: str, amount: int) -> None:
         """Deposit (amount > 0) or withdraw (amount < 0) at the cage."""
         t = self.clock.tick()
-        day, shift = gaming_day_and_shift(t)
         if amount > 0:
             self.ledger.deposit(self.rid(), name, amount)
             self.exp.post("cage:eur", name, amount, "cash_in")
-            self.exp.recon[("cage:eur", day, shift, "cash_in", "")] += amount
+            self.exp.add("cage:eur", t, "cash_in", "", amount)
         else:
             self.ledger.withdraw(self.rid(), name, -amount)
             self.exp.post(name, "cage:eur", -amount, "cash_out")
-            self.exp.recon[("cage:eur", day, shift, "cash_out", "")] += -amount
+            self.exp.add("cage:eur", t, "cash_out", "", -amount)
 
     # --- the mirror -------------------------------------------------------------------------
 
@@ -155,32 +182,31 @@ class Game:
         return player if role is Role.PLAYER else f"table:{table}:{role.value}"
 
     def _apply(self, table: str, step: Step, t: datetime, in_action: bool = False) -> None:
-        day, shift = gaming_day_and_shift(t)
         for m in step.movements:
             debit = self._account(table, m.source, m.player)
             credit = self._account(table, m.destination, m.player)
             self.exp.post(debit, credit, m.amount, m.kind.value)
             for role, sign in ((m.source, -1), (m.destination, 1)):
                 if role in HOUSE_METRIC:
-                    self.exp.recon[(table, day, shift, HOUSE_METRIC[role], "")] += sign * m.amount
+                    self.exp.add(table, t, HOUSE_METRIC[role], "", sign * m.amount)
             if in_action:
                 if m.kind.value in ("collection", "payment"):
-                    self.exp.recon[(table, day, shift, m.kind.value + "s", "")] += m.amount
+                    self.exp.add(table, t, m.kind.value + "s", "", m.amount)
                 if m.destination is Role.BANK:
-                    self.exp.recon[(table, day, shift, "coup_result", "")] += m.amount
+                    self.exp.add(table, t, "coup_result", "", m.amount)
                 if m.source is Role.BANK:
-                    self.exp.recon[(table, day, shift, "coup_result", "")] -= m.amount
+                    self.exp.add(table, t, "coup_result", "", -m.amount)
         if in_action:
             for f in step.fates:
                 if f.fate.value in SETTLED_IN_ACTION:
                     c = f.chance.value
-                    self.exp.recon[(table, day, shift, "handle", c)] += f.amount_before
-                    self.exp.recon[(table, day, shift, "handle_sq", c)] += f.amount_before ** 2
+                    self.exp.add(table, t, "handle", c, f.amount_before)
+                    self.exp.add(table, t, "handle_sq", c, f.amount_before ** 2)
         self.layouts[table] = step.layout
-        self.exp.prison[(table, day, shift)] = sum(
+        self.exp.set_prison(table, t, sum(
             s.amount for s in step.layout.stakes
             if s.status in (StakeStatus.PRISON, StakeStatus.SECOND_PRISON)
-        )
+        ))
 
     def _try(self, table: str, make: Any, send: Any) -> bool:
         """Run a betting command in the domain; if the rules allow it, in the ledger too."""
@@ -226,9 +252,8 @@ class Game:
             outcome = judge(deal)
             t = self.clock.tick()
             self.ledger.deal(self.rid(), coup.coup_id)
-            day, shift = gaming_day_and_shift(t)
             metric = "void_coups" if outcome.result is Result.VOID else "coups"
-            self.exp.recon[(table, day, shift, metric, "")] += 1
+            self.exp.add(table, t, metric, "", 1)
             for d in deal.cards:
                 self.exp.shoe_cards[shoe_id][(d.card.value, d.card.colour.value)] += 1
             self.exp.coups[coup.coup_id] = {
