@@ -5,9 +5,8 @@ API CONTRACT (implementation owned by the domain helper; keep these names and si
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
 from domain.cards import Card
 from domain.chances import Row
@@ -47,25 +46,31 @@ class CoupDeal:
         return tuple(d.card for d in self.cards if d.row is Row.ROUGE)
 
 
-class _DealtCardFiller:
-    """Builds a ``DealtCard`` by plain slot assignment, then becomes one (the hot path; see
-    ``layout._MovementFiller`` for why this is safe and faster than the frozen constructor)."""
-
-    __slots__ = ("row", "card", "position", "running_total")  # noqa: RUF023 - field order
-
-    def __init__(self, row: Row, card: Card, position: int, running_total: int) -> None:
-        self.row = row
-        self.card = card
-        self.position = position
-        self.running_total = running_total
-        self.__class__ = DealtCard  # type: ignore[assignment]
+# The hot path builds its frozen values inline: an empty instance of a plain class (no
+# ``__init__``) with exactly the frozen class's slots, every field set by ordinary assignment,
+# then its class switched to the frozen class (CPython refuses the switch unless the slot layouts
+# are identical; see ``layout._MovementFiller``). The result is an ordinary ``DealtCard`` /
+# ``CoupDeal``, equal to and hashing like the one its own constructor makes, without the cost of
+# the frozen ``__init__`` (tests/domain/test_deal_fast.py checks against the constructors).
 
 
-if _DealtCardFiller.__slots__ != DealtCard.__slots__:  # pragma: no cover - a field changed
-    raise TypeError("_DealtCardFiller does not match DealtCard's fields")
+class _BlankDealtCard:
+    __slots__ = DealtCard.__slots__
+    row: Row
+    card: Card
+    position: int
+    running_total: int
 
-_new_dealt_card = cast(Callable[[Row, Card, int, int], DealtCard], _DealtCardFiller)
-"""``DealtCard(row, card, position, running_total)``, faster."""
+
+class _BlankCoupDeal:
+    __slots__ = CoupDeal.__slots__
+    start: int
+    cards: tuple[DealtCard, ...]
+    noir_total: int | None
+    rouge_total: int | None
+    cut_card_reached: bool
+    complete: bool
+    next_position: int
 
 
 def cut_card_position(sabot_size: int) -> int:
@@ -95,10 +100,27 @@ def deal_coup(sabot: Sequence[Card], position: int, cut_card: CutCardRule) -> Co
                     return _unfinished(position, cards, totals, pos)
             card = sabot[pos]
             total += card.value
-            cards.append(_new_dealt_card(row, card, pos, total))
+            # DealtCard(row, card, pos, total), inline
+            dealt = _BlankDealtCard()
+            dealt.row = row
+            dealt.card = card
+            dealt.position = pos
+            dealt.running_total = total
+            dealt.__class__ = DealtCard  # type: ignore[assignment]
+            cards.append(dealt)  # type: ignore[arg-type]
             pos += 1
         totals.append(total)
-    return CoupDeal(position, tuple(cards), totals[0], totals[1], reached, True, pos)
+    # CoupDeal(position, tuple(cards), totals[0], totals[1], reached, True, pos), inline
+    coup = _BlankCoupDeal()
+    coup.start = position
+    coup.cards = tuple(cards)
+    coup.noir_total = totals[0]
+    coup.rouge_total = totals[1]
+    coup.cut_card_reached = reached
+    coup.complete = True
+    coup.next_position = pos
+    coup.__class__ = CoupDeal  # type: ignore[assignment]
+    return coup  # type: ignore[return-value]
 
 
 def _unfinished(start: int, cards: list[DealtCard], totals: list[int], pos: int) -> CoupDeal:

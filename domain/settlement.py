@@ -9,7 +9,7 @@ API CONTRACT (implementation owned by the domain helper; keep these names and si
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any
 
 from domain.chances import COLOUR_CHANCES, Chance
 from domain.layout import (
@@ -25,8 +25,6 @@ from domain.layout import (
     StakeFate,
     StakeStatus,
     Step,
-    fate_of,
-    movement,
     new_movement,
     new_stake,
     new_stake_fate,
@@ -140,6 +138,14 @@ _DECIDED_FOR = {
 }
 
 
+# Refait 32..40 and void coups: every stake stays, its coup-only flags cleared (see ``_stays``).
+_VOID_VERDICTS: Verdicts = _verdicts(
+    {(status, chance): Fate.VOID for status in StakeStatus for chance in Chance}
+)
+
+_PARTAGE_ROLES = MOVEMENT_ROLES[MovementKind.PARTAGE]
+
+
 def fate_on_refait31(rules: HouseRules, stake: Stake) -> Fate:
     """What a refait at 31 does to one stake under the table's rules."""
     if stake.insured:
@@ -157,10 +163,6 @@ def fate_on_refait31(rules: HouseRules, stake: Stake) -> Fate:
 def _stays(stake: Stake, fate: Fate, awaiting: bool, takes: list[Movement]) -> Stake:
     """The stake as it stays on the layout after ``fate``; a partage's movement goes to
     ``takes`` (what the house takes, the stake's half of the queue)."""
-    if fate is Fate.VOID:
-        if stake.insured or stake.awaiting_choice:
-            return replace(stake, insured=False, awaiting_choice=False)
-        return stake
     sid, player, chance, amount, choice = (
         stake.stake_id,
         stake.player,
@@ -168,44 +170,130 @@ def _stays(stake: Stake, fate: Fate, awaiting: bool, takes: list[Movement]) -> S
         stake.amount,
         stake.choice,
     )
+    if fate is Fate.VOID:
+        if stake.insured or stake.awaiting_choice:  # both flags last one coup only
+            return new_stake(sid, player, chance, amount, stake.status, False, choice, False)
+        return stake
     if fate is Fate.PARTAGE:
         taken = house_half(amount)
         if taken:
-            takes.append(movement(MovementKind.PARTAGE, stake, taken))
+            takes.append(
+                new_movement(MovementKind.PARTAGE, sid, player, chance, taken, *_PARTAGE_ROLES)
+            )
         return new_stake(sid, player, chance, amount - taken, FREE, False, choice, False)
     wait = fate is Fate.IMPRISONED and awaiting and choice is None
     return new_stake(sid, player, chance, amount, STAYS_AS[fate], False, choice, wait)
 
 
+# --- the hot path -----------------------------------------------------------------------------
+# A coup of 8 players x 4 chances makes some 80 objects (a movement or two and a fate for each
+# stake leaving the layout). Even layout's fast constructors (``new_movement``...) cost a call of
+# a Python ``__init__``; ``settle`` builds the leaving stakes' objects inline instead: an empty
+# instance of a plain class (no ``__init__``) with exactly the frozen class's slots, every field
+# set by ordinary assignment, then its class switched to the frozen class (layout's fillers' own
+# technique, without the call; CPython refuses the switch unless the slot layouts are identical).
+# The result is an ordinary ``Movement``/``StakeFate``/``Step``, equal to and hashing like the one
+# its own constructor makes; tests/domain/test_settlement_fast.py checks ``settle`` against the
+# plain rule-by-rule reference.
+
+
+class _BlankMovement:
+    __slots__ = Movement.__slots__
+    kind: MovementKind
+    stake_id: str
+    player: str
+    chance: Chance
+    amount: int
+    source: Role
+    destination: Role
+
+
+class _BlankStakeFate:
+    __slots__ = StakeFate.__slots__
+    stake_id: str
+    player: str
+    chance: Chance
+    fate: Fate
+    amount_before: int
+    amount_after: int
+    status_after: StakeStatus | None
+
+
+class _BlankStep:
+    __slots__ = Step.__slots__
+    layout: Layout
+    movements: tuple[Movement, ...]
+    fates: tuple[StakeFate, ...]
+
+
 def settle(rules: HouseRules, layout: Layout, outcome: Outcome) -> Step:
     """Settle every stake on the layout against the outcome; insurance ends with the coup."""
-    decided: Verdicts | None = None
+    verdicts: Verdicts | None  # None: a refait at 31, decided stake by stake
     if outcome.decided:
         winners = outcome.winning_chances
-        decided = _DECIDED_FOR.get(winners) or _decided_for(winners)
-    refait31 = outcome.is_refait31
+        verdicts = _DECIDED_FOR.get(winners) or _decided_for(winners)
+    elif outcome.is_refait31:
+        verdicts = None
+    else:
+        verdicts = _VOID_VERDICTS
     awaiting = rules.refait31 is Refait31Rule.PLAYER_CHOICE
-    queues: tuple[list[Movement], ...] = ([], [], [], [])
+    queues: tuple[list[Any], ...] = ([], [], [], [])  # of Movement (Any: the blanks go in)
     to_queue = tuple(q.append for q in queues)  # bound once: many appends per coup
     kept: list[Stake] = []
-    fates: list[StakeFate] = []
+    fates: list[Any] = []  # of StakeFate
     fated = fates.append
     plan: Plan | None
     for stake in layout.stakes:
         chance = stake.chance
-        if decided is not None:
-            fate, plan = decided[stake.status][chance]
+        if verdicts is not None:
+            fate, plan = verdicts[stake.status][chance]
         else:
-            fate = fate_on_refait31(rules, stake) if refait31 else Fate.VOID
+            fate = fate_on_refait31(rules, stake)
             plan = _LEAVING_PLAN.get((fate, chance))
         if plan is None:  # the stake stays on the layout
             after = _stays(stake, fate, awaiting, queues[chance not in COLOUR_CHANCES])
             kept.append(after)
-            fated(fate_of(stake, fate, after))
+            fated(
+                new_stake_fate(
+                    after.stake_id,
+                    after.player,
+                    after.chance,
+                    fate,
+                    stake.amount,
+                    after.amount,
+                    after.status,
+                )
+            )
             continue
         sid, player, amount = stake.stake_id, stake.player, stake.amount
         for kind, source, destination, queue in plan:
-            to_queue[queue](new_movement(kind, sid, player, chance, amount, source, destination))
-        fated(new_stake_fate(sid, player, chance, fate, amount, 0, None))
+            # Movement(kind, sid, player, chance, amount, source, destination), inline
+            m = _BlankMovement()
+            m.kind = kind
+            m.stake_id = sid
+            m.player = player
+            m.chance = chance
+            m.amount = amount
+            m.source = source
+            m.destination = destination
+            m.__class__ = Movement  # type: ignore[assignment]
+            to_queue[queue](m)
+        # StakeFate(sid, player, chance, fate, amount, 0, None), inline
+        f = _BlankStakeFate()
+        f.stake_id = sid
+        f.player = player
+        f.chance = chance
+        f.fate = fate
+        f.amount_before = amount
+        f.amount_after = 0
+        f.status_after = None
+        f.__class__ = StakeFate  # type: ignore[assignment]
+        fated(f)
     takes_ci, takes_nr, gives_ci, gives_nr = queues
-    return Step(Layout(tuple(kept)), (*takes_ci, *takes_nr, *gives_ci, *gives_nr), tuple(fates))
+    # Step(Layout(tuple(kept)), (*takes_ci, *takes_nr, *gives_ci, *gives_nr), tuple(fates)), inline
+    step = _BlankStep()
+    step.layout = Layout(tuple(kept))
+    step.movements = (*takes_ci, *takes_nr, *gives_ci, *gives_nr)
+    step.fates = tuple(fates)
+    step.__class__ = Step  # type: ignore[assignment]
+    return step  # type: ignore[return-value]

@@ -41,8 +41,9 @@ def shuffle(seed: bytes, shoe_id: UUID, kind: DeckKind, decks: int) -> tuple[Car
     check_seed(seed)
     cards = list(canonical_shoe(kind, decks))
     drbg = HmacDrbg(seed, shoe_id.bytes, _PERSONALIZATION)
-    for i in range(len(cards) - 1, 0, -1):
-        j = drbg.uniform(i + 1)
+    top = len(cards) - 1
+    # for i from top down to 1: j = drbg.uniform(i + 1), the draws taken in one stream
+    for i, j in zip(range(top, 0, -1), drbg.uniforms(range(top + 1, 1, -1)), strict=True):
         cards[i], cards[j] = cards[j], cards[i]
     return tuple(cards)
 
