@@ -44,16 +44,26 @@ def test_the_feed_resumes_without_gap_or_duplicate_under_concurrent_stakes(api: 
     position = start
     cuts = 0
     while any(w.is_alive() for w in writers) or cuts < 3:
+        writing = any(w.is_alive() for w in writers)
+        # A deadline: a stream that has read everything waits for more, and the last writer
+        # may have finished just after the check above (then nothing more comes).
         stream = feed.StreamEvents(events_pb2.StreamEventsRequest(
-            after_position=position, batch_size=7))
-        for taken, batch in enumerate(stream):
-            assert batch.last_position == batch.events[-1].position
-            seen.extend(e.position for e in batch.events)
-            position = batch.last_position
-            if taken == 2:  # cut off mid-stream, resume from the last position received
-                stream.cancel()
-                cuts += 1
-                break
+            after_position=position, batch_size=7), timeout=3)
+        idle = True
+        try:
+            for taken, batch in enumerate(stream):
+                idle = False
+                assert batch.last_position == batch.events[-1].position
+                seen.extend(e.position for e in batch.events)
+                position = batch.last_position
+                if taken == 2:  # cut off mid-stream, resume from the last position received
+                    stream.cancel()
+                    cuts += 1
+                    break
+        except grpc.RpcError as exc:
+            assert exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED, exc
+        if idle and not writing:
+            break  # everything was read and nothing more will come
         time.sleep(0.01)
     for w in writers:
         w.join()
