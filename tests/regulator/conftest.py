@@ -112,3 +112,21 @@ def played_pg() -> Iterator[Played]:
     postgres_or_skip()
     url = fresh_pg_database(PG_DB)
     yield play(url, [("t-pg", "italiana", 1)], seed=11)
+
+
+def sabot(*argv: str) -> int:
+    """A ``sabot`` regulator command run in this process: its exit code (2 on a CliError)."""
+    import argparse
+    import sys
+
+    from services.cli import CliError
+    from services.cli import regulator as cli
+
+    parser = argparse.ArgumentParser(prog="sabot")
+    cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CliError as exc:
+        print(f"sabot: error: {exc}", file=sys.stderr)
+        return 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sqlite3
@@ -12,22 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from services.cli import CliError
-from services.cli import regulator as cli
 from services.regulator.merkle import verify_consistency, verify_inclusion
 
-from .conftest import Played
-
-
-def sabot(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="sabot")
-    cli.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except CliError as exc:
-        print(f"sabot: error: {exc}", file=sys.stderr)
-        return 2
+from .conftest import Played, sabot
 
 
 def test_commands(

@@ -4,7 +4,6 @@ The tree is then checked leaf by leaf, checkpoint by checkpoint, and by ``sabot-
 
 from __future__ import annotations
 
-import argparse
 import io
 import itertools
 import os
@@ -19,8 +18,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from sabot_verify.__main__ import run
 
-from services.cli import CliError
-from services.cli import regulator as cli
 from services.regulator import merkle
 from services.regulator.checkpoint import public_key_bytes, verify_checkpoint
 from services.regulator.export import write_export
@@ -28,7 +25,7 @@ from services.regulator.notary import Follower, Notary, NotaryBusy
 from services.regulator.source import Database, EventTable
 from services.regulator.writer_lock import WriterLock
 
-from .conftest import fresh_pg_database, postgres_or_skip
+from .conftest import fresh_pg_database, postgres_or_skip, sabot
 from .play import Player, make_ledger
 
 KEY = Ed25519PrivateKey.from_private_bytes(b"\x07" * 32)
@@ -61,17 +58,6 @@ def check_tree(url: str, coups: list[str]) -> None:
         assert run(buf.getvalue().splitlines(), checkpoint_key=PUBLIC, out=out) == 0, out.getvalue()
     finally:
         db.close()
-
-
-def sabot(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="sabot")
-    cli.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except CliError as exc:
-        print(f"sabot: error: {exc}", file=sys.stderr)
-        return 2
 
 
 def two_notaries_one_writer(url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
