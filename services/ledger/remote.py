@@ -3,7 +3,8 @@
 
 Why: the single writer is the serial part of every write. In the server's process it shares one
 interpreter lock with the gRPC threads, and it waits for that lock after every store round trip;
-in its own process it has a processor of its own (``sabot serve --ledger-process``).
+in its own process it has a processor of its own (``sabot serve``'s default;
+``--single-process`` or ``SABOT_LEDGER_PROCESS=off`` keeps one process).
 
 The protocol is private to one machine (a socket in a 0700 directory): frames of a 4-byte length
 and a pickle. A call is ``(call_id, method, args, kwargs)``; an answer frame carries the host's
