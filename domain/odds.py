@@ -386,3 +386,82 @@ def house_edges(odds: CoupOdds, rules: HouseRules) -> tuple[Edge, ...]:
             ins = _insured(odds, chance, rules.insurance_rate)
             out.append(Edge(chance, ins.treatment, ins.loss_per_stake, ins.coups_per_stake, False))
     return tuple(out)
+
+
+# --- One coup of one stake: the house's result, its mean and variance ---------------------------
+
+# What the house gains, per unit staked, from a stake's fate in ONE coup: the money that changes
+# hands in that coup (an imprisoned stake's money moves only when it leaves the prison).
+_GAIN_OF_FATE: dict[str, Fraction] = {
+    "won": Fraction(-1),
+    "lost": Fraction(1),
+    "void": Fraction(0),
+    "partage": Fraction(1, 2),
+    "imprisoned": Fraction(0),
+    "second_prison": Fraction(0),
+    "released": Fraction(0),
+    "back_to_prison": Fraction(0),
+    "prison_lost": Fraction(1),
+    "returned": Fraction(0),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CoupLaw:
+    """The house's result of one coup on a unit stake in a given state, counted as the money
+    that changes hands in that coup (``gain``: won -1, lost +1, partage +1/2, prison lost +1;
+    void, imprisoned, second prison, released, back to prison, returned 0). ``mean`` is its
+    expectation (the stake's per-coup edge in that state) and ``variance`` its variance."""
+
+    chance: Chance
+    state: str  # status, then ":insured" and ":<choice>" when they apply
+    gain: Mapping[str, Fraction]  # outcome (win, lose, refait31, void) -> gain
+    mean: Fraction
+    variance: Fraction
+
+
+def stake_state(status: str, insured: bool = False, choice: str | None = None) -> str:
+    """The name of a stake's state before a coup: ``free``, ``prison`` or ``second_prison``,
+    followed by ``:insured`` and ``:partage`` / ``:prison`` (the player's choice)."""
+    return status + (":insured" if insured else "") + (f":{choice}" if choice else "")
+
+
+def parse_stake_state(state: str) -> tuple[str, bool, str | None]:
+    """The inverse of :func:`stake_state`: (status, insured, choice)."""
+    status, *rest = state.split(":")
+    insured = "insured" in rest
+    choices = [r for r in rest if r != "insured"]
+    if status not in ("free", "prison", "second_prison") or len(choices) > 1 or (
+        choices and choices[0] not in ("partage", "prison")
+    ):
+        raise InvalidArgument("state", "BAD_STATE", f"unknown stake state {state!r}")
+    return status, insured, choices[0] if choices else None
+
+
+def coup_law(odds: CoupOdds, rules: HouseRules, chance: Chance, state: str = "free") -> CoupLaw:
+    """The house's result of the next coup on a unit stake on ``chance`` in ``state`` (see
+    :func:`stake_state`), under ``rules``, the coup having the law ``odds`` (the first coup's:
+    the approximation of §4.1). The fates are the engine's (``domain.settlement``): a decided
+    coup wins or loses the stake (or releases it, or loses it in prison); a refait at 31 does
+    what ``fate_on_refait31`` says for that stake; a refait at 32..40 is void.
+
+    Summed over a stake's life, the means add up to the treatment's ``Edge.loss_per_stake``
+    (e.g. a free stake under prison loses nothing in the coup of the 31; its prison coups carry
+    the loss), and ``Edge.per_coup`` is the average of the means over the coups of that life."""
+    from domain.layout import Refait31Choice, Stake, StakeStatus
+    from domain.settlement import DECIDED, fate_on_refait31
+
+    status, insured, choice = parse_stake_state(state)
+    st = StakeStatus(status)
+    stake = Stake("s", "p", chance, 1, st, insured, Refait31Choice(choice) if choice else None)
+    gain = {
+        "win": _GAIN_OF_FATE[DECIDED[st, True].value],
+        "lose": _GAIN_OF_FATE[DECIDED[st, False].value],
+        "refait31": _GAIN_OF_FATE[fate_on_refait31(rules, stake).value],
+        "void": Fraction(0),
+    }
+    w = odds.chance_wins(chance)
+    p = {"win": w, "lose": odds.decided - w, "refait31": odds.refait31, "void": odds.refait_high}
+    mean = sum((p[k] * g for k, g in gain.items()), Fraction(0))
+    second = sum((p[k] * g * g for k, g in gain.items()), Fraction(0))
+    return CoupLaw(chance, state, gain, mean, second - mean * mean)

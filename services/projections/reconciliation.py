@@ -4,6 +4,13 @@
 
 - ``handle`` / ``handle_sq`` per chance: the sum of the stakes in action at every decided coup
   (every settlement fate of a coup that was not void, refaits included) and of their squares;
+- ``handle.<state>`` / ``handle_sq.<state>`` per chance: the same, split by the stake's state
+  before the coup (``domain.odds.stake_state``: ``free``, ``prison``, ``second_prison``, then
+  ``:insured`` and ``:partage`` / ``:prison`` for the player's choice), which decides what the
+  coup can do to it (the theoretical win and its interval apply each state's exact law);
+- ``partage_chosen``: what the house took from stakes by a player's decision outside
+  a coup's settlement (a partage chosen after a 31, a half withdrawal, an imprisoned stake
+  moved), a sure gain included in ``partage``;
 - ``coups``, ``void_coups``; ``collections``, ``payments`` and ``coup_result`` (money into the
   bank minus money out of it, from the coups' own settlement movements);
 - ``bank_net``, ``premiums``, ``partage``, ``prison_loss``: the net movement of the table's bank
@@ -36,6 +43,10 @@ from services.projections.view import Envelope, Table, View
 DAY_START_HOUR = 6  # of the default setting (06:00 UTC, three shifts of eight hours)
 SHIFT_HOURS = 8
 PRISON_STATUSES = frozenset({"prison", "second_prison"})
+# Fates of a player's decision between coups that give the house part of a stake (a partage
+# chosen after a 31, a half withdrawal, an imprisoned stake moved): the house takes
+# ``amount // 2`` (``domain.money.house_half``); a free stake moved loses nothing.
+CHOSEN_TAKES = frozenset({"partage", "half_withdrawn", "moved"})
 OVERWRITTEN = frozenset({"prison_outstanding"})
 HOUSE_METRIC = {
     "bank": "bank_net",
@@ -72,11 +83,23 @@ RECON_COUP = Table(
     (("coup_id", "TEXT"), ("table_id", "TEXT"), ("phase", "TEXT"), ("result", "TEXT")),
     ("coup_id",),
 )
+RECON_STAKE = Table(  # the state of the stakes on a layout, when not plain ``free``
+    "rm_recon_stake",
+    (("table_id", "TEXT"), ("stake_id", "TEXT"), ("state", "TEXT")),
+    ("table_id", "stake_id"),
+)
 RECON_PRISON = Table(
     "rm_recon_prison",
     (("table_id", "TEXT"), ("stake_id", "TEXT"), ("amount", "BIGINT")),
     ("table_id", "stake_id"),
 )
+
+
+def stake_state(stake: Any) -> str:
+    """The state of a (decoded) stake, as ``domain.odds.stake_state`` names it."""
+    status = getattr(stake.status, "value", stake.status)
+    choice = getattr(stake.choice, "value", stake.choice)
+    return str(status) + (":insured" if stake.insured else "") + (f":{choice}" if choice else "")
 
 
 def gaming_day_and_shift(at: datetime, setting: GamingDay = DEFAULT) -> tuple[str, int]:
@@ -100,7 +123,8 @@ Key = tuple[str, str, int, str, str]
 
 class ReconciliationView(View):
     name = "reconciliation"
-    tables = (RECON, RECON_TABLE, RECON_ACCOUNT, RECON_COUP, RECON_PRISON)
+    version = 2  # 2: handle by the stake's state (handle.<state>, handle_sq.<state>)
+    tables = (RECON, RECON_TABLE, RECON_ACCOUNT, RECON_COUP, RECON_PRISON, RECON_STAKE)
     topics = frozenset(
         {T.TABLE_OPENED, T.ACCOUNT_OPENED, T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED, T.COUP_OPENED,
          T.COUP_RESOLVED, T.COUP_SETTLED, T.COUP_MONEY_MOVED, T.COUP_LAYOUT_RESTATED}
@@ -147,6 +171,8 @@ class ReconciliationView(View):
             )
         }
         prisons: dict[str, dict[str, int]] = {}
+        states: dict[str, dict[str, str]] = {}
+        states_changed: set[str] = set()
         prison_changed: dict[str, Envelope] = {}
         new_tables: list[tuple[Any, ...]] = []
 
@@ -199,6 +225,18 @@ class ReconciliationView(View):
                 }
             return found
 
+        def state(table: str) -> dict[str, str]:
+            found = states.get(table)
+            if found is None:
+                found = states[table] = {
+                    str(r[0]): str(r[1])
+                    for r in tx.query(
+                        "SELECT stake_id, state FROM {s}rm_recon_stake WHERE table_id = ?",
+                        (table,),
+                    )
+                }
+            return found
+
         for e in batch:
             ev = e.event
             t = e.topic
@@ -245,11 +283,37 @@ class ReconciliationView(View):
                     if getattr(s.status, "value", s.status) in PRISON_STATUSES:
                         held[s.stake_id] = s.amount
                 prison_changed[row[1]] = e
+                kept = state(row[1])
+                now = {s.stake_id: stake_state(s) for s in ev.stakes}
+                now = {k: v for k, v in now.items() if v != "free"}
+                if now != kept:
+                    kept.clear()
+                    kept.update(now)
+                    states_changed.add(row[1])
             else:  # a stake event
                 row = coup(oid)
+                kept = state(row[1])
                 if row[2] == "dealt" and row[3] != "void" and ev.fate in T.SETTLEMENT_FATES:
+                    before = kept.get(ev.stake_id, "free")
+                    sq = ev.amount_before * ev.amount_before
                     add(row[1], e, "handle", ev.amount_before, ev.chance)
-                    add(row[1], e, "handle_sq", ev.amount_before * ev.amount_before, ev.chance)
+                    add(row[1], e, "handle_sq", sq, ev.chance)
+                    add(row[1], e, "handle." + before, ev.amount_before, ev.chance)
+                    add(row[1], e, "handle_sq." + before, sq, ev.chance)
+                elif ev.fate in CHOSEN_TAKES:
+                    taken = (ev.amount_before // 2 if ev.fate == "half_withdrawn"
+                             else ev.amount_before - ev.amount_after)
+                    if taken:
+                        add(row[1], e, "partage_chosen", taken)
+                st = ev.stake
+                after = ("free" if st is None or (
+                    st.status == "free" and not st.insured and not st.choice) else stake_state(st))
+                if after != kept.get(ev.stake_id, "free"):
+                    if after == "free":
+                        del kept[ev.stake_id]
+                    else:
+                        kept[ev.stake_id] = after
+                    states_changed.add(row[1])
                 held = prison(row[1])
                 was = held.get(ev.stake_id)
                 if ev.status_after in PRISON_STATUSES:
@@ -283,6 +347,12 @@ class ReconciliationView(View):
             tx.executemany(
                 "INSERT INTO {s}rm_recon_prison (table_id, stake_id, amount) VALUES (?, ?, ?)",
                 [(table, k, v) for k, v in held.items()],
+            )
+        for table in states_changed:
+            tx.execute("DELETE FROM {s}rm_recon_stake WHERE table_id = ?", (table,))
+            tx.executemany(
+                "INSERT INTO {s}rm_recon_stake (table_id, stake_id, state) VALUES (?, ?, ?)",
+                [(table, k, v) for k, v in states[table].items()],
             )
         tx.executemany(
             "INSERT INTO {s}rm_recon AS r (table_id, gaming_day, shift, metric, chance, amount) "

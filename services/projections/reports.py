@@ -2,9 +2,11 @@
 history. Each returns an ``export.Report`` (render it as text, CSV or JSON).
 
 Money stays in integer minor units. Ratios (hold %) and the theoretical win are exact fractions
-shown with two decimals. The 95 % interval of the win is ``theoretical ± 1.96 × sqrt(Σ s²)``
-over the stakes ``s`` in action (the variance of an even-money stake per unit staked is taken
-as 1; ``isqrt`` keeps it in integers).
+shown with two decimals. The theoretical win is ``Σ m(state, chance) × handle.<state>`` and its
+95 % interval ``theoretical ± 1.96 × sqrt(Σ v(state, chance) × handle_sq.<state>)``, with ``m``
+and ``v`` the exact mean and variance per unit staked of the house's result of one coup on a
+stake in that state (``domain.odds.coup_law``); the square root is taken in integers
+(``isqrt``, to a thousandth of a minor unit).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from services.projections.store import ReadStore
 
 CHANCES = ("noir", "rouge", "couleur", "inverse")
 Z95_PERCENT = 196  # 1.96, in hundredths
+ROOT_SCALE = 1000  # the interval's square root is taken to a thousandth of a minor unit
 
 
 def _dec(x: Fraction | int) -> str:
@@ -129,10 +132,11 @@ def _day_row(store: ReadStore, table: str, day: str, shift: str, m: dict[tuple[s
     theo_text = low = high = None
     flag = "" if total == 0 else "unknown"
     flagged = 0
-    edges = edge.house_edge(options) if options is not None and total else None
-    if edges is not None:
-        theo = sum((handle[c] * edges.get(c, Fraction(0)) for c in CHANCES), Fraction(0))
-        half = Z95_PERCENT * isqrt(sum(g("handle_sq", c) for c in CHANCES)) // 100
+    laws = _laws(m, options) if options is not None and total else None
+    if laws is not None:
+        theo, var = laws
+        root = isqrt(var.numerator * ROOT_SCALE**2 // var.denominator)  # sqrt(var), floored
+        half = Fraction(Z95_PERCENT * root, 100 * ROOT_SCALE)
         low, high = theo - half, theo + half
         theo_text = _dec(theo)
         inside = low <= game_win <= high
@@ -148,6 +152,25 @@ def _day_row(store: ReadStore, table: str, day: str, shift: str, m: dict[tuple[s
         g("cash_in"), g("cash_out"),
     )
     return row, flagged
+
+
+def _laws(m: dict[tuple[str, str], int], options: dict[str, str],
+          ) -> tuple[Fraction, Fraction] | None:
+    """(theoretical win, variance of the game win) from the handle by state: each state's exact
+    mean and variance per unit (``edge.coup_law``); ``None`` when ``domain.odds`` cannot say."""
+    theo = Fraction(m.get(("partage_chosen", ""), 0))  # sure gains, part of the game win
+    var = Fraction(0)
+    for (metric, chance), amount in m.items():
+        if not metric.startswith("handle.") or not amount:
+            continue
+        state = metric[len("handle."):]
+        law = edge.coup_law(options, chance, state)
+        if law is None:
+            return None
+        mean, variance = law
+        theo += mean * amount
+        var += variance * m.get(("handle_sq." + state, chance), 0)
+    return theo, var
 
 
 STATEMENT_COLUMNS = ("seq", "at", "kind", "cause", "counter_account", "stake_id", "amount",

@@ -35,6 +35,7 @@ from domain.layout import (
     raise_stake,
     withdraw_stake,
 )
+from domain.odds import stake_state
 from domain.outcome import Result, judge
 from domain.rules import HouseRules, house_rules
 from domain.settlement import settle
@@ -196,12 +197,22 @@ class Game:
                     self.exp.add(table, t, "coup_result", "", m.amount)
                 if m.source is Role.BANK:
                     self.exp.add(table, t, "coup_result", "", -m.amount)
+        if not in_action:
+            for m in step.movements:
+                if m.kind.value == "partage":  # a player's decision between coups
+                    self.exp.add(table, t, "partage_chosen", "", m.amount)
         if in_action:
+            before = {s.stake_id: s for s in self.layouts[table].stakes}
             for f in step.fates:
                 if f.fate.value in SETTLED_IN_ACTION:
                     c = f.chance.value
+                    s = before[f.stake_id]
+                    state = stake_state(s.status.value, s.insured,
+                                        s.choice.value if s.choice else None)
                     self.exp.add(table, t, "handle", c, f.amount_before)
                     self.exp.add(table, t, "handle_sq", c, f.amount_before ** 2)
+                    self.exp.add(table, t, "handle." + state, c, f.amount_before)
+                    self.exp.add(table, t, "handle_sq." + state, c, f.amount_before ** 2)
         self.layouts[table] = step.layout
         self.exp.set_prison(table, t, sum(
             s.amount for s in step.layout.stakes

@@ -21,12 +21,16 @@ from services.projections.reconciliation import (
 )
 from services.projections.reports import gaming_day, prison_outstanding
 from services.projections.tracking import SchemaChanged
+from services.projections.view import View
 
 from .conftest import _url
 from .game import Game
 
 PARIS = parse("06:00 Europe/Paris")
-UTC_DIGEST = "d6f896c9ccd8ec1e"  # the reconciliation view's digest before the setting existed
+# The reconciliation view's digest under the default setting: the plain digest of its tables
+# and version, as before the setting existed (version 1, before the handle by stake state:
+# "d6f896c9ccd8ec1e").
+UTC_DIGEST = "0c99312d4f694ff9"
 
 
 def _utc(text: str) -> datetime:
@@ -71,6 +75,7 @@ def test_the_default_is_the_fixed_rule_of_before() -> None:
     assert DEFAULT.of(_utc("2026-03-02T06:00:00")) == ("2026-03-02", 1)
     # The default adds nothing to the digest: existing read models are not rebuilt.
     assert ReconciliationView().schema_digest() == UTC_DIGEST
+    assert View.schema_digest(ReconciliationView()) == UTC_DIGEST
     assert ReconciliationView(parse("06:00 Etc/UTC")).schema_digest() != UTC_DIGEST
     assert DEFAULT.describe() == "shift 1 06-14, 2 14-22, 3 22-06 (UTC)"
 

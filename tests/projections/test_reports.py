@@ -5,15 +5,17 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+from domain.chances import Chance
 from domain.errors import InvalidArgument, NotFound
-from domain.odds import house_edges
-from domain.rules import house_rules
+from domain.odds import CoupOdds, coup_law
+from domain.rules import HouseRules, house_rules
 from services.projections import default_views, edge
 from services.projections.export import to_csv, to_json, to_text
 from services.projections.projector import Projector
@@ -64,35 +66,85 @@ def test_gaming_day_report_adds_up(game: Game) -> None:
     assert bad.value.field == "gaming_day"
 
 
+def _hand_law(rules: HouseRules, odds: CoupOdds, chance: str, state: str,
+              ) -> tuple[Fraction, Fraction]:
+    """Mean and variance per unit of the house's result of one coup on a stake in ``state``,
+    worked out by hand from RULES.md (not from domain.settlement): the money that moves in the
+    coup, +1 the stake collected or lost in prison, -1 paid, +1/2 a partage, 0 otherwise."""
+    status, *flags = state.split(":")
+    insured = "insured" in flags
+    choice = next((f for f in flags if f != "insured"), None)
+    free = status == "free"
+    win, lose = (Fraction(-1) if free else Fraction(0)), Fraction(1)
+    if insured:
+        r31 = Fraction(0)  # the 31 is void for an insured stake
+    elif status == "second_prison":
+        r31 = Fraction(1)  # lost on a 31 under both prison rules
+    elif status == "prison":
+        r31 = Fraction(1 if rules.prison_refait31.value == "lost" else 0)
+    elif chance in ("couleur", "inverse") and rules.couleur_inverse_on_refait31.value == "returned":
+        r31 = Fraction(0)
+    elif rules.refait31.value == "partage" or (
+        rules.refait31.value == "player_choice" and choice == "partage"
+    ):
+        r31 = Fraction(1, 2)
+    else:
+        r31 = Fraction(0)  # imprisoned: no money moves in this coup
+    w = odds.decided / 2
+    mean = w * win + w * lose + odds.refait31 * r31
+    second = w * win * win + w * lose * lose + odds.refait31 * r31 * r31
+    return mean, second - mean * mean
+
+
 def test_theoretical_win_and_flag(game: Game, monkeypatch: pytest.MonkeyPatch) -> None:
-    """theo = sum over chances of handle x the exact per-coup edge of the table's rules
-    (domain.odds), and the flag says whether the actual win lies in theo +- 1.96 sqrt(sum of
-    squared stakes)."""
+    """theo = sum over the stakes in action, by their state before the coup, of the stake x
+    the mean of the house's result of that coup in that state; the flag says whether the game
+    win lies in theo +- 1.96 sqrt(sum of variance x stake^2). Expected figures from the played
+    game's own record of the stakes' states and a hand computation of the laws."""
     p = _projector(game)
     rules = {"t-fr": house_rules("francaise"), "t-it": house_rules("italiana", {
         "cut_card": "finish_coup"}), "t-es": house_rules("espanola", {"decks": "2"})}
     checked = 0
+    chosen = 0
+    states: set[str] = set()
     for day in _days(game):
         for r in gaming_day(p.store, day).records():
             if r["shift"] != "day" or r["table_id"] not in rules or not r["handle"]:
                 continue
             table_rules = rules[r["table_id"]]
             odds = edge._coup_odds(table_rules.decks)  # french_coup_odds, cached
-            edges = {e.chance.value: e.per_coup for e in house_edges(odds, table_rules)
-                     if e.default}
-            theo = sum((r[f"handle_{c}"] * edges[c] for c in edges), Fraction(0))
+            theo = var = Fraction(0)
+            for (t, d, shift, metric, chance), v in game.exp.recon.items():
+                if t == r["table_id"] and d == day and metric == "partage_chosen":
+                    theo += v  # taken by a player's decision: a sure gain
+                    chosen += v
+                if t != r["table_id"] or d != day or not metric.startswith("handle."):
+                    continue
+                state = metric[len("handle."):]
+                states.add(state)
+                mean, variance = _hand_law(table_rules, odds, chance, state)
+                law = coup_law(odds, table_rules, Chance(chance), state)
+                assert (law.mean, law.variance) == (mean, variance), state
+                theo += mean * v
+                var += variance * game.exp.recon[(t, d, shift, "handle_sq." + state, chance)]
             assert abs(Fraction(r["theoretical_win"]) - theo) <= Fraction(1, 200)
+            half = 1.96 * math.sqrt(var)
             low, high = Fraction(r["interval_low"]), Fraction(r["interval_high"])
+            assert abs(float(low) - (float(theo) - half)) <= 0.006
+            assert abs(float(high) - (float(theo) + half)) <= 0.006
             assert low <= theo <= high
             win = r["bank_win"] + r["partage"] + r["prison_loss"]
             assert r["flag"] == ("ok" if low <= win <= high else "OUTSIDE_95")
             checked += 1
     assert checked >= 3
+    # the played log has imprisoned, insured and partage-choice stakes in action
+    assert {"free", "prison", "free:insured", "free:partage"} <= states, states
+    assert chosen > 0
     day = _days(game)[0]
-    monkeypatch.setattr(edge, "house_edge", lambda options: {"noir": Fraction(1)})
+    monkeypatch.setattr(edge, "coup_law", lambda options, chance, state: (Fraction(1), 0))
     flags = {r["flag"] for r in gaming_day(p.store, day).records() if r["handle"]}
     assert flags == {"OUTSIDE_95"}  # a 100 % edge: the house should have won every stake
-    monkeypatch.setattr(edge, "house_edge", lambda options: None)
+    monkeypatch.setattr(edge, "coup_law", lambda options, chance, state: None)
     assert {r["flag"] for r in gaming_day(p.store, day).records() if r["handle"]} == {"unknown"}
 
 
