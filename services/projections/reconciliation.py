@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from services.projections import topics as T
 from services.projections.gamingday import DEFAULT, GamingDay, in_schema, schema_mark
@@ -119,6 +119,21 @@ def stored_setting(store: ReadStore) -> GamingDay:
 
 
 Key = tuple[str, str, int, str, str]
+V = TypeVar("V")
+
+
+def _per_stake(tx: Tx, cache: dict[str, dict[str, V]], table: str, column: str, name: str,
+               convert: Callable[[Any], V]) -> dict[str, V]:
+    """A table's stake id -> ``column`` rows of ``name``, read once per batch (then cached)."""
+    found = cache.get(table)
+    if found is None:
+        found = cache[table] = {
+            str(r[0]): convert(r[1])
+            for r in tx.query(
+                f"SELECT stake_id, {column} FROM {{s}}{name} WHERE table_id = ?", (table,)
+            )
+        }
+    return found
 
 
 class ReconciliationView(View):
@@ -214,28 +229,10 @@ class ReconciliationView(View):
             return row
 
         def prison(table: str) -> dict[str, int]:
-            found = prisons.get(table)
-            if found is None:
-                found = prisons[table] = {
-                    str(r[0]): int(r[1])
-                    for r in tx.query(
-                        "SELECT stake_id, amount FROM {s}rm_recon_prison WHERE table_id = ?",
-                        (table,),
-                    )
-                }
-            return found
+            return _per_stake(tx, prisons, table, "amount", "rm_recon_prison", int)
 
         def state(table: str) -> dict[str, str]:
-            found = states.get(table)
-            if found is None:
-                found = states[table] = {
-                    str(r[0]): str(r[1])
-                    for r in tx.query(
-                        "SELECT stake_id, state FROM {s}rm_recon_stake WHERE table_id = ?",
-                        (table,),
-                    )
-                }
-            return found
+            return _per_stake(tx, states, table, "state", "rm_recon_stake", str)
 
         for e in batch:
             ev = e.event
