@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
+from services.ledger.actor import UNRECORDED
+
 
 class Request(Aggregate):
     TOPIC = "sabot.ledger:Request"
@@ -20,18 +22,30 @@ class Request(Aggregate):
         digest: str
         arguments: dict[str, Any]
         result: dict[str, Any]
+        actor: dict[str, Any]
+        effects: list[list[Any]]
 
     class Event(Aggregate.Event):
         TOPIC = "sabot.ledger:Request.Event"
 
     class Recorded(Aggregate.Created):
         TOPIC = "sabot.ledger:Request.Recorded"
-        class_version = 1
+        class_version = 2
         request_id: str
         command: str
         digest: str
         arguments: dict[str, Any]
         result: dict[str, Any]
+        # version 2: who ran the command (``services.ledger.actor.Actor.to_dict``), and the
+        # events it caused besides this one: ``[originator_id, originator_version]`` pairs
+        actor: dict[str, Any]
+        effects: list[list[Any]]
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """A version 1 request recorded neither its actor nor its effects."""
+            state["actor"] = UNRECORDED.to_dict()
+            state["effects"] = []
 
         def apply(self, agg: Request) -> None:
             agg.request_id = self.request_id
@@ -39,3 +53,5 @@ class Request(Aggregate):
             agg.digest = self.digest
             agg.arguments = dict(self.arguments)
             agg.result = dict(self.result)
+            agg.actor = dict(self.actor)
+            agg.effects = [list(e) for e in self.effects]

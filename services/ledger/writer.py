@@ -40,6 +40,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from domain.errors import RuleViolation
+from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
 from services.ledger.errors import Conflict, RequestIdReused
 from services.ledger.ids import check_request_id, request_uuid
@@ -131,6 +132,15 @@ class UnitOfWork:
         self.touched[agg.id] = agg
         self._marks.setdefault(agg.id, 0)
 
+    def effects(self) -> list[list[Any]]:
+        """The events the command since ``begin`` added: ``[originator_id, version]`` pairs."""
+        touched = self.touched
+        out: list[list[Any]] = []
+        for agg_id, n in self._marks.items():
+            for event in touched[agg_id].pending_events[n:]:
+                out.append([str(event.originator_id), event.originator_version])
+        return out
+
     def pending_count(self) -> int:
         return sum(len(a.pending_events) for a in self.touched.values())
 
@@ -152,7 +162,7 @@ class UnitOfWork:
 
 @dataclass
 class Command:
-    """A mutating command: its name, request id, arguments (JSON data) and decision."""
+    """A mutating command: its name, request id, arguments (JSON data), decision and actor."""
 
     name: str
     request_id: str
@@ -160,6 +170,7 @@ class Command:
     decide: Callable[[UnitOfWork], Any]
     result_type: type[Any]
     future: Future[Any] = field(default_factory=Future)
+    actor: Actor = SYSTEM
 
     @cached_property
     def digest(self) -> str:
@@ -536,6 +547,8 @@ class Writer:
             digest=digest,
             arguments=command.args,
             result=plain(result),
+            actor=command.actor.to_dict(),
+            effects=unit.effects(),
             timestamp=unit.now,
         )
         unit.requests[rid] = request
