@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-fast lint bench clean
+.PHONY: install proto run test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+proto: install
+	$(BIN)/python -c "import setup; setup.generate()"
 
 run: install
 	mkdir -p var

@@ -84,4 +84,5 @@ class BuildPyWithProtos(build_py):
         super().run()
 
 
-setup(cmdclass={"build_py": BuildPyWithProtos})
+if __name__ == "__main__":  # setuptools runs this file as __main__; `make proto` imports it
+    setup(cmdclass={"build_py": BuildPyWithProtos})
