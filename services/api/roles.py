@@ -26,6 +26,12 @@ class Principal:
     role: Role
     account: str | None
     label: str  # a name for the logs; never the token
+    id: str = ""  # the principal's id (``c-0173``, ``cashier-12``, ``terminal-4``, an account)
+
+    @property
+    def principal_id(self) -> str:
+        """The id recorded as the actor of this principal's commands."""
+        return self.id or self.label
 
 
 C, K, P, B = Role.CROUPIER, Role.CASHIER, Role.PLAYER, Role.BACK_OFFICE

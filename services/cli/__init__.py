@@ -15,7 +15,8 @@ from domain.errors import RuleViolation
 # Modules that define ``register(subparsers) -> None``; each sub-parser sets ``func``.
 COMMAND_MODULES = (
     "services.cli.auditor",  # shuffle, deal
-    "services.cli.odds",  # odds (exact and Monte-Carlo)
+    "services.cli.odds",  # odds (exact and Monte-Carlo), of every game (--game)
+    "services.cli.rules",  # rules GAME …: the rule books of the other games answer questions
     "services.cli.regulator",  # export, replay, checkpoints, proofs, keys
     "services.cli.server",  # serve, demo
     "services.cli.client",  # a command for every RPC

@@ -17,6 +17,7 @@ from domain.errors import InvalidArgument
 from domain.odds import CoupOdds, Edge, french_coup_odds, house_edges, infinite_coup_odds
 from domain.rules import PRESET_NAMES, HouseRules, house_rules
 from services.cli import CliError
+from services.cli import rules as game_rules
 
 FORMATS = ("table", "json")
 _HEX = re.compile(r"(0x)?[0-9a-fA-F]{1,64}")
@@ -28,6 +29,11 @@ def register(sub: Any) -> None:
         help="exact odds and house edges of the first coup (rational arithmetic)",
         description="Exact odds of the first coup from a full shoe, the infinite-deck values "
         "and each chance's house edge; --monte-carlo N checks them on N coups of the engine.",
+    )
+    p.add_argument(
+        "--game", default=game_rules.DEFAULT_GAME,
+        help=f"the game (default {game_rules.DEFAULT_GAME}; "
+        f"also {', '.join(game_rules.GAME_MODULES)})",
     )
     p.add_argument("--preset", default="francaise", help=f"one of {', '.join(PRESET_NAMES)}")
     p.add_argument(
@@ -68,6 +74,13 @@ def parse_seed(text: str) -> int:
 
 
 def cmd_odds(args: argparse.Namespace) -> int:
+    if args.game != game_rules.DEFAULT_GAME:
+        module = game_rules.game_module(args.game)
+        if module is None:
+            known = ", ".join(game_rules.games())
+            raise CliError(f"--game: unknown game {args.game!r} (one of {known})")
+        code: int = module.cmd_odds(args)
+        return code
     if args.format not in FORMATS:
         raise CliError(f"--format: must be table or json, got {args.format!r}")
     if args.preset not in PRESET_NAMES:
