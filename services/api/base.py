@@ -1,4 +1,8 @@
-"""What every servicer shares: the ledger, the caller, ownership checks, retries and caches."""
+"""What every servicer shares: the ledger, the caller and its actor, retries and caches.
+
+Who may act on a stake or an account is decided by the ledger, from the actor each command
+carries (``actor``: the authenticated principal and its peer); the caches here hold immutable
+facts of tables, shoes and coups only, never an owner."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from services.api import errors
 from services.api.hub import Hub
 from services.api.interceptor import authenticate, current_principal
 from services.api.roles import Principal, Role
+from services.ledger.actor import Actor
 from services.ledger.api import Ledger
 from services.ledger.errors import Conflict
 
@@ -34,7 +39,7 @@ class Base:
         self._lock = threading.Lock()
         self._currency: dict[str, str] = {}  # table or account id -> currency (immutable)
         self._coup_home: dict[str, tuple[str, str]] = {}  # coup id -> (table, shoe) (immutable)
-        self._stake_owner: dict[str, str] = {}  # stake id -> account id (immutable)
+        self._actors: dict[tuple[Principal, str], Actor] = {}  # (principal, peer) -> its actor
 
     # --- callers ----------------------------------------------------------------------------
 
@@ -49,9 +54,24 @@ class Base:
             raise who
         return who
 
+    def actor(self, context: grpc.ServicerContext) -> Actor:
+        """The actor of the caller's commands: its principal id, role and account, and its peer
+        (the terminal's name for a terminal principal, else the call's peer address)."""
+        who = self.caller(context)
+        terminal = getattr(who, "terminal", "") or ""
+        peer = terminal or context.peer() or ""
+        key = (who, peer)
+        known = self._actors.get(key)
+        if known is None:
+            known = Actor(who.principal_id, who.role.value, peer, who.account)
+            if len(self._actors) >= CACHE_LIMIT:
+                self._actors.clear()
+            self._actors[key] = known
+        return known
+
     @staticmethod
     def own(who: Principal, account_id: str, field: str) -> None:
-        """A player may act on its own account only."""
+        """A player may read its own account only (commands: the ledger decides)."""
         if who.role is Role.PLAYER and who.account != account_id:
             raise errors.permission_denied(field, "a player token acts on its own account only")
 
@@ -65,13 +85,15 @@ class Base:
             exc.field = _rename(fields, exc.field)
             raise
 
-    def write(self, fields: Mapping[str, str], fn: Callable[..., T], *args: Any) -> T:
-        """A command with its request id: retried on a concurrency conflict (the request id makes
-        the retry safe), ABORTED when conflicts persist. Pokes the log tailer on success."""
+    def write(self, fields: Mapping[str, str], fn: Callable[..., T], *args: Any,
+              actor: Actor) -> T:
+        """A command with its request id, run as ``actor`` (``self.actor(context)``: the
+        caller's): retried on a concurrency conflict (the request id makes the retry safe),
+        ABORTED when conflicts persist. Pokes the log tailer on success."""
         delay = 0.005
         for attempt in range(CONFLICT_RETRIES + 1):
             try:
-                result = fn(*args)
+                result = fn(*args, actor=actor)
             except Conflict as exc:
                 if attempt == CONFLICT_RETRIES:
                     exc.field = _rename(fields, exc.field)
@@ -112,8 +134,6 @@ class Base:
             view = self.read({"coup_id": field}, self.ledger.get_coup, coup_id)
             known = (view.table_id, view.shoe_id)
             self._remember(self._coup_home, coup_id, known)
-            for s in view.layout:
-                self._remember(self._stake_owner, s.stake_id, s.account_id)
         return known
 
     def remember_coup(self, coup_id: str, table_id: str, shoe_id: str) -> None:
@@ -133,27 +153,12 @@ class Base:
                 grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND", "no such coup at this table/shoe"
             )
 
-    def stake_owner(self, coup_id: str, stake_id: str, field: str) -> str:
-        """The account of a stake that is or was on the coup (it never changes, so a retried
-        command on a stake that has left the layout still passes its owner check). NOT_FOUND
-        on ``field`` if the stake never was on this coup."""
-        with self._lock:
-            known = self._stake_owner.get(stake_id)
-        if known is None:
-            known = self.read({"coup_id": "coup", "stake_id": field},
-                              self.ledger.stake_account, coup_id, stake_id)
-            self._remember(self._stake_owner, stake_id, known)
-        return known
-
     def forget(self) -> None:
         """Drop every cached fact (as after a restart)."""
         with self._lock:
             self._currency.clear()
             self._coup_home.clear()
-            self._stake_owner.clear()
-
-    def remember_stake(self, stake_id: str, account_id: str) -> None:
-        self._remember(self._stake_owner, stake_id, account_id)
+            self._actors.clear()
 
     def _remember(self, cache: dict[str, Any], key: str, value: Any) -> None:
         with self._lock:

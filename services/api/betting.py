@@ -1,4 +1,6 @@
-"""BettingService: stakes on the layout. A player token acts on its own account's stakes only."""
+"""BettingService: stakes on the layout. A player token acts on its own account's stakes only:
+the ledger decides it, from the command's actor (PERMISSION_DENIED naming ``account`` or
+``name``); nothing here remembers who owns a stake."""
 
 from __future__ import annotations
 
@@ -66,7 +68,6 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
         choice = _choice("refait31_choice", request.refait31_choice, required=False)
         if not request.HasField("amount"):
             raise errors.invalid("amount", "required")
-        self.own(self.caller(context), account_id, "account")
         currency = self.table_currency(table_id, "coup")
         amount = self._amount(request.amount, currency)
         self.check_coup(table_id, shoe_id, coup_id, "coup")
@@ -80,28 +81,26 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
             amount,
             stake_id,
             choice,
+            actor=self.actor(context),
         )
-        if result.stake is not None:
-            self.remember_stake(result.stake.stake_id, account_id)
         return convert.stake_result(table_id, result, currency, shoe_id)  # currency: immutable
 
     def _command(
         self,
         request: Any,
         context: grpc.ServicerContext,
-        call: Callable[[str, str, str], StakeResult],
+        call: Callable[..., StakeResult],
     ) -> betting_pb2.StakeResult:
-        """A command on an existing stake: checks the names, the coup and the owner, then calls."""
+        """A command on an existing stake: checks the names and the coup, then calls the ledger
+        as the caller's actor (the ledger decides the owner)."""
         rid = names.check_request_id(request.request_id)
         table_id, stake_id = names.stake_name("name", request.name)
         coup_table, shoe_id, coup_id = names.coup_name("coup", request.coup)
         if coup_table != table_id:
             raise errors.invalid("coup", "not a coup of the stake's table")
         self.check_coup(table_id, shoe_id, coup_id, "coup")
-        who = self.caller(context)
-        if who.role is Role.PLAYER:
-            self.own(who, self.stake_owner(coup_id, stake_id, "name"), "name")
-        result = self.write(_STAKE, call, rid, coup_id, stake_id)
+        result = self.write(_STAKE, call, rid, coup_id, stake_id,
+                          actor=self.actor(context))
         return self._answer(table_id, shoe_id, result)
 
     def RaiseStake(
@@ -114,7 +113,8 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
         return self._command(
             request,
             context,
-            lambda rid, coup, stake: self.ledger.raise_stake(rid, coup, stake, amount),
+            lambda rid, coup, stake, actor: self.ledger.raise_stake(rid, coup, stake, amount,
+                                                                    actor=actor),
         )
 
     def WithdrawStake(
@@ -135,7 +135,8 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
         return self._command(
             request,
             context,
-            lambda rid, coup, stake: self.ledger.choose_refait31(rid, coup, stake, choice),
+            lambda rid, coup, stake, actor: self.ledger.choose_refait31(rid, coup, stake, choice,
+                                                                        actor=actor),
         )
 
     def MoveStake(
@@ -145,7 +146,8 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
         return self._command(
             request,
             context,
-            lambda rid, coup, stake: self.ledger.move_imprisoned(rid, coup, stake, chance),
+            lambda rid, coup, stake, actor: self.ledger.move_imprisoned(rid, coup, stake, chance,
+                                                                        actor=actor),
         )
 
     def HalfWithdrawStake(

@@ -27,6 +27,7 @@ class CashierServicer(Base, cashier_pb2_grpc.CashierServiceServicer):
             rid,
             account_id,
             currency,
+            actor=self.actor(context),
         )
         return convert.account(view)
 
@@ -45,7 +46,8 @@ class CashierServicer(Base, cashier_pb2_grpc.CashierServiceServicer):
         rid = names.check_request_id(request.request_id)
         account_id = names.account_name("name", request.name)
         amount = self._money(request.amount, request.HasField("amount"), account_id)
-        view = self.write(_ACCOUNT, self.ledger.deposit, rid, account_id, amount)
+        view = self.write(_ACCOUNT, self.ledger.deposit, rid, account_id, amount,
+                          actor=self.actor(context))
         return convert.account(view)
 
     def Withdraw(
@@ -54,7 +56,8 @@ class CashierServicer(Base, cashier_pb2_grpc.CashierServiceServicer):
         rid = names.check_request_id(request.request_id)
         account_id = names.account_name("name", request.name)
         amount = self._money(request.amount, request.HasField("amount"), account_id)
-        view = self.write(_ACCOUNT, self.ledger.withdraw, rid, account_id, amount)
+        view = self.write(_ACCOUNT, self.ledger.withdraw, rid, account_id, amount,
+                          actor=self.actor(context))
         return convert.account(view)
 
     def GetAccount(

@@ -18,7 +18,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 from grpc_status import rpc_status
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
-from services.ledger.errors import AlreadyExists, Conflict
+from services.ledger.errors import AlreadyExists, Conflict, PermissionDenied
 
 DOMAIN = "sabot.casino"
 # The store cannot be reached now: the client may retry (with the same request id).
@@ -71,6 +71,8 @@ def code_of(exc: BaseException) -> grpc.StatusCode:
         return grpc.StatusCode.NOT_FOUND
     if isinstance(exc, AlreadyExists):
         return grpc.StatusCode.ALREADY_EXISTS
+    if isinstance(exc, PermissionDenied):
+        return grpc.StatusCode.PERMISSION_DENIED
     if isinstance(exc, Conflict):
         return grpc.StatusCode.ABORTED
     if isinstance(exc, RuleViolation):

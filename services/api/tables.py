@@ -44,6 +44,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
             table_id,
             preset,
             dict(request.overrides),
+            actor=self.actor(context),
         )
         return convert.table(view)
 
@@ -100,6 +101,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
             table_id,
             shoe_id,
             deck,
+            actor=self.actor(context),
         )
         # The shoe's creation time never changes: read it back (a retry answers the same).
         created = self.read({"shoe_id": "shoe_id"}, self.ledger.get_shoe, opened.shoe_id)
@@ -143,6 +145,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
             shoe_id,
             request.cut_position,
             cut_by,
+            actor=self.actor(context),
         )
         return convert.shoe(view)
 
@@ -151,7 +154,8 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
     ) -> table_pb2.Shoe:
         rid = names.check_request_id(request.request_id)
         table_id, shoe_id = self._shoe_of_table(request.name, "name")
-        closed = self.write(_SHOE, self.ledger.close_shoe, rid, shoe_id)
+        closed = self.write(_SHOE, self.ledger.close_shoe, rid, shoe_id,
+                          actor=self.actor(context))
         currency = self.table_currency(table_id, "name")
         # Once closed, a shoe's times never change: read them back (a retry answers the same).
         times = self.read(_SHOE, self.ledger.get_shoe, shoe_id)
@@ -184,6 +188,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
             table_id,
             coup_id,
             shoe_id,
+            actor=self.actor(context),
         )
         return convert.coup(view, self.table_currency(table_id, "parent"))
 
@@ -201,25 +206,27 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
         return convert.coup(view, self.table_currency(table_id, "name"), viewer)
 
     def _coup_step(
-        self, request_id: str, name: str, step: Callable[[str, str], CoupView]
+        self, context: grpc.ServicerContext, request_id: str, name: str,
+        step: Callable[..., CoupView],
     ) -> table_pb2.Coup:
         """A coup's state transition (close betting, deal, settle): one ledger command."""
         rid = names.check_request_id(request_id)
         table_id, _, coup_id = self._coup(name)
-        view = self.write(_COUP, step, rid, coup_id)
+        view = self.write(_COUP, step, rid, coup_id,
+                          actor=self.actor(context))
         return convert.coup(view, self.table_currency(table_id, "name"))
 
     def CloseBetting(
         self, request: table_pb2.CloseBettingRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
-        return self._coup_step(request.request_id, request.name, self.ledger.close_betting)
+        return self._coup_step(context, request.request_id, request.name, self.ledger.close_betting)
 
     def DealCoup(
         self, request: table_pb2.DealCoupRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
-        return self._coup_step(request.request_id, request.name, self.ledger.deal)
+        return self._coup_step(context, request.request_id, request.name, self.ledger.deal)
 
     def SettleCoup(
         self, request: table_pb2.SettleCoupRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
-        return self._coup_step(request.request_id, request.name, self.ledger.settle)
+        return self._coup_step(context, request.request_id, request.name, self.ledger.settle)

@@ -22,6 +22,22 @@ class Actor:
     peer: str = ""
     account: str | None = None
 
+    @property
+    def is_player(self) -> bool:
+        """A player's actor acts on its own account's stakes only (the ledger decides)."""
+        return self.role == PLAYER
+
+    @property
+    def scope(self) -> str:
+        """What scopes its request ids: its principal id; "" for the ledger's own actors
+        (``SYSTEM``, ``UNRECORDED``), whose ids keep the unscoped derivation of old stores."""
+        return "" if self.role in _UNSCOPED else self.principal
+
+    def acts_for(self, account_id: str) -> bool:
+        """Whether this actor may act on ``account_id``'s stakes: any actor but a player, and
+        a player on its own account only."""
+        return self.role != PLAYER or (self.account is not None and self.account == account_id)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"principal": self.principal, "role": self.role, "peer": self.peer}
         if self.account is not None:
@@ -37,6 +53,9 @@ class Actor:
             account=data.get("account"),
         )
 
+
+PLAYER = "player"  # the role whose commands are bound to one account
+_UNSCOPED = frozenset({"system", "unrecorded"})
 
 # Commands run by the system itself (the ledger's own maintenance, tests without a caller).
 SYSTEM = Actor("system", "system")

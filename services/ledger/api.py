@@ -57,15 +57,17 @@ from domain.rules import HouseRules, house_rules
 from domain.settlement import settle
 from domain.shuffle import ALGORITHM_ID, Sabot, check_cut, commitment, load_sabot, order_digest
 from services.ledger.account import DEBIT_TOPICS, ENTRY_TOPICS, Account, AccountKind
+from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
 from services.ledger.config import APP_NAME, LedgerConfig, store_env
 from services.ledger.coup import FATE_EVENTS, Coup, Phase
-from services.ledger.errors import AlreadyExists
+from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.ids import (
     account_uuid,
     cage_account,
     check_name,
     parse_uuid,
+    stake_uuid,
     table_account,
     table_uuid,
 )
@@ -166,8 +168,9 @@ class Ledger:
         args: dict[str, Any],
         decide: Callable[[UnitOfWork], T],
         result_type: type[T],
+        actor: Actor = SYSTEM,
     ) -> T:
-        command = Command(name, request_id, args, decide, result_type)
+        command = Command(name, request_id, args, decide, result_type, actor=actor)
         if getattr(_DEFERRED, "on", False):
             return self._writer.submit(command)  # type: ignore[return-value]  # see submit
         result: T = self._writer.execute(command)
@@ -332,6 +335,8 @@ class Ledger:
         table_id: str,
         preset: str = "francaise",
         overrides: Mapping[str, str] | None = None,
+        *,
+        actor: Actor = SYSTEM,
     ) -> TableView:
         """Open a table under a preset with options overridden; records the whole ruleset.
         Also opens the table's bank, layout and house accounts. ALREADY_EXISTS if it exists."""
@@ -360,11 +365,11 @@ class Ledger:
             return self._table_view(unit, table)
 
         args = {"table_id": table_id, "preset": preset, "overrides": overrides_d}
-        return self._run("open_table", request_id, args, decide, TableView)
+        return self._run("open_table", request_id, args, decide, TableView, actor)
 
     def open_shoe(
         self, request_id: str, table_id: str, shoe_id: str | None = None,
-        deck_kind: str = "FRENCH-52",
+        deck_kind: str = "FRENCH-52", *, actor: Actor = SYSTEM,
     ) -> ShoeOpened:
         """Shuffle a new shoe (fresh 32-byte seed, stored sealed) and publish its commitment.
         FAILED_PRECONDITION if the table has a shoe open."""
@@ -403,9 +408,10 @@ class Ledger:
                               kind.value, rules.decks)
 
         args = {"table_id": table_id, "shoe_id": shoe_id, "deck_kind": deck_kind}
-        return self._run("open_shoe", request_id, args, decide, ShoeOpened)
+        return self._run("open_shoe", request_id, args, decide, ShoeOpened, actor)
 
-    def cut(self, request_id: str, shoe_id: str, position: int, cut_by: str) -> ShoeView:
+    def cut(self, request_id: str, shoe_id: str, position: int, cut_by: str, *,
+            actor: Actor = SYSTEM) -> ShoeView:
         """Cut the shoe at ``position`` (1..size-1), by ``cut_by`` (a player's account id or a
         name). Once only, before the first coup."""
 
@@ -424,9 +430,10 @@ class Ledger:
             return self._shoe_view(shoe)
 
         args = {"shoe_id": shoe_id, "position": position, "cut_by": cut_by}
-        return self._run("cut", request_id, args, decide, ShoeView)
+        return self._run("cut", request_id, args, decide, ShoeView, actor)
 
-    def close_shoe(self, request_id: str, shoe_id: str) -> ShoeClosed:
+    def close_shoe(self, request_id: str, shoe_id: str, *, actor: Actor = SYSTEM
+                   ) -> ShoeClosed:
         """Close the shoe between coups: free stakes go back to their players (prisoners stay on
         the layout); the seed is revealed."""
 
@@ -454,7 +461,8 @@ class Ledger:
             return ShoeClosed(str(shoe.id), seed.hex(), shoe.commitment, shoe.cut_position,
                               digest, tuple(returned))
 
-        return self._run("close_shoe", request_id, {"shoe_id": shoe_id}, decide, ShoeClosed)
+        return self._run("close_shoe", request_id, {"shoe_id": shoe_id}, decide, ShoeClosed,
+                         actor)
 
     # --- coups ------------------------------------------------------------------------------
 
@@ -464,7 +472,7 @@ class Ledger:
 
     def open_coup(
         self, request_id: str, table_id: str, coup_id: str | None = None,
-        shoe_id: str | None = None,
+        shoe_id: str | None = None, *, actor: Actor = SYSTEM,
     ) -> CoupView:
         """Open the next coup at the table (betting open); the layout is carried over.
         ``shoe_id``, when given, must be the table's open shoe (FAILED_PRECONDITION
@@ -515,7 +523,7 @@ class Ledger:
         args = {"table_id": table_id, "coup_id": coup_id}
         if shoe_id is not None:
             args["shoe_id"] = shoe_id
-        return self._run("open_coup", request_id, args, decide, CoupView)
+        return self._run("open_coup", request_id, args, decide, CoupView, actor)
 
     def _betting(
         self,
@@ -525,17 +533,34 @@ class Ledger:
         coup_id: str,
         stake_id: Callable[[], str],
         step_of: Callable[[UnitOfWork, HouseRules, Layout, str], Step],
+        actor: Actor,
         command_event: type[Coup.StakeChanged] | None = None,
+        account_id: str | None = None,
     ) -> StakeResult:
+        """A betting command: ``account_id`` for a new stake (else the stake ``stake_id()``
+        exists). The owner is decided here, from the actor, before anything else: a player
+        acts on its own account's stakes only (PERMISSION_DENIED naming ``account_id`` or
+        ``stake_id``), whatever the stake's state and whoever asks the server."""
+
         def decide(unit: UnitOfWork) -> StakeResult:
+            if account_id is not None and not actor.acts_for(account_id):
+                raise PermissionDenied(
+                    "account_id", "NOT_YOUR_ACCOUNT", "a player stakes from its own account only"
+                )
             coup = self._coup(unit, coup_id)
+            sid = stake_id()
+            if account_id is None and actor.is_player:
+                owner = coup.owner(sid)
+                if owner is not None and not actor.acts_for(owner):
+                    raise PermissionDenied(
+                        "stake_id", "NOT_YOUR_STAKE", "the stake is another player's"
+                    )
             if coup.phase != Phase.BETTING:
                 raise FailedPrecondition(
                     "coup_id", "BETTING_CLOSED", f"betting is closed for coup {coup_id}"
                 )
             table = self._table(unit, coup.table_id)
             rules = self._rules(table)
-            sid = stake_id()
             step = step_of(unit, rules, coup.domain_layout(), sid)
             self._check_funds(unit, table.table_id, step.movements, rules.currency)
             ts = unit.now
@@ -555,7 +580,7 @@ class Ledger:
                 str(coup.id), _stake_view(stake) if stake else None, tuple(moved), balance
             )
 
-        return self._run(name, request_id, args, decide, StakeResult)
+        return self._run(name, request_id, args, decide, StakeResult, actor)
 
     def place_stake(
         self,
@@ -566,14 +591,20 @@ class Ledger:
         amount: int,
         stake_id: str | None = None,
         choice: str | None = None,
+        *,
+        actor: Actor = SYSTEM,
     ) -> StakeResult:
         """A new stake (player -> layout). FAILED_PRECONDITION field ``amount`` beyond the
-        player's balance."""
+        player's balance. The stake's id is the ledger's: a fresh one, or, when the client
+        gives ``stake_id`` (a UUID), ``ids.stake_uuid(coup_id, account_id, stake_id)``: the
+        client's id then only keeps the account from placing that stake twice on the coup
+        (ALREADY_EXISTS ``STAKE_EXISTS``), and ids never collide across coups or tables."""
         chosen: list[str] = []
 
         def new_stake_id() -> str:
             if stake_id is not None:
-                return str(parse_uuid(stake_id, "stake_id"))
+                client = str(parse_uuid(stake_id, "stake_id"))
+                return str(stake_uuid(str(parse_uuid(coup_id, "coup_id")), account_id, client))
             if not chosen:
                 chosen.append(str(self.config.new_id()))
             return chosen[-1]
@@ -583,58 +614,66 @@ class Ledger:
             c = _chance(chance)
             amt = _amount(amount)
             ch = _choice(choice) if choice is not None else None
-            if stake_id is not None and layout.has(sid):  # a fresh id is on no layout
-                raise AlreadyExists("stake_id", "STAKE_EXISTS", f"stake {sid} is on the layout")
+            if stake_id is not None and self._coup(unit, coup_id).owner(sid) is not None:
+                raise AlreadyExists("stake_id", "STAKE_EXISTS",
+                                    f"stake {stake_id} was placed on the coup already")
             return place_stake(rules, layout, sid, account_id, c, amt, ch)
 
         args = {"coup_id": coup_id, "account_id": account_id, "chance": chance,
                 "amount": amount, "stake_id": stake_id, "choice": choice}
-        return self._betting("place_stake", request_id, args, coup_id, new_stake_id, step_of)
+        return self._betting("place_stake", request_id, args, coup_id, new_stake_id, step_of,
+                             actor, account_id=account_id)
 
-    def raise_stake(self, request_id: str, coup_id: str, stake_id: str, amount: int) -> StakeResult:
+    def raise_stake(self, request_id: str, coup_id: str, stake_id: str, amount: int, *,
+                    actor: Actor = SYSTEM) -> StakeResult:
         """Add ``amount`` to a free stake."""
         return self._betting(
             "raise_stake", request_id, {"coup_id": coup_id, "stake_id": stake_id,
                                         "amount": amount},
             coup_id, lambda: stake_id,
-            lambda u, r, lay, sid: raise_stake(r, lay, sid, _amount(amount)),
+            lambda u, r, lay, sid: raise_stake(r, lay, sid, _amount(amount)), actor,
         )
 
-    def withdraw_stake(self, request_id: str, coup_id: str, stake_id: str) -> StakeResult:
+    def withdraw_stake(self, request_id: str, coup_id: str, stake_id: str, *,
+                       actor: Actor = SYSTEM) -> StakeResult:
         """Take a free stake back, whole."""
         return self._betting(
             "withdraw_stake", request_id, {"coup_id": coup_id, "stake_id": stake_id},
-            coup_id, lambda: stake_id, lambda u, r, lay, sid: withdraw_stake(r, lay, sid),
+            coup_id, lambda: stake_id, lambda u, r, lay, sid: withdraw_stake(r, lay, sid), actor,
         )
 
-    def insure(self, request_id: str, coup_id: str, stake_id: str) -> StakeResult:
+    def insure(self, request_id: str, coup_id: str, stake_id: str, *,
+               actor: Actor = SYSTEM) -> StakeResult:
         """Buy insurance on a stake for this coup (premium player -> house insurance)."""
         return self._betting(
             "insure", request_id, {"coup_id": coup_id, "stake_id": stake_id},
-            coup_id, lambda: stake_id, lambda u, r, lay, sid: insure(r, lay, sid),
+            coup_id, lambda: stake_id, lambda u, r, lay, sid: insure(r, lay, sid), actor,
         )
 
     def choose_refait31(
-        self, request_id: str, coup_id: str, stake_id: str, choice: str
+        self, request_id: str, coup_id: str, stake_id: str, choice: str, *,
+        actor: Actor = SYSTEM,
     ) -> StakeResult:
         """``partage`` or ``prison`` (under refait31 ``player_choice``)."""
         return self._betting(
             "choose_refait31", request_id,
             {"coup_id": coup_id, "stake_id": stake_id, "choice": choice},
             coup_id, lambda: stake_id,
-            lambda u, r, lay, sid: choose_refait31_step(r, lay, sid, _choice(choice)),
+            lambda u, r, lay, sid: choose_refait31_step(r, lay, sid, _choice(choice)), actor,
             command_event=Coup.Refait31Chosen,
         )
 
-    def half_withdraw(self, request_id: str, coup_id: str, stake_id: str) -> StakeResult:
+    def half_withdraw(self, request_id: str, coup_id: str, stake_id: str, *,
+                      actor: Actor = SYSTEM) -> StakeResult:
         """An imprisoned stake: the house takes half, the player gets the rest back."""
         return self._betting(
             "half_withdraw", request_id, {"coup_id": coup_id, "stake_id": stake_id},
-            coup_id, lambda: stake_id, lambda u, r, lay, sid: half_withdraw(r, lay, sid),
+            coup_id, lambda: stake_id, lambda u, r, lay, sid: half_withdraw(r, lay, sid), actor,
         )
 
     def move_imprisoned(
-        self, request_id: str, coup_id: str, stake_id: str, chance: str
+        self, request_id: str, coup_id: str, stake_id: str, chance: str, *,
+        actor: Actor = SYSTEM,
     ) -> StakeResult:
         """An imprisoned stake: the house takes half, the rest goes (still in prison) to
         ``chance``."""
@@ -642,7 +681,7 @@ class Ledger:
             "move_imprisoned", request_id,
             {"coup_id": coup_id, "stake_id": stake_id, "chance": chance},
             coup_id, lambda: stake_id,
-            lambda u, r, lay, sid: move_imprisoned(r, lay, sid, _chance(chance)),
+            lambda u, r, lay, sid: move_imprisoned(r, lay, sid, _chance(chance)), actor,
         )
 
     def _close_betting(self, unit: UnitOfWork, table: Table, coup: Coup, ts: datetime) -> None:
@@ -650,7 +689,8 @@ class Ledger:
         self._apply_step(unit, table, coup, step, ts, record_movements=True)
         coup.trigger_event(Coup.BettingClosed, timestamp=ts)
 
-    def close_betting(self, request_id: str, coup_id: str) -> CoupView:
+    def close_betting(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM
+                      ) -> CoupView:
         """No more stakes; stakes still awaiting a choice stay in prison."""
 
         def decide(unit: UnitOfWork) -> CoupView:
@@ -661,9 +701,10 @@ class Ledger:
             self._close_betting(unit, table, coup, unit.now)
             return self._coup_view(coup)
 
-        return self._run("close_betting", request_id, {"coup_id": coup_id}, decide, CoupView)
+        return self._run("close_betting", request_id, {"coup_id": coup_id}, decide, CoupView,
+                         actor)
 
-    def deal(self, request_id: str, coup_id: str) -> CoupView:
+    def deal(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
         """Deal the coup: one event per card, then the coup resolved (totals, outcome,
         announcement). Closes betting first if still open."""
 
@@ -698,9 +739,9 @@ class Ledger:
             )
             return self._coup_view(coup)
 
-        return self._run("deal", request_id, {"coup_id": coup_id}, decide, CoupView)
+        return self._run("deal", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
 
-    def settle(self, request_id: str, coup_id: str) -> CoupView:
+    def settle(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
         """Settle the dealt coup: every movement in RULES.md order, then each stake's fate."""
 
         def decide(unit: UnitOfWork) -> CoupView:
@@ -717,11 +758,12 @@ class Ledger:
             coup.trigger_event(Coup.Settled, timestamp=ts)
             return self._coup_view(coup)
 
-        return self._run("settle", request_id, {"coup_id": coup_id}, decide, CoupView)
+        return self._run("settle", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
 
     # --- accounts ---------------------------------------------------------------------------
 
-    def open_account(self, request_id: str, account_id: str, currency: str = "EUR") -> AccountView:
+    def open_account(self, request_id: str, account_id: str, currency: str = "EUR", *,
+                     actor: Actor = SYSTEM) -> AccountView:
         """A player's account, balance 0. ALREADY_EXISTS if it exists."""
 
         def decide(unit: UnitOfWork) -> AccountView:
@@ -739,7 +781,7 @@ class Ledger:
             return _account_view(account)
 
         args = {"account_id": account_id, "currency": currency}
-        return self._run("open_account", request_id, args, decide, AccountView)
+        return self._run("open_account", request_id, args, decide, AccountView, actor)
 
     def _cage(self, unit: UnitOfWork, currency: str, ts: datetime) -> Account:
         name = cage_account(currency)
@@ -752,7 +794,8 @@ class Ledger:
             unit.add(cage)
         return cage
 
-    def deposit(self, request_id: str, account_id: str, amount: int) -> AccountView:
+    def deposit(self, request_id: str, account_id: str, amount: int, *,
+                actor: Actor = SYSTEM) -> AccountView:
         """Cash in at the cage (cage -> player)."""
 
         def decide(unit: UnitOfWork) -> AccountView:
@@ -764,9 +807,10 @@ class Ledger:
             return _account_view(player)
 
         args = {"account_id": account_id, "amount": amount}
-        return self._run("deposit", request_id, args, decide, AccountView)
+        return self._run("deposit", request_id, args, decide, AccountView, actor)
 
-    def withdraw(self, request_id: str, account_id: str, amount: int) -> AccountView:
+    def withdraw(self, request_id: str, account_id: str, amount: int, *,
+                 actor: Actor = SYSTEM) -> AccountView:
         """Cash out at the cage (player -> cage); FAILED_PRECONDITION field ``amount`` beyond
         the balance."""
 
@@ -783,7 +827,7 @@ class Ledger:
             return _account_view(player)
 
         args = {"account_id": account_id, "amount": amount}
-        return self._run("withdraw", request_id, args, decide, AccountView)
+        return self._run("withdraw", request_id, args, decide, AccountView, actor)
 
     # --- queries ----------------------------------------------------------------------------
 
@@ -877,18 +921,11 @@ class Ledger:
         field ``stake_id`` if the stake never was on this coup."""
 
         def read(unit: UnitOfWork) -> str:
-            coup = self._coup(unit, coup_id)
-            stake = coup.stake(stake_id)
-            if stake is not None:
-                return stake.player
-            for e in self.app.recorder.select_events(coup.id, lte=coup.version):
-                state = _plain(json.loads(e.state))
-                held = state.get("stake") if isinstance(state.get("stake"), dict) else None
-                if state.get("stake_id") == stake_id and state.get("account_id"):
-                    return str(state["account_id"])
-                if held is not None and held.get("stake_id") == stake_id:
-                    return str(held["player"])
-            raise NotFound("stake_id", "UNKNOWN_STAKE", f"stake {stake_id} was never on the coup")
+            owner = self._coup(unit, coup_id).owner(stake_id)
+            if owner is None:
+                raise NotFound("stake_id", "UNKNOWN_STAKE",
+                               f"stake {stake_id} was never on the coup")
+            return owner
 
         return self._writer.read(read)
 

@@ -92,6 +92,7 @@ class Coup(Aggregate):
         phase: str
         layout: tuple[Stake, ...]
         stake_ids: dict[str, None]  # the layout's stake ids (an index, derived from layout)
+        owners: dict[str, str]  # every stake ever on the coup -> its account (derived)
         board: Board  # the layout as a domain Layout, with its index (derived)
         cards: list[tuple[str, str, int, int]]
         noir_total: int | None
@@ -127,6 +128,7 @@ class Coup(Aggregate):
             agg.phase = Phase.BETTING
             agg.layout = ()
             agg.stake_ids = {}
+            agg.owners = {}
             agg.board = Board()
             agg.cards = []
             agg.noir_total = None
@@ -152,6 +154,7 @@ class Coup(Aggregate):
         def apply(self, agg: Coup) -> None:
             agg.layout = (*agg.layout, self.stake)
             agg.stake_ids[self.stake.stake_id] = None
+            agg.owners[self.stake.stake_id] = self.stake.player
             _board(agg)
 
     class StakeChanged(Event):
@@ -185,6 +188,10 @@ class Coup(Aggregate):
 
     class StakePlaced(StakeChanged):
         TOPIC = "sabot.ledger:Coup.StakePlaced"
+
+        def apply(self, agg: Coup) -> None:
+            agg.owners[self.stake_id] = self.account_id
+            super().apply(agg)
 
     class StakeRaised(StakeChanged):
         TOPIC = "sabot.ledger:Coup.StakeRaised"
@@ -329,6 +336,11 @@ class Coup(Aggregate):
 
         def apply(self, agg: Coup) -> None:
             agg.phase = Phase.SETTLED
+
+    def owner(self, stake_id: str) -> str | None:
+        """The account of a stake that is or was on this coup (a stake's owner never changes);
+        None if it never was on it."""
+        return self.owners.get(stake_id)
 
     def stake(self, stake_id: str) -> Stake | None:
         if stake_id not in self.stake_ids:

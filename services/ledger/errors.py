@@ -2,7 +2,8 @@
 
 The gRPC layer maps ``InvalidArgument`` to INVALID_ARGUMENT, ``FailedPrecondition`` to
 FAILED_PRECONDITION, ``NotFound`` to NOT_FOUND (all from ``domain.errors``), ``AlreadyExists``
-(and ``RequestIdReused``) to ALREADY_EXISTS and ``Conflict`` to ABORTED (retry the command).
+(and ``RequestIdReused``) to ALREADY_EXISTS, ``PermissionDenied`` to PERMISSION_DENIED and
+``Conflict`` to ABORTED (retry the command).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ __all__ = [
     "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
+    "PermissionDenied",
     "RequestIdReused",
     "RuleViolation",
 ]
@@ -33,3 +35,8 @@ class RequestIdReused(AlreadyExists):
 
 class Conflict(RuleViolation):
     """A concurrent writer changed the same state first; nothing was stored (ABORTED: retry)."""
+
+
+class PermissionDenied(RuleViolation):
+    """The caller may not do this: a player acting on another account's stake or account
+    (PERMISSION_DENIED). Decided by the ledger from the command's actor."""

@@ -45,8 +45,21 @@ def account_uuid(account_id: str) -> UUID:
     return uuid5(NAMESPACE, "account:" + account_id)
 
 
-def request_uuid(request_id: str) -> UUID:
-    return uuid5(NAMESPACE, "request:" + request_id)
+def request_uuid(request_id: str, scope: str = "") -> UUID:
+    """The Request aggregate's id: from the principal's id (``scope``) and its request id, so
+    no principal can burn or probe another's ids. ``scope`` "" (the ledger's own actors, and
+    every request stored before ids were scoped): from the request id alone."""
+    if not scope:
+        return uuid5(NAMESPACE, "request:" + request_id)
+    return uuid5(NAMESPACE, f"request:{len(scope)}:{scope}:{request_id}")
+
+
+def stake_uuid(coup_id: str, account_id: str, client_id: str) -> UUID:
+    """The id of a stake placed with a client's own stake id: made by the ledger from the coup,
+    the account and the client's id, so stake ids never collide across coups, tables or
+    players (the client's id only keeps one account from placing the same stake twice on a
+    coup). A stake placed without one gets a fresh random id (``LedgerConfig.new_id``)."""
+    return uuid5(NAMESPACE, f"stake:{coup_id}:{account_id}:{client_id}")
 
 
 def table_account(table_id: str, role: str) -> str:

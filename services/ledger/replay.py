@@ -1,7 +1,8 @@
 """Replay: re-run the commands stored with their request ids into another store.
 
-Every successful command is stored with its arguments, its answer and its time (the Request
-aggregate). Fed back with the same inputs (the recorded times, the ids it generated, each shoe's
+Every successful command is stored with its arguments, its answer, its time and its actor (the
+Request aggregate; the actor scopes the request id and decides ownership, so it is replayed
+too). Fed back with the same inputs (the recorded times, the ids it generated, each shoe's
 seed), the commands give the same events: a regulator's way to recreate play.
 """
 
@@ -14,6 +15,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from services.ledger.actor import UNRECORDED, Actor
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.request import Request
@@ -29,6 +31,7 @@ class StoredCommand:
     args: dict[str, Any]
     result: dict[str, Any]
     timestamp: datetime
+    actor: Actor  # who ran it (UNRECORDED for a request stored before actors were)
 
 
 def stored_commands(ledger: Ledger, batch: int = 1000) -> Iterator[StoredCommand]:
@@ -44,7 +47,7 @@ def stored_commands(ledger: Ledger, batch: int = 1000) -> Iterator[StoredCommand
             state = ledger.app.mapper.transcoder.decode(n.state)
             yield StoredCommand(
                 n.id, state["request_id"], state["command"], state["arguments"], state["result"],
-                state["timestamp"],
+                state["timestamp"], Actor.from_dict(state.get("actor") or UNRECORDED.to_dict()),
             )
         position = notes[-1].id
 
@@ -94,7 +97,8 @@ def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Le
             shoe_id = UUID(command.result["shoe_id"])
             shoe: Shoe = source.app.repository.get(shoe_id)
             inputs.seeds = [unseal(source.config.seal_key, shoe.sealed_seed, shoe_id)]
-        getattr(target, command.command)(command.request_id, **command.args)
+        getattr(target, command.command)(command.request_id, **command.args,
+                                         actor=command.actor)
     return target
 
 

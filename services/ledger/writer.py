@@ -179,8 +179,8 @@ class Command:
 
     @cached_property
     def rid(self) -> UUID:
-        """The Request aggregate's id."""
-        return request_uuid(self.request_id)
+        """The Request aggregate's id (scoped by the actor's principal)."""
+        return request_uuid(self.request_id, self.actor.scope)
 
     def prepare(self) -> None:
         """Check the request id and compute what does not need the writer (caller's thread)."""

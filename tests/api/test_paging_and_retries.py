@@ -13,6 +13,7 @@ from services.api import errors
 from services.api.base import CONFLICT_RETRIES, Base
 from services.api.client import new_request_id
 from services.api.gen.sabot.v1 import cashier_pb2, events_pb2, table_pb2
+from services.ledger.actor import SYSTEM, Actor
 from services.ledger.errors import Conflict
 
 from .support import Api, money, new_account, open_coup, open_shoe, open_table
@@ -71,13 +72,13 @@ def test_a_conflict_is_retried_then_succeeds() -> None:
     base = _base()
     calls: list[int] = []
 
-    def flaky(x: int) -> int:
+    def flaky(x: int, actor: Actor) -> int:
         calls.append(x)
         if len(calls) < 3:
             raise Conflict("coup_id", "CONFLICT", "someone else first")
         return x * 2
 
-    assert base.write({}, flaky, 21) == 42
+    assert base.write({}, flaky, 21, actor=SYSTEM) == 42
     assert len(calls) == 3
 
 
@@ -85,12 +86,12 @@ def test_a_persistent_conflict_is_aborted_naming_the_request_field() -> None:
     base = _base()
     calls: list[Any] = []
 
-    def always(*args: Any) -> None:
+    def always(*args: Any, actor: Actor) -> None:
         calls.append(args)
         raise Conflict("coup_id", "CONFLICT", "someone else first")
 
     with pytest.raises(Conflict) as caught:
-        base.write({"coup_id": "name"}, always)
+        base.write({"coup_id": "name"}, always, actor=SYSTEM)
     assert len(calls) == CONFLICT_RETRIES + 1
     assert caught.value.field == "name"
     assert errors.code_of(caught.value) is grpc.StatusCode.ABORTED
@@ -100,10 +101,10 @@ def test_a_rule_violation_is_not_retried() -> None:
     base = _base()
     calls: list[int] = []
 
-    def refuse() -> None:
+    def refuse(actor: Actor) -> None:
         calls.append(1)
         raise InvalidArgument("amount", "OUT_OF_RANGE", "too much")
 
     with pytest.raises(InvalidArgument) as caught:
-        base.write({"amount": "amount.amount_minor"}, refuse)
+        base.write({"amount": "amount.amount_minor"}, refuse, actor=SYSTEM)
     assert calls == [1] and caught.value.field == "amount.amount_minor"

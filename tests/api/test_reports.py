@@ -36,6 +36,7 @@ from services.api.gen.sabot.v1 import (
     reports_pb2_grpc,
     table_pb2,
 )
+from services.ledger.ids import stake_uuid
 
 from .support import failure
 
@@ -125,7 +126,7 @@ class ApiLedger:
 
     def place_stake(self, rid: str, coup_id: str, player: str, chance: str, amount: int,
                     stake_id: str, choice: str | None) -> None:
-        self.owner[stake_id] = player
+        self.owner[str(stake_uuid(coup_id, player, stake_id))] = player  # the ledger's id
         self.client[player].betting.PlaceStake(betting_pb2.PlaceStakeRequest(
             request_id=rid, coup=self.coup[coup_id], stake_id=stake_id,
             account=f"accounts/{player}", chance=CHANCE[chance], amount=_money(amount),

@@ -41,6 +41,7 @@ from domain.rules import HouseRules, house_rules
 from domain.settlement import settle
 from domain.shuffle import load_sabot
 from services.ledger.api import Ledger, LedgerConfig
+from services.ledger.ids import stake_uuid
 from services.projections.gamingday import GamingDay
 from services.projections.reconciliation import gaming_day_and_shift
 
@@ -341,10 +342,12 @@ class Game:
                 pick: Refait31Choice | None = None
                 if rules.refait31.value == "player_choice" and rng.random() < 0.3:
                     pick = rng.choice([Refait31Choice.PARTAGE, Refait31Choice.PRISON])
+                # the stake's id is the ledger's, made from the coup, the account and ours
                 self._try(
                     table,
                     lambda c=chance, a=amount, i=sid, ch=pick, who=player: place_stake(
-                        rules, self.layouts[table], i, who, c, a, ch),
+                        rules, self.layouts[table], str(stake_uuid(coup_id, who, i)), who, c,
+                        a, ch),
                     lambda c=chance, a=amount, i=sid, ch=pick, who=player: (
                         self.ledger.place_stake(self.rid(), coup_id, who, c.value, a, i,
                                                 ch.value if ch is not None else None)),
