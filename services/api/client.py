@@ -1,8 +1,10 @@
-"""A small client of sabot.v1: one channel, the stubs, and the bearer token on every call."""
+"""A small client of sabot.v1: one channel (plaintext, TLS or mTLS), the stubs, and the bearer
+token on every call."""
 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -16,6 +18,9 @@ from services.api.gen.sabot.v1 import (
     reports_pb2_grpc,
     table_pb2_grpc,
 )
+from services.api.tls import channel_credentials, open_channel
+
+PemSource = Path | str | bytes  # a PEM file's path, or its bytes
 
 
 def new_request_id() -> str:
@@ -43,7 +48,12 @@ class _Authed:
 
 
 class Client:
-    """Every sabot.v1 service over one channel, as one caller (one token)."""
+    """Every sabot.v1 service over one channel, as one caller (one token, or on an mTLS server
+    the client certificate alone).
+
+    ``tls_ca``: the CA of the server's certificate (a TLS channel; with ``tls_ca=True`` the
+    system's roots); ``tls_cert`` and ``tls_key``: this client's certificate and key (mTLS).
+    Without them the channel is plaintext."""
 
     def __init__(
         self,
@@ -52,9 +62,18 @@ class Client:
         *,
         channel: grpc.Channel | None = None,
         timeout: float | None = 30.0,
+        tls_ca: PemSource | bool | None = None,
+        tls_cert: PemSource | None = None,
+        tls_key: PemSource | None = None,
     ) -> None:
         self.owns_channel = channel is None
-        self.channel = channel or grpc.insecure_channel(target)
+        if channel is None:
+            tls = None
+            if tls_ca is not None or tls_cert is not None or tls_key is not None:
+                ca = None if isinstance(tls_ca, bool) else tls_ca
+                tls = channel_credentials(ca, tls_cert, tls_key)
+            channel = open_channel(target, tls)
+        self.channel = channel
         self.token = token
         self.tables: Any = _Authed(table_pb2_grpc.TableServiceStub(self.channel), token, timeout)
         self.betting: Any = _Authed(

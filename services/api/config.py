@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from domain.errors import InvalidArgument
+from services.api import credentials as creds
+from services.api.credentials import Credential, CredentialError
 from services.api.roles import Principal, Role
+from services.api.stream_quota import DEFAULT_PER_PRINCIPAL
 from services.projections import gamingday
 from services.projections.gamingday import GamingDay
 
@@ -23,11 +26,21 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Config:
-    """What the server needs: where to listen, the store, the tokens and the seed-sealing key."""
+    """What the server needs: where to listen, the store, the credentials and the seed-sealing
+    key, TLS."""
 
     listen: str = DEFAULT_LISTEN
     store: str = DEFAULT_STORE
+    # clear tokens held in memory (tests, --dev, SABOT_TOKENS from the environment): hashed
+    # at start, never written anywhere
     tokens: Mapping[str, Principal] = field(default_factory=dict)
+    credentials: tuple[Credential, ...] = ()  # hashed SABOT_TOKENS entries (sha256:HEX:role)
+    credentials_file: Path | None = None  # SABOT_CREDENTIALS: named principals, reloaded
+    tls_cert: Path | None = None  # SABOT_TLS_CERT: serve TLS with this chain ...
+    tls_key: Path | None = None  # SABOT_TLS_KEY: ... and this key
+    tls_client_ca: Path | None = None  # SABOT_TLS_CLIENT_CA: require client certificates (mTLS)
+    insecure: bool = False  # --insecure: plaintext allowed on an address other than loopback
+    streams_per_principal: int = DEFAULT_PER_PRINCIPAL  # SABOT_STREAMS_PER_PRINCIPAL
     seal_key: bytes | None = None
     workers: int = 32
     checkpoint_key: bytes | None = None  # Ed25519 private key (raw 32 bytes): the notary signs
@@ -58,29 +71,62 @@ def read_dotenv(path: Path) -> dict[str, str]:
 
 
 def parse_tokens(text: str) -> dict[str, Principal]:
-    """``token:role[:account]`` items, comma-separated. A player token must name its account."""
+    """``token:role[:account]`` items, comma-separated. A player token must name its account.
+    (Clear tokens, as tests and clients hold them; ``token_entries`` reads SABOT_TOKENS.)"""
+    clear, _ = token_entries(text, hashed_allowed=False)
+    return clear
+
+
+def token_entries(text: str, *, hashed_allowed: bool = True, strict: bool = False,
+                  where: str = "SABOT_TOKENS") -> tuple[dict[str, Principal], list[Credential]]:
+    """SABOT_TOKENS: ``token:role[:account]`` (a clear token) or ``sha256:HEX:role[:account]``
+    (a token's SHA-256, as ``sabot credentials hash`` prints it) items, comma-separated.
+    ``strict``: a clear token of fewer than 128 bits is refused."""
     tokens: dict[str, Principal] = {}
+    hashed: list[Credential] = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
         parts = item.split(":")
+        digest = None
+        if hashed_allowed and parts[0] == "sha256" and len(parts) in (3, 4):
+            digest = parts[1].lower()
+            if not creds.SHA256_HEX.fullmatch(digest):
+                raise ConfigError(f"{where}: sha256:HEX needs 64 hex digits")
+            parts = ["sha256", *parts[2:]]
         if len(parts) not in (2, 3) or not parts[0]:
-            raise ConfigError("SABOT_TOKENS: each item is token:role[:account]")
+            raise ConfigError(f"{where}: each item is token:role[:account]"
+                              + (" or sha256:HEX:role[:account]" if hashed_allowed else ""))
         token, role_text = parts[0], parts[1]
         try:
             role = Role(role_text)
         except ValueError:
             known = ", ".join(r.value for r in Role)
-            raise ConfigError(f"SABOT_TOKENS: unknown role {role_text!r} ({known})") from None
+            raise ConfigError(f"{where}: unknown role {role_text!r} ({known})") from None
         account = parts[2] if len(parts) == 3 else None
         if role is Role.PLAYER and not account:
-            raise ConfigError("SABOT_TOKENS: a player token must name its account")
+            raise ConfigError(f"{where}: a player token must name its account")
         if role is not Role.PLAYER and account:
-            raise ConfigError(f"SABOT_TOKENS: only player tokens name an account ({role_text})")
+            raise ConfigError(f"{where}: only player tokens name an account ({role_text})")
+        n = len(tokens) + len(hashed)
+        label = account if account else f"{role.value}#{n}"
+        principal = Principal(role=role, account=account, label=label)
+        if digest is not None:
+            if any(c.sha256 == digest for c in hashed):
+                raise ConfigError(f"{where}: a token appears twice")
+            hashed.append(Credential(id=f"k-env{n:04d}", principal=principal, sha256=digest,
+                                     fixed=True))
+            continue
         if token in tokens:
-            raise ConfigError("SABOT_TOKENS: a token appears twice")
-        tokens[token] = Principal(role=role, account=account, label=f"{role.value}#{len(tokens)}")
-    return tokens
+            raise ConfigError(f"{where}: a token appears twice")
+        if strict:
+            try:
+                whose = role.value + (f":{account}" if account else "")
+                creds.check_token(token, f"{where} ({whose})")
+            except CredentialError as exc:
+                raise ConfigError(str(exc)) from None
+        tokens[token] = principal
+    return tokens, hashed
 
 
 def format_tokens(tokens: Mapping[str, Principal]) -> str:
@@ -92,13 +138,16 @@ def format_tokens(tokens: Mapping[str, Principal]) -> str:
 
 
 def demo_tokens(players: tuple[str, ...] = ()) -> dict[str, Principal]:
-    """Fresh random tokens, one per role, and one per named player account (development only)."""
+    """Fresh random tokens (128 bits), one per role, and one per named player account
+    (development only: they live in memory and are printed, never written)."""
     tokens: dict[str, Principal] = {}
     for role in Role:
         if role is not Role.PLAYER:
-            tokens[f"{role.value}-{secrets.token_hex(8)}"] = Principal(role, None, role.value)
+            tokens[f"{role.value}-{secrets.token_hex(16)}"] = Principal(
+                role, None, role.value, id=role.value)
     for account in players:
-        tokens[f"player-{secrets.token_hex(8)}"] = Principal(Role.PLAYER, account, account)
+        tokens[f"player-{secrets.token_hex(16)}"] = Principal(Role.PLAYER, account, account,
+                                                                id=account)
     return tokens
 
 
@@ -136,10 +185,26 @@ def load(
         gaming_day = gamingday.given(values)
     except InvalidArgument as exc:
         raise ConfigError(f"{exc.field}: {exc.message}") from None
+    environment = os.environ if env is None else env
+    tokens_text = values.get("SABOT_TOKENS", "")
+    tokens, hashed = token_entries(tokens_text, strict=True)
+    if tokens and "SABOT_TOKENS" not in environment:
+        raise ConfigError(f"SABOT_TOKENS in {dotenv}: a clear token in a file; put its hash "
+                          "there (sha256:HEX:role, see `sabot credentials hash`) or use "
+                          "SABOT_CREDENTIALS")
+    streams_text = values.get("SABOT_STREAMS_PER_PRINCIPAL", str(DEFAULT_PER_PRINCIPAL)).strip()
+    if not streams_text.isdigit() or not 1 <= int(streams_text) <= 1024:
+        raise ConfigError("SABOT_STREAMS_PER_PRINCIPAL: an integer 1..1024")
     return Config(
         listen=listen or values.get("SABOT_LISTEN") or DEFAULT_LISTEN,
         store=store or values.get("SABOT_STORE") or DEFAULT_STORE,
-        tokens=parse_tokens(values.get("SABOT_TOKENS", "")),
+        tokens=tokens,
+        credentials=tuple(hashed),
+        credentials_file=_path(values, "SABOT_CREDENTIALS"),
+        tls_cert=_path(values, "SABOT_TLS_CERT"),
+        tls_key=_path(values, "SABOT_TLS_KEY"),
+        tls_client_ca=_path(values, "SABOT_TLS_CLIENT_CA"),
+        streams_per_principal=int(streams_text),
         seal_key=seal_key,
         workers=int(workers_text),
         checkpoint_key=checkpoint_key,
@@ -148,6 +213,11 @@ def load(
         ledger_process=ledger_process_text == "on",
         gaming_day=gaming_day,
     )
+
+
+def _path(values: Mapping[str, str], name: str) -> Path | None:
+    text = values.get(name, "").strip()
+    return Path(text) if text else None
 
 
 def _key_setting(values: Mapping[str, str], name: str, *, private: bool) -> bytes | None:

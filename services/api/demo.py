@@ -71,13 +71,17 @@ def cast_from(tokens: Mapping[str, Principal], suffix: str) -> Cast:
 
 
 def play(target: str, cast: Cast, preset: str = "francaise",
-         say: Callable[[str], None] = print, cut: int | None = None) -> dict[str, int]:
-    """Play one shoe; return the players' final balances (minor units)."""
-    base = Client(target)
+         say: Callable[[str], None] = print, cut: int | None = None,
+         channel: grpc.Channel | None = None) -> dict[str, int]:
+    """Play one shoe; return the players' final balances (minor units). ``channel``: one to
+    use (a TLS channel; closed here), else a plaintext one to ``target``."""
+    base = Client(target, channel=channel)
     try:
         return _play(base, cast, preset, say, cut)
     finally:
         base.close()
+        if channel is not None:
+            channel.close()
 
 
 def _play(base: Client, cast: Cast, preset: str, say: Callable[[str], None],

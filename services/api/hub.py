@@ -77,11 +77,23 @@ class Hub:
         if self._thread is not None:
             self._thread.join(timeout=2)
 
-    def wait_beyond(self, position: int, timeout: float) -> bool:
-        """Wait until the log goes past ``position`` (True) or the timeout or close (False)."""
+    def wait_beyond(self, position: int, timeout: float,
+                    stop: Callable[[], bool] | None = None) -> bool:
+        """Wait until the log goes past ``position`` (True) or the timeout, close, or ``stop()``
+        after a ``nudge`` (False)."""
         with self._cond:
-            self._cond.wait_for(lambda: self._position > position or self._closed, timeout)
+            if stop is None:
+                self._cond.wait_for(lambda: self._position > position or self._closed, timeout)
+            else:
+                self._cond.wait_for(
+                    lambda: self._position > position or self._closed or stop(), timeout)
             return self._position > position
+
+    def nudge(self) -> None:
+        """Wake the waiting streams to look at their ``stop`` (a stream ended: its RPC was
+        cancelled or ran out of time), so that it frees its slot at once."""
+        with self._cond:
+            self._cond.notify_all()
 
     def catch_up(self) -> int:
         """Read the log to its end now (not at the next tick): the position of its last event."""

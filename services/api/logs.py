@@ -137,14 +137,29 @@ def info(event: str, fields: dict[str, Any]) -> None:
         return
     if _level > logging.INFO or _MUTED.is_set():
         return
+    _add(sink, "info", event, fields)
+
+
+def warning(event: str, fields: dict[str, Any]) -> None:
+    """As ``info``, at ``warning`` (security events); never muted."""
+    sink = _sink
+    if sink is None:
+        get_logger().warning(event, **fields)
+        return
+    if _level > logging.WARNING:
+        return
+    _add(sink, "warning", event, fields)
+
+
+def _add(sink: _Sink, level: str, event: str, fields: dict[str, Any]) -> None:
     fields["event"] = event
-    fields["level"] = "info"
+    fields["level"] = level
     fields["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     if not _SECRET_KEYS.isdisjoint(fields):
-        _redact(None, "info", fields)
+        _redact(None, level, fields)
     try:
         line = _encode(fields)
     except (TypeError, ValueError):  # not plain JSON: structlog's fallback (repr) renders it
-        rendered = _render(None, "info", fields)
+        rendered = _render(None, level, fields)
         line = rendered if isinstance(rendered, str) else rendered.decode()
     sink.add(line)

@@ -12,11 +12,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.api import logs
+from services.api import credentials, logs, tls
 from services.api.base import Base
 from services.api.betting import BettingServicer
 from services.api.cashier import CashierServicer, ReportServicer
-from services.api.config import Config
+from services.api.config import Config, ConfigError
 from services.api.gen.sabot.v1 import (
     betting_pb2,
     betting_pb2_grpc,
@@ -36,6 +36,8 @@ from services.api.interceptor import ApiInterceptor
 from services.api.logs import get_logger
 from services.api.regulator import RegulatorServicer
 from services.api.reports import ProjectionKeeper, ReadModelServicer
+from services.api.roles import Principal
+from services.api.stream_quota import StreamQuota
 from services.api.streams import FeedServicer, RecallServicer, WatchServicer
 from services.api.tables import TableServicer
 from services.ledger.api import Ledger
@@ -71,6 +73,15 @@ class Running:
     regulator: RegulatorServicer | None = None
     projections: ProjectionKeeper | None = None  # keeps the read models up to date
     servicers: tuple[Base, ...] = ()
+    credentials: credentials.Keyring | None = None  # who may call; reload() re-reads the file
+    streams: StreamQuota | None = None  # the streams each principal holds
+    tls: bool = False
+
+    def reload(self) -> None:
+        """SIGHUP: read the credentials file again (the TLS files are re-read at the next
+        connection whenever they change)."""
+        if self.credentials is not None:
+            self.credentials.reload()
 
     def forget(self) -> None:
         """Empty the servicers' caches of immutable facts (as a restart does)."""
@@ -86,6 +97,8 @@ class Running:
         self.health.enter_graceful_shutdown()
         self.hub.close()
         self.server.stop(grace).wait()
+        if self.credentials is not None:
+            self.credentials.stop()
         if self.projections is not None:
             self.projections.stop()
         if self.notary is not None:
@@ -97,24 +110,63 @@ class Running:
         logs.flush()
 
 
+def _event(event: str, fields: dict[str, object]) -> None:
+    level = str(fields.pop("level", "info"))
+    getattr(get_logger(), level)(event, **fields)
+
+
+def keyring_of(config: Config) -> credentials.Keyring:
+    """The credentials of ``config``: its in-memory tokens (hashed here), its hashed
+    SABOT_TOKENS entries and its credentials file (read now, and watched)."""
+    fixed = [*credentials.from_tokens(config.tokens), *config.credentials]
+    try:
+        return credentials.Keyring(fixed, config.credentials_file, on_event=_event)
+    except credentials.CredentialError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _tls_files(config: Config) -> tls.ServerFiles | None:
+    if config.tls_cert is None and config.tls_key is None:
+        if config.tls_client_ca is not None:
+            raise ConfigError("SABOT_TLS_CLIENT_CA (--tls-client-ca) needs --tls-cert and "
+                              "--tls-key")
+        return None
+    if config.tls_cert is None or config.tls_key is None:
+        raise ConfigError("--tls-cert and --tls-key go together (SABOT_TLS_CERT, SABOT_TLS_KEY)")
+    return tls.ServerFiles(config.tls_cert, config.tls_key, config.tls_client_ca)
+
+
 def start(config: Config, ledger: Ledger) -> Running:
-    """Start serving ``ledger`` on ``config.listen`` (port 0: a free port, see ``Running.port``)."""
+    """Start serving ``ledger`` on ``config.listen`` (port 0: a free port, see ``Running.port``).
+    ConfigError for settings that cannot serve (a plaintext listener beyond loopback without
+    ``insecure``, half a TLS pair, a credentials file that does not parse)."""
+    files = _tls_files(config)
+    if files is None and not config.insecure and not tls.is_loopback(config.listen):
+        raise ConfigError(f"refusing plaintext on {config.listen} (not loopback): give "
+                          "--tls-cert and --tls-key, or --insecure")
+    try:
+        server_tls = None if files is None else tls.server_credentials(files, _event)
+    except tls.TlsError as exc:
+        raise ConfigError(str(exc)) from None
+    keyring = keyring_of(config)
+    stream_slots = max(1, config.workers // 2)  # unary calls keep the rest
+    quota = StreamQuota(config.streams_per_principal, total=stream_slots)
     recorder = getattr(getattr(ledger, "app", None), "recorder", None)
     end = getattr(recorder, "max_notification_id", None)
     saved = getattr(ledger, "saved_position", None)
-    hub = Hub(ledger, streams=max(1, config.workers // 2), end=end,  # unary calls keep the rest
-              saved=saved)
+    hub = Hub(ledger, streams=stream_slots, end=end, saved=saved)
     hub.start()
     server = grpc.server(
         ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="sabot-rpc"),
-        interceptors=[ApiInterceptor(config.tokens)],
+        interceptors=[ApiInterceptor(keyring, quota)],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.so_reuseport", 0),
         ],
         maximum_concurrent_rpcs=config.workers * 8,
     )
-    deps = (ledger, config.tokens, hub)
+    no_tokens: dict[str, Principal] = {}  # the interceptor authenticates: servicers hold none
+    deps = (ledger, no_tokens, hub)
     tables, betting = TableServicer(*deps), BettingServicer(*deps)
     cashier, report = CashierServicer(*deps), ReportServicer(*deps)
     watch, feed, recall = WatchServicer(*deps), FeedServicer(*deps), RecallServicer(*deps)
@@ -139,21 +191,29 @@ def start(config: Config, ledger: Ledger) -> Running:
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME,
                                          reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port(config.listen)
+    if server_tls is None:
+        port = server.add_insecure_port(config.listen)
+    else:
+        port = server.add_secure_port(config.listen, server_tls)
     if port == 0:
         hub.close()
         raise OSError(f"cannot listen on {config.listen}")
+    keyring.watch()
     if notary is not None:
         notary.start()
     projections.start()
     server.start()
     for name in ("", *SERVICES):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    get_logger().info("server started", listen=config.listen, port=port, store=_safe(config.store))
+    get_logger().info("server started", listen=config.listen, port=port, store=_safe(config.store),
+                      tls="off" if files is None else (
+                          "mtls" if files.client_ca is not None else "on"),
+                      credentials=str(config.credentials_file or ""))
     servicers = (tables, betting, cashier, report, watch, feed, recall, regulator, read_models)
     return Running(server, port, health_servicer, hub, ledger, threading.Event(), notary,
                    regulator, projections,
-                   tuple(s for s in servicers if isinstance(s, Base)))
+                   tuple(s for s in servicers if isinstance(s, Base)), keyring, quota,
+                   files is not None)
 
 
 def _notary(config: Config) -> Follower | None:
@@ -180,17 +240,26 @@ def _safe(url: str) -> str:
 
 
 def serve_until_signal(running: Running) -> None:
-    """Block until SIGTERM or SIGINT, then shut down gracefully."""
+    """Block until SIGTERM or SIGINT, then shut down gracefully; SIGHUP reloads the
+    credentials."""
     done = threading.Event()
+    hangup = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         get_logger().info("signal received, shutting down", signal=signal.Signals(signum).name)
         done.set()
 
+    def on_hangup(signum: int, frame: FrameType | None) -> None:
+        hangup.set()
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
     try:
-        while not done.wait(0.5):
-            pass
+        while not done.wait(0.2):
+            if hangup.is_set():
+                hangup.clear()
+                get_logger().info("signal received, reloading the credentials", signal="SIGHUP")
+                running.reload()
     finally:
         running.stop()
         for sig, handler in previous.items():

@@ -6,7 +6,7 @@ Watch and recall show a player token other players' stakes without their account
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import grpc
@@ -72,6 +72,12 @@ def _slot(base: Base) -> Iterator[None]:
         base.hub.stream_slots.release()
 
 
+def _ended(base: Base, context: grpc.ServicerContext) -> Callable[[], bool]:
+    """Whether the RPC has ended (cancelled, out of time); its end wakes the waiting streams."""
+    context.add_callback(base.hub.nudge)
+    return lambda: not context.is_active()
+
+
 class WatchServicer(Base, events_pb2_grpc.WatchServiceServicer):
     def WatchTable(
         self, request: events_pb2.WatchTableRequest, context: grpc.ServicerContext
@@ -86,11 +92,12 @@ class WatchServicer(Base, events_pb2_grpc.WatchServiceServicer):
             homes[table.coup_id] = self.coup_home(table.coup_id, "table")[1]
         selector = _TableFilter(table_id, table.shoe_id, homes, viewer)
         position = request.after_position or self.hub.catch_up()
+        ended = _ended(self, context)
         with _slot(self):
             while context.is_active() and not self.hub.closed:
                 batch = self.ledger.read_events(position, MAX_BATCH)
                 if not batch:
-                    self.hub.wait_beyond(position, WAIT_SECONDS)
+                    self.hub.wait_beyond(position, WAIT_SECONDS, ended)
                     continue
                 position = batch[-1].position
                 found = [e for e in (selector.match(s) for s in batch) if e is not None]
@@ -108,13 +115,14 @@ class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
             raise errors.invalid("batch_size", f"0..{MAX_BATCH} (0: {DEFAULT_BATCH})")
         size = request.batch_size or DEFAULT_BATCH
         position = request.after_position
+        ended = _ended(self, context)
         with _slot(self):
             while context.is_active() and not self.hub.closed:
                 batch = self.ledger.read_events(position, size)
                 if not batch:
                     if request.stop_at_end:
                         return
-                    self.hub.wait_beyond(position, WAIT_SECONDS)
+                    self.hub.wait_beyond(position, WAIT_SECONDS, ended)
                     continue
                 position = batch[-1].position
                 yield events_pb2.StreamEventsResponse(

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "services.cli.rules",  # rules GAME …: the rule books of the other games answer questions
     "services.cli.regulator",  # export, replay, checkpoints, proofs, keys
     "services.cli.server",  # serve, demo
+    "services.cli.credentials",  # credentials issue|revoke|list|hash: named principals
     "services.cli.client",  # a command for every RPC
     "services.cli.projections",  # projections rebuild|catch-up|run|lag, reconcile, report
     "services.ledger.cli",  # ledger-schema, ledger-events, ledger-balances, ledger-replay

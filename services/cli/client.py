@@ -1,6 +1,6 @@
 """Client commands for every sabot.v1 RPC: ``sabot table|shoe|coup|stake|account|watch|feed|
 recall|balance-sheet|regulator|health``. Common options: ``--target``, ``--token``,
-``--format table|json``.
+``--format table|json``, and TLS: ``--tls-ca FILE [--tls-cert FILE --tls-key FILE]``.
 """
 
 from __future__ import annotations
@@ -121,12 +121,59 @@ def show(message: Message, fmt: str, out: Any = None) -> None:
 # --- plumbing -------------------------------------------------------------------------------
 
 
+def tls_arguments(p: argparse.ArgumentParser) -> None:
+    """``--tls-ca FILE [--tls-cert FILE --tls-key FILE]`` (env SABOT_TLS_CA,
+    SABOT_TLS_CLIENT_CERT, SABOT_TLS_CLIENT_KEY): a TLS channel, with a client certificate
+    for mTLS."""
+    p.add_argument("--tls-ca", default=os.environ.get("SABOT_TLS_CA") or None, metavar="FILE",
+                   help="TLS: the CA of the server's certificate (env SABOT_TLS_CA)")
+    p.add_argument("--tls-cert", default=os.environ.get("SABOT_TLS_CLIENT_CERT") or None,
+                   metavar="FILE",
+                   help="mTLS: this client's certificate (env SABOT_TLS_CLIENT_CERT)")
+    p.add_argument("--tls-key", default=os.environ.get("SABOT_TLS_CLIENT_KEY") or None,
+                   metavar="FILE", help="mTLS: its private key (env SABOT_TLS_CLIENT_KEY)")
+
+
+def channel_of(args: argparse.Namespace) -> grpc.Channel:
+    """The channel the TLS options ask for (plaintext without them); CliError if they do not
+    load."""
+    from services.api.tls import TlsError, channel_credentials, open_channel
+
+    ca, cert, key = (getattr(args, n, None) for n in ("tls_ca", "tls_cert", "tls_key"))
+    if ca is None and cert is None and key is None:
+        return open_channel(args.target)
+    try:
+        return open_channel(args.target, channel_credentials(ca, cert, key))
+    except TlsError as exc:
+        raise CliError(str(exc)) from None
+
+
+def channel_of_env(target: str) -> grpc.Channel:
+    """A channel to ``target`` with the client TLS settings of the environment."""
+    if not os.environ.get("SABOT_TLS_CA"):
+        raise CliError("--demo on a TLS server needs SABOT_TLS_CA (and for mTLS "
+                       "SABOT_TLS_CLIENT_CERT and SABOT_TLS_CLIENT_KEY) to call it")
+    args = argparse.Namespace(
+        target=target, tls_ca=os.environ.get("SABOT_TLS_CA"),
+        tls_cert=os.environ.get("SABOT_TLS_CLIENT_CERT") or None,
+        tls_key=os.environ.get("SABOT_TLS_CLIENT_KEY") or None)
+    return channel_of(args)
+
+
+def client_of(args: argparse.Namespace, token: str | None = None) -> Client:
+    """A Client on the channel the options ask for, as ``--token`` (or ``token``)."""
+    client = Client(args.target, token or getattr(args, "token", None), channel=channel_of(args))
+    client.owns_channel = True  # closed with the client
+    return client
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default=os.environ.get("SABOT_TARGET", DEFAULT_TARGET),
                    help="HOST:PORT of the server (env SABOT_TARGET)")
     p.add_argument("--token", default=os.environ.get("SABOT_TOKEN"),
                    help="bearer token (env SABOT_TOKEN)")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    tls_arguments(p)
 
 
 def _mutating(p: argparse.ArgumentParser) -> None:
@@ -156,7 +203,7 @@ Build = Callable[[argparse.Namespace], tuple[str, str, Message]]
 def _run(build: Build) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         service, method, request = build(args)
-        client = Client(args.target, args.token)
+        client = client_of(args)
         try:
             response = getattr(getattr(client, service), method)(request)
             if isinstance(response, Message):
@@ -599,7 +646,7 @@ def _replay_line(step: Any, fmt: str) -> str:
 def _regulator_call(a: argparse.Namespace, method: str, request: Message) -> Any:
     """Call RegulatorService.``method``; a stream is read to its end here (errors surface as
     CliError)."""
-    client = Client(a.target, a.token)
+    client = client_of(a)
     metadata = (("authorization", f"Bearer {a.token}"),) if a.token else ()
     stub = regulator_pb2_grpc.RegulatorServiceStub(client.channel)
     try:
@@ -614,7 +661,7 @@ def _regulator_call(a: argparse.Namespace, method: str, request: Message) -> Any
 
 
 def _health(args: argparse.Namespace) -> int:
-    client = Client(args.target)
+    client = client_of(args)
     try:
         reply = client.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
     except grpc.RpcError as exc:
@@ -726,7 +773,7 @@ def _time_range(request: Any, a: argparse.Namespace) -> None:
 def _reports_run(build: ReportBuild) -> Callable[[argparse.Namespace], int]:
     def run(a: argparse.Namespace) -> int:
         method, request = build(a)
-        channel = grpc.insecure_channel(a.target)
+        channel = channel_of(a)
         metadata = (("authorization", f"Bearer {a.token}"),) if a.token else ()
         try:
             stub = reports_pb2_grpc.ReadModelServiceStub(channel)

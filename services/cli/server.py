@@ -23,8 +23,22 @@ DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
 
 def register(sub: Any) -> None:
     p = sub.add_parser("serve", help="run the gRPC server (env SABOT_LISTEN, SABOT_STORE, "
-                                     "SABOT_TOKENS, SABOT_SEAL_KEY, or a .env file)")
+                                     "SABOT_CREDENTIALS, SABOT_TOKENS, SABOT_SEAL_KEY, "
+                                     "SABOT_TLS_*, or a .env file)")
     p.add_argument("--listen", default=None, help="HOST:PORT (default 127.0.0.1:50051)")
+    p.add_argument("--credentials", default=None, metavar="FILE",
+                   help="the credentials file (named principals, hashed tokens, certificate "
+                        "names; `sabot credentials issue`); read again on SIGHUP or when it "
+                        "changes (env SABOT_CREDENTIALS)")
+    p.add_argument("--tls-cert", default=None, metavar="FILE",
+                   help="serve TLS with this PEM certificate chain (env SABOT_TLS_CERT)")
+    p.add_argument("--tls-key", default=None, metavar="FILE",
+                   help="the PEM private key of --tls-cert (env SABOT_TLS_KEY)")
+    p.add_argument("--tls-client-ca", default=None, metavar="FILE",
+                   help="require client certificates signed by this CA: mTLS "
+                        "(env SABOT_TLS_CLIENT_CA)")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a plaintext listener on an address other than loopback")
     p.add_argument("--store", default=None,
                    help="sqlite:///PATH or postgresql://user@host:port/db")
     p.add_argument("--env-file", default=".env", help="read settings from this file too")
@@ -51,6 +65,9 @@ def register(sub: Any) -> None:
     d.add_argument("--tokens", default=None,
                    help="token:role[:account],... (default: SABOT_TOKENS or .env)")
     d.add_argument("--preset", default="francaise")
+    from services.cli.client import tls_arguments
+
+    tls_arguments(d)
     d.set_defaults(func=cmd_demo)
 
 
@@ -84,12 +101,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         cfg = api_config.load(dotenv=Path(args.env_file), listen=args.listen, store=args.store)
     except api_config.ConfigError as exc:
         raise CliError(str(exc)) from None
+    overrides: dict[str, Any] = {"insecure": args.insecure}
+    for flag in ("credentials", "tls_cert", "tls_key", "tls_client_ca"):
+        value = getattr(args, flag)
+        if value:
+            overrides["credentials_file" if flag == "credentials" else flag] = Path(value)
+    cfg = dataclasses.replace(cfg, **overrides)
     tokens = dict(cfg.tokens)
     suffix = secrets.token_hex(2)
-    if args.dev and not tokens:
+    configured = bool(tokens or cfg.credentials or cfg.credentials_file)
+    if args.dev and not configured:
         tokens = api_config.demo_tokens(tuple(f"{n}-{suffix}" for n in ("anne", "bruno", "chiara")))
-    if not tokens:
-        raise CliError("SABOT_TOKENS is empty: nobody could call the server (or use --dev)")
+    if not (tokens or cfg.credentials or cfg.credentials_file):
+        raise CliError("no credentials: nobody could call the server (SABOT_CREDENTIALS, "
+                       "SABOT_TOKENS, or --dev)")
     seal_key = cfg.seal_key
     if seal_key is None and args.dev:
         seal_key = _dev_seal_key()
@@ -126,7 +151,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                      regulator_key=regulator_key), batching=True)
     try:
         running = server.start(cfg, ledger)
-    except OSError as exc:
+    except (OSError, api_config.ConfigError) as exc:
         ledger.close()
         raise CliError(str(exc)) from None
     host = cfg.listen.rsplit(":", 1)[0]
@@ -134,11 +159,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         if args.demo:
             # The demo's narration goes to stdout; the server's per-RPC lines wait till it ends.
+            channel = None
+            if running.tls:
+                from services.cli.client import channel_of_env
+
+                channel = channel_of_env(target)
             with logs.muted():
-                demo.play(target, demo.cast_from(tokens, suffix), preset=args.preset)
+                demo.play(target, demo.cast_from(tokens, suffix), preset=args.preset,
+                          channel=channel)
         _print_connect(target, tokens, args.dev)
-    except grpc.RpcError as exc:
+    except (grpc.RpcError, CliError) as exc:
         running.stop()
+        if isinstance(exc, CliError):
+            raise
         raise CliError(f"demo: {exc.code().name}: {exc.details()}") from None
     except BaseException:
         running.stop()
@@ -192,9 +225,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
             tokens = api_config.parse_tokens(text)
         except api_config.ConfigError as exc:
             raise CliError(str(exc)) from None
+    from services.cli.client import channel_of
+
     try:
         cast = demo.cast_from(tokens, secrets.token_hex(2))
-        demo.play(args.target, cast, preset=args.preset)
+        demo.play(args.target, cast, preset=args.preset, channel=channel_of(args))
     except ValueError as exc:
         raise CliError(str(exc)) from None
     except grpc.RpcError as exc:

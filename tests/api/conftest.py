@@ -1,4 +1,6 @@
 """A real server on 127.0.0.1 (a free port) per store: SQLite, and PostgreSQL on a fresh database.
+Its callers are named principals of a credentials file (``PRINCIPALS``), each with a token
+issued as ``sabot credentials issue`` does (only the hashes are in the file).
 
 PostgreSQL is skipped only when unreachable AND ``SABOT_REQUIRE_POSTGRES`` is not "1".
 """
@@ -17,9 +19,10 @@ from typing import cast
 import psycopg
 import pytest
 
-from services.api import logs, server
-from services.api.config import Config, parse_tokens
+from services.api import credentials, logs, server
+from services.api.config import Config
 from services.api.gen.sabot.v1 import cashier_pb2
+from services.api.roles import Role
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.remote import LedgerHost, RemoteLedger
 
@@ -28,6 +31,17 @@ from .support import DEPOSIT, PLAYERS, Api, money
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
 SEED = bytes(range(100, 132))  # every shoe of the tests: the same seed, its own shoe id
 KEY = bytes(range(32))
+# role -> the principal the API tests call as (players: their account is their id)
+PRINCIPALS = {"croupier": "c-0173", "cashier": "cashier-12", "back_office": "office-3",
+              "regulator": "regulator-1", "admin": "admin-1"}
+
+
+def issue_principals(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """A credentials file naming ``PRINCIPALS`` and ``PLAYERS``: (role -> token, account ->
+    token)."""
+    roles = {r: credentials.issue(path, pid, Role(r))[1] or "" for r, pid in PRINCIPALS.items()}
+    players = {p: credentials.issue(path, p, Role.PLAYER)[1] or "" for p in PLAYERS}
+    return roles, players
 
 
 class LogBuffer(io.StringIO):
@@ -73,11 +87,8 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     else:
         database = _pg_database()
         url = f"postgresql://postgres@127.0.0.1:5432/{database}"
-    roles = {r: f"tok-{r}-{uuid.uuid4().hex[:8]}" for r in
-             ("croupier", "cashier", "back_office", "regulator", "admin")}
-    players = {p: f"tok-player-{p}-{uuid.uuid4().hex[:8]}" for p in PLAYERS}
-    spec = ",".join([*(f"{t}:{r}" for r, t in roles.items()),
-                     *(f"{t}:player:{p}" for p, t in players.items())])
+    keys = Path(tmp_path_factory.mktemp("credentials")) / "credentials.toml"
+    roles, players = issue_principals(keys)
     log = LogBuffer()
     logs.configure(stream=log)
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: SEED,
@@ -90,12 +101,13 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         path = str(Path(tempfile.mkdtemp(prefix="sabot-test-")) / "ledger.sock")
         host = LedgerHost(ledger, path).start()
         served = cast(Ledger, RemoteLedger(path, url, pool_size=8))
-    config = Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec), seal_key=KEY,
+    config = Config(listen="127.0.0.1:0", store=url, credentials_file=keys, seal_key=KEY,
                     workers=16)
     running = server.start(config, served)
     target = f"127.0.0.1:{running.port}"
     result = Api(target, request.param, {**roles, "player": players["anne"]}, players, log,
-                 running)
+                 running, credentials=keys,
+                 principals={**PRINCIPALS, "player": "anne", **{p: p for p in PLAYERS}})
     cashier = result.as_("cashier").cashier
     for p in PLAYERS:
         cashier.OpenAccount(cashier_pb2.OpenAccountRequest(

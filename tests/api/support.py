@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -28,6 +29,8 @@ class Api:
     log: Any
     running: Any
     _clients: dict[str, Client] = field(default_factory=dict)
+    credentials: Path | None = None  # the credentials file the server reads (named principals)
+    principals: dict[str, str] = field(default_factory=dict)  # role or account -> principal id
 
     def as_(self, role: str) -> Client:
         token = self.tokens.get(role) or self.player_tokens[role]

@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 
 from services.api import names
 from services.api.config import ConfigError, format_tokens, load, parse_tokens
+from services.api.credentials import new_token, token_hash
 from services.api.errors import ApiError
 from services.api.roles import RPC_ROLES, Role, allowed
+from services.api.server import keyring_of
 
 
 def test_tokens_parse_into_roles_and_accounts() -> None:
@@ -29,14 +31,17 @@ def test_bad_tokens_are_refused_naming_the_variable(spec: str) -> None:
 
 
 def test_the_environment_wins_over_the_dotenv_file(tmp_path: Path) -> None:
+    token = new_token()  # a file holds its hash only (a clear token there is refused)
     dotenv = tmp_path / ".env"
     dotenv.write_text("# dev\nSABOT_STORE=sqlite:///a.db\nexport SABOT_LISTEN='0.0.0.0:1'\n"
-                      f"SABOT_SEAL_KEY={'ab' * 32}\nSABOT_TOKENS=t:admin\n")
+                      f"SABOT_SEAL_KEY={'ab' * 32}\n"
+                      f"SABOT_TOKENS=sha256:{token_hash(token)}:admin\n")
     config = load({"SABOT_STORE": "postgresql://postgres@127.0.0.1/x"}, dotenv)
     assert config.store == "postgresql://postgres@127.0.0.1/x"
     assert config.listen == "0.0.0.0:1"
     assert config.seal_key == bytes.fromhex("ab" * 32)
-    assert config.tokens["t"].role is Role.ADMIN
+    found = keyring_of(config).token(token)
+    assert found is not None and found.principal.role is Role.ADMIN
     assert load({}, dotenv, listen="127.0.0.1:9", store="sqlite:///b.db").listen == "127.0.0.1:9"
 
 

@@ -131,8 +131,9 @@ def test_a_host_gone_fails_calls_with_a_retryable_error(
     remote.close()
 
 
+ADMIN_TOKEN = "adm-token-5c1f0e9a7b3d42e68a0c4f1b9d2e7a36"  # 128 bits at least (else refused)
 ENV = {"SABOT_SEAL_KEY": KEY.hex(), "SABOT_LEDGER_PROCESS": "on",
-       "SABOT_TOKENS": "adm-token:admin", "PYTHONUNBUFFERED": "1"}
+       "SABOT_TOKENS": f"{ADMIN_TOKEN}:admin", "PYTHONUNBUFFERED": "1"}
 
 
 def _serve(tmp_path: Path, store: str = "") -> tuple[subprocess.Popen[str], str]:
@@ -162,12 +163,12 @@ def test_sabot_serve_with_a_ledger_process_plays_the_demo_and_stops(
     try:
         children = _children(server.pid)
         assert len(children) == 1  # the ledger process
-        for secret in (KEY.hex(), "adm-token"):  # no key nor token where others could read it
+        for secret in (KEY.hex(), ADMIN_TOKEN):  # no key nor token where others could read it
             assert secret not in Path(f"/proc/{children[0]}/environ").read_bytes().decode()
             assert secret not in Path(f"/proc/{children[0]}/cmdline").read_bytes().decode()
         demo = subprocess.run(
             [sys.executable, "-m", "services.cli.server", "demo", "--target", target,
-             "--token", "adm-token"], cwd=ROOT, env=env, capture_output=True, text=True,
+             "--token", ADMIN_TOKEN], cwd=ROOT, env=env, capture_output=True, text=True,
             timeout=300)
         assert demo.returncode == 0, demo.stderr
         assert "seed" in demo.stdout.lower()
