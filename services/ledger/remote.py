@@ -6,13 +6,15 @@ interpreter lock with the gRPC threads, and it waits for that lock after every s
 in its own process it has a processor of its own (``sabot serve``'s default;
 ``--single-process`` or ``SABOT_LEDGER_PROCESS=off`` keeps one process).
 
-The protocol is private to one machine (a socket in a 0700 directory): frames of a 4-byte length
-and a pickle. A call is ``(call_id, method, args, kwargs)``; an answer frame carries the host's
-saved log position and a list of ``(call_id, ok, value)``: the result, or the exception (the
-rule book's errors keep their class, field, reason and message). Commands are queued to the
-writer at once (``Ledger.submit``) and answered when their batch is stored, so many calls are in
-flight on one connection; queries run on a small pool of threads. Answers that are ready
-together leave in one frame.
+The protocol (``services/ledger/wire.py``, SABOT-LEDGER-WIRE-1) is private to one machine (a
+socket in a 0700 directory) and closed: length-prefixed JSON frames, no pickle, an explicit
+table of methods with typed parameters, a version, and a handshake proving the per-start
+secret the ledger process got through its standard input; a connection that does not prove it
+(a raw frame, a pickle, any other process) is refused and logged before anything runs.
+Commands are queued to the writer at once (``Ledger.submit``) and answered when their batch is
+stored, so many calls are in flight on one connection; queries run on a small pool of threads.
+Answers that are ready together leave in one frame, with the host's saved log position; the rule
+book's errors keep their class, field, reason and message.
 
 If the host goes away, calls in flight fail with ``Conflict`` (NOT_STORED: retry with the same
 request id, which returns the first answer if it was stored after all)."""
@@ -22,9 +24,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
-import pickle
 import queue
+import secrets
 import shutil
 import signal
 import socket
@@ -37,73 +40,44 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from services.ledger.api import COMMANDS, Ledger, read_log
+from services.ledger import wire
+from services.ledger.api import Ledger, read_log
 from services.ledger.application import LedgerApplication
 from services.ledger.config import LedgerConfig, regulator_public_key, store_env
-from services.ledger.errors import Conflict
 from services.ledger.views import StoredEvent
+from services.ledger.wire import COMMANDS, QUERIES, HostGone, ProtocolError, RemoteFailure
 
-QUERIES = frozenset({
-    "get_table", "get_shoe", "get_coup", "stake_account", "list_tables", "list_coups",
-    "get_account", "statement", "last_coups", "read_events", "balances", "audit_balances",
-})
-_HEADER = struct.Struct("!I")
-MAX_FRAME = 1 << 30
+__all__ = ["COMMANDS", "QUERIES", "HostGone", "LedgerHost", "LedgerProcess", "RemoteFailure",
+           "RemoteLedger"]
+
+log = logging.getLogger("sabot.ledger.remote")
 QUERY_THREADS = 8
 HOST_SWITCH_INTERVAL = 0.0005  # seconds (CPython's default: 0.005)
+HANDSHAKE_SECONDS = 5.0
+_PEERCRED = struct.Struct("3i")  # pid, uid, gid
 
 
-class HostGone(Conflict):
-    """The ledger process cannot be reached; nothing is known of the call (retry it)."""
-
-
-class RemoteFailure(Exception):
-    """An error of the host that could not be sent as itself (its class and text)."""
-
-
-def _send(sock: socket.socket, payload: Any) -> None:
-    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.sendall(_HEADER.pack(len(data)) + data)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    chunks = []
-    while n:
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def _recv(sock: socket.socket) -> Any:
-    """The next frame's object, or None at the end of the stream."""
-    header = _recv_exact(sock, _HEADER.size)
-    if header is None:
-        return None
-    (size,) = _HEADER.unpack(header)
-    if size > MAX_FRAME:
-        raise ValueError(f"frame of {size} bytes")
-    data = _recv_exact(sock, size)
-    return None if data is None else pickle.loads(data)  # our own peer, on a 0700 socket
-
-
-def _portable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling, else a RemoteFailure naming it."""
+def _peer(sock: socket.socket) -> dict[str, int]:
+    """The connecting process (Linux SO_PEERCRED), for the log."""
     try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        return RemoteFailure(f"{type(exc).__name__}: {exc}")
+        pid, uid, gid = _PEERCRED.unpack(
+            sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+    except (OSError, AttributeError, struct.error):
+        return {}
+    return {"pid": pid, "uid": uid, "gid": gid}
 
 
 class LedgerHost:
-    """Serves ``ledger`` on the Unix socket ``path`` (one thread pair per connection)."""
+    """Serves ``ledger`` on the Unix socket ``path`` (one thread pair per connection) to the
+    peers that prove ``secret`` (random when not given: ``host.secret``)."""
 
-    def __init__(self, ledger: Ledger, path: str) -> None:
+    def __init__(self, ledger: Ledger, path: str, secret: bytes | None = None) -> None:
         self.ledger = ledger
         self.path = path
+        self.secret = secret if secret is not None else secrets.token_bytes(32)
+        if len(self.secret) < 16:
+            raise ValueError("the ledger socket's secret must be 16 bytes or more")
+        self.refused = 0  # connections refused at the handshake
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(path)
         os.chmod(path, 0o600)
@@ -131,7 +105,35 @@ class LedgerHost:
                 conn, _ = self._listener.accept()
             except OSError:
                 return
+            threading.Thread(target=self._greet, args=(conn,), name="sabot-host-greet",
+                             daemon=True).start()
+
+    def _greet(self, conn: socket.socket) -> None:
+        """The handshake; a peer that fails it is logged and cut off, nothing run."""
+        nonce = secrets.token_hex(32)
+        why: str | None
+        try:
+            conn.settimeout(HANDSHAKE_SECONDS)
+            wire.send(conn, wire.challenge(nonce))
+            why = wire.check_reply(self.secret, nonce, wire.receive(conn, wire.MAX_HELLO))
+        except ProtocolError as exc:
+            why = str(exc)
+        except OSError as exc:
+            why = f"the connection failed ({type(exc).__name__})"
+        if why is None:
+            try:
+                wire.send(conn, wire.acceptance(self.secret, nonce))
+                conn.settimeout(None)
+            except OSError:
+                conn.close()
+                return
             _Connection(self, conn).start()
+            return
+        self.refused += 1
+        log.warning("ledger socket: connection refused before any call: %s (peer %s)", why,
+                    _peer(conn) or "unknown")
+        with contextlib.suppress(OSError):
+            conn.close()
 
 
 class _Connection:
@@ -150,22 +152,23 @@ class _Connection:
         ledger = self.host.ledger
         try:
             while True:
-                call = _recv(self.sock)
-                if call is None:
+                frame = wire.receive(self.sock, wire.MAX_CALL)
+                if frame is None:
                     break
-                call_id, method, args, kwargs = call
+                call_id, method, kwargs = wire.read_call(frame)
                 if method in COMMANDS:
                     try:
-                        future = ledger.submit(method, *args, **kwargs)
+                        future = ledger.submit(method, **kwargs)
                     except Exception as exc:
-                        self.answers.put((call_id, False, _portable(exc)))
+                        self.answers.put((call_id, False, exc))
                         continue
                     future.add_done_callback(self._done(call_id))
-                elif method in QUERIES:
-                    self.host._queries.submit(self._query, call_id, method, args, kwargs)
                 else:
-                    self.answers.put((call_id, False, RemoteFailure(f"unknown call {method!r}")))
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError):
+                    self.host._queries.submit(self._query, call_id, method, kwargs)
+        except ProtocolError as exc:
+            log.warning("ledger socket: a malformed frame; connection closed: %s (peer %s)",
+                        exc, _peer(self.sock) or "unknown")
+        except OSError:
             pass
         finally:
             self.answers.put(None)
@@ -176,16 +179,15 @@ class _Connection:
             if exc is None:
                 self.answers.put((call_id, True, future.result()))
             else:
-                self.answers.put((call_id, False, _portable(exc)))
+                self.answers.put((call_id, False, exc))
 
         return done
 
-    def _query(self, call_id: int, method: str, args: tuple[Any, ...],
-               kwargs: dict[str, Any]) -> None:
+    def _query(self, call_id: int, method: str, kwargs: dict[str, Any]) -> None:
         try:
-            value = getattr(self.host.ledger, method)(*args, **kwargs)
+            value = getattr(self.host.ledger, method)(**kwargs)
         except Exception as exc:
-            self.answers.put((call_id, False, _portable(exc)))
+            self.answers.put((call_id, False, exc))
             return
         self.answers.put((call_id, True, value))
 
@@ -204,7 +206,12 @@ class _Connection:
                             answers.put(None)
                             break
                         batch.append(item)
-                _send(self.sock, (self.host.ledger.saved_position(), batch))
+                out = [
+                    [call_id, True, value] if ok else [call_id, False, wire.error_message(value)]
+                    for call_id, ok, value in batch
+                ]
+                wire.send(self.sock, {"saved": self.host.ledger.saved_position(),
+                                      "answers": out})
         except OSError:
             pass
         finally:
@@ -215,16 +222,27 @@ class _Connection:
 class RemoteLedger:
     """The ``Ledger`` API over a host's socket, for the gRPC server's process. Reads of the log
     that need no aggregate (``read_events`` for the streams, the projections, the hub's end of
-    log) use ``app``, a store connection of this process's own."""
+    log) use ``app``, a store connection of this process's own. ``secret``: the host's."""
 
-    def __init__(self, path: str, store_url: str, pool_size: int = 5) -> None:
+    def __init__(self, path: str, store_url: str, pool_size: int = 5, *,
+                 secret: bytes) -> None:
         self.path = path
-        self.app = LedgerApplication(env=store_env(store_url, pool_size))
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect(path)
+        try:
+            self._sock.settimeout(HANDSHAKE_SECONDS)
+            hello = wire.receive(self._sock, wire.MAX_HELLO)
+            wire.send(self._sock, wire.client_reply(secret, hello))
+            wire.check_acceptance(secret, hello["nonce"], wire.receive(self._sock,
+                                                                       wire.MAX_HELLO))
+            self._sock.settimeout(None)
+        except (ProtocolError, OSError) as exc:
+            self._sock.close()
+            raise OSError(f"the ledger socket refused this process: {exc}") from None
+        self.app = LedgerApplication(env=store_env(store_url, pool_size))
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
-        self._waiting: dict[int, Future[Any]] = {}
+        self._waiting: dict[int, tuple[Future[Any], str]] = {}
         self._next = 0
         self._saved = 0
         self._gone: str | None = None
@@ -248,13 +266,15 @@ class RemoteLedger:
                 raise HostGone("request_id", "NOT_STORED", self._gone)
             self._next += 1
             call_id = self._next
-            self._waiting[call_id] = future
+        frame = wire.call_frame(call_id, method, args, kwargs)  # TypeError: nothing sent
+        with self._lock:
+            self._waiting[call_id] = (future, method)
         try:
             with self._send_lock:
-                _send(self._sock, (call_id, method, args, kwargs))
+                wire.send(self._sock, frame)
         except OSError as exc:
             self._lost(f"the ledger process cannot be reached ({exc}); retry the command")
-        except Exception:  # not sent (arguments that do not pickle): forget the call
+        except Exception:  # not sent: forget the call
             with self._lock:
                 self._waiting.pop(call_id, None)
             raise
@@ -268,24 +288,29 @@ class RemoteLedger:
         self.app.close()
 
     def _read(self) -> None:
+        answers_of = wire.ANSWERS
         try:
             while True:
-                frame = _recv(self._sock)
+                frame = wire.receive(self._sock, wire.MAX_ANSWER)
                 if frame is None:
                     break
-                saved, answers = frame
+                saved = frame["saved"]
                 if saved > self._saved:
                     self._saved = saved
-                for call_id, ok, value in answers:
+                for call_id, ok, value in frame["answers"]:
                     with self._lock:
-                        future = self._waiting.pop(call_id, None)
-                    if future is None:
+                        waiting = self._waiting.pop(call_id, None)
+                    if waiting is None:
                         continue
+                    future, method = waiting
                     if ok:
-                        future.set_result(value)
+                        try:
+                            future.set_result(answers_of[method](value))
+                        except Exception as exc:  # an answer that does not read as its type
+                            future.set_exception(RemoteFailure(f"{method}: {exc!r}"))
                     else:
-                        future.set_exception(value)
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError):
+                        future.set_exception(wire.read_error(value))
+        except (OSError, ProtocolError, KeyError, TypeError, ValueError):
             pass
         self._lost("the ledger process went away; nothing is known of the command: retry it "
                    "with the same request id")
@@ -294,7 +319,7 @@ class RemoteLedger:
         with self._lock:
             self._gone = self._gone or why
             waiting, self._waiting = self._waiting, {}
-        for future in waiting.values():
+        for future, _ in waiting.values():
             if not future.done():
                 future.set_exception(HostGone("request_id", "NOT_STORED", why))
 
@@ -325,9 +350,10 @@ class LedgerProcess(RemoteLedger):
         )
         # The settings go through the pipe: a key or a store password never appears in the
         # child's command line or environment (both readable in /proc).
+        secret = secrets.token_bytes(32)  # this start's: only this process and the child know it
         settings = {"store": store_url, "seal_key": seal_key.hex(),
                     "regulator_key": regulator_key.hex() if regulator_key else "",
-                    "pool_size": pool_size}
+                    "pool_size": pool_size, "secret": secret.hex()}
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(settings) + "\n")
@@ -340,7 +366,7 @@ class LedgerProcess(RemoteLedger):
             self._end(0)
             raise OSError("the ledger process did not start (its error is above)")
         try:
-            super().__init__(path, store_url, pool_size)
+            super().__init__(path, store_url, pool_size, secret=secret)
         except BaseException:
             self._end(0)
             raise
@@ -388,9 +414,11 @@ def _readline(stream: Any, timeout: float) -> str:
 def host_main(argv: list[str] | None = None) -> int:
     """``python -m services.ledger.remote --socket PATH``: the ledger process that ``sabot
     serve`` starts. Its settings come as one JSON line on standard input (store, seal_key,
-    regulator_key, pool_size), never on the command line or in the environment, where other
-    processes could read a key. Prints ``ready`` when it serves; stops (the writer drained, the
-    store closed) when its standard input ends, that is when the server stops or dies."""
+    regulator_key, pool_size, and the socket's secret for this start), never on the command
+    line or in the environment, where other processes could read a key. Prints ``ready`` when
+    it serves; stops (the writer drained, the store closed) when its standard input ends, that
+    is when the server stops or dies. Its warnings (a refused connection) go to standard error,
+    the server's log."""
     parser = argparse.ArgumentParser(prog="services.ledger.remote")
     parser.add_argument("--socket", required=True)
     args = parser.parse_args(argv)
@@ -408,8 +436,14 @@ def host_main(argv: list[str] | None = None) -> int:
         pool_size=int(settings.get("pool_size", 5)),
         regulator_key=regulator_public_key(str(settings.get("regulator_key", ""))),
     )
+    secret = bytes.fromhex(str(settings.get("secret", "")))
+    if len(secret) < 16:
+        print("services.ledger.remote: no socket secret in the settings", file=sys.stderr)
+        return 2
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="ledger process %(levelname)s %(name)s: %(message)s")
     ledger = Ledger(config, batching=True)
-    host = LedgerHost(ledger, args.socket).start()
+    host = LedgerHost(ledger, args.socket, secret).start()
     print("ready", flush=True)
     sys.stdout = sys.stderr  # nobody reads our standard output after this line
     try:

@@ -100,7 +100,7 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         # host runs in this process's threads, so the tests' fixed seed still applies).
         path = str(Path(tempfile.mkdtemp(prefix="sabot-test-")) / "ledger.sock")
         host = LedgerHost(ledger, path).start()
-        served = cast(Ledger, RemoteLedger(path, url, pool_size=8))
+        served = cast(Ledger, RemoteLedger(path, url, pool_size=8, secret=host.secret))
     config = Config(listen="127.0.0.1:0", store=url, credentials_file=keys, seal_key=KEY,
                     workers=16)
     running = server.start(config, served)

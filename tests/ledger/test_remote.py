@@ -4,20 +4,25 @@ and stops its child cleanly."""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import pickle
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
 from services.ledger.api import COMMANDS, Ledger, LedgerConfig
-from services.ledger.errors import AlreadyExists, Conflict, RequestIdReused
+from services.ledger.errors import AlreadyExists, Conflict, PermissionDenied, RequestIdReused
 from services.ledger.remote import QUERIES, HostGone, LedgerHost, RemoteLedger
 
 KEY = bytes(range(32))
@@ -29,7 +34,7 @@ def pair(tmp_path: Path) -> Iterator[tuple[Ledger, LedgerHost, RemoteLedger]]:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True)
     host = LedgerHost(ledger, str(tmp_path / "ledger.sock")).start()
-    remote = RemoteLedger(str(tmp_path / "ledger.sock"), url)
+    remote = RemoteLedger(str(tmp_path / "ledger.sock"), url, secret=host.secret)
     yield ledger, host, remote
     remote.close()
     host.close()
@@ -121,7 +126,7 @@ def test_a_host_gone_fails_calls_with_a_retryable_error(
 ) -> None:
     _, host, _ = pair
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    remote = RemoteLedger(host.path, url)
+    remote = RemoteLedger(host.path, url, secret=host.secret)
     remote.open_account("a-1", "anne")
     remote._sock.shutdown(2)  # the connection is cut (as when the ledger process dies)
     with pytest.raises(HostGone) as gone:
@@ -223,3 +228,186 @@ def test_arguments_that_cannot_cross_fail_that_call_only(
         remote.open_account("a-1", lambda: "anne")  # a function does not pickle
     assert not remote._waiting
     assert remote.open_account("a-2", "bruno").account_id == "bruno"  # the socket still works
+
+
+# --- the closed socket: SABOT-LEDGER-WIRE-1 -------------------------------------------------
+
+
+class _Touch:
+    """A pickle that, unpickled, creates a file: what a crafted frame ran before."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (Path.touch, (str(self.path),))  # type: ignore[return-value]
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack("!I", len(payload)) + payload
+
+
+def _refused(path: str, payload: bytes, *, hello: bool = True) -> bytes:
+    """Connect as any process of this user would, send one frame, read until the host hangs
+    up: what it sent back (the challenge at most)."""
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    raw.settimeout(10)
+    raw.connect(path)
+    got = b""
+    if hello:
+        got = raw.recv(4096)  # the host's challenge
+    raw.sendall(_frame(payload))
+    while chunk := raw.recv(4096):
+        got += chunk
+    raw.close()
+    return got
+
+
+def _attacks(tmp_path: Path) -> list[tuple[str, bytes]]:
+    deposit_call = (1, "deposit", ("x-1", "anne", 123_456_789), {})
+    return [
+        ("raw call", json.dumps([1, "deposit", {"request_id": "x-1", "account_id": "anne",
+                                                "amount": 123_456_789}]).encode()),
+        ("pickled call", pickle.dumps(deposit_call)),
+        ("pickled code", pickle.dumps(_Touch(tmp_path / "pwned"))),
+        ("a forged handshake", json.dumps({"protocol": "sabot-ledger", "version": 1,
+                                           "proof": "00" * 32}).encode()),
+        ("another version", json.dumps({"protocol": "sabot-ledger", "version": 0,
+                                        "proof": "00" * 32}).encode()),
+    ]
+
+
+def test_a_raw_or_pickled_frame_is_refused_logged_and_runs_nothing(
+    pair: tuple[Ledger, LedgerHost, RemoteLedger], tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ledger, host, remote = pair
+    remote.open_account("a-1", "anne")
+    end = ledger.app.recorder.max_notification_id()
+    for n, (what, payload) in enumerate(_attacks(tmp_path), start=1):
+        with caplog.at_level(logging.WARNING, logger="sabot.ledger.remote"):
+            answer = _refused(host.path, payload)
+        assert b"accepted" not in answer and b"answers" not in answer, what
+        assert host.refused == n, what
+        assert "connection refused before any call" in caplog.text, what
+        assert f"'pid': {os.getpid()}" in caplog.text  # who tried
+        caplog.clear()
+    for _what, payload in _attacks(tmp_path):  # without waiting for the challenge
+        _refused(host.path, payload, hello=False)
+    assert not (tmp_path / "pwned").exists()  # nothing ran
+    assert ledger.app.recorder.max_notification_id() == end  # nothing stored
+    assert remote.get_account("anne").balance == 0
+    assert remote.deposit("d-1", "anne", 5).balance == 5  # the server's own connection works
+
+
+def test_a_peer_with_the_secret_still_cannot_send_a_pickle_or_an_undeclared_call(
+    pair: tuple[Ledger, LedgerHost, RemoteLedger], tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from services.ledger import wire
+
+    ledger, host, _ = pair
+    end = ledger.app.recorder.max_notification_id()
+    for payload in (pickle.dumps(_Touch(tmp_path / "pwned")),
+                    json.dumps([1, "_run", {}]).encode(),
+                    json.dumps([1, "deposit", {"request_id": "x", "account_id": "anne",
+                                               "amount": "1e9"}]).encode(),
+                    json.dumps([1, "deposit", {"request_id": "x", "account_id": "anne",
+                                               "amount": 5, "decide": "os.system"}]).encode()):
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        raw.settimeout(10)
+        raw.connect(host.path)
+        hello = wire.receive(raw, wire.MAX_HELLO)
+        wire.send(raw, wire.client_reply(host.secret, hello))
+        wire.check_acceptance(host.secret, hello["nonce"], wire.receive(raw, wire.MAX_HELLO))
+        with caplog.at_level(logging.WARNING, logger="sabot.ledger.remote"):
+            raw.sendall(_frame(payload))
+            assert raw.recv(4096) == b""  # the host hung up, answering nothing
+        raw.close()
+        assert "a malformed frame; connection closed" in caplog.text
+        caplog.clear()
+    assert not (tmp_path / "pwned").exists()
+    assert ledger.app.recorder.max_notification_id() == end
+
+
+def test_a_client_without_the_secret_is_refused(
+    pair: tuple[Ledger, LedgerHost, RemoteLedger], tmp_path: Path,
+) -> None:
+    _, host, _ = pair
+    with pytest.raises(OSError, match="refused"):
+        RemoteLedger(host.path, f"sqlite:///{tmp_path / 'ledger.db'}", secret=b"x" * 32)
+    assert host.refused == 1
+
+
+def test_the_method_table_is_the_ledgers() -> None:
+    import inspect
+
+    from services.ledger import wire
+
+    assert wire.COMMANDS == COMMANDS and wire.QUERIES == QUERIES
+    for name, method in wire.METHODS.items():
+        params = list(inspect.signature(getattr(Ledger, name)).parameters)[1:]
+        assert tuple(params) == method.names, name
+
+
+@pytest.mark.parametrize("error", [
+    RuleViolation("f", "R", "m"), InvalidArgument("amount", "OUT_OF_RANGE", "too big"),
+    FailedPrecondition("coup_id", "BETTING_CLOSED", "closed"), NotFound("x", "UNKNOWN", "none"),
+    AlreadyExists("table_id", "TABLE_EXISTS", "exists"), Conflict("request_id", "C", "again"),
+    RequestIdReused("used before"), HostGone("request_id", "NOT_STORED", "gone"),
+    PermissionDenied("stake_id", "NOT_YOUR_STAKE", "another player's"),
+])
+def test_errors_cross_the_wire_whole(error: RuleViolation) -> None:
+    from services.ledger import wire
+
+    copy = wire.read_error(json.loads(json.dumps(wire.error_message(error))))
+    assert type(copy) is type(error)
+    assert (copy.field, copy.reason, copy.message, str(copy)) == (  # type: ignore[attr-defined]
+        error.field, error.reason, error.message, str(error))
+
+
+def test_store_errors_cross_the_wire_as_their_status() -> None:
+    import sqlite3
+
+    import grpc
+    from eventsourcing import persistence
+
+    from services.api.errors import code_of
+    from services.ledger import wire
+
+    for error, code in ((persistence.OperationalError("down"), grpc.StatusCode.UNAVAILABLE),
+                        (sqlite3.OperationalError("locked"), grpc.StatusCode.UNAVAILABLE),
+                        (persistence.IntegrityError("dup"), grpc.StatusCode.ABORTED),
+                        (KeyError("x"), grpc.StatusCode.INTERNAL)):
+        assert code_of(wire.read_error(wire.error_message(error))) is code, error
+
+
+def test_a_frame_on_the_ledger_process_socket_of_sabot_serve_is_refused_and_logged(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    server, _ = _serve(tmp_path)
+    try:
+        (child,) = _children(server.pid)
+        args = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        path = args[args.index(b"--socket") + 1].decode()
+        db = tmp_path / "sabot.db"
+
+        def stored() -> int:
+            with sqlite3.connect(db) as conn:
+                return int(conn.execute("SELECT count(*) FROM stored_events").fetchone()[0])
+
+        before = stored()
+        for _what, payload in _attacks(tmp_path):
+            _refused(path, payload)
+        assert not (tmp_path / "pwned").exists()
+        assert stored() == before
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+        text = (tmp_path / "server.log").read_text()
+        assert text.count("connection refused before any call") == len(_attacks(tmp_path))
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

@@ -1,0 +1,424 @@
+"""The ledger socket's protocol (SABOT-LEDGER-WIRE-1): frames, the handshake, the table of
+methods, and how arguments, answers and errors are written. Nothing the peer sends is unpickled
+or evaluated: every frame is JSON, every value is checked against the method's declared types.
+
+**Frames.** A 4-byte big-endian length, then that many bytes of UTF-8 JSON (at most
+``MAX_CALL`` for what the server's process sends, ``MAX_ANSWER`` for the ledger's answers).
+
+**Handshake**, before anything else on a connection, with the per-start secret the ledger process
+got through its standard input: the host sends ``{"protocol": "sabot-ledger", "version": 1,
+"nonce": N}`` (32 random bytes, hex); the client answers ``{"protocol", "version", "proof":
+HMAC-SHA256(secret, "sabot-ledger/1 client " + N)}``; the host checks it (constant time) and
+answers ``{"accepted": true, "proof": HMAC-SHA256(secret, "sabot-ledger/1 host " + N)}``, which
+the client checks in turn. Any other first frame (a raw call, a pickle, another version, a
+wrong proof) is refused: the host logs it (with the peer's pid and uid) and closes the
+connection, having run nothing.
+
+**Calls**: ``[call_id, method, {param: value, ...}]``, ``method`` one of ``METHODS`` (an
+explicit table: a command or a query, its parameters and their types, its answer's type).
+**Answers**: ``{"saved": P, "answers": [[call_id, true, value] | [call_id, false, error]]}``,
+``P`` the host's last saved log position. A value is the answer's view as JSON (dataclass
+fields by name; tuples as arrays; times as ISO 8601), read back into the declared type. An
+error is ``{"class": C, "field", "reason", "message"}``: ``C`` one of ``ERRORS`` (the rule
+book's and the ledger's errors keep their class, field, reason and message), ``Unavailable`` or
+``Integrity`` (the store's), or ``Failure`` (anything else, as its class name and text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import socket
+import struct
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Union
+
+import orjson
+from eventsourcing import persistence
+
+from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
+from services.ledger.actor import Actor
+from services.ledger.errors import AlreadyExists, Conflict, PermissionDenied, RequestIdReused
+from services.ledger.views import (
+    AccountView,
+    CoupSteps,
+    CoupView,
+    ShoeClosed,
+    ShoeOpened,
+    ShoeView,
+    StakeResult,
+    Statement,
+    StoredEvent,
+    TableView,
+)
+
+PROTOCOL = "sabot-ledger"
+VERSION = 1
+_HEADER = struct.Struct("!I")
+MAX_HELLO = 1024
+MAX_CALL = 1 << 20  # the gRPC server refuses requests beyond 1 MiB before they get here
+MAX_ANSWER = 1 << 30
+
+
+class ProtocolError(Exception):
+    """A frame that is not SABOT-LEDGER-WIRE-1 (not JSON, too big, not a declared call, ...)."""
+
+
+class RemoteFailure(Exception):
+    """An error of the ledger process that is none of ``ERRORS`` (its class name and text)."""
+
+
+class HostGone(Conflict):
+    """The ledger process cannot be reached; nothing is known of the call (retry it)."""
+
+
+# --- frames -----------------------------------------------------------------------------------
+
+
+def send(sock: socket.socket, message: Any) -> None:
+    data = orjson.dumps(message)
+    sock.sendall(_HEADER.pack(len(data)) + data)
+
+
+def _exact(sock: socket.socket, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(sock: socket.socket, limit: int) -> Any:
+    """The next frame's JSON value, or None at the end of the stream; ProtocolError for a frame
+    over ``limit`` bytes or that is not JSON."""
+    header = _exact(sock, _HEADER.size)
+    if header is None:
+        return None
+    (size,) = _HEADER.unpack(header)
+    if size > limit:
+        raise ProtocolError(f"a frame of {size} bytes (at most {limit})")
+    data = _exact(sock, size)
+    if data is None:
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise ProtocolError(f"a frame of {size} bytes that is not JSON") from None
+
+
+# --- the handshake ----------------------------------------------------------------------------
+
+
+def _proof(secret: bytes, side: str, nonce: str) -> str:
+    text = f"{PROTOCOL}/{VERSION} {side} {nonce}".encode()
+    return hmac.new(secret, text, hashlib.sha256).hexdigest()
+
+
+def challenge(nonce: str) -> dict[str, Any]:
+    return {"protocol": PROTOCOL, "version": VERSION, "nonce": nonce}
+
+
+def client_reply(secret: bytes, hello: Any) -> dict[str, Any]:
+    """The client's answer to the host's challenge (ProtocolError if it is not one)."""
+    if not isinstance(hello, dict) or hello.get("protocol") != PROTOCOL:
+        raise ProtocolError("the peer is not a ledger host")
+    if hello.get("version") != VERSION:
+        raise ProtocolError(f"the ledger host speaks version {hello.get('version')!r}, "
+                            f"not {VERSION}")
+    nonce = hello.get("nonce")
+    if not isinstance(nonce, str) or len(nonce) != 64:
+        raise ProtocolError("the ledger host sent no nonce")
+    return {"protocol": PROTOCOL, "version": VERSION, "proof": _proof(secret, "client", nonce)}
+
+
+def check_reply(secret: bytes, nonce: str, reply: Any) -> str | None:
+    """Why the client's reply is refused (None: accepted)."""
+    if not isinstance(reply, dict) or reply.get("protocol") != PROTOCOL:
+        return "not a handshake of this protocol"
+    if reply.get("version") != VERSION:
+        return f"protocol version {reply.get('version')!r}, not {VERSION}"
+    proof = reply.get("proof")
+    if not isinstance(proof, str) or not hmac.compare_digest(
+        proof.encode(), _proof(secret, "client", nonce).encode()
+    ):
+        return "a wrong proof of the secret"
+    return None
+
+
+def acceptance(secret: bytes, nonce: str) -> dict[str, Any]:
+    return {"accepted": True, "proof": _proof(secret, "host", nonce)}
+
+
+def check_acceptance(secret: bytes, nonce: str, message: Any) -> None:
+    if not isinstance(message, dict) or message.get("accepted") is not True:
+        raise ProtocolError("the ledger host refused the connection")
+    proof = message.get("proof")
+    if not isinstance(proof, str) or not hmac.compare_digest(
+        proof.encode(), _proof(secret, "host", nonce).encode()
+    ):
+        raise ProtocolError("the ledger host does not know the secret")
+
+
+# --- values -----------------------------------------------------------------------------------
+
+_DECODERS: dict[Any, Callable[[Any], Any]] = {}
+
+
+def decoder(tp: Any) -> Callable[[Any], Any]:
+    """A function from the JSON of a value of type ``tp`` (a view, a tuple of them, ...) to the
+    value; made once per type from its annotations."""
+    known = _DECODERS.get(tp)
+    if known is None:
+        known = _DECODERS[tp] = _make_decoder(tp)
+    return known
+
+
+def _same(data: Any) -> Any:
+    return data
+
+
+def _make_decoder(tp: Any) -> Callable[[Any], Any]:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        inner_decode = decoder(inner)
+        if inner_decode is _same:
+            return _same
+        return lambda data: None if data is None else inner_decode(data)
+    if origin is tuple:
+        item = decoder(typing.get_args(tp)[0])
+        if item is _same:
+            return tuple
+        return lambda data: tuple([item(v) for v in data])
+    if origin is list:
+        item = decoder(typing.get_args(tp)[0])
+        return lambda data: [item(v) for v in data]
+    if origin is dict:
+        return dict
+    if tp is datetime:
+        return lambda data: None if data is None else datetime.fromisoformat(data)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        fields = [(f.name, decoder(hints[f.name])) for f in dataclasses.fields(tp)]
+        plain = [name for name, fn in fields if fn is _same]
+        mapped = [(name, fn) for name, fn in fields if fn is not _same]
+        cls = tp
+
+        def view(data: dict[str, Any]) -> Any:
+            values = {name: data[name] for name in plain}
+            for name, fn in mapped:
+                values[name] = fn(data[name])
+            return cls(**values)
+
+        return view
+    return _same
+
+
+# --- the table of methods ---------------------------------------------------------------------
+
+COMMAND, QUERY = "command", "query"
+STR, OPT_STR, INT, OPT_INT, OPT_MAP, ACTOR = "str", "str?", "int", "int?", "map?", "actor"
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method of the ledger the socket serves: a command or a query, its parameters in order
+    (name, type), and the type of its answer."""
+
+    kind: str
+    params: tuple[tuple[str, str], ...]
+    answer: Any
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.params)
+
+
+_R = ("request_id", STR)
+_COUP = ("coup_id", STR)
+_STAKE = ("stake_id", STR)
+_A = ("actor", ACTOR)
+METHODS: dict[str, Method] = {
+    # commands (each takes its request id first and the actor last)
+    "open_table": Method(COMMAND, (_R, ("table_id", STR), ("preset", STR),
+                                   ("overrides", OPT_MAP), _A), TableView),
+    "open_shoe": Method(COMMAND, (_R, ("table_id", STR), ("shoe_id", OPT_STR),
+                                  ("deck_kind", STR), _A), ShoeOpened),
+    "cut": Method(COMMAND, (_R, ("shoe_id", STR), ("position", INT), ("cut_by", STR), _A),
+                  ShoeView),
+    "close_shoe": Method(COMMAND, (_R, ("shoe_id", STR), _A), ShoeClosed),
+    "open_coup": Method(COMMAND, (_R, ("table_id", STR), ("coup_id", OPT_STR),
+                                  ("shoe_id", OPT_STR), _A), CoupView),
+    "place_stake": Method(COMMAND, (_R, _COUP, ("account_id", STR), ("chance", STR),
+                                    ("amount", INT), ("stake_id", OPT_STR), ("choice", OPT_STR),
+                                    _A), StakeResult),
+    "raise_stake": Method(COMMAND, (_R, _COUP, _STAKE, ("amount", INT), _A), StakeResult),
+    "withdraw_stake": Method(COMMAND, (_R, _COUP, _STAKE, _A), StakeResult),
+    "insure": Method(COMMAND, (_R, _COUP, _STAKE, _A), StakeResult),
+    "choose_refait31": Method(COMMAND, (_R, _COUP, _STAKE, ("choice", STR), _A), StakeResult),
+    "half_withdraw": Method(COMMAND, (_R, _COUP, _STAKE, _A), StakeResult),
+    "move_imprisoned": Method(COMMAND, (_R, _COUP, _STAKE, ("chance", STR), _A), StakeResult),
+    "close_betting": Method(COMMAND, (_R, _COUP, _A), CoupView),
+    "deal": Method(COMMAND, (_R, _COUP, _A), CoupView),
+    "settle": Method(COMMAND, (_R, _COUP, _A), CoupView),
+    "open_account": Method(COMMAND, (_R, ("account_id", STR), ("currency", STR), _A),
+                           AccountView),
+    "deposit": Method(COMMAND, (_R, ("account_id", STR), ("amount", INT), _A), AccountView),
+    "withdraw": Method(COMMAND, (_R, ("account_id", STR), ("amount", INT), _A), AccountView),
+    # queries
+    "get_table": Method(QUERY, (("table_id", STR),), TableView),
+    "get_shoe": Method(QUERY, (("shoe_id", STR),), ShoeView),
+    "get_coup": Method(QUERY, (_COUP,), CoupView),
+    "stake_account": Method(QUERY, (_COUP, _STAKE), str),
+    "list_tables": Method(QUERY, (("page_size", INT), ("page_token", STR)),
+                          tuple[list[TableView], str]),
+    "list_coups": Method(QUERY, (("table_id", STR), ("shoe_id", OPT_STR), ("page_size", INT),
+                                 ("page_token", STR)), tuple[list[CoupView], str]),
+    "get_account": Method(QUERY, (("account_id", STR),), AccountView),
+    "statement": Method(QUERY, (("account_id", STR), ("after", INT), ("limit", INT)), Statement),
+    "last_coups": Method(QUERY, (("table_id", STR), ("n", INT)), list[CoupSteps]),
+    "read_events": Method(QUERY, (("after_position", INT), ("limit", INT)), list[StoredEvent]),
+    "balances": Method(QUERY, (), dict[str, int]),
+    "audit_balances": Method(QUERY, (), dict[str, int]),
+}
+COMMANDS = frozenset(n for n, m in METHODS.items() if m.kind == COMMAND)
+QUERIES = frozenset(n for n, m in METHODS.items() if m.kind == QUERY)
+
+
+def _page_decoder(view: Any) -> Callable[[Any], Any]:
+    item = decoder(view)
+    return lambda data: ([item(v) for v in data[0]], data[1])
+
+
+ANSWERS: dict[str, Callable[[Any], Any]] = {
+    name: (_page_decoder(typing.get_args(typing.get_args(m.answer)[0])[0])
+           if typing.get_origin(m.answer) is tuple else decoder(m.answer))
+    for name, m in METHODS.items()
+}
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+_CHECKS: dict[str, Callable[[Any], bool]] = {
+    STR: lambda v: type(v) is str,
+    OPT_STR: lambda v: v is None or type(v) is str,
+    INT: _is_int,
+    OPT_INT: lambda v: v is None or type(v) is int,
+    OPT_MAP: lambda v: v is None or (
+        type(v) is dict and all(type(k) is str and type(x) is str for k, x in v.items())),
+    ACTOR: lambda v: type(v) is dict and type(v.get("principal")) is str
+    and type(v.get("role")) is str and type(v.get("peer", "")) is str
+    and (v.get("account") is None or type(v.get("account")) is str),
+}
+
+
+def call_frame(call_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> list[Any]:
+    """The frame of a call (TypeError, before anything is sent, for arguments the method does
+    not declare or that are not of their declared types)."""
+    spec = METHODS.get(method)
+    if spec is None:
+        raise TypeError(f"the ledger socket serves no method {method!r}")
+    names = spec.names
+    if len(args) > len(names):
+        raise TypeError(f"{method} takes {len(names)} arguments")
+    values = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key in values:
+            raise TypeError(f"{method}: {key} given twice")
+        values[key] = value
+    actor = values.get("actor")
+    if isinstance(actor, Actor):
+        values["actor"] = actor.to_dict()
+    _check(method, spec, values)
+    return [call_id, method, values]
+
+
+def _check(method: str, spec: Method, values: Any) -> None:
+    if type(values) is not dict:
+        raise TypeError(f"{method}: the arguments are not named")
+    types_ = dict(spec.params)
+    for key, value in values.items():
+        kind = types_.get(key)
+        if kind is None:
+            raise TypeError(f"{method} has no parameter {key!r}")
+        if not _CHECKS[kind](value):
+            raise TypeError(f"{method}: {key} must be {kind}, not {type(value).__name__}")
+
+
+def read_call(frame: Any) -> tuple[int, str, dict[str, Any]]:
+    """A call frame checked against the table (ProtocolError otherwise): its id, its method and
+    its arguments, the actor as an ``Actor``."""
+    if type(frame) is not list or len(frame) != 3 or type(frame[0]) is not int:
+        raise ProtocolError("a call is [call_id, method, {arguments}]")
+    call_id, method, values = frame
+    spec = METHODS.get(method) if type(method) is str else None
+    if spec is None:
+        raise ProtocolError(f"no method {str(method)[:64]!r} in the table")
+    try:
+        _check(method, spec, values)
+    except TypeError as exc:
+        raise ProtocolError(str(exc)) from None
+    if "actor" in values:
+        values["actor"] = Actor.from_dict(values["actor"])
+    return call_id, method, values
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+ERRORS: dict[str, type[RuleViolation]] = {
+    cls.__name__: cls
+    for cls in (RuleViolation, InvalidArgument, FailedPrecondition, NotFound, AlreadyExists,
+                RequestIdReused, PermissionDenied, Conflict, HostGone)
+}
+_UNAVAILABLE = (persistence.OperationalError, persistence.InterfaceError,
+                persistence.ConnectionUnavailableError, persistence.ConnectionPoolClosedError)
+
+
+def error_message(exc: BaseException) -> dict[str, Any]:
+    """An error as the socket writes it."""
+    if isinstance(exc, RuleViolation):  # as its nearest class in the table
+        name = next(c.__name__ for c in type(exc).__mro__ if ERRORS.get(c.__name__) is c)
+        return {"class": name, "field": exc.field, "reason": exc.reason,
+                "message": exc.message}
+    text = str(exc)
+    if isinstance(exc, persistence.IntegrityError):
+        return {"class": "Integrity", "message": text}
+    if isinstance(exc, _UNAVAILABLE) or _store_unavailable(exc):
+        return {"class": "Unavailable", "message": text}
+    return {"class": "Failure", "message": f"{type(exc).__name__}: {text}"}
+
+
+def _store_unavailable(exc: BaseException) -> bool:
+    """psycopg's and sqlite3's own OperationalError (not imported here)."""
+    return type(exc).__name__ == "OperationalError" and type(exc).__module__.split(".")[0] in (
+        "psycopg", "sqlite3")
+
+
+def read_error(data: Any) -> BaseException:
+    """The exception an error message stands for."""
+    if type(data) is not dict:
+        return RemoteFailure("a malformed error")
+    name = data.get("class")
+    message = str(data.get("message", ""))
+    cls = ERRORS.get(name) if type(name) is str else None
+    if cls is not None:
+        error = cls.__new__(cls)
+        RuleViolation.__init__(error, str(data.get("field", "")), str(data.get("reason", "")),
+                               message)
+        return error
+    if name == "Integrity":
+        return persistence.IntegrityError(message)
+    if name == "Unavailable":
+        return persistence.OperationalError(message)
+    return RemoteFailure(message)
