@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -21,7 +21,9 @@ from services.api.interceptor import authenticate, current_principal
 from services.api.roles import Principal, Role
 from services.ledger.actor import Actor
 from services.ledger.api import Ledger
+from services.ledger.attribution import Attributor
 from services.ledger.errors import Conflict
+from services.ledger.views import StoredEvent
 
 T = TypeVar("T")
 
@@ -40,6 +42,7 @@ class Base:
         self._currency: dict[str, str] = {}  # table or account id -> currency (immutable)
         self._coup_home: dict[str, tuple[str, str]] = {}  # coup id -> (table, shoe) (immutable)
         self._actors: dict[tuple[Principal, str], Actor] = {}  # (principal, peer) -> its actor
+        self._attributor: Attributor | None = None  # who caused each event (read here)
 
     # --- callers ----------------------------------------------------------------------------
 
@@ -74,6 +77,14 @@ class Base:
         """A player may read its own account only (commands: the ledger decides)."""
         if who.role is Role.PLAYER and who.account != account_id:
             raise errors.permission_denied(field, "a player token acts on its own account only")
+
+    def actors(self, events: Sequence[StoredEvent]) -> dict[tuple[str, int], dict[str, Any] | None]:
+        """The actor of the command behind each event, keyed by (originator id, version): from
+        the requests among them, else read from the log (this process's own connection)."""
+        if self._attributor is None:
+            self._attributor = Attributor(self.ledger.app.recorder)
+        return self._attributor.actors(
+            (e.position, e.originator_id, e.version, e.topic, e.state) for e in events)
 
     # --- calling the ledger -----------------------------------------------------------------
 

@@ -87,7 +87,8 @@ class CashierServicer(Base, cashier_pb2_grpc.CashierServiceServicer):
         more = bool(entries) and len(entries) == size and last < statement.account.entries
         token = base64.urlsafe_b64encode(f"o:{last}".encode()).decode() if more else ""
         return cashier_pb2.ListStatementEntriesResponse(
-            entries=[convert.entry(e, statement.account.currency) for e in entries],
+            entries=[convert.entry(e, statement.account.currency, convert.viewer_of(who))
+                     for e in entries],
             next_page_token=token,
         )
 

@@ -75,6 +75,23 @@ def viewer_of(who: Principal) -> str | None:
     return (who.account or "") if who.role is Role.PLAYER else None
 
 
+def actor(data: dict[str, Any] | None, viewer: str | None = None) -> common_pb2.Actor | None:
+    """The actor of a fact as ``viewer`` may see it: whole for the house (viewer None) and for
+    the player's own commands; another player shows only its role; the house's staff show their
+    principal and role to a player, not their peer."""
+    if not data:
+        return None
+    account = data.get("account") or ""
+    if viewer is not None and not (account and account == viewer):
+        if data.get("role") == "player":
+            return common_pb2.Actor(role="player")
+        return common_pb2.Actor(principal=str(data.get("principal", "")),
+                                role=str(data.get("role", "")))
+    return common_pb2.Actor(
+        principal=str(data.get("principal", "")), role=str(data.get("role", "")),
+        peer=str(data.get("peer", "")), account=names.account(account) if account else "")
+
+
 def _account(account_id: str, viewer: str | None) -> str:
     shown = visible(account_id, viewer)
     return names.account(shown) if shown else ""
@@ -231,7 +248,8 @@ def account(view: views.AccountView) -> cashier_pb2.Account:
     )
 
 
-def entry(view: views.Entry, currency: str) -> cashier_pb2.StatementEntry:
+def entry(view: views.Entry, currency: str, viewer: str | None = None
+          ) -> cashier_pb2.StatementEntry:
     return cashier_pb2.StatementEntry(
         number=view.number,
         amount=money(view.amount, currency),
@@ -241,6 +259,7 @@ def entry(view: views.Entry, currency: str) -> cashier_pb2.StatementEntry:
         cause=view.cause,
         stake_id=view.stake_id or "",
         time=timestamp(view.timestamp),
+        actor=actor(view.actor, viewer),
     )
 
 
@@ -266,7 +285,9 @@ def event(
     shoe_id: str = "",
     coup_id: str = "",
     viewer: str | None = None,
+    by: dict[str, Any] | None = None,
 ) -> events_pb2.Event:
+    """``by``: the actor of the command that caused it, if known."""
     state = stored.state
     table_id = table_id or str(state.get("table_id") or "")
     shoe_id = shoe_id or str(state.get("shoe_id") or "")
@@ -280,6 +301,7 @@ def event(
         shoe=names.shoe(table_id, shoe_id) if table_id and shoe_id else "",
         coup=names.coup(table_id, shoe_id, coup_id) if table_id and shoe_id and coup_id else "",
         data_json=data_json(redact(state, viewer)),
+        actor=actor(by, viewer),
     )
 
 
@@ -287,7 +309,7 @@ def step(
     table_id: str, shoe_id: str, coup_id: str, view: views.StepView, viewer: str | None = None
 ) -> events_pb2.Event:
     return events_pb2.Event(
-        position=0,
+        position=view.position,
         type=view.topic,
         aggregate_id=coup_id,
         aggregate_version=view.version,
@@ -296,4 +318,5 @@ def step(
         shoe=names.shoe(table_id, shoe_id),
         coup=names.coup(table_id, shoe_id, coup_id),
         data_json=data_json(redact(view.state, viewer)),
+        actor=actor(view.actor, viewer),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import grpc
 
@@ -125,12 +126,17 @@ class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
                     self.hub.wait_beyond(position, WAIT_SECONDS, ended)
                     continue
                 position = batch[-1].position
+                actors = self.actors(batch)
                 yield events_pb2.StreamEventsResponse(
-                    events=[self._located(e) for e in batch], last_position=position
+                    events=[self._located(e, actors.get((e.originator_id, e.version)))
+                            for e in batch],
+                    last_position=position,
                 )
 
-    def _located(self, event: StoredEvent) -> events_pb2.Event:
-        """The event with its table, shoe and coup names filled in where it has them."""
+    def _located(self, event: StoredEvent, by: dict[str, Any] | None = None
+                 ) -> events_pb2.Event:
+        """The event with its table, shoe and coup names filled in where it has them, and
+        ``by``: the actor of its command."""
         origin = str(event.originator_id)
         state = event.state
         try:
@@ -138,12 +144,13 @@ class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
                 self.remember_coup(origin, str(state["table_id"]), str(state["shoe_id"]))
             if event.topic.startswith(COUP_PREFIX):
                 table_id, shoe_id = self.coup_home(origin, "after_position")
-                return convert.event(event, table_id, shoe_id, origin)
+                return convert.event(event, table_id, shoe_id, origin, by=by)
             if event.topic.startswith(SHOE_PREFIX):
-                return convert.event(event, self.shoe_table(origin, "after_position"), origin)
+                return convert.event(event, self.shoe_table(origin, "after_position"), origin,
+                                     by=by)
         except RuleViolation:  # not (or no longer) readable as such: leave the names empty
             pass
-        return convert.event(event)
+        return convert.event(event, by=by)
 
 
 class RecallServicer(Base, events_pb2_grpc.RecallServiceServicer):
@@ -171,6 +178,7 @@ class RecallServicer(Base, events_pb2_grpc.RecallServiceServicer):
                         convert.step(table_id, c.coup.shoe_id, c.coup.coup_id, s, viewer)
                         for s in c.steps
                     ],
+                    dealt_by=convert.actor(c.dealt_by, viewer),
                 )
                 for c in page
             ],

@@ -59,6 +59,7 @@ from domain.shuffle import ALGORITHM_ID, Sabot, check_cut, commitment, load_sabo
 from services.ledger.account import DEBIT_TOPICS, ENTRY_TOPICS, Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
+from services.ledger.attribution import Attributor
 from services.ledger.config import APP_NAME, LedgerConfig, store_env
 from services.ledger.coup import FATE_EVENTS, Coup, Phase
 from services.ledger.errors import AlreadyExists, PermissionDenied
@@ -146,6 +147,7 @@ class Ledger:
 
             apply_schema(_conninfo(env), (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
         self._writer = Writer(self.app, config.clock, batching=batching)
+        self._attributor = Attributor(self.app.recorder)  # who caused each stored event
         self._sabots: dict[tuple[UUID, str, int | None], Sabot] = {}
         self._times: dict[UUID, tuple[int, dict[str, str]]] = {}  # see _event_times
 
@@ -988,15 +990,16 @@ class Ledger:
         return self._writer.read(lambda u: _account_view(self._account(u, account_id)))
 
     def statement(self, account_id: str, after: int = 0, limit: int = 100) -> Statement:
-        """Entries numbered after ``after``, at most ``limit`` (1..1000)."""
+        """Entries numbered after ``after``, at most ``limit`` (1..1000), each with the actor of
+        the command that posted it."""
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidArgument("limit", "OUT_OF_RANGE", "must be 1 to 1000")
         if not isinstance(after, int) or after < 0:
             raise InvalidArgument("after", "OUT_OF_RANGE", "must be 0 or more")
         view = self.get_account(account_id)
-        stored = self.app.recorder.select_events(
-            account_uuid(account_id), gt=after + 1, limit=limit
-        )
+        oid = account_uuid(account_id)
+        stored = self.app.recorder.select_events(oid, gt=after + 1, limit=limit)
+        actors = self._actors_of(oid, [(e.originator_version, e.topic) for e in stored])
         entries = []
         for e in stored:
             state = _plain(json.loads(e.state))
@@ -1006,23 +1009,41 @@ class Ledger:
                 balance=int(state["balance"]), counter_account=state["counter_account"],
                 kind=state["kind"], cause=state["cause"], stake_id=state["stake_id"],
                 timestamp=str(state["timestamp"]),
+                actor=actors.get(e.originator_version, (0, None))[1],
             ))
         return Statement(view, tuple(entries))
 
+    def _actors_of(self, oid: UUID, events: list[tuple[int, str]]
+                   ) -> dict[int, tuple[int, dict[str, Any] | None]]:
+        """version -> (log position, actor) of an aggregate's stored events ``(version,
+        topic)``: who ran the command that caused each."""
+        if not events:
+            return {}
+        positions = self._attributor.positions(oid, [v for v, _ in events])
+        text = str(oid)
+        actors = self._attributor.actors(
+            (positions[v], text, v, topic, None) for v, topic in events if v in positions)
+        return {v: (positions.get(v, 0), actors.get((text, v))) for v, _ in events}
+
     def last_coups(self, table_id: str, n: int = 10) -> list[CoupSteps]:
-        """The table's last ``n`` coups, newest first, each with every recorded step in order."""
+        """The table's last ``n`` coups, newest first, each with every recorded step in order,
+        its position in the log and who caused it (the actor of its command), and who dealt."""
         if not isinstance(n, int) or not 1 <= n <= 100:
             raise InvalidArgument("n", "OUT_OF_RANGE", "must be 1 to 100")
         coup_ids = self._writer.read(lambda u: list(self._table(u, table_id).coup_ids))
         answer = []
         for cid in reversed(coup_ids[-n:]):
             coup = self.get_coup(cid)
+            stored = self.app.recorder.select_events(UUID(cid))
+            actors = self._actors_of(UUID(cid), [(e.originator_version, e.topic) for e in stored])
             steps = tuple(
-                StepView(e.originator_version, e.topic, str(state.get("timestamp")), state)
-                for e in self.app.recorder.select_events(UUID(cid))
+                StepView(e.originator_version, e.topic, str(state.get("timestamp")), state,
+                         *actors.get(e.originator_version, (0, None)))
+                for e in stored
                 for state in [_plain(json.loads(e.state))]
             )
-            answer.append(CoupSteps(coup, steps))
+            dealt_by = next((s.actor for s in steps if s.topic == Coup.Resolved.TOPIC), None)
+            answer.append(CoupSteps(coup, steps, dealt_by))
         return answer
 
     def read_events(self, after_position: int = 0, limit: int = 100) -> list[StoredEvent]:

@@ -110,6 +110,8 @@ class StepView:
     topic: str
     timestamp: str  # ISO 8601
     state: dict[str, Any]
+    position: int = 0  # in the log
+    actor: dict[str, Any] | None = None  # who ran the command that caused it (Actor.to_dict)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -143,6 +145,7 @@ class CoupView:
 class CoupSteps:
     coup: CoupView
     steps: tuple[StepView, ...]
+    dealt_by: dict[str, Any] | None = None  # the actor of the deal (None: not dealt yet)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -196,6 +199,7 @@ class Entry:
     cause: str  # e.g. the coup id or the request id
     stake_id: str | None
     timestamp: str
+    actor: dict[str, Any] | None = None  # who ran the command that posted it (Actor.to_dict)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
