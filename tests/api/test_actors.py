@@ -19,9 +19,7 @@ PLACED = "sabot.ledger:Coup.StakePlaced"
 
 def _principal(api: Api, role: str) -> str:
     """The principal id the server records for a role's token (as configured)."""
-    token = api.tokens.get(role) or api.player_tokens[role]
-    who = api.running.servicers[0].tokens[token]
-    return str(who.principal_id)
+    return api.principals[role]
 
 
 @pytest.fixture(scope="module")
