@@ -5,10 +5,12 @@ health check measured in the same run. The server runs in its own process (``sab
 check's p50/p99 under that load, and the server's processor time per stake
 (``server_cpu_ms_per_stake``, from /proc, the ledger process included: the figure that depends
 least on what else the machine runs); each store with the ledger in its own process (the
-default) and in one process (``.single_process``). ``load.floor``: the trivial health check alone
-from as many callers, what gRPC itself costs here (client and server are Python);
-``load.noop_server``: the same stake load against a server whose PlaceStake does nothing
-(``bench/_noop_server.py``), the floor under every stake figure.
+default) and in one process (``.single_process``), and SQLite over TLS (``.tls``). The callers
+are named principals of a credentials file (hashed tokens), as ``sabot serve`` is deployed.
+``load.floor``: the trivial health check alone from as many callers, what gRPC itself costs
+here (client and server are Python); ``load.noop_server``: the same stake load against a
+server whose PlaceStake does nothing (``bench/_noop_server.py``), the floor under every stake
+figure (``load.noop_server.tls``: the same over TLS).
 ``SABOT_BENCH_QUICK=1``: 5 s per store instead of 10; ``SABOT_BENCH_CLIENTS`` (default
 32); PostgreSQL is measured when reachable. ``python -m bench.load`` prints the rows.
 """
@@ -28,6 +30,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench._support import drop_pg_database, fresh_pg_database, percentile
+from services.api import credentials
 from services.api.client import Client
 from services.api.gen.sabot.v1 import (
     betting_pb2,
@@ -36,6 +39,7 @@ from services.api.gen.sabot.v1 import (
     common_pb2,
     table_pb2,
 )
+from services.api.roles import Role
 
 Row = tuple[str, float]
 TABLES = 16
@@ -51,16 +55,66 @@ def _drop_pg() -> None:
     drop_pg_database(PG_DB)
 
 
-class Server:
-    """``sabot serve`` in a subprocess, on a free port."""
+class Tls:
+    """A CA and a server certificate for 127.0.0.1 (``cryptography``), in a folder."""
 
-    def __init__(self, store: str, tokens: str, workdir: Path, single: bool = False) -> None:
-        env = {**os.environ, "SABOT_TOKENS": tokens, "SABOT_SEAL_KEY": os.urandom(32).hex(),
-               "PYTHONUNBUFFERED": "1"}
+    def __init__(self, folder: Path) -> None:
+        import datetime
+        import ipaddress
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        now = datetime.datetime.now(datetime.UTC)
+        pem = serialization.Encoding.PEM
+
+        def build(name: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Name,
+                  signer: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:
+            builder = (x509.CertificateBuilder()
+                       .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+                       .issuer_name(issuer).public_key(key.public_key())
+                       .serial_number(x509.random_serial_number())
+                       .not_valid_before(now - datetime.timedelta(minutes=5))
+                       .not_valid_after(now + datetime.timedelta(days=1))
+                       .add_extension(x509.BasicConstraints(ca=ca, path_length=None), True))
+            if not ca:
+                builder = builder.add_extension(x509.SubjectAlternativeName(
+                    [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            return builder.sign(signer, hashes.SHA256())
+
+        ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(
+            ec.SECP256R1())
+        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench ca")])
+        self.ca, self.cert, self.key = folder / "ca.pem", folder / "cert.pem", folder / "key.pem"
+        self.ca.write_bytes(build("bench ca", ca_key, ca_name, ca_key, True).public_bytes(pem))
+        self.cert.write_bytes(build("bench", key, ca_name, ca_key, False).public_bytes(pem))
+        self.key.write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+
+    def channel(self, target: str) -> grpc.aio.Channel:
+        return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(
+            self.ca.read_bytes()))
+
+
+def _channel(target: str, tls: Tls | None) -> grpc.aio.Channel:
+    return grpc.aio.insecure_channel(target) if tls is None else tls.channel(target)
+
+
+class Server:
+    """``sabot serve`` in a subprocess, on a free port, its callers in a credentials file."""
+
+    def __init__(self, store: str, keys: Path, workdir: Path, single: bool = False,
+                 tls: Tls | None = None) -> None:
+        env = {**os.environ, "SABOT_CREDENTIALS": str(keys),
+               "SABOT_SEAL_KEY": os.urandom(32).hex(), "PYTHONUNBUFFERED": "1"}
+        env.pop("SABOT_TOKENS", None)
         self.log = (workdir / "server.log").open("w")
+        secure = [] if tls is None else ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
-             "--store", store, *(["--single-process"] if single else []),
+             "--store", store, *(["--single-process"] if single else []), *secure,
              "--env-file", str(workdir / "none.env")],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=self.log, text=True)
         # (the ledger process, a child, is counted in ``cpu_seconds``)
@@ -111,9 +165,9 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _setup(target: str, admin: str, clients: int) -> list[str]:
+def _setup(target: str, admin: str, clients: int, tls: Tls | None = None) -> list[str]:
     """Tables with an open coup each, and one funded account per client: the coups' names."""
-    api = Client(target, admin)
+    api = Client(target, admin, tls_ca=None if tls is None else tls.ca)
     coups = []
     try:
         for t in range(TABLES):
@@ -136,12 +190,12 @@ def _setup(target: str, admin: str, clients: int) -> list[str]:
     return coups
 
 
-async def _load(target: str, tokens: list[str], coups: list[str], seconds: float
-                ) -> tuple[list[float], list[float], int, int]:
+async def _load(target: str, tokens: list[str], coups: list[str], seconds: float,
+                tls: Tls | None = None) -> tuple[list[float], list[float], int, int]:
     stake_ms: list[float] = []
     health_ms: list[float] = []
     errors = 0
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with _channel(target, tls) as channel:
         betting = betting_pb2_grpc.BettingServiceStub(channel)
         health = health_pb2_grpc.HealthStub(channel)
         deadline = time.perf_counter() + seconds
@@ -192,10 +246,11 @@ async def _health_only(target: str, clients: int, seconds: float) -> list[float]
     return latencies
 
 
-def measure_noop(clients: int, seconds: float) -> list[Row]:
+def measure_noop(clients: int, seconds: float, tls: Tls | None = None) -> list[Row]:
     """The same stake load against a server whose PlaceStake does nothing (``_noop_server``)."""
-    proc = subprocess.Popen([sys.executable, "-m", "bench._noop_server", "0"], cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True)
+    secure = [] if tls is None else [str(tls.cert), str(tls.key)]
+    proc = subprocess.Popen([sys.executable, "-m", "bench._noop_server", "0", *secure],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         target = proc.stdout.readline().split()[1]
@@ -203,14 +258,14 @@ def measure_noop(clients: int, seconds: float) -> list[Row]:
         own = time.process_time()
         started = time.perf_counter()
         stake_ms, _, errors, done = asyncio.run(
-            _load(target, ["none"] * clients, ["tables/t/shoes/s/coups/c"], seconds))
+            _load(target, ["none"] * clients, ["tables/t/shoes/s/coups/c"], seconds, tls))
         elapsed = time.perf_counter() - started
         cpu = _cpu_of(proc.pid) - cpu
         own = time.process_time() - own
     finally:
         proc.terminate()
         proc.wait()
-    prefix = f"load.noop_server.c{clients}"
+    prefix = f"load.noop_server{'' if tls is None else '.tls'}.c{clients}"
     return [
         (f"{prefix}.stakes_per_s", round(done / elapsed, 1)),
         (f"{prefix}.stake_p50_ms", round(percentile(stake_ms, 0.50), 2)),
@@ -222,19 +277,21 @@ def measure_noop(clients: int, seconds: float) -> list[Row]:
 
 
 def measure(store_name: str, url: str, clients: int, seconds: float, *, single: bool = False,
-            floor: bool = False) -> list[Row]:
+            floor: bool = False, secure: bool = False) -> list[Row]:
     """Stakes from ``clients`` players for ``seconds`` against ``sabot serve`` (the ledger in a
-    process of its own, or with ``single`` in the server's). ``floor``: first the trivial
-    health check alone from as many callers (what gRPC itself costs here)."""
-    players = [f"bench-player-{i}-{uuid.uuid4().hex[:8]}" for i in range(clients)]
-    admin = f"bench-admin-{uuid.uuid4().hex}"
-    spec = ",".join([f"{admin}:admin", *(f"{t}:player:p{i}" for i, t in enumerate(players))])
+    process of its own, or with ``single`` in the server's; ``secure``: over TLS). ``floor``:
+    first the trivial health check alone from as many callers (what gRPC itself costs here)."""
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
+        keys = Path(tmp) / "credentials.toml"
+        admin = credentials.issue(keys, "bench-admin", Role.ADMIN)[1] or ""
+        players = [credentials.issue(keys, f"p{i}", Role.PLAYER)[1] or ""
+                   for i in range(clients)]
+        tls = Tls(Path(tmp)) if secure else None
         store = url.replace("{tmp}", tmp)
-        server = Server(store, spec, Path(tmp), single=single)
+        server = Server(store, keys, Path(tmp), single=single, tls=tls)
         try:
-            coups = _setup(server.target, admin, clients)
+            coups = _setup(server.target, admin, clients, tls)
             if floor:
                 cpu = server.cpu_seconds()
                 own = time.process_time()
@@ -258,13 +315,14 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
             own = time.process_time()  # the load generator's (this process's) processor time
             started = time.perf_counter()
             stake_ms, health_ms, errors, done = asyncio.run(
-                _load(server.target, players, coups, seconds))
+                _load(server.target, players, coups, seconds, tls))
             elapsed = time.perf_counter() - started
             cpu = server.cpu_seconds() - cpu
             own = time.process_time() - own
         finally:
             server.stop()
-    prefix = f"load.{store_name}{'.single_process' if single else ''}.c{clients}"
+    mode = (".single_process" if single else "") + (".tls" if secure else "")
+    prefix = f"load.{store_name}{mode}.c{clients}"
     return [
         *rows,
         (f"{prefix}.stakes_per_s", round(done / elapsed, 1)),
@@ -284,7 +342,10 @@ def run(quick: bool | None = None) -> list[Row]:
     seconds = 5.0 if quick else 10.0
     clients = int(os.environ.get("SABOT_BENCH_CLIENTS", "32"))
     rows = measure_noop(clients, seconds / 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows += measure_noop(clients, seconds / 2, Tls(Path(tmp)))
     rows += measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, floor=True)
+    rows += measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, secure=True)
     rows += measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, single=True)
     url = _pg_url()
     if url is not None:

@@ -41,6 +41,8 @@ current_principal: ContextVar[Principal | None] = ContextVar("sabot_principal", 
 HANDLER_CACHE_LIMIT = 4096  # (method, header) pairs; emptied when full
 MALFORMED = "MALFORMED_REQUEST"
 _OK = grpc.StatusCode.OK
+_FOREVER = math.inf  # a credential that does not expire (compared by identity on the hot path)
+_now = time.time
 _INTERNAL = grpc.StatusCode.INTERNAL
 # Answers logged at warning, with the peer: someone tried what they may not.
 SECURITY_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
@@ -181,7 +183,8 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         if isinstance(who, Refused):
             return who, 0.0
         assert credential is not None
-        return self._allowed(method, who, credential.id), credential.until
+        until = credential.until
+        return self._allowed(method, who, credential.id), _FOREVER if until == _FOREVER else until
 
     @staticmethod
     def _allowed(method: str, principal: Principal, credential: str) -> Principal | Refused:
@@ -219,13 +222,14 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         header = authorization(details.invocation_metadata)
         key = (method, header)
         known = self._handlers.get(key)
-        if (known is not None and known[0] is handler and known[2] == self.keyring.generation
-                and known[3] > time.time()):
-            return known[1]  # type: ignore[no-any-return]
         generation = self.keyring.generation
+        if known is not None and known[0] is handler and known[2] == generation:
+            until = known[3]
+            if until is _FOREVER or until > _now():
+                return known[1]  # type: ignore[no-any-return]
         if roles.is_public(method):
             wrapped = self._public(method, handler)
-            until = math.inf
+            until = _FOREVER
         else:
             who, until = self._authenticate(method, header)
             wrapped = self._wrap(method, who, handler)

@@ -167,7 +167,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             with logs.muted():
                 demo.play(target, demo.cast_from(tokens, suffix), preset=args.preset,
                           channel=channel)
-        _print_connect(target, tokens, args.dev)
+        _print_connect(target, tokens, args.dev, running.tls)
     except (grpc.RpcError, CliError) as exc:
         running.stop()
         if isinstance(exc, CliError):
@@ -190,8 +190,12 @@ def _ledger_lost(code: int) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _print_connect(target: str, tokens: dict[str, Principal], dev: bool) -> None:
+def _print_connect(target: str, tokens: dict[str, Principal], dev: bool,
+                   tls: bool = False) -> None:
     print(f"\nThe server is listening on {target} (Ctrl-C or SIGTERM stops it gracefully).")
+    if tls:
+        print("It serves TLS: give the commands below --tls-ca FILE (and --tls-cert FILE "
+              "--tls-key FILE on an mTLS listener).")
     if dev:
         print("Development tokens (this run only):")
         for token, who in tokens.items():
