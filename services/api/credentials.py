@@ -253,9 +253,17 @@ def read(path: Path) -> list[Credential]:
 
 
 def _toml_string(value: str) -> str:
-    import json
-
-    return json.dumps(value)  # a JSON string with ASCII escapes is a TOML basic string
+    """A TOML basic string: backslash, quote and control characters escaped."""
+    out = ['"']
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
 
 
 def _toml_time(value: datetime) -> str:
@@ -364,6 +372,23 @@ def revoke(path: Path, *, credential_id: str | None = None, principal_id: str | 
     return [replace(c, revoked=now) for c in chosen]
 
 
+def check_private(path: Path) -> None:
+    """Refuse a credentials file others may write (they could add a credential), or one in a
+    directory others may write (they could replace it): as ssh's StrictModes."""
+    for where, what in ((path, "the file"), (path.parent, "its directory")):
+        try:
+            st = where.stat()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise CredentialError(f"{path}: cannot check {what}: {exc}") from None
+        sticky = what != "the file" and st.st_mode & 0o1000
+        if st.st_mode & 0o022 and not sticky:
+            raise CredentialError(
+                f"{path}: {what} may be written by others (mode {st.st_mode & 0o777:o}); "
+                f"chmod go-w {where}")
+
+
 # --- the server's keyring ---------------------------------------------------------------------
 
 
@@ -467,6 +492,7 @@ class Keyring:
         with self._lock:
             seen = self._stat()
             try:
+                check_private(self.path)
                 loaded = read(self.path)
             except CredentialError as exc:
                 if initial:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ from services.api import errors, logs, roles, tls
 from services.api.credentials import Credential, Keyring
 from services.api.logs import get_logger
 from services.api.names import ids_of_request
-from services.api.roles import Principal
+from services.api.roles import Principal, Role
 from services.api.stream_quota import StreamQuota
 
 # The caller of the RPC being served, set by the interceptor before the servicer runs.
@@ -262,6 +263,7 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         """Health and reflection: no token; malformed requests still answered as such."""
         deserialize = tolerant(handler.request_deserializer)
         refuse = self._refuse_malformed
+        share = self._anonymous_share
 
         if handler.unary_unary is not None:
             behavior = handler.unary_unary
@@ -280,7 +282,8 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
             def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
                 if request.__class__ is Malformed:
                     refuse(method, None, request, context)
-                yield from streamer(request, context)
+                with share(method, request, context):
+                    yield from streamer(request, context)
 
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=deserialize,
@@ -295,12 +298,31 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
                     yield request
 
             def streams(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
-                yield from both(checked(requests, context), context)
+                with share(method, None, context):
+                    yield from both(checked(requests, context), context)
 
             return grpc.stream_stream_rpc_method_handler(
                 streams, request_deserializer=deserialize,
                 response_serializer=handler.response_serializer)
         return handler
+
+    @contextmanager
+    def _anonymous_share(self, method: str, request: Any, context: grpc.ServicerContext
+                         ) -> Iterator[None]:
+        """A stream of an unauthenticated caller (health Watch, reflection) holds a worker too:
+        it takes a share counted per peer host, in the players' pool (the staff's slots stay
+        free)."""
+        peer = _peer(context) or ""
+        host = peer.split(":", 1)[-1].rsplit(":", 1)[0] if ":" in peer else peer
+        who = Principal(Role.PLAYER, None, "anonymous", id=f"anonymous@{host}")
+        full = self.streams.enter(who)
+        if full is not None:
+            self._refuse(method, Refused(errors.exhausted("", full), who), request, context,
+                         time.perf_counter(), streams=self.streams.held(who))
+        try:
+            yield
+        finally:
+            self.streams.leave(who)
 
     # --- the log line ---------------------------------------------------------------------
 

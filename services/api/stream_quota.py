@@ -11,6 +11,7 @@ RESOURCE_EXHAUSTED. So:
 - players together hold at most ``total - reserve`` of them: ``reserve`` (a quarter, at least
   one) stays for the staff (croupiers, cashiers, the back office, the regulator, admins).
 
+The streams that need no token (health Watch, reflection) count per peer host, as players.
 The caller over its share gets RESOURCE_EXHAUSTED (logged at warning); the others are served.
 """
 

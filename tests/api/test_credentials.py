@@ -138,13 +138,35 @@ def test_a_reload_keeps_the_credentials_in_force_when_the_file_breaks(tmp_path: 
     assert keyring.reload() and keyring.token(token or "") is None
 
 
+def test_a_file_others_may_write_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "keys"
+    path = folder / "credentials.toml"
+    _, token = credentials.issue(path, "admin-1", Role.ADMIN)
+    path.chmod(0o622)
+    with pytest.raises(CredentialError, match=r"the file may be written by others \(mode 622\)"):
+        Keyring(path=path)
+    path.chmod(0o600)
+    keyring = Keyring(path=path)
+    folder.chmod(0o777)
+    try:
+        assert keyring.reload() is False and keyring.token(token or "") is not None
+        with pytest.raises(CredentialError, match="its directory may be written by others"):
+            Keyring(path=path)
+        folder.chmod(0o1777)  # sticky: others cannot replace the file
+        assert Keyring(path=path).token(token or "") is not None
+    finally:
+        folder.chmod(0o700)
+
+
 names_ = st.from_regex(credentials.PRINCIPAL_ID, fullmatch=True)
 
 
 @settings(max_examples=60)
 @given(st.lists(st.tuples(names_, st.sampled_from(list(Role)), st.booleans(),
-                          st.integers(min_value=0, max_value=10**8)), max_size=6))
-def test_render_and_parse_round_trip(entries: list[tuple[str, Role, bool, int]]) -> None:
+                          st.integers(min_value=0, max_value=10**8)), max_size=6),
+       st.text(min_size=1).filter(str.strip))
+def test_render_and_parse_round_trip(entries: list[tuple[str, Role, bool, int]],
+                                     odd: str) -> None:
     made = []
     roles: dict[str, Role] = {}
     for n, (pid, role, certificate, seconds) in enumerate(entries):
@@ -153,7 +175,7 @@ def test_render_and_parse_round_trip(entries: list[tuple[str, Role, bool, int]])
         made.append(Credential(
             id=f"k-{n:08x}", principal=credentials.principal_of(pid, role, None, "t"),
             sha256=None if certificate else credentials.token_hash(f"tok-{n}"),
-            certificate=f"name-{n}" if certificate else None, issued=NOW,
+            certificate=f"{odd}-{n}" if certificate else None, issued=NOW,
             expires=when if seconds % 2 else None, revoked=when if seconds % 3 == 0 else None))
     assert credentials.parse(credentials.render(made), "f") == made
 

@@ -131,3 +131,24 @@ def test_a_share_is_counted_per_principal_not_per_credential() -> None:
     assert quota.enter(same[0]) is not None
     quota.leave(same[1])
     assert quota.enter(same[0]) is None
+
+
+def test_unauthenticated_streams_take_a_share_per_peer_host(api: Api, streams: Streams) -> None:
+    """Health Watch needs no token, and holds a worker while it lasts: 4 per host."""
+    from grpc_health.v1 import health_pb2
+
+    quota = api.running.streams
+    client = api.anonymous()
+    try:
+        watches = [client.health.Watch(health_pb2.HealthCheckRequest(service=""), timeout=30)
+                   for _ in range(6)]
+        streams.calls.extend(watches)
+        anonymous = Principal(Role.PLAYER, None, "anonymous", id="anonymous@127.0.0.1")
+        _await(lambda: quota.held(anonymous) == 4 and sum(map(_refused, watches)) == 2,
+               "4 health watches served, 2 refused")
+        served = [w for w in watches if not w.done()]
+        assert len(served) == 4 and all(
+            next(iter(w)).status == health_pb2.HealthCheckResponse.SERVING for w in served)
+    finally:
+        streams.close()
+        client.close()
