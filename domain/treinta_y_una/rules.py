@@ -1,0 +1,243 @@
+"""Table rules of Treinta y Una: every option of RULES.md §2 as validated data, and presets.
+
+Each option is one row of ``OPTIONS``: its name, its kind of value, its default and the source
+of the default. A preset names only where it departs from the defaults. ``TableRules.options()``
+gives every option as canonical text (the form a table-opened event stores) and
+``TableRules.from_options`` reads it back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+from fractions import Fraction
+from typing import Any
+
+from domain.errors import InvalidArgument
+
+TARGET = 31  # "intentará con ellas sumar 31 puntos" (seed 003)
+MAX_SEATS = 13  # 13 hands of three cards use 39 of the 40 cards: the deck's own limit
+
+
+class TieRule(StrEnum):
+    """A player's hand equal to the banker's."""
+
+    BANKER_WINS = "banker_wins"  # "le gana a todos los jugadores que tienen menor o igual"
+    VOID_CARRY_OVER = "void_carry_over"  # "el juego se considera nulo ... quedan las apuestas"
+
+
+class BustRule(StrEnum):
+    """A hand above 31."""
+
+    LOSES_AT_ONCE = "loses_at_once"  # its turn ends, its stake goes to the bank at once
+    AT_SHOWDOWN = "at_showdown"  # nothing is said until the showdown, where it counts 0
+
+
+class BankCover(StrEnum):
+    """What the bank must hold to accept a stake."""
+
+    WORST_CASE = "worst_case"  # twice every accepted stake (each could be a real, paid double)
+    EVEN_MONEY = "even_money"  # once every stake; a real's second unit is paid while it lasts
+
+
+class Several31(StrEnum):
+    """Who takes the bank when several players (not the banker) made 31."""
+
+    FIRST_IN_TURN = "first_in_turn"  # the first of them in turn order from the mano
+    REAL_FIRST = "real_first"  # a treinta y una real before a plain 31, then turn order
+
+
+class BankWithout31(StrEnum):
+    """Where the bank goes when nobody made 31 (seed 003 is silent)."""
+
+    STAYS = "stays"  # the banker keeps it
+    PASSES_TO_MANO = "passes_to_mano"  # "pasa en cada juego a un jugador diferente": the mano
+
+
+@dataclass(frozen=True, slots=True)
+class TableRules:
+    """A Treinta y Una table's complete ruleset (recorded whole when the table opens)."""
+
+    preset: str
+    tie: TieRule
+    bust: BustRule
+    real_outranks_plain: bool  # a treinta y una real beats a plain 31
+    bank_cover: BankCover
+    several_31: Several31
+    bank_without_31: BankWithout31
+    commission: Fraction  # the house's share of each winning payout, rounded down; 0: none
+    turn_seconds: int  # the turn time; 0: no turn time (nobody may stand for an absent player)
+    max_players: int  # seats at the table, the banker included
+    min_stake: int  # minor units
+    max_stake: int  # minor units: "una cantidad máxima acordada de antemano"
+    currency: str  # ISO 4217
+
+    def options(self) -> dict[str, str]:
+        """Every option as canonical text, stable keys (``preset`` first)."""
+        return {f.name: _text(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> TableRules:
+        """Inverse of ``options()``. Raises InvalidArgument naming ``options.<name>``."""
+        rest = dict(options)
+        return _build(rest.pop("preset", DEFAULT_PRESET), rest, "options")
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option: its default and where the default comes from."""
+
+    name: str
+    default: Any
+    source: str
+
+
+# The options in the order of RULES.md §2. Bounds are checked in ``_check``.
+OPTIONS: tuple[Option, ...] = (
+    Option("tie", TieRule.BANKER_WINS, "seed 003, first sentence of the showdown"),
+    Option("bust", BustRule.LOSES_AT_ONCE, "RULES.md §2 (choice): a hand above 31 loses at once"),
+    Option("real_outranks_plain", True, "RULES.md §2 (choice)"),
+    Option(
+        "bank_cover",
+        BankCover.WORST_CASE,
+        "RULES.md §2 (choice): the bank covers what it accepts, double for a real",
+    ),
+    Option("several_31", Several31.FIRST_IN_TURN, "RULES.md §2 (choice)"),
+    Option("bank_without_31", BankWithout31.STAYS, "seed 003 names only the player who made 31"),
+    Option("commission", Fraction(0), "RULES.md §2 (choice): optional house commission, default 0"),
+    Option("turn_seconds", 60, "RULES.md §2 (choice): the table's turn time"),
+    Option("max_players", 8, "seed 003: any number of players; 8 seats, the banker included"),
+    Option("min_stake", 100, "house rule"),
+    Option("max_stake", 100_000, "seed 003: a maximum agreed beforehand"),
+    Option("currency", "EUR", "house rule"),
+)
+OPTION_NAMES = tuple(o.name for o in OPTIONS)
+OPTION_DEFAULTS: dict[str, Any] = {o.name: o.default for o in OPTIONS}
+
+DEFAULT_PRESET = "clasica"
+PRESETS: dict[str, dict[str, Any]] = {
+    "clasica": {},  # seed 003 read with RULES.md §2's defaults: ties to the banker
+    "empate_nulo": {"tie": TieRule.VOID_CARRY_OVER},  # seed 003's second sentence on the tie
+}
+PRESET_NAMES = tuple(PRESETS)
+
+
+def table_rules(
+    preset: str = DEFAULT_PRESET, overrides: Mapping[str, str] | None = None
+) -> TableRules:
+    """The preset with single options overridden by text values (as a CLI or an RPC gives them).
+
+    Raises InvalidArgument naming ``preset`` or ``overrides.<option>``.
+    """
+    return _build(preset, dict(overrides or {}), "overrides")
+
+
+def with_options(rules: TableRules, **changes: Any) -> TableRules:
+    """A copy with typed changes (for tests and tools), checked like an override."""
+    changed = replace(rules, **changes)
+    _check(changed, frozenset(changes), "overrides")
+    return changed
+
+
+# --- reading option text ----------------------------------------------------------------------
+
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_ISO_4217 = re.compile(r"[A-Z]{3}")
+_YES = ("true", "yes", "on", "1")
+_NO = ("false", "no", "off", "0")
+
+
+def _read(default: Any, text: str) -> Any:
+    """``text`` read as a value of the same kind as ``default``; ValueError says what is wanted."""
+    word = text.strip()
+    if isinstance(default, StrEnum):
+        kind = type(default)
+        if word.lower() not in {m.value for m in kind}:
+            raise ValueError("must be one of " + ", ".join(m.value for m in kind))
+        return kind(word.lower())
+    if isinstance(default, bool):
+        if word.lower() not in _YES + _NO:
+            raise ValueError("must be true or false")
+        return word.lower() in _YES
+    if isinstance(default, int):
+        digits = word.replace("_", "")
+        if not _WHOLE.fullmatch(digits):
+            raise ValueError("must be a whole number")
+        return int(digits)
+    if isinstance(default, Fraction):
+        return _read_share(word)
+    if not _ISO_4217.fullmatch(word):
+        raise ValueError("must be an ISO 4217 code of three capitals, e.g. EUR")
+    return word
+
+
+def _read_share(word: str) -> Fraction:
+    """A share of a payout, exact: ``5%``, ``2.5%``, ``1/20``, ``0.05`` or ``0``."""
+    try:
+        if word.endswith("%"):
+            share = Fraction(Decimal(word[:-1])) / 100
+        elif "/" in word:
+            top, bottom = (part.strip() for part in word.split("/", 1))
+            share = Fraction(int(top), int(bottom))
+        else:
+            share = Fraction(Decimal(word))
+    except (InvalidOperation, ValueError, ZeroDivisionError):
+        raise ValueError("must be a share such as 5%, 2.5%, 1/20, 0.05 or 0") from None
+    if share < 0 or share >= 1:
+        raise ValueError("must be at least 0 and below 100%")
+    return share
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)  # enums by value, Fraction as "1/20" or "0", ints in decimal
+
+
+def _build(preset: str, overrides: dict[str, str], prefix: str) -> TableRules:
+    if preset not in PRESETS:
+        raise InvalidArgument(
+            "preset", "UNKNOWN_PRESET", f"unknown preset {preset!r} (one of {', '.join(PRESETS)})"
+        )
+    values = {**OPTION_DEFAULTS, **PRESETS[preset]}
+    for name, text in overrides.items():
+        where = f"{prefix}.{name}"
+        if name not in OPTION_DEFAULTS:
+            raise InvalidArgument(
+                where, "UNKNOWN_OPTION", f"unknown option (one of {', '.join(OPTION_NAMES)})"
+            )
+        if not isinstance(text, str):
+            raise InvalidArgument(where, "BAD_VALUE", "must be text")
+        try:
+            values[name] = _read(OPTION_DEFAULTS[name], text)
+        except ValueError as exc:
+            raise InvalidArgument(where, "BAD_VALUE", f"{exc}, got {text!r}") from None
+    rules = TableRules(preset=preset, **values)
+    _check(rules, frozenset(overrides), prefix)
+    return rules
+
+
+def _check(rules: TableRules, given: frozenset[str], prefix: str) -> None:
+    """The bounds between options; the error names the option given (or the first one)."""
+
+    def out_of_range(message: str, *names: str) -> InvalidArgument:
+        name = next((n for n in names if n in given), names[0])
+        return InvalidArgument(f"{prefix}.{name}", "OUT_OF_RANGE", message)
+
+    if not 2 <= rules.max_players <= MAX_SEATS:
+        raise out_of_range(f"must be 2 to {MAX_SEATS}, got {rules.max_players}", "max_players")
+    if not 0 <= rules.turn_seconds <= 3600:
+        raise out_of_range(f"must be 0 to 3600, got {rules.turn_seconds}", "turn_seconds")
+    if not 0 <= rules.commission < 1:
+        raise out_of_range(f"must be at least 0 and below 1, got {rules.commission}", "commission")
+    if rules.min_stake < 1:
+        raise out_of_range(f"must be at least 1, got {rules.min_stake}", "min_stake")
+    if rules.max_stake < rules.min_stake:
+        raise out_of_range(
+            f"max_stake {rules.max_stake} is below min_stake {rules.min_stake}",
+            "max_stake",
+            "min_stake",
+        )
