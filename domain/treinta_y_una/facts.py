@@ -64,6 +64,21 @@ class StakePlaced(Fact):
 
 
 @dataclass(frozen=True, slots=True)
+class StakeReturned(Fact):
+    """The game was called off before the deal: the stake and its cover go back."""
+
+    player: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoundCancelled(Fact):
+    """The game was called off before the deal; the banker keeps the bank."""
+
+    next_banker: BankerChoice
+
+
+@dataclass(frozen=True, slots=True)
 class CardDealt(Fact):
     """A card dealt face down: by its position only."""
 

@@ -9,7 +9,8 @@ same shoe give the same facts and movements.
 Phases and who may act (docs/treinta-y-una.md draws it):
 
 - ``betting``: ``open_round`` (the croupier) opens it with the banker and his bank;
-  ``place_stake`` (each punter, once); ``deal`` (the croupier, for the banker) closes it.
+  ``place_stake`` (each punter, once); ``deal`` (the croupier, for the banker) closes it;
+  ``cancel_round`` (the croupier) calls it off, every stake and the bank given back.
 - ``playing``: the turns, from the mano, right to left, the banker last; only the player whose
   turn it is may say ``carta`` or ``me_planto``; past the turn time the croupier may
   ``stand_for_absent`` for him (and for nobody else).
@@ -32,7 +33,7 @@ from enum import StrEnum
 
 from domain.cards import Card, canonical_deck
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.treinta_y_una.banker import BankerChoice, next_banker, turn_order
+from domain.treinta_y_una.banker import BankerChoice, BankerReason, next_banker, turn_order
 from domain.treinta_y_una.facts import (
     CardDealt,
     CardDrawn,
@@ -42,11 +43,13 @@ from domain.treinta_y_una.facts import (
     HandShown,
     Planted,
     ReturnReason,
+    RoundCancelled,
     RoundOpened,
     RoundSettled,
     ShowdownDue,
     StakeCarried,
     StakePlaced,
+    StakeReturned,
     TurnBegan,
 )
 from domain.treinta_y_una.hand import DECK, HandValue, check_spanish, evaluate
@@ -250,6 +253,23 @@ def place_stake(rules: TableRules, round_: Round, player: str, amount: int) -> S
     return Step(
         replace(round_, stakes=(*round_.stakes, stake)), (StakePlaced(name, amount, held),), moves
     )
+
+
+def cancel_round(rules: TableRules, round_: Round) -> Step:
+    """Call the game off before the deal (nobody staked, the table closes): every stake, a
+    carried one too, goes back to its player, the bank to the banker; the banker keeps the
+    bank for the next game."""
+    _check_phase(round_, Phase.BETTING)
+    moves: list[Movement] = []
+    facts: list[Fact] = []
+    for stake in round_.stakes:
+        moves += movement(MovementKind.RETURN, stake.player, stake.held)
+        facts.append(StakeReturned(stake.player, stake.held))
+    moves += movement(MovementKind.BANK_RETURNED, round_.banker, round_.bank)
+    chosen = BankerChoice(round_.banker, BankerReason.KEPT)
+    facts.append(RoundCancelled(chosen))
+    after = replace(round_, phase=Phase.SETTLED, bank=0, stakes=(), next_banker=chosen)
+    return Step(after, tuple(facts), tuple(moves))
 
 
 def deal(rules: TableRules, round_: Round, shoe: Sequence[Card]) -> Step:
