@@ -7,12 +7,15 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tyu_tables import DECK, account_balances, player_net
 
+from domain.cards import DeckKind
 from domain.errors import FailedPrecondition, NotFound, RuleViolation
+from domain.shuffle import shuffle
 from domain.treinta_y_una.banker import BankerChoice, BankerReason, draw_banker
 from domain.treinta_y_una.facts import Fact, StakeSettled
 from domain.treinta_y_una.movements import Movement, Role
@@ -132,7 +135,7 @@ def check_money(
 @given(st.data(), rules_st, st.integers(2, 8))
 def test_games_keep_the_money_and_the_turns(data: st.DataObject, rules: TableRules, n: int) -> None:
     seats = tuple(f"p{i}" for i in range(n))
-    banker = draw_banker(bytes(32), __import__("uuid").UUID(int=n), seats)
+    banker = draw_banker(bytes(32), UUID(int=n), seats)
     log: list[Command] = []
     movements: list[Movement] = []
     facts: list[Fact] = []
@@ -169,3 +172,38 @@ def test_a_refused_command_changes_nothing(shoe: list[Any], amount: int) -> None
                 fn(rules, dealt, who)
     assert (dealt.hands, dealt.stakes, dealt.bank, dealt.turn, dealt.next_position) == snapshot
     assert Counter(h.player for h in dealt.hands) == Counter({"a": 1, "c": 1})
+
+
+def _scripted(seed: bytes, shoe_id: UUID) -> tuple[list[Fact], list[Movement]]:
+    """A game from a seed alone: the banker by lot, the shoe by SABOT-SHUFFLE-1, every punter
+    staking 500 and standing at 24, the banker drawing below 27."""
+    rules = table_rules()
+    seats = ("ana", "bea", "carlos", "dani", "eva")
+    steps = [open_round(rules, seats, draw_banker(seed, shoe_id, seats), 50_000)]
+    r = steps[-1].round
+    for p in r.order[:-1]:
+        steps.append(place_stake(rules, r, p, 500))
+        r = steps[-1].round
+    steps.append(deal(rules, r, shuffle(seed, shoe_id, DeckKind.SPANISH_40, 1)))
+    r = steps[-1].round
+    while r.phase is Phase.PLAYING:
+        who = r.whose_turn
+        assert who is not None
+        limit = 27 if who == r.banker else 24
+        value = r.hand_of(who).value
+        steps.append(
+            (carta if value.total < limit and not value.bust else me_planto)(rules, r, who)
+        )
+        r = steps[-1].round
+    steps.append(settle(rules, r))
+    return [f for s in steps for f in s.facts], [m for s in steps for m in s.movements]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(min_size=32, max_size=32), st.uuids())
+def test_the_same_seed_and_commands_give_the_same_facts(seed: bytes, shoe_id: UUID) -> None:
+    facts, movements = _scripted(seed, shoe_id)
+    assert _scripted(seed, shoe_id) == (facts, movements)
+    assert sum(m.amount for m in movements if m.source is Role.PLAYER) == sum(
+        m.amount for m in movements if m.destination is Role.PLAYER
+    ) + sum(m.amount for m in movements if m.destination is Role.HOUSE)
