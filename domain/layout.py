@@ -14,10 +14,16 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import NoReturn, Protocol, cast
 
-from domain.chances import COLOUR_CHANCES, OPPOSITE, Chance
+from domain.chances import COLOUR_CHANCES, OPPOSITE, ROW_CHANCES, Chance
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from domain.money import house_half, premium
-from domain.rules import ChanceSet, HouseRules, Refait31Rule
+from domain.rules import (
+    ChanceSet,
+    ColourChancesOnRefait31,
+    HouseRules,
+    PrisonersAtClose,
+    Refait31Rule,
+)
 
 
 class StakeStatus(StrEnum):
@@ -50,16 +56,19 @@ class _LayoutIndex:
     """The slots of ``Layout``'s index (not fields: not compared, hashed, shown or pickled).
 
     ``_ids``: each stake id's position (its first, should a layout hold an id twice);
-    ``_pairs``: how many stakes each (player, chance) has. Built on first use, or carried over
-    by the steps that make a layout from another (placing appends in O(1) amortised). A dict
-    attached to a layout is never changed afterwards (layouts may share one)."""
+    ``_pairs``: how many stakes each (player, chance) has; ``_totals``: what they add up to (the
+    amount the table maximum bounds). Built on first use, or carried over by the steps that make
+    a layout from another (placing appends in O(1) amortised). A dict attached to a layout is
+    never changed afterwards (layouts may share one)."""
 
-    __slots__ = ("_ids", "_pairs")
+    __slots__ = ("_ids", "_pairs", "_totals")
     _ids: dict[str, int]
     _pairs: dict[tuple[str, Chance], int]
+    _totals: dict[tuple[str, Chance], int]
 
 
-_Index = tuple[dict[str, int], dict[tuple[str, Chance], int]]
+_Pairs = dict[tuple[str, Chance], int]
+_Index = tuple[dict[str, int], _Pairs, _Pairs]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,16 +79,24 @@ class Layout(_LayoutIndex):
         """The layout's index (built now if it has none)."""
         ids: dict[str, int] | None = getattr(self, "_ids", None)
         if ids is not None:
-            return ids, self._pairs
+            return ids, self._pairs, self._totals
         ids = {}
-        pairs: dict[tuple[str, Chance], int] = {}
+        pairs: _Pairs = {}
+        totals: _Pairs = {}
         for i, s in enumerate(self.stakes):
             ids.setdefault(s.stake_id, i)
             key = (s.player, s.chance)
             pairs[key] = pairs.get(key, 0) + 1
+            totals[key] = totals.get(key, 0) + s.amount
         _set(self, "_ids", ids)
         _set(self, "_pairs", pairs)
-        return ids, pairs
+        _set(self, "_totals", totals)
+        return ids, pairs, totals
+
+    def total_on(self, player: str, chance: Chance) -> int:
+        """What ``player`` has on ``chance`` in all, whatever the stakes' states (free, in
+        prison, carried over): the amount the table maximum bounds."""
+        return self._index()[2].get((player, chance), 0)
 
     def get(self, stake_id: str) -> Stake:
         """The stake, or NotFound naming ``stake_id``."""
@@ -113,23 +130,26 @@ class Layout(_LayoutIndex):
 _set = object.__setattr__
 
 
-def _indexed(
-    stakes: tuple[Stake, ...], ids: dict[str, int], pairs: dict[tuple[str, Chance], int]
-) -> Layout:
+def _indexed(stakes: tuple[Stake, ...], ids: dict[str, int], pairs: _Pairs, totals: _Pairs
+             ) -> Layout:
     """``Layout(stakes)`` given its index (which nothing changes afterwards)."""
     layout = Layout(stakes)
     _set(layout, "_ids", ids)
     _set(layout, "_pairs", pairs)
+    _set(layout, "_totals", totals)
     return layout
 
 
-def _count(pairs: dict[tuple[str, Chance], int], stake: Stake, change: int) -> None:
+def _count(pairs: _Pairs, totals: _Pairs, stake: Stake, sign: int) -> None:
+    """Count ``stake`` in (sign 1) or out of (sign -1) the index's pairs and totals."""
     key = (stake.player, stake.chance)
-    n = pairs.get(key, 0) + change
+    n = pairs.get(key, 0) + sign
     if n:
         pairs[key] = n
+        totals[key] = totals.get(key, 0) + sign * stake.amount
     else:
         del pairs[key]
+        totals.pop(key, None)
 
 
 class Role(StrEnum):
@@ -199,7 +219,10 @@ class Fate(StrEnum):
     RELEASED = "released"  # out of prison, returned to the player without winnings
     BACK_TO_PRISON = "back_to_prison"  # second prison won once: back to first prison
     PRISON_LOST = "prison_lost"
-    RETURNED = "returned"  # returned to the player (C/I on a 31 under `returned`, shoe end)
+    RETURNED = "returned"  # returned to the player (C/I on a 31 under `returned`, shoe end,
+    # table close)
+    HALF_RETURNED = "half_returned"  # table close, prisoners_at_close half_returned: settled as
+    # a partage (half to the house, the rest back to the player)
     HALF_WITHDRAWN = "half_withdrawn"
     MOVED = "moved"
 
@@ -244,7 +267,7 @@ def fate_of(before: Stake, fate: Fate, after: Stake | None) -> StakeFate:
 def _swap(layout: Layout, stake_id: str, new: Stake | None) -> Layout:
     """The layout with the stake replaced in place (or removed when ``new`` is None); its index
     carried over."""
-    ids, pairs = layout._index()
+    ids, pairs, totals = layout._index()
     i = ids.get(stake_id)
     if i is None:
         raise NotFound("stake_id", "UNKNOWN_STAKE", f"no stake {stake_id!r} on the layout")
@@ -254,11 +277,11 @@ def _swap(layout: Layout, stake_id: str, new: Stake | None) -> Layout:
         swapped = (*stakes[:i], new, *stakes[i + 1 :])
         if new.stake_id != stake_id:  # pragma: no cover - the steps keep a stake's id
             return Layout(swapped)
-        if new.player != old.player or new.chance is not old.chance:
-            pairs = pairs.copy()
-            _count(pairs, old, -1)
-            _count(pairs, new, 1)
-        return _indexed(swapped, ids, pairs)
+        if new.player != old.player or new.chance is not old.chance or new.amount != old.amount:
+            pairs, totals = pairs.copy(), totals.copy()
+            _count(pairs, totals, old, -1)
+            _count(pairs, totals, new, 1)
+        return _indexed(swapped, ids, pairs, totals)
     kept = stakes[:i] + stakes[i + 1 :]
     if len(ids) != len(stakes):  # an id held twice: index it afresh when needed
         return Layout(kept)
@@ -266,9 +289,9 @@ def _swap(layout: Layout, stake_id: str, new: Stake | None) -> Layout:
     del ids[stake_id]
     for j in range(i, len(kept)):
         ids[kept[j].stake_id] = j
-    pairs = pairs.copy()
-    _count(pairs, old, -1)
-    return _indexed(kept, ids, pairs)
+    pairs, totals = pairs.copy(), totals.copy()
+    _count(pairs, totals, old, -1)
+    return _indexed(kept, ids, pairs, totals)
 
 
 def _one(layout: Layout, before: Stake, fate: Fate, after: Stake | None, *moves: Movement) -> Step:
@@ -297,6 +320,24 @@ def _check_amount(amount: object, low: int, high: int, what: str) -> int:
             "amount", "OUT_OF_RANGE", f"{what} must be {low} to {high} minor units, got {amount}"
         )
     return amount
+
+
+def _check_maximum(
+    rules: HouseRules, layout: Layout, player: str, chance: Chance, added: int, field: str
+) -> None:
+    """The table maximum per player and chance (RULES.md §1): what ``player`` has on ``chance``
+    in this coup (new stakes, raises, stakes carried over, free or in prison) plus ``added`` must
+    not exceed ``max_stake``. Stakes already above it (carried over from before the rule) stay;
+    nothing may be added to them."""
+    held = layout._index()[2].get((player, chance), 0)
+    if held + added > rules.max_stake:
+        raise FailedPrecondition(
+            field,
+            "ABOVE_MAXIMUM",
+            f"{player} would have {held + added} on {chance.value} in this coup "
+            f"({held} there already), above the table maximum {rules.max_stake} "
+            "(max_stake bounds a player's total on one chance in one coup)",
+        )
 
 
 def _check_not_opposed(
@@ -369,16 +410,17 @@ def place_stake(
     choice: Refait31Choice | None = None,
 ) -> Step:
     """A new free stake. Checks: id unused (ALREADY_EXISTS is the caller's; here FailedPrecondition
-    field stake_id), chance offered (rules.chances), amount within [min_stake, max_stake],
-    opposed stakes (all of the player's stakes on the layout) unless allowed, choice only under
-    player_choice."""
+    field stake_id), chance offered (rules.chances), amount within [min_stake, max_stake]
+    (InvalidArgument), the player's total on the chance within max_stake (FailedPrecondition field
+    amount, ABOVE_MAXIMUM), opposed stakes (all of the player's stakes on the layout) unless
+    allowed, choice only under player_choice."""
     _name(stake_id, "stake_id")
     _name(player, "player")
     chance = _check_chance(rules, chance)
     _check_amount(amount, rules.min_stake, rules.max_stake, "a stake")
     if choice is not None:
         choice = _check_choice(rules, choice)
-    ids, pairs = layout._index()
+    ids, pairs, totals = layout._index()
     if stake_id in ids:
         raise FailedPrecondition(
             "stake_id", "DUPLICATE_STAKE", f"stake {stake_id!r} is already on the layout"
@@ -390,22 +432,27 @@ def place_stake(
             for s in layout.stakes:
                 if s.chance is opposite and s.player == player:
                     _refuse_opposed(player, chance, s)
+    held = totals.get(key, 0)
+    if held:
+        _check_maximum(rules, layout, player, chance, amount, "amount")
     stake = new_stake(stake_id, player, chance, amount, StakeStatus.FREE, False, choice, False)
     stakes = layout.stakes
     ids = ids.copy()
     ids[stake_id] = len(stakes)
-    pairs = pairs.copy()
+    pairs, totals = pairs.copy(), totals.copy()
     pairs[key] = pairs.get(key, 0) + 1
+    totals[key] = held + amount
     return Step(
-        _indexed((*stakes, stake), ids, pairs),
+        _indexed((*stakes, stake), ids, pairs, totals),
         (new_movement(MovementKind.STAKE, stake_id, player, chance, amount, *_STAKE_ROLES),),
         (new_stake_fate(stake_id, player, chance, Fate.PLACED, 0, amount, StakeStatus.FREE),),
     )
 
 
 def raise_stake(rules: HouseRules, layout: Layout, stake_id: str, amount: int) -> Step:
-    """Add ``amount`` to a free stake; the new total stays within max_stake. An insured stake
-    cannot be raised (its premium covers the amount insured): FailedPrecondition."""
+    """Add ``amount`` to a free stake; the player's total on the chance stays within max_stake
+    (FailedPrecondition field amount, ABOVE_MAXIMUM). An insured stake cannot be raised (its
+    premium covers the amount insured): FailedPrecondition."""
     _check_amount(amount, 1, rules.max_stake, "a raise")
     stake = _free(layout, stake_id, "raised")
     if stake.insured:
@@ -414,13 +461,7 @@ def raise_stake(rules: HouseRules, layout: Layout, stake_id: str, amount: int) -
             "STAKE_INSURED",
             f"stake {stake_id!r} is insured for this coup: raise it before insuring it",
         )
-    if stake.amount + amount > rules.max_stake:
-        raise FailedPrecondition(
-            "amount",
-            "ABOVE_MAXIMUM",
-            f"the stake would be {stake.amount + amount}, "
-            f"above the table maximum {rules.max_stake}",
-        )
+    _check_maximum(rules, layout, stake.player, stake.chance, amount, "amount")
     after = replace(stake, amount=stake.amount + amount)
     return _one(layout, stake, Fate.RAISED, after, movement(MovementKind.STAKE, stake, amount))
 
@@ -433,8 +474,21 @@ def withdraw_stake(rules: HouseRules, layout: Layout, stake_id: str) -> Step:
     )
 
 
+def returned_on_refait31(rules: HouseRules, stake: Stake) -> bool:
+    """Whether a refait at 31 simply returns the stake (a free Couleur/Inverse stake under
+    ``couleur_inverse_on_refait31 = returned``): it has nothing to lose on a 31. A stake in
+    prison follows ``prison_refait31`` whatever chance it lies on (RULES.md §1)."""
+    return (
+        stake.status is StakeStatus.FREE
+        and stake.chance in COLOUR_CHANCES
+        and rules.couleur_inverse_on_refait31 is ColourChancesOnRefait31.RETURNED
+    )
+
+
 def insure(rules: HouseRules, layout: Layout, stake_id: str) -> Step:
-    """Buy insurance for the coup: premium ceil(amount * rate), at least 1 minor unit."""
+    """Buy insurance for the coup: premium ceil(amount * rate), at least 1 minor unit. Sold only
+    on a stake a refait at 31 would touch (RULES.md §1): refused (FailedPrecondition field
+    stake_id, NOTHING_TO_INSURE) where the 31 returns it anyway."""
     stake = layout.get(stake_id)
     if rules.insurance_rate == 0:
         raise FailedPrecondition(
@@ -443,6 +497,14 @@ def insure(rules: HouseRules, layout: Layout, stake_id: str) -> Step:
     if stake.insured:
         raise FailedPrecondition(
             "stake_id", "ALREADY_INSURED", f"stake {stake_id!r} is already insured for this coup"
+        )
+    if returned_on_refait31(rules, stake):
+        raise FailedPrecondition(
+            "stake_id",
+            "NOTHING_TO_INSURE",
+            f"a refait at 31 returns a free {stake.chance.value} stake at this table "
+            "(couleur_inverse_on_refait31 = returned): insurance is sold only on a stake "
+            "a refait at 31 would touch",
         )
     after = replace(stake, insured=True)
     cost = premium(stake.amount, rules.insurance_rate)
@@ -509,7 +571,9 @@ def half_withdraw(rules: HouseRules, layout: Layout, stake_id: str) -> Step:
 
 def move_imprisoned(rules: HouseRules, layout: Layout, stake_id: str, chance: Chance) -> Step:
     """Option move_imprisoned: the house takes amount // 2; the rest stays in the same prison,
-    on ``chance``. A stake of 1 gives the house 0: no movement of 0 is emitted."""
+    on ``chance``, where it follows ``prison_refait31`` like any prisoner. A stake of 1 gives the
+    house 0: no movement of 0 is emitted. The player's total on ``chance`` stays within
+    max_stake (FailedPrecondition field chance, ABOVE_MAXIMUM)."""
     _option_on(rules.move_imprisoned, "move_imprisoned")
     chance = _check_chance(rules, chance)
     stake = _imprisoned(layout, stake_id, "moved")
@@ -519,6 +583,7 @@ def move_imprisoned(rules: HouseRules, layout: Layout, stake_id: str, chance: Ch
         )
     _check_not_opposed(rules, layout, stake.player, chance, ignore=stake_id)
     taken = house_half(stake.amount)
+    _check_maximum(rules, layout, stake.player, chance, stake.amount - taken, "chance")
     after = replace(stake, chance=chance, amount=stake.amount - taken, awaiting_choice=False)
     moves = (movement(MovementKind.PARTAGE, stake, taken),) if taken else ()
     return _one(layout, stake, Fate.MOVED, after, *moves)
@@ -551,6 +616,31 @@ def end_of_shoe(layout: Layout) -> Step:
         else:
             kept.append(s)
     return Step(Layout(tuple(kept)), tuple(moves), tuple(fates))
+
+
+def close_table(rules: HouseRules, layout: Layout) -> Step:
+    """The table closes for good: every stake leaves the layout. A free stake goes back whole
+    (``returned``); a stake in prison is settled per ``prisoners_at_close``: ``half_returned``
+    (as a partage: the house takes amount // 2, the rest goes back; a stake of 1 gives the house
+    nothing and no movement of 0 is emitted) or ``returned`` (whole). Movements in the order of
+    settlement (seed 000): what the house takes before what it gives, Couleur/Inverse before
+    Rouge/Noir, then layout order."""
+    halve = rules.prisoners_at_close is PrisonersAtClose.HALF_RETURNED
+    queues: tuple[list[Movement], ...] = ([], [], [], [])  # takes C/I, N/R; gives C/I, N/R
+    fates: list[StakeFate] = []
+    for s in layout.stakes:
+        row = s.chance in ROW_CHANCES
+        back = s.amount
+        if s.status in IMPRISONED and halve:
+            taken = house_half(s.amount)
+            back -= taken
+            if taken:
+                queues[row].append(movement(MovementKind.PARTAGE, s, taken))
+            fates.append(fate_of(s, Fate.HALF_RETURNED, None))
+        else:
+            fates.append(fate_of(s, Fate.RETURNED, None))
+        queues[2 + row].append(movement(MovementKind.RETURN, s, back))
+    return Step(Layout(), tuple(m for q in queues for m in q), tuple(fates))
 
 
 # --- fast constructors for the hot path (deal and settle many coups a second) -----------------

@@ -30,6 +30,7 @@ from domain.layout import (
     Layout,
     Refait31Choice,
     Role,
+    StakeStatus,
     Step,
     close_betting,
     insure,
@@ -140,6 +141,7 @@ class _Life:
     stake_id: str
     net: int = 0  # minor units the player got back minus what he paid
     coups: int = 0
+    played: int = 0  # the coups it was played free (not in prison), pushes included
 
 
 @dataclass
@@ -152,14 +154,20 @@ class _LifeStats:
     sc: int = 0
     scc: int = 0
     sxc: float = 0.0
+    sp: int = 0  # coups played (free), and their products, as for the coups
+    spp: int = 0
+    sxp: float = 0.0
 
-    def add(self, loss: float, coups: int) -> None:
+    def add(self, loss: float, coups: int, played: int) -> None:
         self.n += 1
         self.sx += loss
         self.sxx += loss * loss
         self.sc += coups
         self.scc += coups * coups
         self.sxc += loss * coups
+        self.sp += played
+        self.spp += played * played
+        self.sxp += loss * played
 
     def per_stake(self) -> Estimate:
         n = self.n
@@ -171,12 +179,19 @@ class _LifeStats:
 
     def per_coup(self) -> Estimate:
         """The ratio estimator sum(x) / sum(c), its SE by the delta method."""
+        return self._ratio(self.sc, self.scc, self.sxc)
+
+    def per_coup_played(self) -> Estimate:
+        """The literature's figure: sum(x) / sum(coups played), its SE by the delta method."""
+        return self._ratio(self.sp, self.spp, self.sxp)
+
+    def _ratio(self, sc: float, scc: float, sxc: float) -> Estimate:
         n = self.n
-        if n < 2 or self.sc == 0:
+        if n < 2 or sc == 0:
             return Estimate(math.nan, math.nan, n)
-        r = self.sx / self.sc
-        resid = max(self.sxx - 2 * r * self.sxc + r * r * self.scc, 0.0)
-        return Estimate(r, math.sqrt(resid * n / (n - 1)) / self.sc, n)
+        r = self.sx / sc
+        resid = max(self.sxx - 2 * r * sxc + r * r * scc, 0.0)
+        return Estimate(r, math.sqrt(resid * n / (n - 1)) / sc, n)
 
 
 def stake_amount(rules: HouseRules) -> int:
@@ -239,8 +254,10 @@ class _EdgeTable:
         for stake in self.layout.stakes:
             if self.key_of[stake.player][1] == "insured":
                 self._apply(insure(rules, self.layout, stake.stake_id))
-        for life in self.lives.values():
+        free = {s.player for s in self.layout.stakes if s.status is StakeStatus.FREE}
+        for player, life in self.lives.items():
             life.coups += 1
+            life.played += player in free
         step = settle(rules, self.layout, outcome)
         self._apply(step)
         for fate in step.fates:
@@ -253,7 +270,7 @@ class _EdgeTable:
     def _end(self, player: str) -> None:
         key = self.key_of[player]
         life = self.lives.pop(player)
-        self.stats[key].add(-life.net / self.amount, life.coups)
+        self.stats[key].add(-life.net / self.amount, life.coups, life.played)
         self._place(key)
 
 
@@ -267,6 +284,7 @@ class MonteCarlo:
     figures: Mapping[str, Estimate]
     edges_per_coup: Mapping[tuple[Chance, str], Estimate]
     edges_per_stake: Mapping[tuple[Chance, str], Estimate]
+    edges_per_coup_played: Mapping[tuple[Chance, str], Estimate]  # the literature's figure
 
 
 def run(
@@ -290,11 +308,13 @@ def run(
             progress(i + 1)
     per_coup = {k: s.per_coup() for k, s in table.stats.items()} if table else {}
     per_stake = {k: s.per_stake() for k, s in table.stats.items()} if table else {}
-    return MonteCarlo(coups, rules.decks, seed, tally.estimates(), per_coup, per_stake)
+    played = {k: s.per_coup_played() for k, s in table.stats.items()} if table else {}
+    return MonteCarlo(coups, rules.decks, seed, tally.estimates(), per_coup, per_stake, played)
 
 
 def checks(exact: Mapping[str, Fraction], mc: MonteCarlo, edges: Sequence[Edge]) -> list[Check]:
-    """Every exact figure beside its estimate: coup figures, then each edge both ways."""
+    """Every exact figure beside its estimate: coup figures, then each edge in its three
+    conventions (per coup played: the literature's; per coup on the layout; per stake)."""
     out = [Check(name, value, mc.figures[name]) for name, value in exact.items()]
     for e in edges:
         key = (e.chance, e.treatment)
@@ -302,4 +322,6 @@ def checks(exact: Mapping[str, Fraction], mc: MonteCarlo, edges: Sequence[Edge])
             name = f"edge_{e.chance.value}_{e.treatment}"
             out.append(Check(f"{name}_per_coup", e.per_coup, mc.edges_per_coup[key]))
             out.append(Check(f"{name}_per_stake", e.loss_per_stake, mc.edges_per_stake[key]))
+            out.append(Check(f"{name}_per_coup_played", e.per_coup_played,
+                             mc.edges_per_coup_played[key]))
     return out

@@ -27,7 +27,7 @@ Symmetries (exact, proved in docs/odds.md, checked by brute force in tests):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from math import comb, factorial
 
@@ -310,33 +310,50 @@ def infinite_coup_odds() -> CoupOdds:
 
 @dataclass(frozen=True, slots=True)
 class Edge:
-    """The house edge of one chance under one way of treating the refait at 31.
+    """The house edge of one chance under one way of treating the refait at 31, in three
+    conventions (docs/odds.md §4.1).
 
     ``loss_per_stake``: expected loss per unit staked, over the stake's whole life (carried
     through void coups and prisons until it leaves the layout). ``coups_per_stake``: expected
-    number of coups it spends on the layout (void coups count). ``per_coup`` is their ratio:
-    the expected loss per unit per coup exposed.
+    number of coups it spends on the layout (void coups and prison coups count).
+    ``coups_played``: expected number of coups it is played as placed (free), a push (a refait
+    at 32..40, or a 31 for an insured stake) counting as a coup played: the coups it spends in
+    prison are not counted, their outcome being the coup's that imprisoned it.
+
+    - ``per_coup_played`` = loss_per_stake / coups_played: **the literature's figure**, the
+      expected loss per coup played, pushes counted, the prison's outcome credited to the coup
+      the stake was placed on;
+    - ``per_coup`` = loss_per_stake / coups_per_stake: per coup the stake lies on the layout;
+    - ``loss_per_stake``: per stake, over its life (pushes not counted as coups).
     """
 
     chance: Chance
     treatment: str  # partage, prison, prison_lost, returned, insured
     loss_per_stake: Fraction
     coups_per_stake: Fraction
+    coups_played: Fraction
     default: bool = True  # the treatment a stake gets when its player chooses nothing
 
     @property
     def per_coup(self) -> Fraction:
+        """Per coup on the layout (prison coups and pushes counted as coups)."""
         return self.loss_per_stake / self.coups_per_stake
+
+    @property
+    def per_coup_played(self) -> Fraction:
+        """The literature's convention: per coup played, pushes counted, the prison's outcome
+        credited to the coup the stake was placed on."""
+        return self.loss_per_stake / self.coups_played
 
 
 def _partage(odds: CoupOdds, chance: Chance) -> Edge:
     q = 1 - odds.refait_high  # the coup is not a void refait
-    return Edge(chance, "partage", odds.refait31 / 2 / q, 1 / q)
+    return Edge(chance, "partage", odds.refait31 / 2 / q, 1 / q, 1 / q)
 
 
 def _returned(odds: CoupOdds, chance: Chance) -> Edge:
     q = 1 - odds.refait_high
-    return Edge(chance, "returned", Fraction(0), 1 / q)
+    return Edge(chance, "returned", Fraction(0), 1 / q, 1 / q)
 
 
 def _prison(odds: CoupOdds, chance: Chance, second: bool) -> Edge:
@@ -352,13 +369,13 @@ def _prison(odds: CoupOdds, chance: Chance, second: bool) -> Edge:
         in_prison = 1 / q
     loss = r31 * (1 - back) / q
     coups = (1 + r31 * in_prison) / q
-    return Edge(chance, "prison" if second else "prison_lost", loss, coups)
+    return Edge(chance, "prison" if second else "prison_lost", loss, coups, 1 / q)
 
 
 def _insured(odds: CoupOdds, chance: Chance, rate: Fraction) -> Edge:
     """A stake insured on every coup it spends on the layout: the 31 is void for it."""
     moves = odds.decided  # only a decided coup takes it off the layout
-    return Edge(chance, "insured", rate / moves, 1 / moves)
+    return Edge(chance, "insured", rate / moves, 1 / moves, 1 / moves)
 
 
 def house_edges(odds: CoupOdds, rules: HouseRules) -> tuple[Edge, ...]:
@@ -372,7 +389,8 @@ def house_edges(odds: CoupOdds, rules: HouseRules) -> tuple[Edge, ...]:
     out: list[Edge] = []
     for chance in chances:
         colour = chance in (Chance.COULEUR, Chance.INVERSE)
-        if colour and rules.couleur_inverse_on_refait31 is ColourChancesOnRefait31.RETURNED:
+        returned = colour and rules.couleur_inverse_on_refait31 is ColourChancesOnRefait31.RETURNED
+        if returned:
             out.append(_returned(odds, chance))
         elif rules.refait31 is Refait31Rule.PARTAGE:
             out.append(_partage(odds, chance))
@@ -381,10 +399,11 @@ def house_edges(odds: CoupOdds, rules: HouseRules) -> tuple[Edge, ...]:
         else:  # player_choice: prison unless the player chooses partage
             out.append(_prison(odds, chance, second))
             p = _partage(odds, chance)
-            out.append(Edge(chance, p.treatment, p.loss_per_stake, p.coups_per_stake, False))
-        if rules.insurance_rate > 0:
+            out.append(replace(p, default=False))
+        if rules.insurance_rate > 0 and not returned:  # insurance is not sold where a 31
+            # returns the stake anyway (RULES.md §1, domain.layout.insure)
             ins = _insured(odds, chance, rules.insurance_rate)
-            out.append(Edge(chance, ins.treatment, ins.loss_per_stake, ins.coups_per_stake, False))
+            out.append(replace(ins, default=False))
     return tuple(out)
 
 

@@ -43,6 +43,13 @@ class ColourChancesOnRefait31(StrEnum):
     RETURNED = "returned"
 
 
+class PrisonersAtClose(StrEnum):
+    """What a table's closing does to the stakes left in prison *(choice)*."""
+
+    HALF_RETURNED = "half_returned"  # settled as a partage: half to the house, half back
+    RETURNED = "returned"  # given back whole
+
+
 @dataclass(frozen=True, slots=True)
 class HouseRules:
     """A table's complete ruleset. Recorded whole in the table-opened event."""
@@ -58,9 +65,10 @@ class HouseRules:
     insurance_rate: Fraction  # 1/100 = 1 %; 0 disables insurance
     half_withdrawal: bool  # a stake in prison may be half withdrawn (seed 004)
     move_imprisoned: bool  # a stake in prison may be moved (seed 004)
-    min_stake: int  # minor units
-    max_stake: int  # minor units
+    min_stake: int  # minor units, per stake
+    max_stake: int  # minor units: a player's total on one chance in one coup (RULES.md §1)
     currency: str  # ISO 4217 code, e.g. "EUR"
+    prisoners_at_close: PrisonersAtClose  # what closing the table does to stakes in prison
 
     def options(self) -> dict[str, str]:
         """Every option as canonical text (stable keys), the form stored in events."""
@@ -68,7 +76,9 @@ class HouseRules:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> HouseRules:
-        """Inverse of ``options()`` (used to rebuild from events). Raises InvalidArgument."""
+        """Inverse of ``options()`` (used to rebuild from events). An option missing from
+        ``options`` (a table recorded before the option existed) reads its default (the
+        preset's, else RULES.md's). Raises InvalidArgument."""
         rest = dict(options)
         preset = rest.pop("preset", DEFAULT_PRESET)
         return _build(preset, rest, "options")
@@ -92,6 +102,7 @@ OPTION_DEFAULTS: dict[str, Any] = {
     "min_stake": 100,
     "max_stake": 1_000_000,
     "currency": "EUR",
+    "prisoners_at_close": PrisonersAtClose.HALF_RETURNED,
 }
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -201,6 +212,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "min_stake": _parse_int,
     "max_stake": _parse_int,
     "currency": _parse_currency,
+    "prisoners_at_close": _enum(PrisonersAtClose),
 }
 
 OPTION_NAMES = tuple(_PARSERS)

@@ -28,11 +28,11 @@ from domain.layout import (
     new_movement,
     new_stake,
     new_stake_fate,
+    returned_on_refait31,
 )
 from domain.money import house_half
 from domain.outcome import Outcome
 from domain.rules import (
-    ColourChancesOnRefait31,
     HouseRules,
     PrisonRefait31Rule,
     Refait31Rule,
@@ -147,15 +147,14 @@ _PARTAGE_ROLES = MOVEMENT_ROLES[MovementKind.PARTAGE]
 
 
 def fate_on_refait31(rules: HouseRules, stake: Stake) -> Fate:
-    """What a refait at 31 does to one stake under the table's rules."""
+    """What a refait at 31 does to one stake under the table's rules. A stake in prison follows
+    ``prison_refait31`` whatever chance it lies on (moved onto Couleur/Inverse too); the
+    Couleur/Inverse option is for free stakes (RULES.md §1)."""
     if stake.insured:
         return Fate.VOID  # insurance: for this stake the coup is void
     if stake.status is not FREE:
         return IMPRISONED_ON_REFAIT31[stake.status, rules.prison_refait31]
-    if (
-        stake.chance in COLOUR_CHANCES
-        and rules.couleur_inverse_on_refait31 is ColourChancesOnRefait31.RETURNED
-    ):
+    if returned_on_refait31(rules, stake):
         return Fate.RETURNED
     return FREE_ON_REFAIT31[rules.refait31, stake.choice]
 

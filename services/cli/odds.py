@@ -162,34 +162,35 @@ def to_table(
             c = checks[name]
             line += f" {_est(c.estimate)} {c.z:6.2f}{' !' if c.flagged else ''}"
         lines.append(line)
-    lines += [
-        "",
-        "house edge: expected loss per unit staked; 'per coup' per coup the stake lies on the "
-        "layout (void coups count), 'per stake' over its life until it leaves the layout",
-    ]
+    lines += ["", *EDGE_LEGEND]
     head = (
-        f"{'chance':<8} {'treatment':<12} {'per coup':>10} {'per stake':>10} {'coups':>7} "
-        f"{'inf./coup':>10}"
+        f"{'chance':<8} {'treatment':<12} {'literature':>10} {'on layout':>10} {'per stake':>10} "
+        f"{'coups':>7} {'inf./lit.':>10}"
     )
     if mc:
-        head += f" {'MC/coup':>10} {'SE':>10} {'z':>6} {'MC/stake':>10} {'SE':>10} {'z':>6}"
+        head += "".join(
+            f" {'MC/' + w:>10} {'SE':>10} {'z':>6}" for w in ("lit.", "layout", "stake")
+        )
     lines.append(head)
     inf_by_key = {_edge_key(e): e for e in inf_edges}
     for e in edges:
         treat = e.treatment + ("" if e.default else "*")
         line = (
-            f"{e.chance.value:<8} {treat:<12} {_pct(e.per_coup)} {_pct(e.loss_per_stake)} "
-            f"{float(e.coups_per_stake):7.4f} {_pct(inf_by_key[_edge_key(e)].per_coup)}"
+            f"{e.chance.value:<8} {treat:<12} {_pct(e.per_coup_played)} {_pct(e.per_coup)} "
+            f"{_pct(e.loss_per_stake)} {float(e.coups_per_stake):7.4f} "
+            f"{_pct(inf_by_key[_edge_key(e)].per_coup_played)}"
         )
         if mc:
             name = f"edge_{e.chance.value}_{e.treatment}"
-            for c in (checks[f"{name}_per_coup"], checks[f"{name}_per_stake"]):
+            for way in ("per_coup_played", "per_coup", "per_stake"):
+                c = checks[f"{name}_{way}"]
                 line += f" {_est(c.estimate)} {c.z:6.2f}{' !' if c.flagged else '  '}"
         lines.append(line)
     lines.append(
         "* on request (player's choice or insurance); prison figures use the "
         "steady-state approximation (later coups have the first coup's law)"
     )
+    lines += comparison(odds, edges)
     if mc:
         flagged = [c.name for c in checks.values() if c.flagged]
         lines += [
@@ -199,6 +200,49 @@ def to_table(
             + (f": {', '.join(flagged)}" if flagged else ""),
         ]
     return "\n".join(lines)
+
+
+EDGE_LEGEND = (
+    "house edge, expected loss per unit staked, in three conventions:",
+    "  literature  per coup played, pushes counted, the prison's outcome credited to the coup "
+    "the stake was placed on (the figure the literature quotes)",
+    "  on layout   per coup the stake lies on the layout (its prison coups and pushes counted "
+    "as coups)",
+    "  per stake   over the stake's life until it leaves the layout (pushes not counted)",
+)
+CONVENTIONS = {
+    "literature": "the literature's figure: the expected loss per unit per coup played, pushes "
+    "(refaits at 32..40; a 31 for an insured stake) counted as coups played, the prison's "
+    "outcome credited to the coup the stake was placed on",
+    "per_coup_played": "the same figure as literature, named by its convention",
+    "per_coup": "per coup the stake lies on the layout (its prison coups and pushes counted as "
+    "coups)",
+    "per_stake": "over the stake's life until it leaves the layout (pushes not counted)",
+}
+
+
+def comparison(odds: CoupOdds, edges: Sequence[Edge]) -> list[str]:
+    """Prison against partage, stated in the literature's convention (and why the figure per
+    coup on the layout reads the other way)."""
+    partage = odds.refait31 / 2  # a partage's figure is the same in every per-coup convention
+    prisons = {e.treatment: e for e in edges if e.treatment in ("prison", "prison_lost")}
+    out = []
+    for e in prisons.values():
+        name = "second prison" if e.treatment == "prison" else "prison, lost on a second 31"
+        word = _relation(e.per_coup_played, partage, ("more than", "less than", "as much as"))
+        layout = _relation(e.per_coup, partage, ("above", "below", "equal to"))
+        out.append(
+            f"{name}: {_pct(e.per_coup_played).strip()} per coup played against "
+            f"{_pct(partage).strip()} for partage: it costs the player {word} partage "
+            f"(per coup on the layout it is {_pct(e.per_coup).strip()}, {layout} partage's, "
+            "because the coups the stake spends in prison count as coups there)"
+        )
+    return out
+
+
+def _relation(x: Fraction, y: Fraction, words: tuple[str, str, str]) -> str:
+    """``words[0]`` if x > y, ``words[1]`` if x < y, else ``words[2]``."""
+    return words[0] if x > y else words[1] if x < y else words[2]
 
 
 def _frac(x: Fraction) -> dict[str, Any]:
@@ -232,14 +276,18 @@ def to_json(
             "chance": e.chance.value,
             "treatment": e.treatment,
             "default": e.default,
+            "literature": _frac(e.per_coup_played),
+            "per_coup_played": _frac(e.per_coup_played),
             "per_coup": _frac(e.per_coup),
             "per_stake": _frac(e.loss_per_stake),
             "coups_per_stake": _frac(e.coups_per_stake),
+            "coups_played": _frac(e.coups_played),
+            "infinite_literature": float(inf_by_key[_edge_key(e)].per_coup_played),
             "infinite_per_coup": float(inf_by_key[_edge_key(e)].per_coup),
         }
         name = f"edge_{e.chance.value}_{e.treatment}"
         if f"{name}_per_coup" in checks:
-            for way in ("per_coup", "per_stake"):
+            for way in ("per_coup_played", "per_coup", "per_stake"):
                 c = checks[f"{name}_{way}"]
                 row[f"monte_carlo_{way}"] = {**_est_json(c.estimate), "z": c.z}
         edge_rows.append(row)
@@ -248,7 +296,9 @@ def to_json(
         "decks": rules.decks,
         "rules": rules.options(),
         "figures": figures,
+        "conventions": CONVENTIONS,
         "edges": edge_rows,
+        "comparison": comparison(odds, edges),
     }
     if mc:
         out["monte_carlo"] = {

@@ -112,6 +112,7 @@ def test_options_round_trip(preset: str) -> None:
         "min_stake",
         "max_stake",
         "currency",
+        "prisoners_at_close",
     }
     assert all(isinstance(v, str) for v in options.values())
     assert options["insurance_rate"] == "1/200"

@@ -72,8 +72,11 @@ def test_amount_outside_the_table_limits(amount: int) -> None:
 
 def test_limits_are_inclusive() -> None:
     layout = place_stake(FRANCAISE, Layout(), "lo", "p1", Chance.NOIR, 100).layout
-    layout = place_stake(FRANCAISE, layout, "hi", "p1", Chance.NOIR, 1_000_000).layout
+    layout = place_stake(FRANCAISE, layout, "hi", "p2", Chance.NOIR, 1_000_000).layout
     assert [s.amount for s in layout.stakes] == [100, 1_000_000]
+    # the maximum is per player and chance: p1's two stakes may reach it together, exactly
+    layout = place_stake(FRANCAISE, layout, "lo2", "p1", Chance.NOIR, 999_900).layout
+    assert layout.total_on("p1", Chance.NOIR) == 1_000_000
 
 
 def test_colour_chances_not_offered_under_noir_rouge() -> None:
@@ -259,7 +262,7 @@ def test_vector2_coup1_settlement(vector2: Sabot) -> None:
 
 def test_void_coup_leaves_everything(cards: Build) -> None:
     outcome = judge(deal_coup(cards("TS TS TS AS TH TH TD 5C 2C 3C 4C"), 0, CutCardRule.VOID_COUP))
-    layout = insure(FRANCAISE, two_players(), "c").layout
+    layout = insure(FRANCAISE, two_players(), "n").layout
     step = settle(FRANCAISE, layout, outcome)
     assert step.movements == () and {f.fate for f in step.fates} == {Fate.VOID}
     assert [(s.stake_id, s.amount) for s in step.layout.stakes] == [
@@ -268,7 +271,7 @@ def test_void_coup_leaves_everything(cards: Build) -> None:
         ("r", 300),
         ("i", 200),
     ]
-    assert not step.layout.get("c").insured
+    assert not step.layout.get("n").insured
 
 
 def test_half_withdrawal_and_moving_need_their_option_and_a_prisoner() -> None:

@@ -252,8 +252,12 @@ def test_edges_follow_the_rules(preset: str, six_decks: CoupOdds) -> None:
     edges = {(e.chance, e.treatment): e for e in house_edges(six_decks, rules)}
     r31, q = six_decks.refait31, 1 - six_decks.refait_high
     for chance in Chance:
+        if preset == "francaise" and chance in (Chance.COULEUR, Chance.INVERSE):
+            # a 31 returns them (couleur_inverse_on_refait31 = returned): no insurance is sold
+            assert (chance, "insured") not in edges
+            continue
         ins = edges[chance, "insured"]
-        assert ins.per_coup == Fraction(1, 100)
+        assert ins.per_coup == Fraction(1, 100) == ins.per_coup_played
         assert ins.loss_per_stake == Fraction(1, 100) / six_decks.decided
     if preset == "espanola":
         for chance in Chance:
@@ -282,8 +286,55 @@ def test_prison_lost_is_dearer_than_second_prison(six_decks: CoupOdds) -> None:
     e = lost["prison_lost"]
     assert (e.loss_per_stake, e.coups_per_stake) == (loss, coups)
     assert lost["prison_lost"].per_coup > second["prison"].per_coup
-    # prison is cheaper than partage for the player; the insured stake pays 1 % flat
+    # per coup ON THE LAYOUT (prison coups counted as coups) second prison looks cheaper than
+    # partage for the player; the insured stake pays 1 % flat
     assert second["prison"].per_coup < six_decks.refait31 / 2
+    # in the literature's convention (per coup played, pushes counted, the prison's outcome
+    # credited to the coup of the stake) both prisons cost MORE than partage (r31 / 2)
+    assert lost["prison_lost"].per_coup_played > second["prison"].per_coup_played
+    assert second["prison"].per_coup_played > six_decks.refait31 / 2
+
+
+def _prison_value(odds: CoupOdds, second: bool) -> Fraction:
+    """What a unit stake in first prison eventually returns, from the chain of prison states
+    solved as a linear system: V1 = w + r_v V1 + r31 V2, V2 = w V1 + r_v V2 (a 31 in second
+    prison, or in first prison under ``lost``, loses it)."""
+    w, r31, rhi = odds.noir, odds.refait31, odds.refait_high
+    if not second:
+        return _solve([[1 - rhi]], [w])[0]
+    return _solve([[1 - rhi, -r31], [-w, 1 - rhi]], [w, Fraction(0)])[0]
+
+
+@pytest.mark.parametrize(("option", "treatment", "figure"), [
+    ("second_prison", "prison", 0.011081756291), ("lost", "prison_lost", 0.011208337915)])
+def test_the_literatures_figure_per_coup_played(
+    six_decks: CoupOdds, option: str, treatment: str, figure: float
+) -> None:
+    """Per coup played, pushes counted, the prison's outcome credited to the coup of the 31:
+    r31 (1 - V1), to 12 decimals the figures the literature quotes for 6 decks."""
+    rules = house_rules("italiana", {"prison_refait31": option})
+    edges = {(e.chance, e.treatment): e for e in house_edges(six_decks, rules)}
+    e = edges[Chance.NOIR, treatment]
+    v1 = _prison_value(six_decks, second=option == "second_prison")
+    assert e.per_coup_played == six_decks.refait31 * (1 - v1)
+    assert round(float(e.per_coup_played), 12) == figure
+    q = 1 - six_decks.refait_high  # a coup played is a push with probability r_v
+    assert e.per_coup_played == e.loss_per_stake * q
+    assert e.per_coup < e.per_coup_played < e.loss_per_stake  # the three conventions differ
+    for chance in Chance:  # the four chances alike under like_colours
+        assert edges[chance, treatment].per_coup_played == e.per_coup_played
+
+
+def test_partage_and_insurance_read_the_same_in_every_per_coup_convention(
+    six_decks: CoupOdds
+) -> None:
+    edges = {(e.chance, e.treatment): e for e in house_edges(six_decks, house_rules("espanola"))}
+    partage, insured = edges[Chance.NOIR, "partage"], edges[Chance.NOIR, "insured"]
+    assert partage.per_coup_played == partage.per_coup == six_decks.refait31 / 2
+    assert insured.per_coup_played == insured.per_coup == Fraction(1, 100)
+    returned = {e.treatment: e for e in house_edges(six_decks, house_rules("francaise"))
+                if e.chance is Chance.COULEUR}
+    assert set(returned) == {"returned"} and returned["returned"].per_coup_played == 0
 
 
 # --- Monte-Carlo through the engine -----------------------------------------------------------
@@ -298,7 +349,7 @@ def test_monte_carlo_agrees_with_exact(preset: str, decks: int, coups: int) -> N
     edges = house_edges(odds, rules)
     mc = montecarlo.run(rules, edges, coups, seed=0x5AB07)
     checks = montecarlo.checks(odds.figures(), mc, edges)
-    assert len(checks) == len(odds.figures()) + 2 * len(edges)
+    assert len(checks) == len(odds.figures()) + 3 * len(edges)  # three conventions per edge
     assert [c.name for c in checks if c.flagged] == []
     assert all(c.estimate.n > 0 and c.estimate.se > 0 for c in checks)
     # every stake was settled many times, and the figures are tallies of these coups
@@ -378,3 +429,32 @@ def test_cli_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["odds", "--decks", "1", "--monte-carlo", "500", "--seed", "ab"]) == 0
     out = capsys.readouterr().out
     assert "P(refait at 31)" in out and "monte-carlo: 500 coups" in out
+
+
+@pytest.mark.usefixtures("sabot")
+@pytest.mark.parametrize(("options", "treatment", "figure"), [
+    ([], "prison", 0.011081756291),
+    (["--option", "prison_refait31=lost"], "prison_lost", 0.011208337915),
+])
+def test_cli_prints_the_literatures_figure_first(
+    options: list[str], treatment: str, figure: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's acceptance: ``sabot odds --preset italiana --decks 6 --format json``."""
+    args = ["odds", "--preset", "italiana", "--decks", "6", *options]
+    assert cli.main([*args, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = [e for e in doc["edges"] if e["treatment"] == treatment]
+    assert len(rows) == 4  # the four chances, like_colours
+    for row in rows:
+        assert round(row["literature"]["value"], 12) == figure
+        assert row["per_coup_played"] == row["literature"]
+        assert list(row)[:4] == ["chance", "treatment", "default", "literature"]
+        assert round(row["per_coup"]["value"], 12) < figure  # the other conventions beside it
+    assert "per coup played" in doc["conventions"]["literature"]
+    (said,) = doc["comparison"]
+    assert "costs the player more than partage" in said
+    assert cli.main(args) == 0
+    table = capsys.readouterr().out
+    head = next(line for line in table.splitlines() if line.startswith("chance "))
+    assert head.split()[:3] == ["chance", "treatment", "literature"]
+    assert f"{figure * 100:9.5f}%" in table and "costs the player more than partage" in table
