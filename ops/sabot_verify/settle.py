@@ -88,3 +88,24 @@ def _one(
     if s.status == "second_prison":
         return replace(s, status="prison"), "back_to_prison", []
     return None, "released", [("return", s.amount)]
+
+
+def close_table(options: dict[str, str], stakes: list[Stake]) -> tuple[list[Movement],
+                                                                        dict[str, str]]:
+    """The table's close (RULES.md §1): every stake leaves the layout, a free one back whole, one
+    in prison per ``prisoners_at_close`` (``half_returned``, the default: half to the house as a
+    partage, the rest back; ``returned``: whole). The movements in the settlement's order."""
+    halve = options.get("prisoners_at_close", "half_returned") == "half_returned"
+    moves: list[tuple[int, int, int, Movement]] = []
+    fates: dict[str, str] = {}
+    for i, s in enumerate(stakes):
+        colour_first = 0 if s.chance in COLOURS else 1
+        back = s.amount
+        fates[s.stake_id] = "returned"
+        if s.status != "free" and halve:
+            back -= s.amount // 2
+            moves.append((0, colour_first, i, ("partage", s.stake_id, s.amount // 2)))
+            fates[s.stake_id] = "half_returned"
+        moves.append((1, colour_first, i, ("return", s.stake_id, back)))
+    moves.sort(key=lambda m: m[:3])
+    return [m[3] for m in moves if m[3][2] > 0], fates

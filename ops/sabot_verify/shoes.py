@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from sabot_verify.coup import Deal, deal, judge
-from sabot_verify.settle import Stake, settle
+from sabot_verify.settle import Stake, close_table, settle
 from sabot_verify.shoe import ALGORITHM_ID, commitment, cut, digest, shuffled
 
 P = "sabot.ledger:"
@@ -21,7 +21,7 @@ STAKE_TOPICS = {
         "StakeChanged", "StakePlaced", "StakeRaised", "StakeWithdrawn", "InsuranceBought",
         "Refait31Chosen", "StakeHalfWithdrawn", "StakeMoved", "StakeWon", "StakeLost",
         "StakeVoided", "StakePartaged", "StakeImprisoned", "StakeSecondPrison", "StakeReleased",
-        "StakeBackToPrison", "StakePrisonLost", "StakeReturned",
+        "StakeBackToPrison", "StakePrisonLost", "StakeReturned", "StakeHalfReturned",
     )
 }
 
@@ -92,9 +92,12 @@ def verify_shoes(
     tables: dict[str, dict[str, str]] = {}
     shoe_evs: dict[str, list[Ev]] = {}
     coups: dict[str, list[Ev]] = {}
+    closing: set[str] = set()  # coups on which a table's close settled what was left
     for e in evs:
         if e.topic == P + "Table.Opened":
             tables[e.state["table_id"]] = dict(e.state["options"])
+        elif e.topic == P + "Table.Closed":
+            closing.add(str(e.state.get("coup_id")))
         elif e.topic.startswith(P + "Shoe."):
             shoe_evs.setdefault(e.originator, []).append(e)
         elif e.topic.startswith(P + "Coup."):
@@ -105,7 +108,8 @@ def verify_shoes(
     coup_cps = {cp["coup"]: cp for cp in checkpoints.values() if cp.get("coup")}
     verdicts: list[Verdict] = []
     for sid in wanted:
-        verdicts += _shoe(sid, shoe_evs.get(sid, []), coups, tables, seed_of, coup_cps, index_of)
+        verdicts += _shoe(sid, shoe_evs.get(sid, []), coups, tables, seed_of, coup_cps, index_of,
+                          closing)
     return verdicts
 
 
@@ -117,6 +121,7 @@ def _shoe(
     seed_of: SeedSource,
     coup_cps: dict[str, dict[str, Any]],
     index_of: dict[int, int],
+    closing: frozenset[str] | set[str] = frozenset(),
 ) -> list[Verdict]:
     name = f"shoe {sid}"
     if not sevs or sevs[0].topic != P + "Shoe.Shuffled":
@@ -158,7 +163,8 @@ def _shoe(
         cevs = coups[cid]
         label = f"coup {cid} (shoe {sid[:8]} #{n})"
         try:
-            position, carried = _coup(options, sabot, cevs, position, carried, n)
+            position, carried = _coup(options, sabot, cevs, position, carried, n,
+                                      cid in closing)
             rec = next((d for d in dealt if d.state["coup_id"] == cid), None)
             if rec is not None and rec.state["next_position"] != position:
                 raise Mismatch(rec.position, "shoe next position", rec.state["next_position"],
@@ -199,6 +205,7 @@ def _coup(
     expected_start: int,
     carried: list[Stake] | None,
     number: int,
+    closes_table: bool = False,
 ) -> tuple[int, list[Stake]]:
     opened = evs[0]
     if opened.topic != P + "Coup.Opened":
@@ -273,6 +280,10 @@ def _coup(
             # anything after is the shoe's end: every free stake goes back, whole
             expected_moves = [("return", s.stake_id, s.amount) for s in left if s.status == "free"]
             expected_fates = {s.stake_id: "returned" for s in left if s.status == "free"}
+            if closes_table:  # then the table's close: the prisoners leave too
+                more, more_fates = close_table(options, [s for s in left if s.status != "free"])
+                expected_moves += more
+                expected_fates.update(more_fates)
             moves, fates = [], []
         elif phase == "settled" and e.topic == P + "Coup.MoneyMoved":
             moves.append((e.position, (st["kind"], st["stake_id"], int(st["amount"]))))
@@ -282,7 +293,7 @@ def _coup(
         _compare_settlement(None, moves, expected_moves[: len(moves)], fates, expected_fates)
     if phase == "settled" and (moves or fates):
         _compare_settlement(None, moves, expected_moves, fates, expected_fates)
-        left = [s for s in left if s.status != "free"]
+        left = [] if closes_table else [s for s in left if s.status != "free"]
     if phase == "betting":
         return expected_start, layout
     return d.next_position, left

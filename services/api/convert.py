@@ -171,6 +171,8 @@ def table(view: views.TableView, viewer: str | None = None) -> table_pb2.Table:
         bank_account=view.bank_account,
         layout_account=view.layout_account,
         create_time=timestamp(view.create_time),
+        closed=view.closed,
+        close_time=timestamp(view.close_time),
     )
 
 

@@ -10,6 +10,9 @@ from uuid import UUID
 
 import grpc
 
+from domain.chances import Chance
+from domain.layout import Stake, StakeStatus, returned_on_refait31
+from domain.rules import HouseRules
 from domain.shuffle import commitment, parse_seed
 from services.api.client import Client, new_request_id
 from services.api.convert import CHANCE_NAMES
@@ -95,6 +98,7 @@ def _play(base: Client, cast: Cast, preset: str, say: Callable[[str], None],
         table_pb2.OpenTableRequest(request_id=new_request_id(), table_id=table_id, preset=preset)
     )
     currency = table.currency_code
+    rules = HouseRules.from_options(dict(table.options))
     say(f"Table {table_id} opens ({preset}: refait31 {table.options.get('refait31', '?')}, "
         f"insurance {table.options.get('insurance_rate', '?')}, "
         f"stakes {table.options.get('min_stake', '?')}..{table.options.get('max_stake', '?')}).")
@@ -129,7 +133,7 @@ def _play(base: Client, cast: Cast, preset: str, say: Callable[[str], None],
         coups += 1
         say(f"\nCoup {coup.number_in_shoe}.")
         for index, (client, account) in enumerate(players):
-            _bet(client, account, index, coup, currency, say)
+            _bet(client, account, index, coup, currency, say, rules)
         croupier.tables.CloseBetting(
             table_pb2.CloseBettingRequest(request_id=new_request_id(), name=coup.name))
         say("  Rien ne va plus.")
@@ -201,8 +205,15 @@ def _words(m: common_pb2.Movement, currency: str) -> str:
     }.get(m.kind, f"{m.kind} {who} {chance} {amount}")
 
 
+def _insurable(rules: HouseRules, chance: common_pb2.Chance.ValueType, status: str) -> bool:
+    """Insurance is sold only on a stake a refait at 31 would touch (not on a free Couleur or
+    Inverse stake that a 31 returns, RULES.md §1): the demo does not try to buy it elsewhere."""
+    stake = Stake("", "", Chance(CHANCE_NAMES[chance]), 1, StakeStatus(status or "free"))
+    return rules.insurance_rate > 0 and not returned_on_refait31(rules, stake)
+
+
 def _bet(client: Client, account: str, index: int, coup: table_pb2.Coup, currency: str,
-         say: Callable[[str], None]) -> None:
+         say: Callable[[str], None], rules: HouseRules) -> None:
     mine = [s for s in coup.layout if s.account == f"accounts/{account}"]
     for stake in mine:
         if stake.awaiting_choice:
@@ -213,7 +224,7 @@ def _bet(client: Client, account: str, index: int, coup: table_pb2.Coup, currenc
                 refait31_choice=choice))
             say(f"  {account} chooses {'partage' if index == 0 else 'prison'} "
                 f"for the stake on {CHANCE_NAMES.get(stake.chance)}.")
-        elif index == 2 and not stake.insured:
+        elif index == 2 and not stake.insured and _insurable(rules, stake.chance, stake.status):
             client.betting.InsureStake(betting_pb2.InsureStakeRequest(
                 request_id=new_request_id(), name=stake.name, coup=coup.name))
             say(f"  {account} insures the stake left on {CHANCE_NAMES.get(stake.chance)}")
@@ -226,7 +237,7 @@ def _bet(client: Client, account: str, index: int, coup: table_pb2.Coup, currenc
             request_id=new_request_id(), coup=coup.name, account=f"accounts/{account}",
             chance=chance, amount=common_pb2.Money(currency_code=currency, amount_minor=amount)))
         say(f"  {account} stakes {euros(amount, currency)} on {CHANCE_NAMES[chance]}")
-        if index == 2 and result.stake.name:
+        if index == 2 and result.stake.name and _insurable(rules, chance, "free"):
             client.betting.InsureStake(betting_pb2.InsureStakeRequest(
                 request_id=new_request_id(), name=result.stake.name, coup=coup.name))
             say(f"  {account} insures it against the 31 après")

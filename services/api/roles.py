@@ -47,6 +47,7 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.v1.TableService/CloseBetting": (True, frozenset({C})),
     "/sabot.v1.TableService/DealCoup": (True, frozenset({C})),
     "/sabot.v1.TableService/SettleCoup": (True, frozenset({C})),
+    "/sabot.v1.TableService/CloseTable": (True, frozenset({C})),
     "/sabot.v1.TableService/GetTable": (False, _READERS),
     "/sabot.v1.TableService/ListTables": (False, _READERS),
     "/sabot.v1.TableService/GetShoe": (False, _READERS),

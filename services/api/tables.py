@@ -230,3 +230,17 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
         self, request: table_pb2.SettleCoupRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
         return self._coup_step(context, request.request_id, request.name, self.ledger.settle)
+
+    def CloseTable(
+        self, request: table_pb2.CloseTableRequest, context: grpc.ServicerContext
+    ) -> table_pb2.Table:
+        rid = names.check_request_id(request.request_id)
+        table_id = names.table_name("name", request.name)
+        closed = self.write({"table_id": "name"}, self.ledger.close_table, rid, table_id,
+                            actor=self.actor(context))
+        # Once closed, a table never changes: read it back (a retry answers the same).
+        view = self.read({"table_id": "name"}, self.ledger.get_table, table_id)
+        answer = convert.table(view)
+        currency = view.currency
+        answer.settled.extend(convert.movement(table_id, m, currency) for m in closed.settled)
+        return answer

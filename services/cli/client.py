@@ -251,6 +251,17 @@ def _add(sub: Any, name: str, help_text: str, build: Build, *, mutating: bool = 
 
 # --- commands -------------------------------------------------------------------------------
 
+TABLE_OPEN_DESCRIPTION = """Open a table under a preset, single house rules overridden.
+
+Limits (RULES.md §1): min_stake applies per stake; max_stake bounds a player's total
+on one chance in one coup: new stakes, raises and the stakes carried over (after a
+void coup or a partage, or in prison, moved there too) together. A stake or raise
+that would take it past the maximum is refused (FAILED_PRECONDITION, field amount);
+stakes already above it (carried over from before the rule) stay, but nothing may be
+added to them.
+Closing the table (sabot table close) settles the stakes left in prison per
+prisoners_at_close: half_returned (default, as a partage) or returned."""
+
 
 def register(sub: Any) -> None:
     _register_tables(sub)
@@ -266,22 +277,32 @@ def _register_tables(sub: Any) -> None:
                                                                               required=True)
 
     def open_setup(p: argparse.ArgumentParser) -> None:
+        p.description = TABLE_OPEN_DESCRIPTION
+        p.formatter_class = argparse.RawDescriptionHelpFormatter
         p.add_argument("table_id")
-        p.add_argument("--preset", default="francaise")
-        p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
-                       help="override one house rule (repeatable)")
+        p.add_argument("--preset", default="francaise",
+                       help="francaise (default), espanola or italiana")
+        p.add_argument("--option", action="append", default=[], metavar="OPTION=VALUE",
+                       help="override one house rule (repeatable), e.g. max_stake=500000 or "
+                       "prisoners_at_close=returned; the same flag as in sabot odds")
+        p.add_argument("--set", action="append", dest="option", help=argparse.SUPPRESS)
 
     def open_build(a: argparse.Namespace) -> tuple[str, str, Message]:
         overrides = {}
-        for item in a.set:
+        for item in a.option:
             key, eq, value = item.partition("=")
             if not eq:
-                raise CliError(f"--set: expected OPTION=VALUE, got {item!r}")
+                raise CliError(f"--option: expected OPTION=VALUE, got {item!r}")
             overrides[key] = value
         return "tables", "OpenTable", table_pb2.OpenTableRequest(
             request_id=_rid(a), table_id=a.table_id, preset=a.preset, overrides=overrides)
 
     _add(table, "open", "open a table", open_build, mutating=True, setup=open_setup)
+    _add(table, "close", "close a table for good, between shoes: the stakes left are settled "
+         "(free stakes returned, prisoners per prisoners_at_close)", lambda a: (
+             "tables", "CloseTable", table_pb2.CloseTableRequest(
+                 request_id=_rid(a), name=_name("tables", a.table))),
+         mutating=True, setup=lambda p: p.add_argument("table"))
     _add(table, "get", "show a table", lambda a: ("tables", "GetTable",
          table_pb2.GetTableRequest(name=_name("tables", a.table))),
          setup=lambda p: p.add_argument("table"))

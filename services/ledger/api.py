@@ -43,6 +43,7 @@ from domain.layout import (
     Stake,
     Step,
     close_betting,
+    close_table,
     end_of_shoe,
     half_withdraw,
     insure,
@@ -91,6 +92,7 @@ from services.ledger.views import (
     Statement,
     StepView,
     StoredEvent,
+    TableClosed,
     TableView,
 )
 from services.ledger.writer import Command, UnitOfWork, Writer
@@ -101,7 +103,7 @@ T = TypeVar("T")
 COMMANDS = frozenset({
     "open_table", "open_shoe", "cut", "close_shoe", "open_coup", "place_stake", "raise_stake",
     "withdraw_stake", "insure", "choose_refait31", "half_withdraw", "move_imprisoned",
-    "close_betting", "deal", "settle", "open_account", "deposit", "withdraw",
+    "close_betting", "deal", "settle", "open_account", "deposit", "withdraw", "close_table",
 })
 _DEFERRED = threading.local()  # set by ``submit`` while it calls a command
 
@@ -379,6 +381,7 @@ class Ledger:
         def decide(unit: UnitOfWork) -> ShoeOpened:
             table = self._table(unit, table_id)
             kind = parse_deck_kind(deck_kind, "deck_kind")
+            _check_open(table)
             if table.shoe_id is not None:
                 raise FailedPrecondition(
                     "table_id", "SHOE_OPEN", f"shoe {table.shoe_id} is still open at the table"
@@ -466,6 +469,40 @@ class Ledger:
         return self._run("close_shoe", request_id, {"shoe_id": shoe_id}, decide, ShoeClosed,
                          actor)
 
+    def close_table(self, request_id: str, table_id: str, *, actor: Actor = SYSTEM
+                    ) -> TableClosed:
+        """Close the table for good, between shoes (FAILED_PRECONDITION ``SHOE_OPEN`` while one
+        is open): every stake left on its layout leaves it, free stakes returned and prisoners
+        settled per the table's ``prisoners_at_close`` (``domain.layout.close_table``), recorded
+        on the table's latest coup as a shoe's end is; then ``Table.Closed``. A closed table
+        opens no more shoes (FAILED_PRECONDITION ``TABLE_CLOSED``)."""
+
+        def decide(unit: UnitOfWork) -> TableClosed:
+            table = self._table(unit, table_id)
+            _check_open(table)
+            if table.shoe_id is not None:
+                raise FailedPrecondition(
+                    "table_id", "SHOE_OPEN", f"shoe {table.shoe_id} is open: close it first"
+                )
+            rules = self._rules(table)
+            last = self._last_coup(unit, table)
+            ts = unit.now
+            settled: list[MovementView] = []
+            stakes = 0
+            if last is not None:
+                step = close_table(rules, last.domain_layout())
+                stakes = len(step.fates)
+                settled = self._apply_step(unit, table, last, step, ts, record_movements=True)
+            option = rules.prisoners_at_close.value
+            table.trigger_event(
+                Table.Closed, timestamp=ts, coup_id=str(last.id) if last is not None else None,
+                prisoners_at_close=option, stakes=stakes,
+            )
+            return TableClosed(table.table_id, table.last_coup_id, option, tuple(settled))
+
+        return self._run("close_table", request_id, {"table_id": table_id}, decide, TableClosed,
+                         actor)
+
     # --- coups ------------------------------------------------------------------------------
 
     def _last_coup(self, unit: UnitOfWork, table: Table) -> Coup | None:
@@ -482,6 +519,7 @@ class Ledger:
 
         def decide(unit: UnitOfWork) -> CoupView:
             table = self._table(unit, table_id)
+            _check_open(table)
             if table.shoe_id is None:
                 raise FailedPrecondition("table_id", "NO_SHOE", "no shoe is open at the table")
             if shoe_id is not None and str(parse_uuid(shoe_id, "shoe_id")) != table.shoe_id:
@@ -868,6 +906,9 @@ class Ledger:
             layout_account=table_account(table.table_id, AccountKind.LAYOUT),
             create_time=table.created_on.isoformat(),
             coup_shoe_id=last.shoe_id if last is not None else None,
+            closed=table.closed,
+            close_time=(self._event_times(table, {Table.Closed.TOPIC: "close"}).get("close")
+                        if table.closed else None),
         )
 
     def _shoe_view(self, shoe: Shoe) -> ShoeView:
@@ -1134,6 +1175,14 @@ def _read_token(token: str, kind: str, scope: str) -> str:
 @lru_cache(maxsize=1024)
 def _rules_of(options: tuple[tuple[str, str], ...]) -> HouseRules:
     return HouseRules.from_options(dict(options))
+
+
+def _check_open(table: Table) -> None:
+    if table.closed:
+        raise FailedPrecondition(
+            "table_id", "TABLE_CLOSED",
+            f"table {table.table_id!r} is closed: it opens no more shoes",
+        )
 
 
 def _conninfo(env: dict[str, str]) -> str:

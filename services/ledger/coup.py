@@ -247,6 +247,12 @@ class Coup(Aggregate):
     class StakeReturned(StakeChanged):
         TOPIC = "sabot.ledger:Coup.StakeReturned"
 
+    class StakeHalfReturned(StakeChanged):
+        """The table closed with the stake in prison, under ``prisoners_at_close =
+        half_returned``: settled as a partage (half to the house, the rest back)."""
+
+        TOPIC = "sabot.ledger:Coup.StakeHalfReturned"
+
     class LayoutRestated(Event):
         """The layout as the rules give it after a step, when stake events alone differ."""
 
@@ -258,7 +264,8 @@ class Coup(Aggregate):
             _restate(agg, tuple(self.stakes))
 
     class MoneyMoved(Event):
-        """One movement of a settlement (or of the shoe's end), in the order of RULES.md."""
+        """One movement of a settlement (or of the shoe's end, or of the table's close), in the
+        order of RULES.md."""
 
         TOPIC = "sabot.ledger:Coup.MoneyMoved"
         class_version = 1
@@ -388,4 +395,5 @@ FATE_EVENTS: dict[Fate, type[Coup.StakeChanged]] = {
     Fate.BACK_TO_PRISON: Coup.StakeBackToPrison,
     Fate.PRISON_LOST: Coup.StakePrisonLost,
     Fate.RETURNED: Coup.StakeReturned,
+    Fate.HALF_RETURNED: Coup.StakeHalfReturned,
 }

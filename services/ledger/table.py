@@ -1,8 +1,8 @@
-"""The Table aggregate: its recorded ruleset, its open shoe and its coups."""
+"""The Table aggregate: its recorded ruleset, its open shoe, its coups, and its close."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
@@ -19,18 +19,26 @@ class Table(Aggregate):
         shoe_id: str | None
         coup_ids: list[str]
         shoes: int
+        closed: bool
 
     class Event(Aggregate.Event):
         TOPIC = "sabot.ledger:Table.Event"
 
     class Opened(Aggregate.Created):
-        """The table opened under its full ruleset (``HouseRules.options()``)."""
+        """The table opened under its full ruleset (``HouseRules.options()``). Version 2: the
+        options include ``prisoners_at_close``; a version 1 event is upcast with its default."""
 
         TOPIC = "sabot.ledger:Table.Opened"
-        class_version = 1
+        class_version = 2
         table_id: str
         preset: str
         options: dict[str, str]
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """A table opened before the option ``prisoners_at_close`` reads its default (the
+            same under every preset), so its recorded options stay complete."""
+            state["options"] = {"prisoners_at_close": "half_returned", **state["options"]}
 
         def apply(self, agg: Table) -> None:
             agg.table_id = self.table_id
@@ -39,6 +47,7 @@ class Table(Aggregate):
             agg.shoe_id = None
             agg.coup_ids = []
             agg.shoes = 0
+            agg.closed = False
 
     class ShoeStarted(Event):
         TOPIC = "sabot.ledger:Table.ShoeStarted"
@@ -64,6 +73,20 @@ class Table(Aggregate):
 
         def apply(self, agg: Table) -> None:
             agg.coup_ids.append(self.coup_id)
+
+    class Closed(Event):
+        """The table closed for good (no shoe open): the stakes left on its layout were settled
+        on its latest coup ``coup_id`` (None: it had none), free stakes returned and prisoners
+        per ``prisoners_at_close`` (recorded here as applied); it opens no more shoes."""
+
+        TOPIC = "sabot.ledger:Table.Closed"
+        class_version = 1
+        coup_id: str | None
+        prisoners_at_close: str
+        stakes: int  # how many stakes the close settled
+
+        def apply(self, agg: Table) -> None:
+            agg.closed = True
 
     @property
     def rules(self) -> HouseRules:

@@ -45,6 +45,8 @@ class TableView:
     layout_account: str
     create_time: str | None = None  # when the table opened
     coup_shoe_id: str | None = None  # the shoe of the latest coup, if any
+    closed: bool = False  # closed for good (``close_table``): it opens no more shoes
+    close_time: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -176,6 +178,17 @@ class ShoeClosed:
     cut_position: int | None
     order_digest: str | None
     returned: tuple[MovementView, ...]  # free stakes returned to their players
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TableClosed:
+    """What ``close_table`` answers: the stakes it settled, as movements in the order of the
+    rules (free stakes returned; prisoners per ``prisoners_at_close``)."""
+
+    table_id: str
+    coup_id: str | None  # the latest coup, where the settlement is recorded (None: no coup)
+    prisoners_at_close: str  # half_returned | returned
+    settled: tuple[MovementView, ...]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -8,9 +8,9 @@
   before the coup (``domain.odds.stake_state``: ``free``, ``prison``, ``second_prison``, then
   ``:insured`` and ``:partage`` / ``:prison`` for the player's choice), which decides what the
   coup can do to it (the theoretical win and its interval apply each state's exact law);
-- ``partage_chosen``: what the house took from stakes by a player's decision outside
-  a coup's settlement (a partage chosen after a 31, a half withdrawal, an imprisoned stake
-  moved), a sure gain included in ``partage``;
+- ``partage_chosen``: what the house took from stakes outside a coup's settlement, by a
+  player's decision (a partage chosen after a 31, a half withdrawal, an imprisoned stake moved)
+  or by the table's close (a prisoner half returned), a sure gain included in ``partage``;
 - ``coups``, ``void_coups``; ``collections``, ``payments`` and ``coup_result`` (money into the
   bank minus money out of it, from the coups' own settlement movements);
 - ``bank_net``, ``premiums``, ``partage``, ``prison_loss``: the net movement of the table's bank
@@ -43,10 +43,12 @@ from services.projections.view import Envelope, Table, View
 DAY_START_HOUR = 6  # of the default setting (06:00 UTC, three shifts of eight hours)
 SHIFT_HOURS = 8
 PRISON_STATUSES = frozenset({"prison", "second_prison"})
-# Fates of a player's decision between coups that give the house part of a stake (a partage
-# chosen after a 31, a half withdrawal, an imprisoned stake moved): the house takes
-# ``amount // 2`` (``domain.money.house_half``); a free stake moved loses nothing.
-CHOSEN_TAKES = frozenset({"partage", "half_withdrawn", "moved"})
+# Fates outside a coup's settlement that give the house part of a stake, a sure gain: a
+# player's decision between coups (a partage chosen after a 31, a half withdrawal, an imprisoned
+# stake moved) or a table's close (a prisoner half returned): the house takes ``amount // 2``
+# (``domain.money.house_half``); a free stake moved loses nothing.
+CHOSEN_TAKES = frozenset({"partage", "half_withdrawn", "moved", "half_returned"})
+_HALF_TAKEN = frozenset({"half_withdrawn", "half_returned"})  # the stake leaves: half is taken
 OVERWRITTEN = frozenset({"prison_outstanding"})
 HOUSE_METRIC = {
     "bank": "bank_net",
@@ -298,7 +300,7 @@ class ReconciliationView(View):
                     add(row[1], e, "handle." + before, ev.amount_before, ev.chance)
                     add(row[1], e, "handle_sq." + before, sq, ev.chance)
                 elif ev.fate in CHOSEN_TAKES:
-                    taken = (ev.amount_before // 2 if ev.fate == "half_withdrawn"
+                    taken = (ev.amount_before // 2 if ev.fate in _HALF_TAKEN
                              else ev.amount_before - ev.amount_after)
                     if taken:
                         add(row[1], e, "partage_chosen", taken)

@@ -15,6 +15,7 @@ TABLE_OPENED = "sabot.ledger:Table.Opened"
 TABLE_SHOE_STARTED = "sabot.ledger:Table.ShoeStarted"
 TABLE_SHOE_ENDED = "sabot.ledger:Table.ShoeEnded"
 TABLE_COUP_STARTED = "sabot.ledger:Table.CoupStarted"
+TABLE_CLOSED = "sabot.ledger:Table.Closed"
 
 SHOE_SHUFFLED = "sabot.ledger:Shoe.Shuffled"
 SHOE_CUT = "sabot.ledger:Shoe.Cut"
@@ -37,7 +38,7 @@ STAKE_EVENTS = frozenset(
         "StakePlaced", "StakeRaised", "StakeWithdrawn", "InsuranceBought", "Refait31Chosen",
         "StakeHalfWithdrawn", "StakeMoved", "StakeWon", "StakeLost", "StakeVoided",
         "StakePartaged", "StakeImprisoned", "StakeSecondPrison", "StakeReleased",
-        "StakeBackToPrison", "StakePrisonLost", "StakeReturned",
+        "StakeBackToPrison", "StakePrisonLost", "StakeReturned", "StakeHalfReturned",
     )
 )
 # Fates that are a settlement of a stake in action (the stake was exposed to a decided deal).

@@ -29,6 +29,7 @@ from domain.layout import (
     Step,
     choose_refait31,
     close_betting,
+    close_table,
     end_of_shoe,
     half_withdraw,
     insure,
@@ -59,6 +60,7 @@ from services.regulator.vocabulary import (
     SHOE_CUT,
     STAKE_CARRIED_OVER,
     STAKE_EVENTS,
+    TABLE_CLOSED,
     TABLE_OPENED,
     P,
     ShoeEvents,
@@ -206,10 +208,11 @@ class Replayer:
         order = sorted(found.coups, key=lambda c: state(found.coups[c][0])["number_in_shoe"])
         previous_next = 0
         carried: tuple[Stake, ...] | None = None
+        closing = {str(state(e)["coup_id"]) for e in found.table if e.topic == TABLE_CLOSED}
         for cid in order:
             evs = found.coups[cid]
             if only is None or cid == only:
-                coup = _CoupReplay(rules, sabot, evs, previous_next, carried)
+                coup = _CoupReplay(rules, sabot, evs, previous_next, carried, cid in closing)
                 yield from coup.steps()
                 carried = coup.left
             rec = dealt.get(cid)
@@ -320,9 +323,11 @@ class _CoupReplay:
         evs: list[RawEvent],
         start: int,
         carried: tuple[Stake, ...] | None,
+        closes_table: bool = False,  # the table's close settled its stakes on this coup
     ) -> None:
         self.rules, self.sabot, self.evs, self.start = rules, sabot, evs, start
         self.carried = carried
+        self.closes_table = closes_table
         self.layout = Layout()
         self.left: tuple[Stake, ...] | None = None  # the layout for the next coup, once settled
 
@@ -418,6 +423,10 @@ class _CoupReplay:
                 self.left = self.layout.stakes
                 # what follows, if anything, is the shoe's end: free stakes go back
                 step = end_of_shoe(self.layout)
+                if self.closes_table:  # then the table's close: what is left leaves too
+                    shut = close_table(rules, step.layout)
+                    step = Step(shut.layout, step.movements + shut.movements,
+                                step.fates + shut.fates)
                 self.layout = step.layout
                 pending, fates, n_moves = _moves(step), _fates(step), 0
                 phase = "shoe_end"

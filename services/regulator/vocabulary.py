@@ -19,6 +19,7 @@ TABLE_OPENED = P + "Table.Opened"
 TABLE_SHOE_STARTED = P + "Table.ShoeStarted"
 TABLE_SHOE_ENDED = P + "Table.ShoeEnded"
 TABLE_COUP_STARTED = P + "Table.CoupStarted"
+TABLE_CLOSED = P + "Table.Closed"  # its stakes settled on its latest coup (``coup_id``)
 SHOE_SHUFFLED = P + "Shoe.Shuffled"
 SHOE_CUT = P + "Shoe.Cut"
 SHOE_COUP_DEALT = P + "Shoe.CoupDealt"
@@ -37,7 +38,7 @@ STAKE_EVENTS = frozenset(
         "StakeChanged", "StakePlaced", "StakeRaised", "StakeWithdrawn", "InsuranceBought",
         "Refait31Chosen", "StakeHalfWithdrawn", "StakeMoved", "StakeWon", "StakeLost",
         "StakeVoided", "StakePartaged", "StakeImprisoned", "StakeSecondPrison", "StakeReleased",
-        "StakeBackToPrison", "StakePrisonLost", "StakeReturned",
+        "StakeBackToPrison", "StakePrisonLost", "StakeReturned", "StakeHalfReturned",
     )
 )
 
@@ -78,6 +79,7 @@ class ShoeEvents:
     shoe_id: str
     table_id: str
     table: list[RawEvent]  # the table's Opened and the events naming this shoe or its coups
+    # (its Closed when the close settled the stakes on one of them)
     shoe: list[RawEvent]
     coups: dict[str, list[RawEvent]]  # coup id -> its events, in coup order
 
@@ -127,7 +129,7 @@ def shoe_events(events: EventTable, shoe_id: str) -> ShoeEvents | None:
         if evs and str(state(evs[0]).get("shoe_id")) == str(sid):
             coups[cid] = evs
     for ev in table_all:
-        if ev.topic == TABLE_COUP_STARTED and str(state(ev)["coup_id"]) in coups:
+        if ev.topic in (TABLE_COUP_STARTED, TABLE_CLOSED) and str(state(ev)["coup_id"]) in coups:
             table.append(ev)
     table.sort(key=lambda e: e.position)
     return ShoeEvents(str(sid), table_id, table, shoe, coups)

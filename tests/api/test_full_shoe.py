@@ -8,6 +8,8 @@ from collections import Counter
 from typing import Any
 from uuid import UUID, uuid5
 
+import grpc
+
 from domain.cards import DeckKind
 from domain.deal import deal_shoe
 from domain.outcome import Outcome, judge
@@ -23,7 +25,7 @@ from services.api.gen.sabot.v1 import (
 )
 
 from .conftest import SEED
-from .support import Api, balance, money, open_table
+from .support import Api, balance, failure, money, open_table
 
 NOIR, ROUGE = common_pb2.CHANCE_NOIR, common_pb2.CHANCE_ROUGE
 COULEUR, INVERSE = common_pb2.CHANCE_COULEUR, common_pb2.CHANCE_INVERSE
@@ -95,7 +97,8 @@ def test_a_whole_shoe_with_every_kind_of_stake(api: Api) -> None:
     assert closed.seed == SEED.hex()
     assert commitment(bytes.fromhex(closed.seed), shoe_id) == published == closed.commitment
 
-    for op in ("place", "place_with_choice", "raise", "withdraw", "insure", "choose_partage",
+    for op in ("place", "place_with_choice", "raise", "withdraw", "insure", "insure_refused",
+               "choose_partage",
                "choose_prison", "move", "half_withdraw", "fate:won", "fate:lost"):
         assert ops[op] > 0, (op, ops)
     for player in CHANCES:
@@ -156,7 +159,13 @@ def _bet(api: Api, player: str, chances: tuple[int, int], coup: Any,
             chance=chance, amount=money(amount), refait31_choice=choice),  # type: ignore[arg-type]
             "place_with_choice" if choice else "place")
         name = result.stake.name
-        if player == "chiara":
+        if player == "chiara" and chance == INVERSE:  # a 31 returns it (francaise): not sold
+            code, field, reason = failure(betting.InsureStake, betting_pb2.InsureStakeRequest(
+                request_id=new_request_id(), name=name, coup=coup.name))
+            assert (code, field, reason) == (
+                grpc.StatusCode.FAILED_PRECONDITION, "name", "NOTHING_TO_INSURE")
+            ops["insure_refused"] += 1
+        elif player == "chiara":
             call("InsureStake", betting_pb2.InsureStakeRequest(
                 request_id=new_request_id(), name=name, coup=coup.name), "insure")
         if player == "bruno" and index == 1 and coup.number_in_shoe % 2 == 0:

@@ -46,6 +46,7 @@ EXPECTED: dict[tuple[str, str], set[str]] = {
     ("tables", "CloseBetting"): WRITE_TABLE,
     ("tables", "DealCoup"): WRITE_TABLE,
     ("tables", "SettleCoup"): WRITE_TABLE,
+    ("tables", "CloseTable"): WRITE_TABLE,
     ("betting", "PlaceStake"): WRITE_BET,
     ("betting", "RaiseStake"): WRITE_BET,
     ("betting", "WithdrawStake"): WRITE_BET,
@@ -112,6 +113,7 @@ def request_for(method: str, s: dict[str, str], account: str = "anne") -> Any:
                                                               + "x"),
         "DealCoup": lambda: table_pb2.DealCoupRequest(request_id=rid, name=s["coup"] + "x"),
         "SettleCoup": lambda: table_pb2.SettleCoupRequest(request_id=rid, name=s["coup"]),
+        "CloseTable": lambda: table_pb2.CloseTableRequest(request_id=rid, name=s["table"]),
         "PlaceStake": lambda: betting_pb2.PlaceStakeRequest(
             request_id=rid, coup=s["coup"], account=f"accounts/{account}",
             chance=common_pb2.CHANCE_NOIR if account == "anne" else common_pb2.CHANCE_ROUGE,

@@ -87,9 +87,10 @@ def _url(env: dict[str, str]) -> tuple[str, dict[str, str]]:
 
 
 def play(env: dict[str, str]) -> Game:
-    """Four shoes on three tables under the three presets, across shifts and gaming days."""
+    """Four shoes on three tables under the three presets, across shifts and gaming days; the
+    last shoe stops after a refait at 31 and its table closes with the prisoners it made."""
     url, extra = _url(env)
-    g = Game(url, seed=7, extra_env=extra)
+    g = Game(url, seed=56, extra_env=extra)  # 56: every metric, and a prisoner at the close
     g.open_table("t-fr", "francaise")
     g.open_table("t-it", "italiana", {"cut_card": "finish_coup"})
     g.open_table("t-es", "espanola", {"decks": "2"})
@@ -99,7 +100,8 @@ def play(env: dict[str, str]) -> Game:
     g.play_shoe("t-it", max_coups=25)
     g.play_shoe("t-es")
     g.cash("bruno", -12_345)
-    g.play_shoe("t-it", max_coups=12)
+    g.play_shoe("t-it", max_coups=12, stop=lambda outcome: outcome.is_refait31)
+    g.closed_with_prisoners = g.close_table("t-it")  # the read models account for the close
     return g
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,6 +28,7 @@ from domain.layout import (
     Step,
     choose_refait31,
     close_betting,
+    close_table,
     end_of_shoe,
     half_withdraw,
     insure,
@@ -36,7 +38,7 @@ from domain.layout import (
     withdraw_stake,
 )
 from domain.odds import stake_state
-from domain.outcome import Result, judge
+from domain.outcome import Outcome, Result, judge
 from domain.rules import HouseRules, house_rules
 from domain.settlement import settle
 from domain.shuffle import load_sabot
@@ -136,6 +138,7 @@ class Game:
         self.rules: dict[str, HouseRules] = {}
         self.layouts: dict[str, Layout] = {}
         self.players: list[str] = []
+        self.closed_with_prisoners = 0  # prisoners on the layout of the table closed, if any
 
     def _new_seed(self) -> bytes:
         seed = random.Random(len(self._seed_log) * 7919 + 1).randbytes(32)
@@ -200,7 +203,7 @@ class Game:
                     self.exp.add(table, t, "coup_result", "", -m.amount)
         if not in_action:
             for m in step.movements:
-                if m.kind.value == "partage":  # a player's decision between coups
+                if m.kind.value == "partage":  # a player's decision between coups, or the close
                     self.exp.add(table, t, "partage_chosen", "", m.amount)
         if in_action:
             before = {s.stake_id: s for s in self.layouts[table].stakes}
@@ -233,7 +236,10 @@ class Game:
 
     # --- play -------------------------------------------------------------------------------
 
-    def play_shoe(self, table: str, max_coups: int | None = None) -> str:
+    def play_shoe(self, table: str, max_coups: int | None = None,
+                  stop: Callable[[Outcome], bool] | None = None) -> str:
+        """Play a shoe to its cut card, or ``max_coups`` coups, or the first coup whose outcome
+        ``stop`` accepts; then close it."""
         rules = self.rules[table]
         self.clock.tick()
         opened = self.ledger.open_shoe(self.rid(), table)
@@ -284,7 +290,7 @@ class Game:
             self.exp.coups[coup.coup_id]["movements"] = [
                 (m.kind.value, m.stake_id, m.amount) for m in step.movements
             ]
-            if deal.cut_card_reached:
+            if deal.cut_card_reached or (stop is not None and stop(outcome)):
                 break
         t = self.clock.tick()
         self.ledger.close_shoe(self.rid(), shoe_id)
@@ -292,6 +298,15 @@ class Game:
         info["closed"] = True
         info["to_cut_card"] = size - CARDS_BEHIND_CUT_CARD - position
         return shoe_id
+
+    def close_table(self, table: str) -> int:
+        """Close the table (between shoes): the stakes left leave the layout. Returns how many
+        were in prison."""
+        prisoners = sum(s.status is not StakeStatus.FREE for s in self.layouts[table].stakes)
+        t = self.clock.tick()
+        self.ledger.close_table(self.rid(), table)
+        self._apply(table, close_table(self.rules[table], self.layouts[table]), t)
+        return prisoners
 
     def _last_seed(self) -> bytes:
         # The ledger drew exactly one seed for the shoe: replay our generator's last draw.
