@@ -54,6 +54,7 @@ from services.ledger.views import (
     StakeResult,
     Statement,
     StoredEvent,
+    TableClosed,
     TableView,
 )
 
@@ -255,6 +256,7 @@ METHODS: dict[str, Method] = {
     "cut": Method(COMMAND, (_R, ("shoe_id", STR), ("position", INT), ("cut_by", STR), _A),
                   ShoeView),
     "close_shoe": Method(COMMAND, (_R, ("shoe_id", STR), _A), ShoeClosed),
+    "close_table": Method(COMMAND, (_R, ("table_id", STR), _A), TableClosed),
     "open_coup": Method(COMMAND, (_R, ("table_id", STR), ("coup_id", OPT_STR),
                                   ("shoe_id", OPT_STR), _A), CoupView),
     "place_stake": Method(COMMAND, (_R, _COUP, ("account_id", STR), ("chance", STR),
