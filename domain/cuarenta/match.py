@@ -273,7 +273,8 @@ def play(
     ``capture`` names the table cards the card takes (the whole set: the base and its run):
     ``None`` takes what the card takes when there is no choice (nothing, or its only legal set)
     and is refused when there are several; ``()`` leaves the card on the table (refused under
-    ``must_capture`` when it could take); a set must be one of ``legal_captures``."""
+    ``must_capture`` when it could take); a set must be a legal capture (``capture_named``: of
+    two cards of a rank the table holds, either may be named)."""
     _require(match, Phase.PLAYING, "play")
     seat = _seat(match, seat)
     if seat != match.to_act:
