@@ -382,8 +382,45 @@ def legal_plays(match: Match) -> tuple[Play, ...]:
     return tuple(plays)
 
 
-def scores(match: Match) -> tuple[int, int]:
-    return match.points
+@dataclass(frozen=True, slots=True)
+class View:
+    """What one seat (or, ``seat`` None, a watcher) may see of the match: everything face up,
+    its own cards, and of the others' only how many they hold. Never the pack."""
+
+    phase: Phase
+    hand: int
+    deal: int
+    dealer: int
+    to_act: int | None
+    points: tuple[int, int]
+    table: tuple[Card, ...]
+    last_played: LastPlay | None
+    held: tuple[int, ...]  # how many cards each seat holds
+    own: tuple[Card, ...]  # the seat's own cards (() for a watcher)
+    won: tuple[int, int]  # how many cards each side has won this hand
+    stock: int  # cards not dealt yet
+    winner: int | None
+
+
+def view(match: Match, seat: int | None = None) -> View:
+    """The match as ``seat`` sees it (None: as a watcher, a display or the back office)."""
+    if seat is not None:
+        seat = _seat(match, seat)
+    return View(
+        phase=match.phase,
+        hand=match.hand,
+        deal=match.deals,
+        dealer=match.dealer,
+        to_act=match.to_act,
+        points=match.points,
+        table=match.table,
+        last_played=match.last_played,
+        held=tuple(len(h) for h in match.hands),
+        own=() if seat is None else match.hands[seat],
+        won=(len(match.won[0]), len(match.won[1])),
+        stock=len(match.stock),
+        winner=match.winner,
+    )
 
 
 # --- inside -----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from domain.cuarenta.match import (
     open_match,
     play,
     turn_expired,
+    view,
 )
 from domain.cuarenta.ranks import DECK
 from domain.cuarenta.stakes import MovementKind
@@ -436,3 +437,15 @@ def test_a_team_forfeits_and_the_other_team_is_paid() -> None:
     step = forfeit(open_match(rules(players=4, stake=100)).match, 2, "abandoned")
     assert step.facts[0] == Forfeited(2, 0, ForfeitReason.ABANDONED)
     assert [(x.seat, x.amount) for x in step.movements] == [(1, 100), (3, 100)]
+
+
+def test_a_seat_sees_its_own_cards_and_of_the_others_only_how_many() -> None:
+    m = play(dealt().match, 0, "2S", []).match
+    mine = view(m, 1)
+    assert mine.own == cards("5H 7H AH KH 4H") and mine.held == (4, 5)
+    assert mine.table == cards("2S") and mine.stock == 30 and mine.to_act == 1
+    watcher = view(m)
+    assert watcher.own == () and watcher.held == (4, 5)
+    codes = {c.code for c in m.pack} - {"2S", "5H", "7H", "AH", "KH", "4H"}
+    assert not codes & {c.code for c in mine.own + mine.table}  # nobody else's cards, no pack
+    refused(InvalidArgument, "seat", "UNKNOWN_SEAT", lambda: view(m, 5))
