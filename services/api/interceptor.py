@@ -234,8 +234,10 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         else:
             who, until = self._authenticate(method, header)
             wrapped = self._wrap(method, who, handler)
-            if not isinstance(who, Principal):
-                return wrapped
+            if isinstance(who, Refused):
+                return wrapped  # not kept: a refusal costs its caller the look-up again
+            if who is BY_CERTIFICATE:
+                until = _FOREVER  # decided per call, from the TLS peer
         if wrapped is not handler:
             if len(self._handlers) >= HANDLER_CACHE_LIMIT:
                 self._handlers.clear()
