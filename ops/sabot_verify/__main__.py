@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from sabot_verify import actors
 from sabot_verify.integrity import Problem, check, parse
 from sabot_verify.proofs import Bad, load_x25519, open_escrow
 from sabot_verify.shoe import commitment
@@ -42,6 +43,7 @@ def run(
         key = bytes.fromhex(exp.header["checkpoint_key"])
         print("note: checkpoint key taken from the export; pin it with --checkpoint-key", file=out)
     problems, checkpoints = check(exp, key)
+    problems += actors.problems(exp.events)  # each event's actor is its command's
     reg = load_x25519(regulator_key) if regulator_key is not None else None
 
     def seed_of(shoe_id: str, shuffled: dict[str, Any]) -> bytes | None:
@@ -75,6 +77,8 @@ def run(
     verdicts: list[Verdict] = verify_shoes(exp.events, shoes, seed_of, checkpoints, index_of)
     for v in verdicts:
         print(f"{'OK  ' if v.ok else 'FAIL'} {v.what}: {v.detail}", file=out)
+    for line in actors.report(exp.events):  # who did what
+        print(line, file=out)
     for p in problems:
         print(f"FAIL {p.message}", file=out)
     failed_at = [p.position for p in problems if p.position is not None]

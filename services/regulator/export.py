@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from services.regulator.actors import command_actors
 from services.regulator.canonical import canonical_json
 from services.regulator.checkpoint import Checkpoint
 from services.regulator.merkle import MemoryTree, ProofError
@@ -255,6 +256,7 @@ def _write_range(
         if not leaves:
             continue
         stored = _stored_between(events, leaves[0][1], leaves[-1][1])
+        actors = command_actors(events, stored)  # who ran the command behind each event
         for idx, pos, h in leaves:
             proof = tree.inclusion_proof(idx, anchor.size) if tree else (
                 notary.inclusion_proof(idx, anchor.size)
@@ -267,6 +269,7 @@ def _write_range(
                 "leaf_hash": h.hex(),
                 "event": ev.content() if ev is not None else None,
                 "proof": [p.hex() for p in proof],
+                "actor": actors.get((ev.originator_id, ev.version)) if ev is not None else None,
             }
             if ev is None:
                 summary.missing += 1

@@ -1,0 +1,99 @@
+"""Who did what: the export's ``actor`` fields checked against the commands, and reported.
+
+Each ``Request.Recorded`` event (a command) records its actor and the events it caused
+(``effects``), inside the notarised content; an event record's ``actor`` field is outside it.
+So the field is checked: a command's record must carry the command's own actor, and every event
+it caused that is exported must carry the same one. Then the report says who dealt and settled
+each coup, who shuffled, cut and closed each shoe, who placed the stakes, and how many commands
+each principal ran.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from sabot_verify.integrity import Problem
+
+P = "sabot.ledger:"
+REQUEST = P + "Request.Recorded"
+_SHOE_STEPS = (("Shoe.Shuffled", "shuffled"), ("Shoe.Cut", "cut"), ("Shoe.Closed", "closed"))
+_COUP_STEPS = (("Coup.Opened", "opened"), ("Coup.Resolved", "dealt"), ("Coup.Settled", "settled"))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"_type_", "_data_"}:
+            return _plain(value["_data_"])
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _name(actor: Any) -> str:
+    if not isinstance(actor, dict):
+        return "no one recorded"
+    who = f"{actor.get('principal', '?')} ({actor.get('role', '?')})"
+    return who + (f" from {actor['peer']}" if actor.get("peer") else "")
+
+
+def problems(records: list[dict[str, Any]]) -> list[Problem]:
+    """Event records whose ``actor`` is not their command's."""
+    by_key = {(r["event"]["originator_id"], r["event"]["version"]): r
+              for r in records if isinstance(r.get("event"), dict)}
+    out: list[Problem] = []
+    for r in records:
+        ev = r.get("event")
+        if not isinstance(ev, dict) or ev.get("topic") != REQUEST:
+            continue
+        st = _plain(ev.get("state", {}))
+        actor = st.get("actor")
+        if actor is None:  # a request stored before actors were recorded
+            continue
+        if r.get("actor") != actor:
+            out.append(Problem(r["position"], f"the actor field of command {ev['position']} "
+                               "is not the command's own"))
+        for effect in st.get("effects") or ():
+            other = by_key.get((effect[0], effect[1])) if isinstance(effect, list) else None
+            if other is not None and other.get("actor") != actor:
+                out.append(Problem(other["position"], f"the event at {other['position']} names "
+                                   f"{_name(other.get('actor'))}, its command {_name(actor)}"))
+    return out
+
+
+def report(records: list[dict[str, Any]]) -> list[str]:
+    """Lines saying who did what (``WHO ...``), in the order the shoes and coups appear."""
+    lines: list[str] = []
+    steps: dict[str, dict[str, str]] = {}  # shoe or coup id -> step -> who
+    order: list[tuple[str, str]] = []  # (kind, id) in export order
+    stakes: dict[str, Counter[str]] = {}  # coup id -> who placed stakes
+    commands: Counter[str] = Counter()
+    for r in records:
+        ev = r.get("event")
+        if not isinstance(ev, dict):
+            continue
+        topic = str(ev.get("topic", "")).removeprefix(P)
+        oid = str(ev.get("originator_id"))
+        if topic == "Request.Recorded":
+            commands[_name(r.get("actor"))] += 1
+            continue
+        for step_topic, word in (*_SHOE_STEPS, *_COUP_STEPS):
+            if topic == step_topic:
+                if oid not in steps:
+                    steps[oid] = {}
+                    order.append(("shoe" if topic.startswith("Shoe.") else "coup", oid))
+                steps[oid][word] = _name(r.get("actor"))
+        if topic == "Coup.StakePlaced":
+            stakes.setdefault(oid, Counter())[_name(r.get("actor"))] += 1
+    for kind, oid in order:
+        done = "; ".join(f"{word} by {who}" for word, who in steps[oid].items())
+        placed = stakes.get(oid)
+        if placed:
+            done += "; stakes placed by " + ", ".join(
+                f"{who} x{n}" for who, n in sorted(placed.items()))
+        lines.append(f"WHO  {kind} {oid}: {done}")
+    if commands:
+        lines.append("WHO  commands: " + ", ".join(
+            f"{who} {n}" for who, n in sorted(commands.items(), key=lambda kv: (-kv[1], kv[0]))))
+    return lines
