@@ -170,6 +170,9 @@ class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
                            self._fresh().player_statement, account_id, since, until, False)
         rows = [r for r in report.rows if int(r[0]) > after]
         page, more = rows[:size], len(rows) > size
+        viewer = convert.viewer_of(who)
+        if viewer is not None:  # to a player, the house's staff without their peer
+            page = [_seen_by(r, report.columns, viewer) for r in page]
         f = report.facts
         answer = reports_pb2.PlayerStatement(
             account=names.account(account_id), kind=str(f["kind"]),
@@ -380,12 +383,25 @@ def _day_row(r: dict[str, Any]) -> reports_pb2.GamingDayRow:
     )
 
 
+def _seen_by(row: tuple[Any, ...], columns: Sequence[str], viewer: str) -> tuple[Any, ...]:
+    """A statement row with its actor as the player ``viewer`` may see it."""
+    i = list(columns).index("actor")
+    shown = convert.actor(json.loads(row[i]), viewer) if row[i] else None
+    if shown is None:
+        return row
+    text = json.dumps({k: v for k, v in (("principal", shown.principal), ("role", shown.role),
+                                         ("peer", shown.peer), ("account", shown.account))
+                       if v}, sort_keys=True, separators=(",", ":"))
+    return (*row[:i], text, *row[i + 1:])
+
+
 def _statement_line(r: dict[str, Any]) -> reports_pb2.StatementLine:
     return reports_pb2.StatementLine(
         number=int(r["seq"]), time=convert.timestamp(r["at"]), kind=_text(r["kind"]),
         cause=_text(r["cause"]), counter_account=_text(r["counter_account"]),
         stake_id=_text(r["stake_id"]), amount_minor=int(r["amount"]),
         balance_after_minor=int(r["balance_after"]),
+        actor=convert.actor(json.loads(r["actor"]) if r.get("actor") else None),
     )
 
 
@@ -413,5 +429,7 @@ def _recalled(c: RecalledCoup) -> reports_pb2.CoupRecall:
             chance=_CHANCE.get(s.chance or "", common_pb2.CHANCE_UNSPECIFIED),
             amount_minor=_int(s.amount),
             detail_json=json.dumps(s.detail, sort_keys=True, separators=(",", ":")),
+            actor=convert.actor(s.actor),
         ) for s in c.steps],
+        dealt_by=convert.actor(c.dealt_by),
     )

@@ -3,7 +3,8 @@
 ``rm_account``: one row per account (kind, currency, table, balance, entries).
 ``rm_statement``: one row per entry in the order posted: signed amount (in > 0, out < 0), the
 balance after it, the movement kind (stake, premium, partage, prison_loss, deposit, ...), the
-cause (the coup or cage operation), the counter account and the stake.
+cause (the coup or cage operation), the counter account, the stake, and who ran the command
+that posted it (from its ``Request.Recorded``: see ``actors.ActorColumn``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.projections import topics as T
+from services.projections.actors import ActorColumn
 from services.projections.store import Tx
 from services.projections.view import Envelope, Table, View
 
@@ -43,6 +45,8 @@ STATEMENT = Table(
         ("cause", "TEXT"),
         ("counter_account", "TEXT"),
         ("stake_id", "TEXT"),
+        ("event", "TEXT"),  # the entry's event: originator id/version
+        ("actor", "TEXT"),  # who ran its command (JSON: principal, role, peer, account)
     ),
     ("account_id", "seq"),
 )
@@ -50,22 +54,31 @@ STATEMENT = Table(
 
 class BankrollView(View):
     name = "bankrolls"
+    version = 2  # v2: each entry's event and actor
     tables = (ACCOUNT, STATEMENT)
-    topics = frozenset({T.ACCOUNT_OPENED}) | T.ACCOUNT_ENTRIES
+    topics = frozenset({T.ACCOUNT_OPENED, T.REQUEST_RECORDED}) | T.ACCOUNT_ENTRIES
+
+    def __init__(self) -> None:
+        self._actors = ActorColumn("rm_statement", STATEMENT.key, 11, lambda r: (r[0], r[1]))
 
     def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
+        pending = self._actors.batch()
         accounts: dict[str, list[Any]] = {  # originator id -> row (as in ACCOUNT)
             r[1]: list(r)
             for r in tx.query_in(
                 "SELECT account_id, originator_id, kind, currency, table_id, balance, entries "
                 "FROM {s}rm_account WHERE originator_id",
-                {e.oid for e in batch if e.topic != T.ACCOUNT_OPENED},
+                {e.oid for e in batch if e.topic not in (T.ACCOUNT_OPENED, T.REQUEST_RECORDED)},
             )
         }
-        lines: list[tuple[Any, ...]] = []
+        lines: list[list[Any]] = []
         for e in batch:
             ev = e.event
             oid = e.oid
+            if e.topic == T.REQUEST_RECORDED:
+                pending.request(ev, e.position)
+                continue
+            pending.event(e.position)
             if e.topic == T.ACCOUNT_OPENED:
                 accounts[oid] = [ev.account_id, oid, ev.kind, ev.currency, ev.table_id, 0, 0]
                 continue
@@ -82,12 +95,10 @@ class BankrollView(View):
             signed = ev.amount if e.topic in T.ACCOUNT_CREDITS else -ev.amount
             row[5] = int(row[5]) + signed
             row[6] = int(row[6]) + 1
-            lines.append(
-                (
-                    row[0], row[6], e.position, e.at, signed, row[5],
-                    ev.kind, ev.cause, ev.counter_account, ev.stake_id,
-                )
-            )
+            line = [row[0], row[6], e.position, e.at, signed, row[5],
+                    ev.kind, ev.cause, ev.counter_account, ev.stake_id, None, None]
+            line[10] = pending.add(oid, ev.originator_version, line, e.position)
+            lines.append(line)
         tx.executemany(
             "INSERT INTO {s}rm_account (account_id, originator_id, kind, currency, table_id, "
             "balance, entries) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (account_id) DO UPDATE "
@@ -96,9 +107,11 @@ class BankrollView(View):
         )
         tx.executemany(
             "INSERT INTO {s}rm_statement (account_id, seq, position, at, amount, balance_after, "
-            "kind, cause, counter_account, stake_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "kind, cause, counter_account, stake_id, event, actor) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             lines,
         )
+        pending.finish(tx)  # entries of earlier batches whose command's request came in this one
 
 
 def balances(tx: Tx) -> dict[str, int]:

@@ -3,7 +3,9 @@
 ``rm_coup``: one row per coup (table, shoe, numbers, outcome, announcement, phase).
 ``rm_coup_step``: every recorded step of the coup in order (stakes, insurance, choices, cards,
 outcome, settlement movements and fates) plus the money the betting commands moved (stakes,
-premiums, withdrawals; from the accounts' entries whose cause names the coup, before it is dealt).
+premiums, withdrawals; from the accounts' entries whose cause names the coup, before it is dealt),
+each with its event and who ran the command behind it (from its ``Request.Recorded``: see
+``actors.ActorColumn``).
 Queryable by table, shoe, coup, player (account) and time range: see :func:`recall`.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from domain.errors import InvalidArgument
 from services.projections import topics as T
+from services.projections.actors import ActorColumn
 from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View
 
@@ -61,10 +64,14 @@ STEP = Table(
         ("chance", "TEXT"),
         ("amount", "BIGINT"),
         ("detail", "TEXT"),
+        ("event", "TEXT"),  # the step's event: originator id/version
+        ("actor", "TEXT"),  # who ran its command (JSON: principal, role, peer, account)
     ),
     ("coup_id", "step"),
     indexes=(("account_id",),),
 )
+_ACTOR = STEP.column_names.index("actor")
+_EVENT = STEP.column_names.index("event")
 _CC = COUP.column_names
 _I = {n: i for i, n in enumerate(_CC)}
 _STEPS = _I["steps"]
@@ -74,10 +81,15 @@ _HOUSE = ("table:", "cage:")  # accounts that are not a player's
 
 class RecallView(View):
     name = "recall"
+    version = 2  # v2: each step's event and actor
     tables = (COUP, STEP, ACCOUNT_NAME)
-    topics = T.COUP_EVENTS | {T.ACCOUNT_OPENED, T.ACCOUNT_CREDITED}
+    topics = T.COUP_EVENTS | {T.ACCOUNT_OPENED, T.ACCOUNT_CREDITED, T.REQUEST_RECORDED}
+
+    def __init__(self) -> None:
+        self._actors = ActorColumn("rm_coup_step", STEP.key, _ACTOR, lambda r: (r[0], r[1]))
 
     def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
+        pending = self._actors.batch()
         credited = [e for e in batch if e.topic == T.ACCOUNT_CREDITED]
         wanted = {e.oid for e in batch if e.topic in T.COUP_EVENTS}
         wanted |= {_coup_of_cause(e.event.cause) or "" for e in credited}
@@ -86,7 +98,7 @@ class RecallView(View):
             for r in tx.query_in(f"SELECT {', '.join(_CC)} FROM {{s}}rm_coup WHERE coup_id",
                                  wanted)
         }
-        steps: list[tuple[Any, ...]] = []
+        steps: list[list[Any]] = []
         names: dict[str, str] = {
             str(r[0]): str(r[1])
             for r in tx.query_in(
@@ -118,15 +130,23 @@ class RecallView(View):
         append = steps.append
         dumps = _json
 
+        track = pending.add
+
         def add(row: list[Any], e: Envelope, kind: str, account: Any, stake: Any, chance: Any,
                 amount: Any, detail: dict[str, Any]) -> None:
             n = row[_STEPS] = int(row[_STEPS]) + 1
-            append((row[0], n, e.position, e.at, kind, account, stake, chance, amount,
-                    dumps(detail)))
+            step = [row[0], n, e.position, e.at, kind, account, stake, chance, amount,
+                    dumps(detail), None, None]
+            step[_EVENT] = track(e.oid, e.event.originator_version, step, e.position)
+            append(step)
 
         for e in batch:
             ev = e.event
             t = e.topic
+            if t == T.REQUEST_RECORDED:
+                pending.request(ev, e.position)
+                continue
+            pending.event(e.position)
             if t == T.ACCOUNT_OPENED:
                 names[e.oid] = ev.account_id
                 new_names.append((e.oid, ev.account_id))
@@ -213,6 +233,7 @@ class RecallView(View):
             f"VALUES ({', '.join('?' * len(STEP.columns))})",
             steps,
         )
+        pending.finish(tx)  # steps of earlier batches whose command's request came in this one
 
 
 def _v(x: Any) -> Any:
@@ -268,6 +289,7 @@ class RecalledStep:
     chance: str | None
     amount: int | None
     detail: dict[str, Any]
+    actor: dict[str, Any] | None = None  # who ran the command behind the step
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +306,7 @@ class RecalledCoup:
     announcement: str | None
     phase: str
     steps: tuple[RecalledStep, ...]
+    dealt_by: dict[str, Any] | None = None  # the actor of the deal (None: not dealt yet)
 
 
 def recall(
@@ -334,13 +357,15 @@ def recall(
         for r in tx.query(sql, params):
             steps = tuple(
                 RecalledStep(int(s[0]), int(s[1]), s[2], s[3], s[4], s[5], s[6],
-                             None if s[7] is None else int(s[7]), json.loads(s[8]))
+                             None if s[7] is None else int(s[7]), json.loads(s[8]),
+                             json.loads(s[9]) if s[9] else None)
                 for s in tx.query(
                     "SELECT step, position, at, kind, account_id, stake_id, chance, amount, "
-                    "detail FROM {s}rm_coup_step WHERE coup_id = ? ORDER BY step",
+                    "detail, actor FROM {s}rm_coup_step WHERE coup_id = ? ORDER BY step",
                     (r[0],),
                 )
             )
+            dealt_by = next((s.actor for s in steps if s.kind == "Coup.Resolved"), None)
             out.append(RecalledCoup(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], r[6],
-                                    r[7], r[8], r[9], r[10], steps))
+                                    r[7], r[8], r[9], r[10], steps, dealt_by))
     return out

@@ -174,7 +174,7 @@ def _laws(m: dict[tuple[str, str], int], options: dict[str, str],
 
 
 STATEMENT_COLUMNS = ("seq", "at", "kind", "cause", "counter_account", "stake_id", "amount",
-                     "balance_after")
+                     "balance_after", "actor")
 
 
 def player_statement(store: ReadStore, account_id: str, since: str | None = None,
@@ -188,8 +188,8 @@ def player_statement(store: ReadStore, account_id: str, since: str | None = None
                      "WHERE account_id = ?", (account_id,))
         if acc is None:
             raise NotFound("account_id", "UNKNOWN_ACCOUNT", f"no account {account_id!r}")
-        sql = ("SELECT seq, at, kind, cause, counter_account, stake_id, amount, balance_after "
-               "FROM {s}rm_statement WHERE account_id = ?")
+        sql = ("SELECT seq, at, kind, cause, counter_account, stake_id, amount, balance_after, "
+               "actor FROM {s}rm_statement WHERE account_id = ?")
         params: list[Any] = [account_id]
         if since is not None:
             sql += " AND at >= ?"

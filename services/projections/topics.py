@@ -22,6 +22,8 @@ SHOE_CUT = "sabot.ledger:Shoe.Cut"
 SHOE_COUP_DEALT = "sabot.ledger:Shoe.CoupDealt"
 SHOE_CLOSED = "sabot.ledger:Shoe.Closed"
 
+REQUEST_RECORDED = "sabot.ledger:Request.Recorded"  # a command: its actor and effects
+
 COUP_OPENED = "sabot.ledger:Coup.Opened"
 COUP_STAKE_CARRIED_OVER = "sabot.ledger:Coup.StakeCarriedOver"
 COUP_LAYOUT_RESTATED = "sabot.ledger:Coup.LayoutRestated"

@@ -97,3 +97,25 @@ def test_the_feed_names_the_actor_of_every_event(api: Api, played: dict[str, Any
     mine = [e for e in events if e.aggregate_id == coup_id]
     assert {e.actor.role for e in mine} == {"croupier", "player"}
     assert any(e.actor.peer for e in mine)
+
+
+def test_the_read_models_show_who_dealt_and_who_posted(api: Api, played: dict[str, Any]
+                                                       ) -> None:
+    """The back office's recall and the statement read model (projections) carry the actors
+    too, whatever batch boundary falls between an event and its command's request."""
+    from services.api.gen.sabot.v1 import reports_pb2
+
+    back = api.as_("back_office").read_models
+    (coup,) = back.RecallCoups(reports_pb2.RecallCoupsRequest(coup=played["coup"])).coups
+    assert (coup.dealt_by.principal, coup.dealt_by.role) == (
+        _principal(api, "croupier"), "croupier")
+    assert all(s.actor.role for s in coup.steps), [s.kind for s in coup.steps if not s.actor.role]
+    placed = {s.actor.principal for s in coup.steps if s.kind == "Coup.StakePlaced"}
+    assert placed == {_principal(api, "anne"), _principal(api, "bruno")}
+    statement = api.as_("anne").read_models.GetPlayerStatement(
+        reports_pb2.GetPlayerStatementRequest(account="accounts/anne", page_size=1000))
+    kinds = {line.kind: line.actor for line in statement.lines}
+    assert kinds["cash_in"].principal == _principal(api, "cashier")
+    assert kinds["cash_in"].peer == ""  # to a player, the house's staff without their peer
+    assert kinds["stake"].principal == _principal(api, "anne") and kinds["stake"].peer
+    assert all(line.actor.role for line in statement.lines)
