@@ -1,10 +1,10 @@
-# Sabot: make install | run | test | lint | bench
+# Sabot: make install | run | run-postgres | test | lint | bench
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install proto run test test-fast lint bench clean
+.PHONY: install proto run run-postgres test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,6 +20,21 @@ proto: install
 run: install
 	mkdir -p var
 	$(BIN)/python -m services.cli.server serve --dev --demo --listen 127.0.0.1:50051 --store sqlite:///var/sabot.db
+
+# The same on the local PostgreSQL (trust auth): roles sabot_owner and sabot_server, the owner
+# sets the store up (sabot ledger-schema), the server connects as the role that may only read and
+# insert (docs/postgres.md).
+PGHOST ?= 127.0.0.1
+PGPORT ?= 5432
+PGDB ?= sabot_run
+run-postgres: install
+	psql -h $(PGHOST) -p $(PGPORT) -U postgres -X -q -v ON_ERROR_STOP=1 -v db=$(PGDB) \
+		-f ops/postgres/dev_roles.sql
+	$(BIN)/python -m services.cli.server ledger-schema --server-role sabot_server \
+		--store postgresql://sabot_owner@$(PGHOST):$(PGPORT)/$(PGDB)
+	mkdir -p var
+	$(BIN)/python -m services.cli.server serve --dev --demo --listen 127.0.0.1:50051 \
+		--store postgresql://sabot_server@$(PGHOST):$(PGPORT)/$(PGDB)
 
 test: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -p no:cacheprovider

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -114,3 +115,75 @@ def store_url(request: pytest.FixtureRequest) -> str:
     if request.param == "sqlite":
         return str(request.getfixturevalue("sqlite_store_url"))
     return str(request.getfixturevalue("postgres_store_url"))
+
+
+# --- PostgreSQL roles: the owner applies the schema, the server only reads and inserts ---------
+
+OWNER_ROLE = "sabot_test_owner"  # cluster-wide, created if missing, never dropped (shared by runs)
+SERVER_ROLE = "sabot_test_server"
+READER_ROLE = "sabot_test_reader"
+
+
+@dataclass(frozen=True)
+class RestrictedStore:
+    """A schema set up by ``sabot ledger-schema`` as its owner role, for a server role."""
+
+    schema: str
+    owner_url: str
+    server_url: str
+    reader_url: str
+    owner_role: str = OWNER_ROLE
+    server_role: str = SERVER_ROLE
+    reader_role: str = READER_ROLE
+
+    def dsn(self, role: str) -> str:
+        return (f"host={PG_HOST} port={PG_PORT} user={role} "
+                f"dbname={self.owner_url.rsplit('/', 1)[1].split('?')[0]} "
+                f"options=-csearch_path={self.schema}")
+
+
+def ensure_roles() -> None:
+    """The test roles (LOGIN, no other attribute), created once per cluster; concurrent runs
+    may create them at the same time."""
+    with psycopg.connect(PG_ADMIN_DSN, autocommit=True) as conn:
+        for role in (OWNER_ROLE, SERVER_ROLE, READER_ROLE):
+            conn.execute(
+                f"DO $$ BEGIN CREATE ROLE {role} LOGIN; "
+                "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$")
+
+
+def restricted_store(database: str, schema: str | None = None) -> RestrictedStore:
+    """A fresh schema owned by the owner role, set up by ``sabot ledger-schema`` (as the owner)
+    for the server role and the reader role."""
+    import argparse
+
+    from services.ledger import cli
+
+    ensure_roles()
+    schema = schema or "r_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname={database}",
+                         autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}" AUTHORIZATION {OWNER_ROLE}')
+
+    def url(role: str) -> str:
+        return f"postgresql://{role}@{PG_HOST}:{PG_PORT}/{database}?schema={schema}"
+
+    parser = argparse.ArgumentParser(prog="sabot")
+    cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["ledger-schema", "--store", url(OWNER_ROLE), "--server-role",
+                              SERVER_ROLE, "--reader-role", READER_ROLE])
+    assert args.func(args) == 0
+    return RestrictedStore(schema, url(OWNER_ROLE), url(SERVER_ROLE), url(READER_ROLE))
+
+
+@pytest.fixture
+def postgres_restricted(postgres_database: str) -> RestrictedStore:
+    """A PostgreSQL store whose tables an owner role made; ``server_url`` connects as a role that
+    may read and insert, and nothing more."""
+    return restricted_store(postgres_database)
+
+
+@pytest.fixture
+def restricted_store_factory(postgres_database: str) -> Callable[[], RestrictedStore]:
+    """Makes restricted stores (each a schema of its own) in the session's database."""
+    return lambda: restricted_store(postgres_database)

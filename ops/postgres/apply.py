@@ -1,7 +1,9 @@
-"""Apply the append-only schema setup to a PostgreSQL database (idempotent).
+"""Apply the append-only guards to a PostgreSQL database (idempotent), as the tables' owner.
 
-Usage: python ops/postgres/apply.py postgresql://user@host:port/db [table ...]
-(the default table is ``sabot_events``; the ledger applies it itself at start).
+Usage: python ops/postgres/apply.py postgresql://owner@host:port/db [schema.table ...]
+(the default table is ``sabot_events``; the snapshots table beside it and the writer lease's lock
+function come with it). A ledger whose role owns the tables applies them itself at start;
+``sabot ledger-schema`` applies them and the roles' grants (docs/postgres.md).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tables = tuple(args[1:]) or EVENT_TABLES
     apply_schema(args[0], tables)
-    print(f"append-only triggers in place on {', '.join(tables)}")
+    print(f"append-only guards in place on {', '.join(tables)} and their snapshots")
     return 0
 
 

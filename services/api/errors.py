@@ -3,7 +3,9 @@
 Details follow AIP-193 via ``google.rpc.Status``: an ``ErrorInfo`` (reason, and the field in its
 metadata) always, a ``BadRequest`` field violation naming the field, a ``PreconditionFailure``
 for FAILED_PRECONDITION, a ``ResourceInfo`` for NOT_FOUND / ALREADY_EXISTS and a ``RetryInfo``
-for ABORTED.
+for ABORTED. A standby's answer to a command (``NotTheWriter``) is UNAVAILABLE with an
+``ErrorInfo`` (reason ``NOT_THE_WRITER``, metadata ``active_writer``: the server that writes the
+store now, as it names itself) and a ``RetryInfo``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 from grpc_status import rpc_status
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
-from services.ledger.errors import AlreadyExists, Conflict, PermissionDenied
+from services.ledger.errors import AlreadyExists, Conflict, NotTheWriter, PermissionDenied
 
 DOMAIN = "sabot.casino"
 # The store cannot be reached now: the client may retry (with the same request id).
@@ -75,6 +77,8 @@ def code_of(exc: BaseException) -> grpc.StatusCode:
         return grpc.StatusCode.PERMISSION_DENIED
     if isinstance(exc, Conflict):
         return grpc.StatusCode.ABORTED
+    if isinstance(exc, NotTheWriter):
+        return grpc.StatusCode.UNAVAILABLE
     if isinstance(exc, RuleViolation):
         return grpc.StatusCode.FAILED_PRECONDITION
     if isinstance(exc, _UNAVAILABLE):
@@ -104,6 +108,8 @@ def to_status(exc: BaseException, field_names: dict[str, str] | None = None) -> 
         info = error_details_pb2.ErrorInfo(reason=code.name, domain=DOMAIN)
         status.details.append(_pack(info))
         return rpc_status.to_status(status)
+    if isinstance(exc, NotTheWriter):
+        return _standby(exc)
     field = (field_names or {}).get(exc.field, exc.field)
     message = f"{field}: {exc.message}" if field else exc.message
     status = status_pb2.Status(code=code.value[0], message=message)
@@ -131,6 +137,18 @@ def to_status(exc: BaseException, field_names: dict[str, str] | None = None) -> 
     elif code is grpc.StatusCode.ABORTED:
         retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=50_000_000))
         status.details.append(_pack(retry))
+    return rpc_status.to_status(status)
+
+
+def _standby(exc: NotTheWriter) -> grpc.Status:
+    status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=exc.message)
+    info = error_details_pb2.ErrorInfo(reason=exc.reason, domain=DOMAIN)
+    if exc.holder:
+        info.metadata["active_writer"] = exc.holder
+    status.details.append(_pack(info))
+    delay = duration_pb2.Duration()
+    delay.FromNanoseconds(int(exc.retry_after * 1e9))
+    status.details.append(_pack(error_details_pb2.RetryInfo(retry_delay=delay)))
     return rpc_status.to_status(status)
 
 

@@ -137,18 +137,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     logs.configure(level=logging.INFO)
     pool_size = min(cfg.workers, 20)
+    writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
     ledger: Ledger
     ledger_process: LedgerProcess | None = None
     if cfg.ledger_process:
         try:  # the same API, forwarded to the writer's own process
             ledger_process = LedgerProcess(cfg.store, seal_key, regulator_key, pool_size,
-                                           on_lost=_ledger_lost)
+                                           on_lost=_ledger_lost, writer_name=writer_name)
         except OSError as exc:
             raise CliError(str(exc)) from None
         ledger = cast(Ledger, ledger_process)
     else:
         ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key, pool_size=pool_size,
-                                     regulator_key=regulator_key), batching=True)
+                                     regulator_key=regulator_key, writer_name=writer_name),
+                        batching=True)
     try:
         running = server.start(cfg, ledger)
     except (OSError, api_config.ConfigError) as exc:
@@ -181,6 +183,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
                        "the server stopped: restart it")
     return 0
+
+
+def _writer_name(listen: str) -> str:
+    """How this server names itself while it writes the store: the address it listens at (a
+    wildcard host replaced by this host's name), or its pid and host for a port chosen at
+    start."""
+    from services.ledger.lease import default_name
+
+    host, _, port = listen.rpartition(":")
+    if port in ("", "0"):
+        return default_name()
+    if host in ("", "0.0.0.0", "[::]", "::"):
+        import socket
+
+        host = socket.gethostname()
+    return f"{host}:{port}"
 
 
 def _ledger_lost(code: int) -> None:

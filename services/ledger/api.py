@@ -57,6 +57,7 @@ from domain.outcome import Outcome, Result, judge
 from domain.rules import HouseRules, house_rules
 from domain.settlement import settle
 from domain.shuffle import ALGORITHM_ID, Sabot, check_cut, commitment, load_sabot, order_digest
+from services.ledger import schema
 from services.ledger.account import DEBIT_TOPICS, ENTRY_TOPICS, Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
@@ -73,6 +74,7 @@ from services.ledger.ids import (
     table_account,
     table_uuid,
 )
+from services.ledger.lease import Keeper, lease_from_env
 from services.ledger.seal import seal, unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
@@ -137,18 +139,34 @@ __all__ = [
 class Ledger:
     """The Trente et Quarante ledger over one event store (``LedgerConfig.store_url``)."""
 
-    def __init__(self, config: LedgerConfig, batching: bool = False) -> None:
+    def __init__(self, config: LedgerConfig, batching: bool = False,
+                 standby: bool = False) -> None:
+        """``standby``: never take the store's writer lease (a reader: its commands are
+        refused with ``NotTheWriter``, its queries read the store)."""
         self.config = config
         if len(config.seal_key) != 32:
             raise InvalidArgument("seal_key", "BAD_KEY", "must be 32 bytes")
         env = store_env(config.store_url, config.pool_size)
         env.update(config.extra_env)
         self.app = LedgerApplication(env=env)
-        if env["PERSISTENCE_MODULE"] == "eventsourcing.postgres":
-            from services.ledger.schema import apply_schema
-
-            apply_schema(_conninfo(env), (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
-        self._writer = Writer(self.app, config.clock, batching=batching)
+        postgres = env["PERSISTENCE_MODULE"] == "eventsourcing.postgres"
+        if not postgres:
+            datastore: Any = self.app.recorder.datastore  # type: ignore[attr-defined]
+            with datastore.transaction(commit=True) as cursor:
+                schema.apply_sqlite_guards(cursor)
+        elif schema_owner(self.app):  # else its owner set it up (services/ledger/schema.py)
+            schema.apply_schema(_conninfo(env), (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
+        # One writer per store (services/ledger/lease.py): this one decides while it holds it.
+        self.lease = lease_from_env(env, config.writer_name)
+        if postgres:
+            self.app.recorder.fence = self.lease  # type: ignore[attr-defined]  # ArrayInsert
+        self._writer = Writer(self.app, config.clock, batching=batching, lease=self.lease)
+        self._keeper: Keeper | None = None
+        if not standby:
+            if self.lease.try_acquire():
+                self._writer.take_over()
+            self._keeper = Keeper(self.lease, self._writer.take_over,
+                                  self._writer.step_down).start()
         self._attributor = Attributor(self.app.recorder)  # who caused each stored event
         self._sabots: dict[tuple[UUID, str, int | None], Sabot] = {}
         self._times: dict[UUID, tuple[int, dict[str, str]]] = {}  # see _event_times
@@ -159,9 +177,20 @@ class Ledger:
         return self._writer.saved_position
 
     def close(self) -> None:
-        """Stop the writer and close the store's connections."""
+        """Stop the writer (its queue drained), let the writer lease go, close the store's
+        connections."""
+        if self._keeper is not None:
+            self._keeper.stop()
         self._writer.close()
+        self.lease.release()
         self.app.close()
+
+    def writer_status(self) -> dict[str, Any]:
+        """Whether this ledger is the store's active writer (``active``), and who is
+        (``holder``: its name, "" if unknown)."""
+        if self._writer.active:
+            return {"active": True, "holder": self.lease.name}
+        return {"active": False, "holder": self._writer.not_the_writer().holder}
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -1183,6 +1212,12 @@ def _check_open(table: Table) -> None:
             "table_id", "TABLE_CLOSED",
             f"table {table.table_id!r} is closed: it opens no more shoes",
         )
+
+
+def schema_owner(app: LedgerApplication) -> bool:
+    """Whether the application's role created (owns) the tables (the library's CREATE_TABLE,
+    decided in ``LedgerApplication.construct_env``)."""
+    return str(app.env.get("CREATE_TABLE", "y")).lower() in ("y", "yes", "t", "true", "on", "1")
 
 
 def _conninfo(env: dict[str, str]) -> str:

@@ -34,15 +34,28 @@ from psycopg.sql import SQL, Identifier
 from services.ledger import transcodings
 from services.ledger.account import Account
 from services.ledger.config import APP_NAME
+from services.ledger.schema import CREATE_TABLE, LOCK_FUNCTION, create_tables
+
+STORE_SETTINGS = ("POSTGRES_DBNAME", "POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_USER",
+                  "POSTGRES_PASSWORD", "POSTGRES_SCHEMA", "POSTGRES_CONNECT_TIMEOUT")
 
 log = logging.getLogger(__name__)
 
 
 class ArrayInsertRecorder(PostgresApplicationRecorder):
-    """``PostgresApplicationRecorder`` whose insert takes plain arrays (see the module's doc)."""
+    """``PostgresApplicationRecorder`` whose insert takes plain arrays (see the module's doc).
+
+    With a ``fence`` (the writer's lease, ``services/ledger/lease.py``), a save locks the table
+    through ``sabot_lock_events(pid of the lease's connection)`` (``ops/postgres/
+    writer_lease.sql``): the same lock, taken with the owner's rights (a role that may only
+    insert cannot take it), and the save fails unless that connection still holds the lease."""
+
+    fence: Any = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fenced_lock_statement = SQL("SELECT {schema}.{function}(%s)").format(
+            schema=Identifier(self.datastore.schema), function=Identifier(LOCK_FUNCTION))
         self.array_insert_statement = SQL(
             "INSERT INTO {schema}.{table} AS t"
             " (originator_id, originator_version, topic, state)"
@@ -76,6 +89,13 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
         if len(ids) != len(stored_events):
             raise ProgrammingError(f"got {len(ids)} notification ids for {len(stored_events)}")
         return ids
+
+    def _lock_table(self, curs: Cursor[DictRow]) -> None:
+        fence = self.fence
+        if fence is None:
+            super()._lock_table(curs)
+            return
+        curs.execute(self.fenced_lock_statement, (fence.pid or 0,), prepare=True)
 
     def _insert_stored_events(
         self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -141,6 +161,12 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
             and not constructed.get("APPLICATION_RECORDER_TOPIC")
         ):
             constructed["APPLICATION_RECORDER_TOPIC"] = get_topic(ArrayInsertRecorder)
+        if (
+            constructed.get("PERSISTENCE_MODULE") == "eventsourcing.postgres"
+            and constructed.get("CREATE_TABLE") is None
+        ):  # a role that does not own the tables creates nothing (services/ledger/schema.py)
+            settings = {k: v for k in STORE_SETTINGS if (v := constructed.get(k)) is not None}
+            constructed[CREATE_TABLE] = "y" if create_tables(settings) else "n"
         return constructed
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:

@@ -1,14 +1,16 @@
-"""``sabot`` subcommands of the ledger: schema setup, the event log, balances, replay."""
+"""``sabot`` subcommands of the ledger: store setup and grants, the event log, balances, replay."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
+import psycopg
+
 from domain.errors import InvalidArgument
+from services.cli import CliError
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig, store_env
 
@@ -28,17 +30,70 @@ def _key(args: argparse.Namespace) -> bytes:
     return key
 
 
-def _open(args: argparse.Namespace) -> Ledger:
-    return Ledger(LedgerConfig(store_url=args.store, seal_key=_key(args)))
+def _open(args: argparse.Namespace, standby: bool = True) -> Ledger:
+    """A ledger on ``--store``; ``standby``: one that reads (it never takes the writer lease)."""
+    return Ledger(LedgerConfig(store_url=args.store, seal_key=_key(args)), standby=standby)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    """Create the store's tables and guards as their owner, and grant the server and reader
+    roles what they need (``--print``: only print the guards and grants, connecting nowhere)."""
+    from services.ledger import schema
+
     env = store_env(args.store)
     if env["PERSISTENCE_MODULE"] != "eventsourcing.postgres":
-        print("sabot: the SQLite store needs no schema setup", file=sys.stderr)
+        if args.server_role or args.reader_role:
+            raise CliError("--server-role/--reader-role: a SQLite store has no roles")
+        if args.print:
+            print(";\n".join(schema.sqlite_guard_statements()) + ";")
+            return 0
+        _open(args).close()  # creates the tables and their guards
+        print(f"append-only guards in place on {env['SQLITE_DBNAME']} (SQLite: against mistakes; "
+              "anyone who can write the file can drop them)")
         return 0
-    _open(args).close()  # creates the tables, then applies ops/postgres/append_only.sql
-    print(f"append-only event table ready in {env['POSTGRES_DBNAME']}.{env['POSTGRES_SCHEMA']}")
+    where = env["POSTGRES_SCHEMA"]
+    servers = [args.server_role] if args.server_role else []
+    if args.print:
+        print(schema.setup_sql(where, servers, args.reader_role), end="")
+        return 0
+    from services.ledger.application import LedgerApplication
+    from services.regulator.notary import Notary
+    from services.regulator.source import Database, EventTable
+
+    try:
+        app = LedgerApplication(env={**env, schema.CREATE_TABLE: "y"})  # the tables
+    except Exception as exc:
+        raise CliError(f"cannot create the tables as {env['POSTGRES_USER']!r} (run this as the "
+                       f"owner role): {type(exc).__name__}: {exc}".splitlines()[0]) from None
+    app.close()
+    info = schema.conninfo(env)
+    try:
+        schema.apply_schema(info, (f"{where}.{schema.EVENTS}",))
+        db = Database(args.store)
+        try:  # the notary's Merkle tables, append-only too, owned by the owner role
+            Notary(db, EventTable(db), None)
+        finally:
+            db.close()
+        schema.apply_grants(info, where, servers, args.reader_role)
+        dropped: list[str] = []
+        if args.server_role:
+            dropped = schema.read_models_owned_by_others(info, where, args.server_role)
+            schema.drop_tables(info, where, dropped)
+    except schema.StoreNotReady as exc:
+        raise CliError(str(exc)) from None
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise CliError(f"run this as the tables' owner role: {exc}".splitlines()[0]) from None
+    print(f"store ready in {env['POSTGRES_DBNAME']}.{where}: append-only guards on "
+          f"{schema.EVENTS} and {schema.SNAPSHOTS}, the writer lease's lock function, the "
+          "notary's tables")
+    for role in servers:
+        print(f"  server role {role}: SELECT, INSERT (no UPDATE, DELETE, TRUNCATE, TRIGGER); "
+              "creates its read models")
+    for role in args.reader_role:
+        print(f"  reader role {role}: SELECT")
+    if dropped:
+        print(f"  dropped {len(dropped)} read-model tables {args.server_role} did not own "
+              "(it rebuilds them from the log): " + ", ".join(dropped))
     return 0
 
 
@@ -89,8 +144,22 @@ def register(sub: Any) -> None:
         p.add_argument("--store", required=True, help="sqlite:///path or postgresql://u@h:p/db")
         p.add_argument("--seal-key", default=None, help="64 hex digits (or SABOT_SEAL_KEY)")
 
-    p = sub.add_parser("ledger-schema", help="create the store and its append-only triggers")
+    p = sub.add_parser(
+        "ledger-schema",
+        help="create the store, its append-only guards and the roles' grants (as the owner)",
+        description="Run as the tables' owner role (--store's user). PostgreSQL: creates the "
+                    "tables, their append-only triggers, the writer lease's lock function and "
+                    "the notary's tables, then grants --server-role what sabot serve needs "
+                    "(read and insert; never update, delete, truncate or triggers) and "
+                    "--reader-role read access. --print prints the guards and grants instead "
+                    "(no connection; never a password).")
     store(p)
+    p.add_argument("--server-role", default=None,
+                   help="the role sabot serve connects as (it must exist)")
+    p.add_argument("--reader-role", action="append", default=[],
+                   help="a role that may only read the event store (repeatable)")
+    p.add_argument("--print", action="store_true",
+                   help="print the SQL of the guards and grants, apply nothing")
     p.set_defaults(func=cmd_schema)
     p = sub.add_parser("ledger-events", help="print the event log as JSON lines")
     store(p)

@@ -28,7 +28,9 @@ class LedgerConfig:
     """``store_url``: ``sqlite:///path`` (the default embedded store) or
     ``postgresql://user[:password]@host[:port]/db``. ``seal_key``: 32 bytes for AES-256-GCM.
     ``regulator_key``: the regulator's raw 32-byte X25519 public key; when set, every shoe's
-    seed is also sealed to it (SABOT-ESCROW-1) in ``Shoe.Shuffled.escrowed_seed``."""
+    seed is also sealed to it (SABOT-ESCROW-1) in ``Shoe.Shuffled.escrowed_seed``.
+    ``writer_name``: how this ledger names itself to the others on the store while it holds the
+    writer lease (e.g. the address its server listens at; default: its pid and host)."""
 
     store_url: str
     seal_key: bytes
@@ -38,6 +40,7 @@ class LedgerConfig:
     pool_size: int = 5
     extra_env: dict[str, str] = field(default_factory=dict)
     regulator_key: bytes | None = None
+    writer_name: str = ""
 
     @classmethod
     def from_environ(cls, environ: dict[str, str] | None = None) -> LedgerConfig:

@@ -2,8 +2,9 @@
 
 The gRPC layer maps ``InvalidArgument`` to INVALID_ARGUMENT, ``FailedPrecondition`` to
 FAILED_PRECONDITION, ``NotFound`` to NOT_FOUND (all from ``domain.errors``), ``AlreadyExists``
-(and ``RequestIdReused``) to ALREADY_EXISTS, ``PermissionDenied`` to PERMISSION_DENIED and
-``Conflict`` to ABORTED (retry the command).
+(and ``RequestIdReused``) to ALREADY_EXISTS, ``PermissionDenied`` to PERMISSION_DENIED,
+``Conflict`` to ABORTED (retry the command) and ``NotTheWriter`` to UNAVAILABLE (this ledger is a
+standby: send the command to the active writer).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = [
     "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
+    "NotTheWriter",
     "PermissionDenied",
     "RequestIdReused",
     "RuleViolation",
@@ -40,3 +42,21 @@ class Conflict(RuleViolation):
 class PermissionDenied(RuleViolation):
     """The caller may not do this: a player acting on another account's stake or account
     (PERMISSION_DENIED). Decided by the ledger from the command's actor."""
+
+
+class NotTheWriter(RuleViolation):
+    """This ledger is not the store's active writer (another one holds the writer lease,
+    ``services/ledger/lease.py``): the command was neither decided nor stored. Send it, with the
+    same request id, to the active writer (``holder``), or here again after ``retry_after``
+    seconds (this one takes over when the active writer stops or dies)."""
+
+    def __init__(self, holder: str, retry_after: float = 0.25) -> None:
+        who = holder or "another server"
+        super().__init__("", "NOT_THE_WRITER",
+                         f"this server is a standby: {who} writes the store now; send the "
+                         "command there, or retry here with the same request id")
+        self.holder = holder
+        self.retry_after = retry_after
+
+    def __reduce__(self) -> tuple[object, tuple[str, float]]:  # type: ignore[override]
+        return (NotTheWriter, (self.holder, self.retry_after))

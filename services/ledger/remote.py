@@ -339,7 +339,7 @@ class LedgerProcess(RemoteLedger):
 
     def __init__(self, store_url: str, seal_key: bytes, regulator_key: bytes | None = None,
                  pool_size: int = 5, start_timeout: float = 60.0,
-                 on_lost: Callable[[int], None] | None = None) -> None:
+                 on_lost: Callable[[int], None] | None = None, writer_name: str = "") -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
         self.process = subprocess.Popen(
@@ -353,7 +353,8 @@ class LedgerProcess(RemoteLedger):
         secret = secrets.token_bytes(32)  # this start's: only this process and the child know it
         settings = {"store": store_url, "seal_key": seal_key.hex(),
                     "regulator_key": regulator_key.hex() if regulator_key else "",
-                    "pool_size": pool_size, "secret": secret.hex()}
+                    "pool_size": pool_size, "secret": secret.hex(),
+                    "writer_name": writer_name}
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(settings) + "\n")
@@ -435,6 +436,7 @@ def host_main(argv: list[str] | None = None) -> int:
         store_url=str(settings["store"]), seal_key=bytes.fromhex(str(settings["seal_key"])),
         pool_size=int(settings.get("pool_size", 5)),
         regulator_key=regulator_public_key(str(settings.get("regulator_key", ""))),
+        writer_name=str(settings.get("writer_name", "")),
     )
     secret = bytes.fromhex(str(settings.get("secret", "")))
     if len(secret) < 16:

@@ -20,8 +20,9 @@ explicit table: a command or a query, its parameters and their types, its answer
 ``P`` the host's last saved log position. A value is the answer's view as JSON (dataclass
 fields by name; tuples as arrays; times as ISO 8601), read back into the declared type. An
 error is ``{"class": C, "field", "reason", "message"}``: ``C`` one of ``ERRORS`` (the rule
-book's and the ledger's errors keep their class, field, reason and message), ``Unavailable`` or
-``Integrity`` (the store's), or ``Failure`` (anything else, as its class name and text).
+book's and the ledger's errors keep their class, field, reason and message; ``NotTheWriter``, a
+standby's answer, is ``{"class", "holder", "retry_after"}``), ``Unavailable`` or ``Integrity``
+(the store's), or ``Failure`` (anything else, as its class name and text).
 """
 
 from __future__ import annotations
@@ -43,7 +44,13 @@ from eventsourcing import persistence
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
 from services.ledger.actor import Actor
-from services.ledger.errors import AlreadyExists, Conflict, PermissionDenied, RequestIdReused
+from services.ledger.errors import (
+    AlreadyExists,
+    Conflict,
+    NotTheWriter,
+    PermissionDenied,
+    RequestIdReused,
+)
 from services.ledger.views import (
     AccountView,
     CoupSteps,
@@ -290,6 +297,7 @@ METHODS: dict[str, Method] = {
     "read_events": Method(QUERY, (("after_position", INT), ("limit", INT)), list[StoredEvent]),
     "balances": Method(QUERY, (), dict[str, int]),
     "audit_balances": Method(QUERY, (), dict[str, int]),
+    "writer_status": Method(QUERY, (), dict[str, Any]),
 }
 COMMANDS = frozenset(n for n, m in METHODS.items() if m.kind == COMMAND)
 QUERIES = frozenset(n for n, m in METHODS.items() if m.kind == QUERY)
@@ -381,7 +389,7 @@ def read_call(frame: Any) -> tuple[int, str, dict[str, Any]]:
 ERRORS: dict[str, type[RuleViolation]] = {
     cls.__name__: cls
     for cls in (RuleViolation, InvalidArgument, FailedPrecondition, NotFound, AlreadyExists,
-                RequestIdReused, PermissionDenied, Conflict, HostGone)
+                RequestIdReused, PermissionDenied, Conflict, HostGone, NotTheWriter)
 }
 _UNAVAILABLE = (persistence.OperationalError, persistence.InterfaceError,
                 persistence.ConnectionUnavailableError, persistence.ConnectionPoolClosedError)
@@ -391,6 +399,8 @@ def error_message(exc: BaseException) -> dict[str, Any]:
     """An error as the socket writes it."""
     if isinstance(exc, RuleViolation):  # as its nearest class in the table
         name = next(c.__name__ for c in type(exc).__mro__ if ERRORS.get(c.__name__) is c)
+        if isinstance(exc, NotTheWriter):  # a standby's answer: who writes, when to retry
+            return {"class": name, "holder": exc.holder, "retry_after": exc.retry_after}
         return {"class": name, "field": exc.field, "reason": exc.reason,
                 "message": exc.message}
     text = str(exc)
@@ -414,6 +424,10 @@ def read_error(data: Any) -> BaseException:
     name = data.get("class")
     message = str(data.get("message", ""))
     cls = ERRORS.get(name) if type(name) is str else None
+    if cls is NotTheWriter:
+        retry = data.get("retry_after")
+        return NotTheWriter(str(data.get("holder", "")),
+                            float(retry) if type(retry) in (int, float) else 0.25)
     if cls is not None:
         error = cls.__new__(cls)
         RuleViolation.__init__(error, str(data.get("field", "")), str(data.get("reason", "")),

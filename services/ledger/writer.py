@@ -16,6 +16,13 @@ command looks its id up before it answers.
 
 The writer thread is the serial part of every write, so what can run in the calling thread does:
 the request's UUID and the digest of its arguments are computed before the command is queued.
+
+With a ``lease`` (``services/ledger/lease.py``) the writer decides only while it holds the
+store's writer lease: otherwise every command gets ``NotTheWriter`` at once and queries read the
+store without caching (``take_over`` forgets the cache when the lease is taken). A batch that
+refuses commands and stores nothing confirms the lease before it answers: a refusal is not
+stored, so it must have been decided on the latest state (a batch that stores passed the lease's
+fence in its own transaction).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -42,8 +50,9 @@ from eventsourcing.persistence import IntegrityError
 from domain.errors import RuleViolation
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
-from services.ledger.errors import Conflict, RequestIdReused
+from services.ledger.errors import Conflict, NotTheWriter, RequestIdReused
 from services.ledger.ids import check_request_id, request_uuid
+from services.ledger.lease import POLL, Lease
 from services.ledger.request import Request
 from services.ledger.views import from_dict
 
@@ -224,9 +233,13 @@ class Writer:
         batching: bool = False,
         max_batch: int = 256,
         linger: float = 0.0,
+        lease: Lease | None = None,
     ) -> None:
         self.app = app
         self.clock = clock
+        self.lease = lease
+        self.active = lease is None or lease.held  # decides commands (holds the lease)
+        self._holder: tuple[str, float] = ("", 0.0)  # the active writer's name, and when read
         self.cache = AggregateCache()
         self.recent: OrderedDict[UUID, Request] = OrderedDict()
         self.lock = threading.RLock()
@@ -253,6 +266,9 @@ class Writer:
         """Queue a command (decided and answered now when not batching); its future answers
         once its batch is stored. Raises at once for a malformed request id."""
         command.prepare()
+        if not self.active:
+            command.future.set_exception(self.not_the_writer())
+            return command.future
         if self._queue is None:
             with self.lock:
                 self._run_batch([command])
@@ -267,7 +283,8 @@ class Writer:
             try:
                 while self._dirty:
                     self._changed.wait()
-                unit = UnitOfWork(self.app, self.cache)
+                # a standby caches nothing: the active writer changes the store under it
+                unit = UnitOfWork(self.app, self.cache if self.active else AggregateCache(256))
                 return fn(unit)
             finally:
                 self._readers -= 1
@@ -281,6 +298,38 @@ class Writer:
         if self._committer is not None:
             self._committer.shutdown(wait=True)
             self._committer = None
+
+    # --- the lease ----------------------------------------------------------------------------
+
+    def take_over(self) -> None:
+        """The lease was just taken: wait until the previous writer's saves have ended, forget
+        what was cached (that writer changed the store), then decide commands."""
+        if self.lease is not None:
+            self.lease.barrier()
+        with self.lock:
+            self.cache.clear()
+            self.recent.clear()
+            self.active = True
+        log.info("ledger writer: holding the store's writer lease; deciding commands")
+
+    def step_down(self) -> None:
+        """The lease was lost: decide nothing more until it is taken again."""
+        with self.lock:
+            if self.active:
+                log.warning("ledger writer: the store's writer lease was lost; standing by")
+            self.active = False
+
+    def not_the_writer(self) -> NotTheWriter:
+        """The answer of a standby, naming the active writer (read at most every POLL s)."""
+        name, read_at = self._holder
+        now = time.monotonic()
+        if self.lease is not None and now - read_at > POLL:
+            try:
+                name = self.lease.holder()
+            except Exception:  # a name is a courtesy
+                name = ""
+            self._holder = (name, now)
+        return NotTheWriter(name, POLL)
 
     # --- the writer thread ------------------------------------------------------------------
 
@@ -463,6 +512,11 @@ class Writer:
 
     def _settle(self, decided: Decided) -> None:
         """The batch is stored: remember its requests, answer its commands."""
+        if decided.refused and not decided.events and self.lease is not None and not (
+                self.lease.confirm()):  # decided on state another writer may have changed
+            self.step_down()
+            standby = self.not_the_writer()
+            decided.refused = [(command, standby) for command, _ in decided.refused]
         for agg, stored in decided.collected:
             del agg.pending_events[:stored]
         for rid, request in decided.requests.items():
@@ -496,6 +550,8 @@ class Writer:
             return
         log.error("ledger batch of %d commands not stored", len(decided.results),
                   exc_info=error)
+        if self.lease is not None and not self.lease.confirm():  # fenced off: stand by
+            self.step_down()
         _fail_all([c for c, _ in decided.results], error)
 
     def _stored_request(self, rid: UUID) -> Request | None:
@@ -517,6 +573,8 @@ class Writer:
         return from_dict(command.result_type, known.result)
 
     def _decide(self, unit: UnitOfWork, command: Command, lookup: bool) -> Any:
+        if not self.active:
+            raise self.not_the_writer()
         if "digest" not in command.__dict__:  # not prepared yet (``prepare`` caches it last)
             command.prepare()
         rid = command.rid

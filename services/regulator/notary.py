@@ -90,7 +90,10 @@ class Notary:
 
     def _create_tables(self) -> None:
         """The tree's tables; on PostgreSQL they are append-only too (triggers refuse UPDATE,
-        DELETE and TRUNCATE)."""
+        DELETE and TRUNCATE). On PostgreSQL, tables an owner role made for a server role that
+        may only read and insert them (``sabot ledger-schema``) are left as they are."""
+        if self.db.is_postgres and self._set_up_by_owner():
+            return
         blob = "BYTEA" if self.db.is_postgres else "BLOB"
         with self.db.transaction():
             if self.db.is_postgres:
@@ -119,6 +122,14 @@ class Notary:
                         f"CREATE OR REPLACE TRIGGER {table}_no_truncate BEFORE TRUNCATE "
                         f"ON {table} FOR EACH STATEMENT EXECUTE FUNCTION regulator_refuse_change()"
                     )
+
+    def _set_up_by_owner(self) -> bool:
+        """Whether every tree table exists and this role does not own them."""
+        marks = ", ".join("to_regclass(?)" for _ in TREE_TABLES)
+        found, owned = self.db.rows(
+            "SELECT count(*), coalesce(bool_or(pg_has_role(relowner, 'USAGE')), false) "
+            f"FROM pg_class WHERE oid IN ({marks})", TREE_TABLES)[0]
+        return int(found) == len(TREE_TABLES) and not owned
 
     def _load_frontier(self) -> None:
         self._last, self._size, self._position = {}, 0, 0

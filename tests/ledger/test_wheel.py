@@ -24,6 +24,7 @@ def test_a_wheel_carries_its_stubs_and_sql_and_guards_postgres(
     (wheel,) = (tmp_path / "dist").glob("sabot-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "services/ledger/sql/append_only.sql" in names
+    assert "services/ledger/sql/writer_lease.sql" in names
     assert "services/api/gen/sabot/v1/betting_pb2.py" in names
     assert "sabot_verify/__main__.py" in names
     site = tmp_path / "site"

@@ -84,10 +84,14 @@ def test_concurrent_commands_are_folded_into_few_saves(store_url: str) -> None:
 
 
 def test_a_stale_writer_decides_again(sqlite_store_url: str) -> None:
-    """Another writer saved first: the key collision makes this writer reload and decide again."""
+    """Another writer saved first: the key collision makes this writer reload and decide again.
+    (Only the lease holder decides, services/ledger/lease.py; ``two`` is a writer that does not
+    know it lost the lease, whose saves the key collision still keeps right.)"""
     one = Ledger(FixedInputs().config(sqlite_store_url))
     one.open_account("a", "ana")
     two = Ledger(FixedInputs().config(sqlite_store_url))
+    assert not two.writer_status()["active"]
+    two._writer.active = True  # stale: it decides as if it held the lease
     assert two.get_account("ana").balance == 0  # now cached by the second writer
     one.deposit("d1", "ana", 100)
     assert two.deposit("d2", "ana", 50).balance == 150  # reloaded, decided again

@@ -82,7 +82,8 @@ def test_a_version_1_shuffled_event_is_upcast(tmp_path: Path) -> None:
     # rewrite the stored event as version 1 wrote it: no class_version, no escrowed_seed
     rowid, state = _shuffled_row(path)
     del state["class_version"], state["escrowed_seed"]
-    with sqlite3.connect(path) as conn:
+    with sqlite3.connect(path) as conn:  # past the append-only guard, as an old store had none
+        conn.execute("DROP TRIGGER sabot_stored_events_no_update")
         conn.execute("UPDATE stored_events SET state = ? WHERE rowid = ?",
                      (json.dumps(state).encode(), rowid))
     ledger = _ledger(url, None)
