@@ -427,7 +427,7 @@ def read_error(data: Any) -> BaseException:
     if cls is NotTheWriter:
         retry = data.get("retry_after")
         return NotTheWriter(str(data.get("holder", "")),
-                            float(retry) if type(retry) in (int, float) else 0.25)
+                            float(retry) if isinstance(retry, int | float) else 0.25)
     if cls is not None:
         error = cls.__new__(cls)
         RuleViolation.__init__(error, str(data.get("field", "")), str(data.get("reason", "")),
