@@ -165,6 +165,7 @@ class PostgresLease(Lease):
         self._conn: psycopg.Connection[Any] | None = None
         self._held = False
         self._pid: int | None = None
+        self._unreachable = False
         self._lock = threading.Lock()
         self._barrier = sql.SQL("SELECT {}.{}(%s)").format(
             sql.Identifier(self.schema), sql.Identifier(LOCK_FUNCTION))
@@ -202,9 +203,12 @@ class PostgresLease(Lease):
                 row = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
                                          self.key).fetchone()
             except psycopg.Error as exc:
-                log.warning("writer lease: store unreachable (%s)", exc)
+                if not self._unreachable:  # once, not at every attempt
+                    log.warning("writer lease: store unreachable (%s)", exc)
+                self._unreachable = True
                 self._drop()
                 return False
+            self._unreachable = False
             if row is None or not row[0]:
                 return False
             self._held, self._pid = True, self._conn.info.backend_pid

@@ -73,7 +73,7 @@ class Server:
         if over_socket:
             path = str(Path(tempfile.mkdtemp(prefix="sabot-test-")) / "ledger.sock")
             host = LedgerHost(ledger, path).start()
-            remote = RemoteLedger(path, url, pool_size=4)
+            remote = RemoteLedger(path, url, pool_size=4, secret=host.secret)
             served = cast(Ledger, remote)
         config = Config(listen=target, store=url, tokens=parse_tokens(f"{TOKEN}:admin"),
                         seal_key=KEY, workers=16, projections=False)
