@@ -263,6 +263,7 @@ def test_a_table_opened_before_the_option_reads_its_default(tmp_path: Path) -> N
         ).fetchone()
         old = json.loads(state)
         del old["class_version"], old["options"]["prisoners_at_close"]
+        conn.execute("DROP TRIGGER sabot_stored_events_no_update")  # an old store had no guard
         conn.execute("UPDATE stored_events SET state = ? WHERE rowid = ?",
                      (json.dumps(old).encode(), rowid))
     ledger = Ledger(FixedInputs().config(url))
