@@ -245,8 +245,23 @@ def _relation(x: Fraction, y: Fraction, words: tuple[str, str, str]) -> str:
     return words[0] if x > y else words[1] if x < y else words[2]
 
 
+DECIMALS = 12
+
+
+def _decimal(x: Fraction, places: int = DECIMALS) -> str:
+    """``x`` rounded half-even to ``places`` decimals, exactly (from the fraction, not a float)."""
+    scaled = x * 10**places
+    q, r = divmod(scaled.numerator, scaled.denominator)
+    if 2 * r > scaled.denominator or (2 * r == scaled.denominator and q % 2):
+        q += 1
+    sign = "-" if q < 0 else ""
+    digits = str(abs(q)).rjust(places + 1, "0")
+    return f"{sign}{digits[:-places]}.{digits[-places:]}"
+
+
 def _frac(x: Fraction) -> dict[str, Any]:
-    return {"exact": f"{x.numerator}/{x.denominator}", "value": float(x)}
+    return {"exact": f"{x.numerator}/{x.denominator}", "value": float(x),
+            "decimal": _decimal(x)}
 
 
 def _est_json(e: montecarlo.Estimate) -> dict[str, Any]:

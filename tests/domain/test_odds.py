@@ -442,11 +442,14 @@ def test_cli_prints_the_literatures_figure_first(
     """The issue's acceptance: ``sabot odds --preset italiana --decks 6 --format json``."""
     args = ["odds", "--preset", "italiana", "--decks", "6", *options]
     assert cli.main([*args, "--format", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    assert f'"decimal": "{figure:.12f}"' in text  # the figure, as text too
+    doc = json.loads(text)
     rows = [e for e in doc["edges"] if e["treatment"] == treatment]
     assert len(rows) == 4  # the four chances, like_colours
     for row in rows:
         assert round(row["literature"]["value"], 12) == figure
+        assert row["literature"]["decimal"] == f"{figure:.12f}"
         assert row["per_coup_played"] == row["literature"]
         assert list(row)[:4] == ["chance", "treatment", "default", "literature"]
         assert round(row["per_coup"]["value"], 12) < figure  # the other conventions beside it

@@ -36,6 +36,7 @@ CHANCES = st.sampled_from(["noir", "rouge", "couleur", "inverse"] * 3 + ["vert"]
 CHOICES = [None, None, None, "partage", "prison"]
 VALID = st.integers(1, 20).map(lambda n: n * 50)
 AMOUNTS = st.one_of(VALID, VALID, VALID, VALID, st.integers(-5, 0), st.integers(10**5, 10**7))
+MAX_STAKE = 1500  # a player's total on one chance in one coup: low enough to be reached
 
 
 class LedgerMachine(RuleBasedStateMachine):
@@ -86,7 +87,8 @@ class LedgerMachine(RuleBasedStateMachine):
     @initialize(preset=st.sampled_from(["francaise", "espanola", "italiana"]),
                 decks=st.sampled_from(["1", "2"]))
     def setup(self, preset: str, decks: str) -> None:
-        self.ledger.open_table("t", "t1", preset, {"decks": decks, "min_stake": "50"})
+        self.ledger.open_table("t", "t1", preset, {"decks": decks, "min_stake": "50",
+                                                    "max_stake": str(MAX_STAKE)})
         for p in PLAYERS:
             self.ledger.open_account("a" + p, p)
             self.ledger.deposit("d" + p, p, 3000)
@@ -172,6 +174,13 @@ class LedgerMachine(RuleBasedStateMachine):
         self.call("deal", self.coup_id)
         self.call("settle", self.coup_id)
 
+    @precondition(lambda self: self.n > 40)  # late: a closed table refuses the rest
+    @rule()
+    def close_table(self) -> None:
+        if self.call("close_table", "t1") is not None:
+            table = self.ledger.get_table("t1")
+            assert table.closed and table.layout == ()
+
     @precondition(lambda self: bool(self.done))
     @rule(data=st.data())
     def retry(self, data: st.DataObject) -> None:
@@ -188,6 +197,15 @@ class LedgerMachine(RuleBasedStateMachine):
         assert all(balances[p] >= 0 for p in PLAYERS)
         table = self.ledger.get_table("t1")
         assert balances["table:t1:layout"] == sum(s.amount for s in table.layout)
+
+    @invariant()
+    def within_the_maximum(self) -> None:
+        """Whatever was placed, raised, carried over or moved: a player's total on one chance
+        in one coup never exceeds the table maximum."""
+        held: dict[tuple[str, str], int] = {}
+        for s in self.ledger.get_table("t1").layout:
+            held[s.account_id, s.chance] = held.get((s.account_id, s.chance), 0) + s.amount
+        assert all(v <= MAX_STAKE for v in held.values()), held
 
     @invariant()
     def rebuilt_equals_live(self) -> None:
