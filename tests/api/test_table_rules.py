@@ -10,6 +10,8 @@ import grpc
 import pytest
 
 import services.cli as cli
+from domain.rules import house_rules
+from services.api import demo
 from services.api.client import new_request_id
 from services.api.gen.sabot.v1 import betting_pb2, common_pb2, table_pb2
 
@@ -158,3 +160,15 @@ def test_a_moved_prisoner_on_a_second_31(api: Api) -> None:
     assert fates[jailed.name] == ("second_prison", "second_prison")
     assert fates[free.name][0] == "returned"
     assert balance(api, bruno) == DEPOSIT and balance(api, anne) == DEPOSIT - 1000
+
+
+def test_the_demo_buys_insurance_only_where_it_insures() -> None:
+    """The demo's third player insures her stakes; under ``francaise`` (a 31 returns a free
+    Couleur or Inverse stake) she no longer tries on those (it would be refused)."""
+    francaise, espanola = house_rules("francaise"), house_rules("espanola")
+    assert not demo._insurable(francaise, INVERSE, "free")
+    assert not demo._insurable(francaise, COULEUR, "free")
+    assert demo._insurable(francaise, NOIR, "free")
+    assert demo._insurable(francaise, INVERSE, "prison")  # a prisoner: the prison rule applies
+    assert demo._insurable(espanola, INVERSE, "free")
+    assert not demo._insurable(house_rules("espanola", {"insurance_rate": "0"}), NOIR, "free")
