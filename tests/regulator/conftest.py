@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,9 @@ from services.regulator.vocabulary import coup_end
 from .play import Player, make_ledger
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
-PG_DB = "sabot_test_regulator"
+# One database name per test process (several runs may share the PostgreSQL cluster); the
+# pattern is tests/conftest.py's, so a killed run's database is dropped by the next run.
+PG_DB = f"sabot_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 @dataclass
 class Played:
@@ -112,6 +115,10 @@ def played_pg() -> Iterator[Played]:
     postgres_or_skip()
     url = fresh_pg_database(PG_DB)
     yield play(url, [("t-pg", "italiana", 1)], seed=11)
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
 
 
 def sabot(*argv: str) -> int:
