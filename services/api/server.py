@@ -191,13 +191,16 @@ def start(config: Config, ledger: Ledger) -> Running:
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME,
                                          reflection.SERVICE_NAME), server)
-    if server_tls is None:
-        port = server.add_insecure_port(config.listen)
-    else:
-        port = server.add_secure_port(config.listen, server_tls)
+    try:
+        if server_tls is None:
+            port = server.add_insecure_port(config.listen)
+        else:
+            port = server.add_secure_port(config.listen, server_tls)
+    except RuntimeError:  # grpcio >= 1.6x: "Failed to bind to address ..." (was: port 0)
+        port = 0
     if port == 0:
         hub.close()
-        raise OSError(f"cannot listen on {config.listen}")
+        raise OSError(f"cannot listen on {config.listen} (in use, or not an address here)")
     keyring.watch()
     if notary is not None:
         notary.start()

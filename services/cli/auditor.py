@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
-import sys
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -149,14 +147,10 @@ def cmd_deal(args: argparse.Namespace) -> int:
         "coups": [_coup_json(n, c, judge(c)) for n, c in enumerate(coups, 1)],
     }
     text = json.dumps(report, indent=2, ensure_ascii=False) if args.format == "json" else None
-    try:
-        if text is not None:
-            print(text)
-        else:
-            _print_table(report, coups)
-        sys.stdout.flush()
-    except BrokenPipeError:  # e.g. piped into head: not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if text is not None:  # piped into head: services.cli.main stops quietly
+        print(text)
+    else:
+        _print_table(report, coups)
     return 0
 
 

@@ -189,6 +189,32 @@ def _name(kind: str, text: str) -> str:
     raise CliError(f"expected a resource name ({kind}/...): {text!r}")
 
 
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def whole(low: int, high: int, what: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number in ``low..high`` (a field of the request's type), else
+    a one-line usage error naming the bounds."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{value if len(str(value)) <= 40 else str(value)[:40] + '...'} is out of range "
+                f"({low}..{high}{' ' + what if what else ''})")
+        return value
+
+    return parse
+
+
+MINOR_UNITS = whole(1, INT64_MAX, "minor units")
+PAGE_SIZE = whole(0, INT32_MAX)
+POSITION = whole(0, INT64_MAX)
+
+
 def _money(amount: int, currency: str) -> common_pb2.Money:
     return common_pb2.Money(currency_code=currency, amount_minor=amount)
 
@@ -212,8 +238,6 @@ def _run(build: Build) -> Callable[[argparse.Namespace], int]:
                 _stream(response, args.format)
         except grpc.RpcError as exc:
             raise CliError(f"{exc.code().name}: {exc.details()}") from None
-        except BrokenPipeError:  # the reader (e.g. ``head``) has gone: stop quietly
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         finally:
             client.close()
         return 0
@@ -328,7 +352,7 @@ def _register_tables(sub: Any) -> None:
 
     def cut_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("shoe")
-        p.add_argument("--position", type=int, required=True)
+        p.add_argument("--position", type=whole(1, INT32_MAX), required=True)
         p.add_argument("--by", required=True, help="who cuts (a player)")
 
     _add(shoe, "cut", "cut the shoe", lambda a: ("tables", "CutShoe", table_pb2.CutShoeRequest(
@@ -372,7 +396,7 @@ def _register_tables(sub: Any) -> None:
 
 
 def _page_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--page-size", type=int, default=0, help="default 50, at most 1000")
+    p.add_argument("--page-size", type=PAGE_SIZE, default=0, help="default 50, at most 1000")
     p.add_argument("--page-token", default="", help="next_page_token of the previous page")
 
 
@@ -391,7 +415,7 @@ def _register_stakes(sub: Any) -> None:
         p.add_argument("coup")
         p.add_argument("--account", required=True)
         p.add_argument("--chance", choices=tuple(CHANCES), required=True)
-        p.add_argument("--amount", type=int, required=True, help="minor units")
+        p.add_argument("--amount", type=MINOR_UNITS, required=True, help="minor units")
         p.add_argument("--currency", default="")
         p.add_argument("--stake-id", default="")
         p.add_argument("--choice", choices=tuple(CHOICES), default=None)
@@ -417,7 +441,7 @@ def _register_stakes(sub: Any) -> None:
                 "coup": _name("coups", a.coup)}
 
     def amount_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--amount", type=int, required=True)
+        p.add_argument("--amount", type=MINOR_UNITS, required=True, help="minor units")
         p.add_argument("--currency", default="")
 
     _add(stake, "raise", "add to a free stake", lambda a: ("betting", "RaiseStake",
@@ -444,7 +468,7 @@ def _register_stakes(sub: Any) -> None:
 
     def list_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("table")
-        p.add_argument("--page-size", type=int, default=0)
+        p.add_argument("--page-size", type=PAGE_SIZE, default=0)
         p.add_argument("--page-token", default="")
 
     _add(stake, "list", "the stakes on a table's layout", lambda a: ("betting", "ListStakes",
@@ -470,7 +494,7 @@ def _register_accounts(sub: Any) -> None:
 
     def money_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("account")
-        p.add_argument("--amount", type=int, required=True, help="minor units")
+        p.add_argument("--amount", type=MINOR_UNITS, required=True, help="minor units")
         p.add_argument("--currency", default="")
 
     _add(account, "deposit", "cash in", lambda a: ("cashier", "Deposit",
@@ -484,7 +508,7 @@ def _register_accounts(sub: Any) -> None:
 
     def statement_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("account")
-        p.add_argument("--page-size", type=int, default=0)
+        p.add_argument("--page-size", type=PAGE_SIZE, default=0)
         p.add_argument("--page-token", default="")
 
     _add(account, "statement", "the account's entries", lambda a: (
@@ -499,15 +523,16 @@ def _register_accounts(sub: Any) -> None:
 def _register_streams(sub: Any) -> None:
     def watch_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("table")
-        p.add_argument("--after", type=int, default=0, help="log position (0: from now)")
+        p.add_argument("--after", type=POSITION, default=0, help="log position (0: from now)")
 
     _add(sub, "watch", "follow a table's events live", lambda a: ("watch", "WatchTable",
          events_pb2.WatchTableRequest(table=_name("tables", a.table), after_position=a.after)),
          setup=watch_setup)
 
     def feed_setup(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--after", type=int, default=0, help="resume after this log position")
-        p.add_argument("--batch-size", type=int, default=0)
+        p.add_argument("--after", type=POSITION, default=0,
+                       help="resume after this log position")
+        p.add_argument("--batch-size", type=PAGE_SIZE, default=0)
         p.add_argument("--follow", action="store_true", help="keep following the log")
 
     _add(sub, "feed", "every event of the log, from a position", lambda a: (
@@ -517,7 +542,8 @@ def _register_streams(sub: Any) -> None:
 
     def recall_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("table")
-        p.add_argument("--count", type=int, default=10, help="how many coups (newest first)")
+        p.add_argument("--count", type=PAGE_SIZE, default=10,
+                       help="how many coups (newest first)")
         p.add_argument("--page-token", default="")
 
     _add(sub, "recall", "the last coups of a table, each step in order", lambda a: (
@@ -589,15 +615,15 @@ def _register_regulator(sub: Any) -> None:
     p.set_defaults(func=unary("GetLatestCheckpoint",
                               lambda a: regulator_pb2.GetLatestCheckpointRequest()))
     p = reg.add_parser("inclusion-proof", help="the inclusion proof of the event at a position")
-    p.add_argument("--position", type=int, required=True)
-    p.add_argument("--tree-size", type=int, default=0, help="0: the latest checkpoint's")
+    p.add_argument("--position", type=POSITION, required=True)
+    p.add_argument("--tree-size", type=POSITION, default=0, help="0: the latest checkpoint's")
     _common(p)
     p.set_defaults(func=unary("GetInclusionProof", lambda a: regulator_pb2.
                               GetInclusionProofRequest(position=a.position,
                                                        tree_size=a.tree_size)))
     p = reg.add_parser("consistency-proof", help="the consistency proof between two sizes")
-    p.add_argument("--first-size", type=int, required=True)
-    p.add_argument("--second-size", type=int, default=0, help="0: the latest checkpoint's")
+    p.add_argument("--first-size", type=POSITION, required=True)
+    p.add_argument("--second-size", type=POSITION, default=0, help="0: the latest checkpoint's")
     _common(p)
     p.set_defaults(func=unary("GetConsistencyProof", lambda a: regulator_pb2.
                               GetConsistencyProofRequest(first_size=a.first_size,

@@ -8,6 +8,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -101,6 +102,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         cfg = api_config.load(dotenv=Path(args.env_file), listen=args.listen, store=args.store)
     except api_config.ConfigError as exc:
         raise CliError(str(exc)) from None
+    _check_listen(cfg.listen)  # before the ledger process starts: nothing to undo
     overrides: dict[str, Any] = {"insecure": args.insecure}
     for flag in ("credentials", "tls_cert", "tls_key", "tls_client_ca"):
         value = getattr(args, flag)
@@ -156,6 +158,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (OSError, api_config.ConfigError) as exc:
         ledger.close()
         raise CliError(str(exc)) from None
+    except BaseException:
+        ledger.close()  # the ledger process and its folder go too
+        raise
     host = cfg.listen.rsplit(":", 1)[0]
     target = f"{host}:{running.port}"
     try:
@@ -199,6 +204,26 @@ def _writer_name(listen: str) -> str:
 
         host = socket.gethostname()
     return f"{host}:{port}"
+
+
+def _check_listen(listen: str) -> None:
+    """CliError if ``listen`` (HOST:PORT) cannot be bound now: a port in use is said in one
+    line, before anything starts (gRPC would add a log line of its own)."""
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return  # port 0 (any free port), or a form gRPC reads itself
+    try:
+        found = socket.getaddrinfo(host.strip("[]") or None, int(port), type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        raise CliError(f"--listen {listen}: {exc}") from None
+    for family, kind, proto, _, address in found[:1]:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                raise CliError(f"--listen {listen}: cannot listen: {exc.strerror}") from None
 
 
 def _ledger_lost(code: int) -> None:

@@ -16,8 +16,11 @@ stored, so many calls are in flight on one connection; queries run on a small po
 Answers that are ready together leave in one frame, with the host's saved log position; the rule
 book's errors keep their class, field, reason and message.
 
-If the host goes away, calls in flight fail with ``Conflict`` (NOT_STORED: retry with the same
-request id, which returns the first answer if it was stored after all)."""
+If the host goes away, a command it had received and not answered fails with ``HostGone``
+(a ``Conflict``, ABORTED over gRPC) reason OUTCOME_UNKNOWN: it may have been stored; a retry
+with the same request id gives its first answer if it was, else runs it. A call that never
+reached the host (sent after it went, or its frame cut short) and a query fail with reason
+NOT_STORED: nothing was stored."""
 
 from __future__ import annotations
 
@@ -263,7 +266,8 @@ class RemoteLedger:
         future: Future[Any] = Future()
         with self._lock:
             if self._gone is not None:
-                raise HostGone("request_id", "NOT_STORED", self._gone)
+                raise HostGone("request_id", "NOT_STORED", f"{self._gone}; the command was not "
+                               "sent: retry it (with the same request id)")
             self._next += 1
             call_id = self._next
         frame = wire.call_frame(call_id, method, args, kwargs)  # TypeError: nothing sent
@@ -272,8 +276,13 @@ class RemoteLedger:
         try:
             with self._send_lock:
                 wire.send(self._sock, frame)
-        except OSError as exc:
-            self._lost(f"the ledger process cannot be reached ({exc}); retry the command")
+        except OSError as exc:  # the frame did not go whole: the host cannot have run it
+            with self._lock:
+                self._waiting.pop(call_id, None)
+            self._lost(f"the ledger process cannot be reached ({exc})")
+            raise HostGone("request_id", "NOT_STORED", f"the ledger process cannot be reached "
+                           f"({exc}); the command was not sent: retry it (with the same "
+                           "request id)") from None
         except Exception:  # not sent: forget the call
             with self._lock:
                 self._waiting.pop(call_id, None)
@@ -312,16 +321,23 @@ class RemoteLedger:
                         future.set_exception(wire.read_error(value))
         except (OSError, ProtocolError, KeyError, TypeError, ValueError):
             pass
-        self._lost("the ledger process went away; nothing is known of the command: retry it "
-                   "with the same request id")
+        self._lost("the ledger process went away")
 
     def _lost(self, why: str) -> None:
+        """Fail the calls in flight: a command the host received may have been stored."""
         with self._lock:
             self._gone = self._gone or why
             waiting, self._waiting = self._waiting, {}
-        for future, _ in waiting.values():
-            if not future.done():
-                future.set_exception(HostGone("request_id", "NOT_STORED", why))
+        for future, method in waiting.values():
+            if future.done():
+                continue
+            if method in COMMANDS:
+                future.set_exception(HostGone(
+                    "request_id", "OUTCOME_UNKNOWN", f"{why} before it answered; the command "
+                    "may have been stored: retry with the same request id to learn the outcome"))
+            else:
+                future.set_exception(HostGone("request_id", "NOT_STORED",
+                                              f"{why}; the query did not end: retry it"))
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name in COMMANDS or name in QUERIES:
@@ -342,8 +358,8 @@ class LedgerProcess(RemoteLedger):
                  on_lost: Callable[[int], None] | None = None, writer_name: str = "") -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "services.ledger.remote", "--socket", path],
+        self.process = subprocess.Popen(  # --own-dir: the child removes _dir whenever it ends
+            [sys.executable, "-m", "services.ledger.remote", "--socket", path, "--own-dir"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             start_new_session=True,  # Ctrl-C reaches the server, which stops the child after
             env={k: v for k, v in os.environ.items() if not k.startswith("SABOT_")},
@@ -419,10 +435,24 @@ def host_main(argv: list[str] | None = None) -> int:
     line or in the environment, where other processes could read a key. Prints ``ready`` when
     it serves; stops (the writer drained, the store closed) when its standard input ends, that
     is when the server stops or dies. Its warnings (a refused connection) go to standard error,
-    the server's log."""
+    the server's log. With ``--own-dir`` the socket's directory is this process's: removed when
+    it ends, however the server ended (even killed: its end closes our standard input)."""
     parser = argparse.ArgumentParser(prog="services.ledger.remote")
     parser.add_argument("--socket", required=True)
+    parser.add_argument("--own-dir", action="store_true",
+                        help="remove the socket's directory (made for it alone) when done")
     args = parser.parse_args(argv)
+    try:
+        return _host(args.socket)
+    finally:
+        if args.own_dir:
+            with contextlib.suppress(OSError):
+                os.unlink(args.socket)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.dirname(os.path.abspath(args.socket)))  # only if empty
+
+
+def _host(path: str) -> int:
     # The writer, the commit thread and the socket's reader and sender hand work to one another
     # many times per batch; each waits for the interpreter lock after every store round trip.
     # Switching every 0.5 ms instead of 5 ms: 528 -> 648 stakes/s (bench.load, 32 clients).
@@ -445,7 +475,7 @@ def host_main(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="ledger process %(levelname)s %(name)s: %(message)s")
     ledger = Ledger(config, batching=True)
-    host = LedgerHost(ledger, args.socket, secret).start()
+    host = LedgerHost(ledger, path, secret).start()
     print("ready", flush=True)
     sys.stdout = sys.stderr  # nobody reads our standard output after this line
     try:

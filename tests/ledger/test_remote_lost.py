@@ -1,0 +1,133 @@
+"""A ledger process lost mid-call: a command it received may have been stored (OUTCOME_UNKNOWN,
+retry with the same request id), one it never got was not (NOT_STORED); and the process's
+folder (``sabot-ledger-*`` in the temporary directory) goes however the server ends, killed
+included."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from services.ledger import wire
+from services.ledger.errors import Conflict
+from services.ledger.remote import HostGone, LedgerProcess, RemoteLedger
+
+KEY = bytes(range(32))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class SilentHost:
+    """A host that proves the secret, takes one call frame, then goes away without answering
+    (as a ledger process killed while its writer stores the command)."""
+
+    def __init__(self, path: str) -> None:
+        self.secret = secrets.token_bytes(32)
+        self.received: list[object] = []
+        self.got_call = threading.Event()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(1)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        nonce = secrets.token_hex(32)
+        wire.send(conn, wire.challenge(nonce))
+        assert wire.check_reply(self.secret, nonce, wire.receive(conn, wire.MAX_HELLO)) is None
+        wire.send(conn, wire.acceptance(self.secret, nonce))
+        self.received.append(wire.receive(conn, wire.MAX_CALL))
+        self.got_call.set()
+        conn.close()
+        self.listener.close()
+
+
+@pytest.fixture
+def silent(tmp_path: Path) -> Iterator[tuple[SilentHost, RemoteLedger]]:
+    host = SilentHost(str(tmp_path / "ledger.sock"))
+    remote = RemoteLedger(str(tmp_path / "ledger.sock"), f"sqlite:///{tmp_path / 'l.db'}",
+                          secret=host.secret)
+    yield host, remote
+    remote.close()
+
+
+def test_a_command_the_host_received_is_of_unknown_outcome(
+        silent: tuple[SilentHost, RemoteLedger]) -> None:
+    host, remote = silent
+    with pytest.raises(HostGone) as lost:
+        remote.open_account("a-1", "anne")
+    assert host.received  # it did reach the host, which may have stored it
+    assert isinstance(lost.value, Conflict)  # ABORTED over gRPC: retry
+    assert lost.value.reason == "OUTCOME_UNKNOWN"
+    assert lost.value.field == "request_id"
+    assert "retry with the same request id to learn the outcome" in lost.value.message
+    # Once the host is known gone, nothing is sent: that call was not stored.
+    with pytest.raises(HostGone) as refused:
+        remote.open_account("a-2", "bruno")
+    assert refused.value.reason == "NOT_STORED"
+
+
+def test_a_query_lost_with_the_host_stored_nothing(
+        silent: tuple[SilentHost, RemoteLedger]) -> None:
+    _, remote = silent
+    with pytest.raises(HostGone) as lost:
+        remote.list_tables()
+    assert lost.value.reason == "NOT_STORED"
+
+
+def _ledger_dirs(tmp: Path) -> list[str]:
+    return sorted(p.name for p in tmp.iterdir() if p.name.startswith("sabot-ledger-"))
+
+
+def test_the_ledger_folder_goes_when_the_server_is_killed(tmp_path: Path) -> None:
+    """SIGKILL of the process that started the ledger process: the child, whose standard input
+    ends with its parent, removes its folder itself."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    script = (
+        "import sys, time\n"
+        "from services.ledger.remote import LedgerProcess\n"
+        f"p = LedgerProcess('sqlite:///{tmp_path / 'k.db'}', bytes(range(32)))\n"
+        "print('up', p.process.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, text=True,
+                              stdout=subprocess.PIPE, env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        assert parent.stdout is not None
+        line = parent.stdout.readline().split()
+        assert line[:1] == ["up"], line
+        assert len(_ledger_dirs(tmp)) == 1
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        for _ in range(300):  # the child drains its writer and ends: wait for the folder to go
+            if not _ledger_dirs(tmp):
+                break
+            threading.Event().wait(0.05)
+        assert _ledger_dirs(tmp) == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def test_the_ledger_folder_goes_when_the_process_is_closed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    process = LedgerProcess(f"sqlite:///{tmp_path / 'c.db'}", KEY)
+    assert len(_ledger_dirs(tmp)) == 1
+    process.close()
+    assert _ledger_dirs(tmp) == []
