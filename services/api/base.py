@@ -24,6 +24,7 @@ from services.ledger.api import Ledger
 from services.ledger.attribution import Attributor
 from services.ledger.errors import Conflict
 from services.ledger.views import StoredEvent
+from services.ledger.wire import HostGone
 
 T = TypeVar("T")
 
@@ -106,7 +107,7 @@ class Base:
             try:
                 result = fn(*args, actor=actor)
             except Conflict as exc:
-                if attempt == CONFLICT_RETRIES:
+                if attempt == CONFLICT_RETRIES or isinstance(exc, HostGone):  # say it as it is
                     exc.field = _rename(fields, exc.field)
                     raise
                 time.sleep(delay)

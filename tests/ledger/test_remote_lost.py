@@ -131,3 +131,31 @@ def test_the_ledger_folder_goes_when_the_process_is_closed(
     assert len(_ledger_dirs(tmp)) == 1
     process.close()
     assert _ledger_dirs(tmp) == []
+
+
+def test_over_grpc_the_lost_command_is_aborted_outcome_unknown(
+        silent: tuple[SilentHost, RemoteLedger], tmp_path: Path) -> None:
+    """The servicer does not retry a call lost with the ledger process (a retry would say
+    NOT_STORED and hide that the first may have been stored)."""
+    import grpc
+
+    from services.api import errors, server
+    from services.api.client import Client
+    from services.api.config import Config, parse_tokens
+    from services.api.gen.sabot.v1 import cashier_pb2
+
+    _, remote = silent
+    running = server.start(Config(listen="127.0.0.1:0", store=f"sqlite:///{tmp_path / 'l.db'}",
+                                  tokens=parse_tokens("lost-token-2b9e4f1a7c3d5e60:admin"),
+                                  seal_key=KEY, projections=False), remote)  # type: ignore[arg-type]
+    client = Client(f"127.0.0.1:{running.port}", "lost-token-2b9e4f1a7c3d5e60")
+    try:
+        with pytest.raises(grpc.RpcError) as lost:
+            client.cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
+                request_id="a-1", account_id="anne", currency_code="EUR"))
+        assert lost.value.code() is grpc.StatusCode.ABORTED
+        assert errors.details_of(lost.value) == ("request_id", "OUTCOME_UNKNOWN")
+        assert "retry with the same request id to learn the outcome" in lost.value.details()
+    finally:
+        client.close()
+        running.stop(grace=1)
