@@ -1,9 +1,15 @@
-"""``sabot-verify EXPORT [--regulator-key KEY] [--checkpoint-key KEY]``.
+"""``sabot-verify EXPORT [--regulator-key KEY] [--checkpoint-key KEY] [--chain-key KEY]
+[--chain-head FILE]``.
 
 Checks an export (docs/export-format.md) with nothing but the standard library and
-``cryptography``: every leaf hash, inclusion proof, signed checkpoint and consistency proof, then
-every shoe's commitment, shuffle and cut, and every coup's deal, outcome and settlement. Prints a
-verdict per coup; exit 0 only when everything verifies, 1 when something does not, 2 on usage.
+``cryptography``: every leaf hash, inclusion proof, signed checkpoint and consistency proof; the
+evidence chain (every batch against the link its writer signed); that every posting belongs to
+exactly one command whose postings balance, and (whole log) every balance re-derived and every
+snapshot against its link; then every shoe's commitment, shuffle and cut, and every coup's
+deal, outcome and settlement. Prints a verdict per coup; exit 0 only when everything verifies,
+1 when something does not, 2 on usage. The first tampered position is the least position where
+the stored log differs from what was notarised or chained; when the log is intact, the least
+where what it records breaks the rules.
 """
 
 from __future__ import annotations
@@ -14,28 +20,59 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from sabot_verify import actors
-from sabot_verify.integrity import Problem, check, parse
+from sabot_verify.chain import key_id, load_head, walk_export
+from sabot_verify.integrity import Export, Problem, check, parse
+from sabot_verify.money import check_money
 from sabot_verify.proofs import Bad, load_x25519, open_escrow
 from sabot_verify.shoe import commitment
 from sabot_verify.shoes import Verdict, verify_shoes
 
 
-def _read_key(text: str) -> bytes:
+def _read_key(text: str, flag: str = "--checkpoint-key") -> bytes:
     path = Path(text)
     raw = path.read_text().strip() if path.exists() else text.strip()
     try:
         key = bytes.fromhex(raw)
     except ValueError:
-        raise Bad("--checkpoint-key: expected 64 hex digits or a file holding them") from None
+        raise Bad(f"{flag}: expected 64 hex digits or a file holding them") from None
     if len(key) != 32:
-        raise Bad("--checkpoint-key: expected 32 bytes")
+        raise Bad(f"{flag}: expected 32 bytes")
     return key
+
+
+def _chain(exp: Export, chain_keys: list[bytes] | None, head: dict[str, Any] | None,
+           out: Any) -> tuple[list[Problem], Any]:
+    """The evidence chain over the exported events, in log order: its problems and the walk."""
+    trusted: dict[str, Ed25519PublicKey] = {}
+    keys = chain_keys
+    if not keys and exp.header.get("chain_key"):
+        keys = [bytes.fromhex(exp.header["chain_key"])]
+        print("note: chain key taken from the export; pin it with --chain-key", file=out)
+    for k in keys or []:
+        trusted[key_id(k)] = Ed25519PublicKey.from_public_bytes(k)
+    records: list[tuple[int, int | None, dict[str, Any] | None]] = []
+    for r in exp.events:
+        records.append((r["position"], r["index"], r.get("event")))
+    for r in exp.unnotarised + exp.tail:
+        records.append((r["position"], None, r.get("event")))
+    records.sort(key=lambda x: (x[0], x[1] is None))
+    whole = exp.header.get("coverage") == "log"
+    walk = walk_export(records, trusted, head if whole else None, whole=whole)
+    problems = [Problem(f.position, f.message) for f in walk.findings]
+    if not walk.links and not problems and records:
+        problems.append(Problem(records[0][0], "evidence chain: no verified link in the export"))
+    if head is not None and not whole and int(head["seq"]) > walk.last_seq:
+        print(f"note: the export ends before link {head['seq']} of the writer's head", file=out)
+    return problems, walk
 
 
 def run(
     lines: list[str], regulator_key: bytes | None = None, checkpoint_key: bytes | None = None,
-    out: Any = sys.stdout,
+    out: Any = sys.stdout, chain_keys: list[bytes] | None = None,
+    chain_head: dict[str, Any] | None = None,
 ) -> int:
     exp = parse(lines)
     key = checkpoint_key
@@ -44,6 +81,13 @@ def run(
         print("note: checkpoint key taken from the export; pin it with --checkpoint-key", file=out)
     problems, checkpoints = check(exp, key)
     problems += actors.problems(exp.events)  # each event's actor is its command's
+    chain_found, walk = _chain(exp, chain_keys, chain_head, out)
+    problems += chain_found
+    whole = exp.header.get("coverage") == "log"
+    contents = [r["event"] for r in exp.events if r.get("event")]
+    contents += [r["event"] for r in exp.unnotarised + exp.tail if r.get("event")]
+    contents.sort(key=lambda e: e["position"])
+    money, accounts = check_money(contents, walk.after or 0, whole, exp.snapshots, walk.links)
     reg = load_x25519(regulator_key) if regulator_key is not None else None
 
     def seed_of(shoe_id: str, shuffled: dict[str, Any]) -> bytes | None:
@@ -79,11 +123,24 @@ def run(
         print(f"{'OK  ' if v.ok else 'FAIL'} {v.what}: {v.detail}", file=out)
     for line in actors.report(exp.events):  # who did what
         print(line, file=out)
+    if not chain_found:
+        print(f"OK   evidence chain: {len(walk.links)} links verified", file=out)
+    if not money:
+        derived = (f"; {len(accounts.balances)} accounts re-derived, sum 0"
+                   if accounts is not None else "")
+        print(f"OK   money: every posting belongs to one command, each balanced{derived}",
+              file=out)
     for p in problems:
         print(f"FAIL {p.message}", file=out)
+    for m in money:
+        where = f"position {m.position}: " if m.position is not None else ""
+        print(f"FAIL money: {where}{m.message}", file=out)
+    # the log's own integrity first (notarised, chained); then what it records
     failed_at = [p.position for p in problems if p.position is not None]
-    failed_at += [v.position for v in verdicts if not v.ok and v.position is not None]
-    bad = bool(problems) or any(not v.ok for v in verdicts)
+    if not failed_at:
+        failed_at = [v.position for v in verdicts if not v.ok and v.position is not None]
+        failed_at += [m.position for m in money if m.position is not None]
+    bad = bool(problems) or bool(money) or any(not v.ok for v in verdicts)
     coups = sum(1 for v in verdicts if v.what.startswith("coup"))
     if bad:
         first = f"; first tampered position {min(failed_at)}" if failed_at else ""
@@ -91,7 +148,7 @@ def run(
         return 1
     print(
         f"VERIFIED: {len(exp.events)} events, {len(exp.checkpoints)} checkpoints, "
-        f"{coups} coups",
+        f"{coups} coups, {len(walk.links)} links",
         file=out,
     )
     return 0
@@ -103,16 +160,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regulator-key", help="the regulator's X25519 private key (PEM file)")
     parser.add_argument("--checkpoint-key", help="the operator's Ed25519 checkpoint public key "
                         "(64 hex digits, or a file holding them)")
+    parser.add_argument("--chain-key", action="append",
+                        help="a public key of the ledger's evidence chain (64 hex digits, or a "
+                        "file holding them); repeat it for each key used since the log began")
+    parser.add_argument("--chain-head", help="the ledger writer's head file (SABOT_CHAIN_HEAD): "
+                        "the export must reach the last link it records")
     args = parser.parse_args(argv)
     try:
         text = sys.stdin.read() if args.export == "-" else Path(args.export).read_text("utf-8")
         reg = Path(args.regulator_key).read_bytes() if args.regulator_key else None
         cpk = _read_key(args.checkpoint_key) if args.checkpoint_key else None
+        chain = [_read_key(k, "--chain-key") for k in args.chain_key or []]
+        head = load_head(Path(args.chain_head).read_text()) if args.chain_head else None
     except (OSError, UnicodeDecodeError, Bad) as exc:
         print(f"sabot-verify: error: {exc}", file=sys.stderr)
         return 2
+    except (ValueError, KeyError, TypeError) as exc:
+        print(f"sabot-verify: error: --chain-head: {exc}", file=sys.stderr)
+        return 2
     try:
-        return run(text.splitlines(), reg, cpk)
+        return run(text.splitlines(), reg, cpk, chain_keys=chain or None, chain_head=head)
     except (Bad, KeyError, TypeError, ValueError) as exc:  # a malformed export does not verify
         print(f"NOT VERIFIED: malformed export: {exc!r}")
         return 1

@@ -28,6 +28,8 @@ class Export:
     header: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)  # "event" records in order
     unnotarised: list[dict[str, Any]] = field(default_factory=list)
+    tail: list[dict[str, Any]] = field(default_factory=list)  # after the anchor, to a link
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     escrow: list[bytes] = field(default_factory=list)  # sealed seeds (nil shoe id)
     end: dict[str, Any] | None = None
@@ -55,6 +57,10 @@ def parse(lines: list[str]) -> Export:
             exp.events.append(r)
         elif kind == "unnotarised":
             exp.unnotarised.append(r)
+        elif kind == "tail":
+            exp.tail.append(r)
+        elif kind == "snapshot":
+            exp.snapshots.append(r)
         elif kind == "checkpoint":
             exp.checkpoints.append(r)
         elif kind == "escrow":

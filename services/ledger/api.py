@@ -65,6 +65,7 @@ from services.ledger.attribution import Attributor
 from services.ledger.config import APP_NAME, LedgerConfig, store_env
 from services.ledger.coup import FATE_EVENTS, Coup, Phase
 from services.ledger.errors import AlreadyExists, PermissionDenied
+from services.ledger.evidence import ChainKey, ChainWriter
 from services.ledger.ids import (
     account_uuid,
     cage_account,
@@ -156,6 +157,11 @@ class Ledger:
                 schema.apply_sqlite_guards(cursor)
         elif schema_owner(self.app):  # else its owner set it up (services/ledger/schema.py)
             schema.apply_schema(_conninfo(env), (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
+        try:
+            self.app.use_evidence(chain_writer(self.app, config))
+        except BaseException:
+            self.app.close()
+            raise
         # One writer per store (services/ledger/lease.py): this one decides while it holds it.
         self.lease = lease_from_env(env, config.writer_name)
         if postgres:
@@ -1218,6 +1224,17 @@ def schema_owner(app: LedgerApplication) -> bool:
     """Whether the application's role created (owns) the tables (the library's CREATE_TABLE,
     decided in ``LedgerApplication.construct_env``)."""
     return str(app.env.get("CREATE_TABLE", "y")).lower() in ("y", "yes", "t", "true", "on", "1")
+
+
+def chain_writer(app: LedgerApplication, config: LedgerConfig) -> ChainWriter | None:
+    """The evidence writer of ``config`` (None: evidence off); ``ChainBroken`` if the store
+    lost the last link its head file records."""
+    if not config.evidence:
+        return None
+    key = ChainKey.from_raw(config.chain_key) if config.chain_key else ChainKey.ephemeral()
+    chain = ChainWriter(app.recorder, key, config.chain_head)
+    chain.check_head_file()
+    return chain
 
 
 def _conninfo(env: dict[str, str]) -> str:

@@ -30,7 +30,12 @@ class LedgerConfig:
     ``regulator_key``: the regulator's raw 32-byte X25519 public key; when set, every shoe's
     seed is also sealed to it (SABOT-ESCROW-1) in ``Shoe.Shuffled.escrowed_seed``.
     ``writer_name``: how this ledger names itself to the others on the store while it holds the
-    writer lease (e.g. the address its server listens at; default: its pid and host)."""
+    writer lease (e.g. the address its server listens at; default: its pid and host).
+    ``chain_key``: the raw 32-byte Ed25519 private key that signs each batch's link
+    (``services.ledger.evidence``; None: a key made for this process only, whose links a
+    verifier can check only against the public key they introduce); ``chain_head``: the file
+    where the writer keeps the last link it stored (outside the database: a store that lost
+    its end is refused). ``evidence=False`` writes no links (for the bench's comparison only)."""
 
     store_url: str
     seal_key: bytes
@@ -41,11 +46,15 @@ class LedgerConfig:
     extra_env: dict[str, str] = field(default_factory=dict)
     regulator_key: bytes | None = None
     writer_name: str = ""
+    chain_key: bytes | None = None
+    chain_head: str | None = None
+    evidence: bool = True
 
     @classmethod
     def from_environ(cls, environ: dict[str, str] | None = None) -> LedgerConfig:
         """``SABOT_STORE_URL``, ``SABOT_SEAL_KEY`` (64 hex digits) and optionally
-        ``SABOT_REGULATOR_KEY`` (the regulator's X25519 public key, 64 hex digits)."""
+        ``SABOT_REGULATOR_KEY`` (the regulator's X25519 public key, 64 hex digits),
+        ``SABOT_CHAIN_KEY`` (64 hex digits or a key file) and ``SABOT_CHAIN_HEAD`` (a path)."""
         env = dict(os.environ if environ is None else environ)
         url = env.get("SABOT_STORE_URL", "sqlite:///sabot.db")
         key_hex = env.get("SABOT_SEAL_KEY", "")
@@ -55,8 +64,18 @@ class LedgerConfig:
             raise InvalidArgument("SABOT_SEAL_KEY", "BAD_KEY", "must be hexadecimal") from None
         if len(key) != 32:
             raise InvalidArgument("SABOT_SEAL_KEY", "BAD_KEY", "must be 32 bytes (64 hex digits)")
+        chain_text = env.get("SABOT_CHAIN_KEY", "").strip()
+        chain_key = None
+        if chain_text:
+            from services.ledger.evidence import load_chain_key
+
+            try:
+                chain_key = load_chain_key(chain_text)
+            except ValueError as exc:
+                raise InvalidArgument("SABOT_CHAIN_KEY", "BAD_KEY", str(exc)) from None
         return cls(store_url=url, seal_key=key,
-                   regulator_key=regulator_public_key(env.get("SABOT_REGULATOR_KEY", "")))
+                   regulator_key=regulator_public_key(env.get("SABOT_REGULATOR_KEY", "")),
+                   chain_key=chain_key, chain_head=env.get("SABOT_CHAIN_HEAD") or None)
 
 
 def regulator_public_key(text: str, field: str = "SABOT_REGULATOR_KEY") -> bytes | None:

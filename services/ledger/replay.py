@@ -18,6 +18,7 @@ from uuid import UUID
 from services.ledger.actor import UNRECORDED, Actor
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
+from services.ledger.evidence import LINKED_TOPIC
 from services.ledger.request import Request
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
@@ -88,6 +89,7 @@ def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Le
         LedgerConfig(
             store_url=target_url, seal_key=key, clock=inputs.clock, new_id=inputs.new_id,
             new_seed=inputs.new_seed, regulator_key=source.config.regulator_key,
+            chain_key=source.config.chain_key,
         )
     )
     for command in stored_commands(source):
@@ -103,13 +105,14 @@ def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Le
 
 
 def event_log(ledger: Ledger) -> list[tuple[str, str, int, str]]:
-    """(topic, originator id, version, state as canonical JSON) of every event, in log order."""
+    """(topic, originator id, version, state as canonical JSON) of every event, in log order;
+    the evidence chain's links are left out (they are signed by each ledger's own key)."""
     out: list[tuple[str, str, int, str]] = []
     position = 0
     while batch := ledger.read_events(position, 1000):
         out += [
             (e.topic, e.originator_id, e.version, json.dumps(e.state, sort_keys=True))
-            for e in batch
+            for e in batch if e.topic != LINKED_TOPIC
         ]
         position = batch[-1].position
     return out

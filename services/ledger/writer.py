@@ -504,11 +504,12 @@ class Writer:
         return True
 
     def _save(self, decided: Decided) -> None:
-        recordings = self.app.save(*decided.events)
+        """One transaction: the batch's events (and, with evidence, the link closing them);
+        then the snapshots taken with it, which that link names."""
+        recordings = self.app.save(*decided.events, snapshots=decided.snapshots)
         last = max((r.notification.id for r in recordings), default=0)
         if last > self.saved_position:
             self.saved_position = last
-        self.app.put_snapshots(decided.snapshots)
 
     def _settle(self, decided: Decided) -> None:
         """The batch is stored: remember its requests, answer its commands."""

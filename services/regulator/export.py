@@ -1,15 +1,19 @@
 """The canonical export (SABOT-EXPORT-1, docs/export-format.md): leaves and checkpoints, JSONL.
 
-An export covers ranges of the Merkle log's leaves: for a shoe, every leaf from its first event to
-its last (and on past it, over any leaves whose events are gone from the store before the next
-stored event; for a shoe not closed in the store, every later leaf whose event is gone), plus
-its table's ``Opened`` event; for a time range, every leaf whose event's timestamp falls in it.
-The default export (every closed shoe) also carries every leaf up to the anchor whose event is
-gone from the store, wherever it lies: deleting a shoe's ``Shoe.Closed`` drops the shoe from the
-closed shoes, not the deletion from the export. Each leaf is written with its position, its
-notarised hash, the stored content and an inclusion proof against the anchor checkpoint; a leaf
-whose event is gone from the store is written with ``"event": null``, and a stored event that
-was never notarised is written too, so the verifier can name the first tampered position.
+The default export covers the whole log up to the anchor: every leaf (account openings, cash
+in and out before the first shoe, every shoe closed or in play), the stored snapshots, and
+the closed shoes listed for the verifier to replay. A narrower export covers ranges of the
+Merkle log's leaves: for a shoe, every leaf from its first event to its last (and on past it,
+over any leaves whose events are gone from the store before the next stored event; for a shoe
+not closed in the store, every later leaf whose event is gone), plus its table's ``Opened``
+event; for a time range, every leaf whose event's timestamp falls in it. Every range is widened
+to whole batches of the evidence chain (from the link before it to the link after it), so the
+verifier can check each batch against its signed link. Each leaf is written with its position,
+its notarised hash, the stored content and an inclusion proof against the anchor checkpoint; a
+leaf whose event is gone from the store is written with ``"event": null``, and a stored event
+that was never notarised is written too, so the verifier can name the first tampered position.
+When the anchor ends inside a batch (a checkpoint at a coup's end, while a server writes), the
+stored events after it up to that batch's link follow as ``tail`` records.
 """
 
 from __future__ import annotations
@@ -20,12 +24,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from services.ledger.evidence import LINKED_TOPIC
 from services.regulator.actors import command_actors
 from services.regulator.canonical import canonical_json
+from services.regulator.chain import (
+    ChainProblem,
+    chain_problems,
+    genesis,
+    link_at_or_after,
+    link_before,
+)
 from services.regulator.checkpoint import Checkpoint
 from services.regulator.merkle import MemoryTree, ProofError
 from services.regulator.notary import Notary, missing_leaves
-from services.regulator.source import EventTable, RawEvent
+from services.regulator.source import EventTable, RawEvent, SnapshotTable
 from services.regulator.vocabulary import (
     COUP_PREFIX,
     COUP_SETTLED,
@@ -60,10 +74,13 @@ class ExportSummary:
     events: int = 0
     missing: int = 0  # notarised leaves whose event is gone from the store
     unnotarised: int = 0  # stored events inside the ranges that no leaf covers
+    tail: int = 0  # stored events after the anchor, up to the link closing its last batch
+    snapshots: int = 0
     checkpoints: int = 0
     anchor: int = 0
     shoes: list[str] = field(default_factory=list)
     settled: set[str] = field(default_factory=set)  # coups whose end is exported
+    chain_problems: list[ChainProblem] = field(default_factory=list)  # found while exporting
 
 
 def shoe_ranges(events: EventTable, notary: Notary, shoe_id: str) -> list[tuple[int, int]]:
@@ -165,13 +182,17 @@ def write_export(
     shoe_ids: Sequence[str] | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    chain_keys: dict[str, Ed25519PublicKey] | None = None,
 ) -> ExportSummary:
-    """Write the export of the shoes (default: every closed shoe) or of the time range;
-    ``public_key`` is the checkpoint key's raw public half, named in the header."""
+    """Write the export of the whole log (default), of the shoes or of the time range;
+    ``public_key`` is the checkpoint key's raw public half, named in the header;
+    ``chain_keys``: the evidence chain's keys to check it with while exporting (default: the
+    key its first link introduces)."""
     anchor = notary.latest_checkpoint()
     if anchor is None:
         raise ExportError("store", "no signed checkpoint yet: run `sabot checkpoint` first")
     summary = ExportSummary(anchor=anchor.size)
+    whole = shoe_ids is None and since is None and until is None
     if since is not None or until is not None:
         ranges, shoes = time_ranges(events, notary, since, until)
         summary.shoes = shoes
@@ -183,27 +204,39 @@ def write_export(
     else:
         shoes = list(shoe_ids) if shoe_ids is not None else closed_shoes(events)
         summary.shoes = shoes
-        ranges = [r for s in shoes for r in shoe_ranges(events, notary, s)]
-        if shoe_ids is None:
-            # the whole log's audit: every notarised event gone from the store is exported too
-            # (a shoe whose Shoe.Closed was deleted no longer reads as closed, yet must show)
-            ranges += [(i, i) for i in missing_leaves(events, notary, 0, anchor.size)]
+        if whole:  # every leaf: all the money, every shoe (its closed ones are replayed)
+            ranges = [(0, anchor.size - 1)]
+        else:
+            ranges = [r for s in shoes for r in shoe_ranges(events, notary, s)]
         selection = {"shoes": shoes}
     ranges = merge((a, min(b, anchor.size - 1)) for a, b in ranges if a < anchor.size)
+    if not whole:
+        ranges = merge(whole_batches(events, notary, ranges, anchor.size))
     total = sum(b - a + 1 for a, b in ranges)
     tree = _tree(notary, anchor.size) if total > PROOFS_IN_MEMORY_ABOVE else None
-    header = {
+    first_link = genesis(events)
+    header: dict[str, Any] = {
         "kind": "header",
         "format": FORMAT,
         "origin": anchor.origin,
         "checkpoint_key": public_key.hex(),
         "selection": selection,
+        "coverage": "log" if whole else "ranges",
         "anchor": anchor.size,
         "ranges": [[a, b] for a, b in ranges],
     }
+    if first_link is not None and "public_key" in first_link.body:
+        header["chain_key"] = str(first_link.body["public_key"])
     _line(out, header)
+    deleted: list[int] = []
     for a, b in ranges:
-        _write_range(out, events, notary, tree, anchor, a, b, summary)
+        deleted += _write_range(out, events, notary, tree, anchor, a, b, summary)
+    if ranges and ranges[-1][1] == anchor.size - 1 and anchor.position is not None:
+        _write_tail(out, events, anchor.position, summary)
+    if whole:
+        for snap in SnapshotTable(events.db).records():
+            _line(out, {"kind": "snapshot", **snap})
+            summary.snapshots += 1
     if shoe_ids is not None and events.db.table_exists("regulator_escrow"):
         # seeds escrowed beside the ledger (escrow_table.py): what a shoe in play needs
         for (sealed,) in events.db.rows("SELECT sealed FROM regulator_escrow ORDER BY id"):
@@ -225,9 +258,72 @@ def write_export(
         _line(out, rec)
         prev = cp
         summary.checkpoints += 1
-    counts = {k: v for k, v in vars(summary).items() if k not in ("shoes", "settled")}
+    counts = {k: v for k, v in vars(summary).items()
+              if k not in ("shoes", "settled", "chain_problems")}
     _line(out, {"kind": "end", **counts})
+    summary.chain_problems = _check_chain(events, notary, ranges, deleted, anchor,
+                                          chain_keys)
     return summary
+
+
+def whole_batches(events: EventTable, notary: Notary, ranges: Iterable[tuple[int, int]],
+                  size: int) -> list[tuple[int, int]]:
+    """Leaf ranges widened to whole batches of the evidence chain: from the event after the
+    link before each range to the first link at or after its end (capped at ``size``)."""
+    first = genesis(events)
+    if first is None:
+        return list(ranges)
+    after = int(first.body.get("after", 0))
+    out = []
+    for a, b in ranges:
+        la = notary.leaves(a, a + 1)
+        lb = notary.leaves(b, b + 1)
+        if not la or not lb:
+            out.append((a, b))
+            continue
+        pa, pb = la[0][1], lb[0][1]
+        start = pa
+        if pa > after:
+            prior = link_before(events, pa, after)
+            start = prior.position + 1 if prior is not None else after + 1
+        closing = link_at_or_after(events, pb) if pb > after else None
+        stop = notary.index_at_or_after(closing.position + 1) - 1 if closing else b
+        out.append((min(a, notary.index_at_or_after(start)), min(max(b, stop), size - 1)))
+    return out
+
+
+def _write_tail(out: TextSink, events: EventTable, position: int, summary: ExportSummary
+                ) -> None:
+    """The stored events after the anchor's last leaf up to the link closing its batch, when
+    that leaf is not a link (the anchor is a checkpoint at a coup's end)."""
+    last = events.at([position]).get(position)
+    if last is None or last.topic == LINKED_TOPIC or genesis(events) is None:
+        return
+    closing = link_at_or_after(events, position + 1)
+    stop = closing.position if closing is not None else None
+    after = position
+    while True:
+        batch = events.read(after, 2000)
+        for ev in batch:
+            if stop is not None and ev.position > stop:
+                return
+            _line(out, {"kind": "tail", "position": ev.position, "event": ev.content()})
+            summary.tail += 1
+        if len(batch) < 2000:
+            return
+        after = batch[-1].position
+
+
+def _check_chain(events: EventTable, notary: Notary, ranges: list[tuple[int, int]],
+                 deleted: list[int], anchor: Checkpoint,
+                 keys: dict[str, Ed25519PublicKey] | None) -> list[ChainProblem]:
+    """The chain's problems over the exported ranges (positions), as the export saw them."""
+    spans = []
+    for a, b in ranges:
+        la, lb = notary.leaves(a, a + 1), notary.leaves(b, b + 1)
+        if la and lb:
+            spans.append((la[0][1], lb[0][1]))
+    return chain_problems(events, spans, keys, deleted)
 
 
 def _tree(notary: Notary, size: int) -> MemoryTree:
@@ -248,8 +344,10 @@ def _write_range(
     a: int,
     b: int,
     summary: ExportSummary,
-) -> None:
+) -> list[int]:
+    """Write the leaves a..b; the positions of those whose event is gone from the store."""
     step = 2000
+    gone: list[int] = []
     for lo in range(a, b + 1, step):
         hi = min(b, lo + step - 1)
         leaves = notary.leaves(lo, hi + 1)
@@ -273,6 +371,7 @@ def _write_range(
             }
             if ev is None:
                 summary.missing += 1
+                gone.append(pos)
             elif ev.topic == COUP_SETTLED:
                 summary.settled.add(ev.originator_id)
             summary.events += 1
@@ -280,6 +379,7 @@ def _write_range(
         for pos in sorted(stored):  # stored inside the range, yet no leaf: not notarised
             _line(out, {"kind": "unnotarised", "position": pos, "event": stored[pos].content()})
             summary.unnotarised += 1
+    return gone
 
 
 def _stored_between(events: EventTable, first: int, last: int) -> dict[int, RawEvent]:

@@ -23,6 +23,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from services.regulator import merkle
+from services.regulator.chain import ChainProblem, ChainWalk, new_walk, start_at
 from services.regulator.checkpoint import Checkpoint, sign_checkpoint
 from services.regulator.source import Database, EventTable, RawEvent
 from services.regulator.writer_lock import NotaryBusy, WriterLock
@@ -61,14 +62,21 @@ class Notary:
         coup_end: CoupEnd = no_coup_end,
         *,
         create: bool = True,
+        chain_keys: dict[str, Any] | None = None,
     ) -> None:
         """``create=False``: a reader that neither creates nor changes the tree's tables (an
-        absent tree reads as empty)."""
+        absent tree reads as empty). ``chain_keys``: the evidence chain's public keys by key
+        id (default: the key its first link introduces); every event notarised is checked
+        against the chain, and what does not match is logged and kept in ``chain_problems``
+        (it is notarised all the same: the tree records what the store holds)."""
         self.db = db
         self.events = events
         self.key = key
         self.origin = origin
         self.coup_end = coup_end
+        self.chain_keys = chain_keys
+        self.chain_problems: list[ChainProblem] = []  # the latest (at most 1000)
+        self._walk: ChainWalk | None = None
         self._last: dict[int, bytes] = {}
         self._size = 0
         self._position = 0
@@ -132,6 +140,7 @@ class Notary:
         return int(found) == len(TREE_TABLES) and not owned
 
     def _load_frontier(self) -> None:
+        self._walk = None  # started again from the store at the next sync
         self._last, self._size, self._position = {}, 0, 0
         rows = self.db.rows("SELECT idx, position FROM regulator_leaves ORDER BY idx DESC LIMIT 1")
         if not rows:
@@ -350,6 +359,7 @@ class Notary:
         signed: list[Checkpoint] = []
         done = 0
         with self._writing():
+            self._start_walk()
             while max_events is None or done < max_events:
                 limit = batch if max_events is None else min(batch, max_events - done)
                 events = self.events.read(self._position, limit)
@@ -359,7 +369,40 @@ class Notary:
                 done += len(events)
         return signed
 
+    def _start_walk(self) -> None:
+        """Start checking the chain where the tree ends (once the log has a chain)."""
+        if self._walk is not None:
+            return
+        walk, first = new_walk(self.events, self.chain_keys)
+        if first is None:
+            return  # no link yet: every event so far precedes the chain
+        start = start_at(walk, self.events, first, self._position + 1)
+        after = start - 1
+        while after < self._position:  # the batch's events notarised already, fed again
+            batch = self.events.read(after, min(5000, self._position - after))
+            if not batch:
+                break
+            for ev in batch:
+                walk.feed(ev.position, ev)
+            after = batch[-1].position
+        self._walk = walk
+        self._report()
+
+    def _report(self) -> None:
+        walk = self._walk
+        if walk is None or not walk.problems:
+            return
+        for p in walk.problems:
+            log.error("notary: evidence chain broken at position %d: %s", p.position, p.message)
+        self.chain_problems = (self.chain_problems + walk.problems)[-1000:]
+        walk.problems = []
+
     def _append(self, events: Sequence[RawEvent]) -> list[Checkpoint]:
+        walk = self._walk
+        if walk is not None:
+            for ev in events:
+                walk.feed(ev.position, ev)
+            self._report()
         size, last = self._size, dict(self._last)
         leaf_rows: list[tuple[int, int, bytes]] = []
         node_rows: list[tuple[int, int, bytes]] = []
@@ -379,16 +422,22 @@ class Notary:
             if coup is not None:
                 ends.append((size, ev.position, coup, _root_from_frontier(last, size)))
         signed: list[Checkpoint] = []
-        with self.db.transaction():
-            self.db.executemany(
-                "INSERT INTO regulator_leaves (idx, position, hash) VALUES (?, ?, ?)", leaf_rows
-            )
-            if node_rows:
+        try:
+            with self.db.transaction():
                 self.db.executemany(
-                    "INSERT INTO regulator_nodes (level, idx, hash) VALUES (?, ?, ?)", node_rows
+                    "INSERT INTO regulator_leaves (idx, position, hash) VALUES (?, ?, ?)",
+                    leaf_rows,
                 )
-            for n, pos, coup, root in ends:
-                signed.append(self._sign(n, root, pos, coup))
+                if node_rows:
+                    self.db.executemany(
+                        "INSERT INTO regulator_nodes (level, idx, hash) VALUES (?, ?, ?)",
+                        node_rows,
+                    )
+                for n, pos, coup, root in ends:
+                    signed.append(self._sign(n, root, pos, coup))
+        except BaseException:
+            self._walk = None  # it saw events the tree did not take: start it again
+            raise
         self._size, self._last, self._position = size, last, events[-1].position
         return signed
 

@@ -42,6 +42,7 @@ from domain.outcome import judge
 from domain.rules import HouseRules
 from domain.settlement import settle
 from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot
+from services.regulator.chain import chain_problems
 from services.regulator.escrow import EscrowError, open_sealed
 from services.regulator.escrow_table import EscrowTable
 from services.regulator.merkle import leaf_hash
@@ -123,9 +124,11 @@ class Replayer:
         regulator_key: X25519PrivateKey | None = None,
         seal_key: bytes | None = None,
         escrow: EscrowTable | None = None,
+        chain_keys: dict[str, Any] | None = None,
     ) -> None:
         self.events = events
         self.notary = notary
+        self.chain_keys = chain_keys  # the evidence chain's keys (default: its first link's)
         self.regulator_key = regulator_key
         self.seal_key = seal_key
         self.escrow = escrow  # legacy: seeds escrowed beside the ledger (escrow_table.py)
@@ -161,7 +164,11 @@ class Replayer:
         hi = self._through_missing_tail(hi)
         ranges = [(p, p) for p in sorted(set(singles)) if not lo <= p <= hi] + [(lo, hi)]
         tampered = False
-        for step in self._integrity(ranges):
+        checked = list(self._integrity(ranges))
+        deleted = [s.position for s in checked if s.position is not None and s.replayed is None
+                   and s.what.startswith("event hash")]
+        checked += self._chain(ranges, deleted)
+        for step in sorted(checked, key=lambda s: s.position or 0):
             tampered = tampered or not step.same
             yield step
         if not any(e.topic == SHOE_CLOSED for e in found.shoe):
@@ -244,6 +251,14 @@ class Replayer:
             "shoe_id", "SEED_UNAVAILABLE",
             "the shoe is in play: its seed needs the regulator's key (escrow) or the seal key",
         )
+
+    def _chain(self, ranges: list[tuple[int, int]], deleted: list[int]) -> list[ReplayStep]:
+        """The evidence chain over the ranges, widened to whole batches: a step per problem."""
+        return [
+            ReplayStep(p.position, f"evidence chain at position {p.position}",
+                       "as the writer's link signed it", p.message)
+            for p in chain_problems(self.events, ranges, self.chain_keys, deleted)
+        ]
 
     def _missing_after(self, last: int) -> Iterator[ReplayStep]:
         """Every notarised event after position ``last`` that is gone from the store (a shoe

@@ -211,6 +211,49 @@ class EventTable:
             params.append(limit)
         return [_raw(r) for r in self.db.rows(sql, params)]
 
+    def read_back(self, before_position: int, limit: int = 1000) -> list[RawEvent]:
+        """Events with position < ``before_position``, at most ``limit``, last first."""
+        if not self._exists():
+            return []
+        rows = self.db.rows(
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE {self._pos} < ? ORDER BY {self._pos} DESC LIMIT ?",
+            (before_position, limit),
+        )
+        return [_raw(r) for r in rows]
+
+    def at_version(self, originator_id: UUID, version: int) -> RawEvent | None:
+        """One aggregate's event at one version (an index lookup)."""
+        if not self._exists():
+            return None
+        params: list[Any]
+        if self.db.is_postgres:
+            cond, params = "originator_id = ?", [originator_id]
+        else:
+            cond, params = "originator_id IN (?, ?)", [originator_id.hex, str(originator_id)]
+        rows = self.db.rows(
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE {cond} AND originator_version = ?",
+            [*params, version],
+        )
+        return _raw(rows[0]) if rows else None
+
+    def last_version(self, originator_id: UUID) -> RawEvent | None:
+        """One aggregate's latest event (an index lookup)."""
+        if not self._exists():
+            return None
+        params: list[Any]
+        if self.db.is_postgres:
+            cond, params = "originator_id = ?", [originator_id]
+        else:
+            cond, params = "originator_id IN (?, ?)", [originator_id.hex, str(originator_id)]
+        rows = self.db.rows(
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE {cond} ORDER BY originator_version DESC LIMIT 1",
+            params,
+        )
+        return _raw(rows[0]) if rows else None
+
     def by_originators(self, originator_ids: Sequence[UUID]) -> dict[str, list[RawEvent]]:
         """Several aggregates' events (by hyphenated id), each in version order, in few
         queries."""
@@ -255,6 +298,30 @@ class EventTable:
                 return
             yield from events
             after_position = events[-1].position
+
+
+class SnapshotTable:
+    """The ledger's snapshot table (``stored_snapshots`` on SQLite, ``<app>_snapshots`` on
+    PostgreSQL), read as stored."""
+
+    def __init__(self, db: Database, app_name: str = APP_NAME) -> None:
+        self.db = db
+        self.table = f"{app_name.lower()}_snapshots" if db.is_postgres else "stored_snapshots"
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every snapshot, by aggregate and version: originator id, version, topic, state
+        (parsed JSON, else ``state_b64``)."""
+        if not self.db.table_exists(self.table):
+            return
+        rows = self.db.rows(
+            f"SELECT originator_id, originator_version, topic, state FROM {self.table} "
+            "ORDER BY originator_id, originator_version"
+        )
+        for oid, version, topic, state in rows:
+            ev = RawEvent(0, _uuid_text(oid), int(version), str(topic), bytes(state))
+            content = ev.content()
+            del content["position"]
+            yield content
 
 
 def _raw(row: tuple[Any, ...]) -> RawEvent:

@@ -15,6 +15,7 @@ from services.ledger.config import LedgerConfig
 from services.ledger.views import CoupView
 
 KEY = bytes(range(32))
+CHAIN_KEY = bytes(range(100, 132))  # the evidence chain's signing key (fixed: same links)
 
 
 @dataclass
@@ -38,7 +39,7 @@ class FixedInputs:
     def config(self, url: str) -> LedgerConfig:
         return LedgerConfig(
             store_url=url, seal_key=KEY, clock=self.clock, new_id=self.new_id,
-            new_seed=self.new_seed,
+            new_seed=self.new_seed, chain_key=CHAIN_KEY,
         )
 
 

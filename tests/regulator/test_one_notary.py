@@ -30,7 +30,7 @@ from .play import Player, make_ledger
 
 KEY = Ed25519PrivateKey.from_private_bytes(b"\x07" * 32)
 PUBLIC = public_key_bytes(KEY.public_key())
-PG_DB = "sabot_test_one_notary"
+PG_DB = f"sabot_test_{os.getpid()}_7e9a1a71"  # per test process (a shared cluster)
 ROOT = Path(__file__).resolve().parents[2]
 
 

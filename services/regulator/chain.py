@@ -1,0 +1,363 @@
+"""Checking the evidence chain (SABOT-CHAIN-1) over stored events, in log order.
+
+``ChainWalk`` is fed the log's events one by one (and the slots of notarised events gone from
+the store, as ``None``); at each link it checks the events since the previous link against it:
+the link's signature, its place (sequence number, previous link's hash, first chain index) and
+each event's hash in its slot. A problem is named at its position: the first event that does
+not match its slot, a deleted event's own position (``None`` slots, or the gap it left), the
+link that is missing or forged. After a problem the walk carries on from that link, so each
+batch is judged on its own.
+
+``chain_problems`` runs a walk over position ranges of a store, from the link before each
+range to the link after it (the notary, the replay and the export use it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from services.ledger.evidence import CHAIN_ID, LINKED_TOPIC, SHORT, Link, event_hash, key_id
+from services.regulator.source import EventTable, RawEvent
+
+log = logging.getLogger(__name__)
+
+MAX_PENDING = 200_000  # events without a link before the walk gives up on them
+
+
+@dataclass(frozen=True, slots=True)
+class ChainProblem:
+    position: int
+    message: str
+
+
+def pinned_keys(publics: Iterable[bytes]) -> dict[str, Ed25519PublicKey]:
+    return {key_id(p): Ed25519PublicKey.from_public_bytes(p) for p in publics}
+
+
+@dataclass
+class ChainWalk:
+    """Feed it events in log order (``feed``), then ``finish``. ``trusted``: the keys whose
+    links count (key id -> public key); ``tofu``: also trust the key the first link (seq 1)
+    introduces (when no key is pinned)."""
+
+    trusted: dict[str, Ed25519PublicKey] = field(default_factory=dict)
+    tofu: bool = True
+    problems: list[ChainProblem] = field(default_factory=list)
+    links: int = 0
+    after: int | None = None  # events at or before it precede the chain (legacy)
+    _known: bool = False  # the next link's sequence, previous hash and first index are known
+    _expected: int = 1
+    _prev: bytes = b""
+    _next_index: int = 0
+    _boundary: int = 0  # the position of the last link (the next batch starts after it)
+    _pending: list[tuple[int, RawEvent | None]] = field(default_factory=list)
+    last: Link | None = None
+
+    # --- where the walk starts --------------------------------------------------------------
+
+    def start_genesis(self, after: int) -> None:
+        """The walk starts at the chain's beginning: the events after ``after`` (the log's
+        last position when the chain began) are the first link's."""
+        self.after = after
+        self._known, self._expected, self._prev, self._next_index = True, 1, b"", 0
+        self._boundary = after
+        self._pending = []
+
+    def start_after(self, link: Link, position: int) -> None:
+        """The walk starts after a stored link (checked on its own)."""
+        bad = link.verify(self.trusted)
+        if bad is not None:
+            self.problems.append(ChainProblem(position, bad))
+        self._resync(link, position)
+
+    def trust_genesis(self, genesis: Link) -> None:
+        """TOFU: trust the key the chain's first link introduces (no key pinned)."""
+        if self.tofu and genesis.seq == 1 and "public_key" in genesis.body:
+            try:
+                public = bytes.fromhex(str(genesis.body["public_key"]))
+                self.trusted.setdefault(key_id(public), Ed25519PublicKey.from_public_bytes(public))
+            except ValueError:
+                pass
+
+    # --- feeding ----------------------------------------------------------------------------
+
+    def feed(self, position: int, event: RawEvent | None) -> None:
+        if event is not None and event.topic == LINKED_TOPIC:
+            self._link(position, event)
+            return
+        if self.after is not None and position <= self.after:
+            return  # before the chain began
+        self._pending.append((position, event))
+        if len(self._pending) > MAX_PENDING:
+            first = self._pending[0][0]
+            self._problem(first, f"more than {MAX_PENDING} events from position {first} on "
+                                 "that no link covers")
+            self._pending = []
+            self._known = False
+
+    def finish(self, *, cut: bool = False) -> None:
+        """The events fed so far end where the log ends. Events after the last link are none
+        of a link's: their first is named, or the first deleted one among them; ``cut``: the
+        writer signed links past the end (its head file), so the log lost its end: the
+        position after the last one present is named."""
+        pending, self._pending = self._pending, []
+        holes = [p for p, ev in pending if ev is None]
+        if holes:
+            self._problem(holes[0], "deleted from the store (with the link that closed it)")
+        elif cut:
+            last = pending[-1][0] if pending else self._boundary
+            self._problem(last + 1, "the log was cut here: the writer stored more links")
+        elif pending:
+            self._problem(pending[0][0], "stored after the last link, covered by none "
+                                         "(inserted?)")
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    # --- links ------------------------------------------------------------------------------
+
+    def _problem(self, position: int, message: str) -> None:
+        self.problems.append(ChainProblem(position, message))
+
+    def _resync(self, link: Link, position: int) -> None:
+        self._known = True
+        self._expected = link.seq + 1
+        self._prev = link.hash
+        self._next_index = link.first + link.count
+        self._boundary = position
+        self.last = link
+        self._pending = []
+
+    def _link(self, position: int, event: RawEvent) -> None:
+        pending, self._pending = self._pending, []
+        try:
+            link = Link.parse(event.state, position)
+            int(link.first) + int(link.count)
+        except (ValueError, KeyError, TypeError):
+            self._problem(position, "a malformed link")
+            self._known = False
+            self._boundary = position
+            return
+        self.links += 1
+        if link.seq == 1:
+            self.trust_genesis(link)
+            if self.after is None:
+                self.after = int(link.body.get("after", 0))
+                pending = [(p, e) for p, e in pending if p > self.after]
+        bad = link.verify(self.trusted)
+        if bad is not None:
+            span = f" (positions {pending[0][0]} to {position - 1} unverified)" if pending else ""
+            self._problem(position, bad + span)
+            self._known = False
+            self._boundary = position
+            return
+        lost = 0
+        if self._known:
+            placed, lost = self._placed(link, position, pending)
+            if not placed:
+                return
+        if link.seq == 1 and (link.body.get("prev") or link.first != 0):
+            self._problem(position, "the first link does not start the chain")
+        self._slots(link, position, pending[lost:])
+        self._resync(link, position)
+
+    def _placed(self, link: Link, position: int, pending: list[tuple[int, RawEvent | None]]
+                ) -> tuple[bool, int]:
+        """Whether the link comes where the chain expects it (False: reported and resynced),
+        and how many of the pending events belong to links that are missing."""
+        if link.seq == self._expected and link.first == self._next_index:
+            if link.body.get("prev", "") != self._prev.hex():
+                self._problem(position, f"link {link.seq} does not follow link {link.seq - 1} "
+                                        "(its previous hash differs)")
+            return True, 0
+        if link.seq > self._expected and link.first >= self._next_index:
+            k = link.first - self._next_index
+            lost = pending[:k]
+            holes = [p for p, ev in lost if ev is None]
+            if holes:
+                at = holes[0]
+            elif lost:
+                at = lost[-1][0] + 1
+            else:
+                at = self._boundary + 1
+            missing = (f"link {self._expected}" if link.seq == self._expected + 1
+                       else f"links {self._expected} to {link.seq - 1}")
+            self._problem(at, f"{missing} missing (deleted?)")
+            self._boundary = lost[-1][0] if lost else self._boundary
+            return True, min(k, len(pending))
+        self._problem(position, f"link {link.seq} out of place (expected link {self._expected})")
+        self._resync(link, position)
+        return False, 0
+
+    def _slots(self, link: Link, position: int, pending: list[tuple[int, RawEvent | None]]
+               ) -> None:
+        """The batch's events against the link's hashes, slot by slot."""
+        try:
+            short = bytes.fromhex(str(link.body["events"]))
+            digest = str(link.body["digest"])
+        except (KeyError, ValueError, TypeError):
+            self._problem(position, "a malformed link")
+            return
+        count = link.count
+        previous = self._boundary
+        full = []
+        for j, (p, ev) in enumerate(pending):
+            if ev is None:
+                self._problem(p, f"deleted from the store (slot {j} of link {link.seq})")
+                return
+            if j >= count:
+                self._problem(min(p, previous + 1),
+                              f"not in link {link.seq}'s batch (inserted?)")
+                return
+            h = event_hash(link.first + j, UUID(ev.originator_id), ev.version, ev.topic,
+                           ev.state)
+            if h[:SHORT] != short[j * SHORT : (j + 1) * SHORT]:
+                self._problem(min(p, previous + 1),
+                              f"does not match slot {j} of link {link.seq} (edited, inserted, "
+                              "deleted or moved)")
+                return
+            full.append(h)
+            previous = p
+        if len(pending) < count:
+            self._problem(previous + 1, f"{count - len(pending)} event(s) of link {link.seq} "
+                                        "missing (deleted?)")
+            return
+        if hashlib.sha256(b"".join(full)).hexdigest() != digest:
+            first = pending[0][0] if pending else position
+            self._problem(first, f"the events of link {link.seq} do not match its digest")
+
+
+def genesis(events: EventTable) -> Link | None:
+    first = events.at_version(CHAIN_ID, 1)
+    if first is None:
+        return None
+    try:
+        return Link.parse(first.state, first.position)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def link_before(events: EventTable, position: int, floor: int, step: int = 2000
+                ) -> RawEvent | None:
+    """The last link stored before ``position`` and after ``floor`` (None: none there)."""
+    before = position
+    while before > floor + 1:
+        batch = events.read_back(before, step)
+        for ev in batch:
+            if ev.position <= floor:
+                return None
+            if ev.topic == LINKED_TOPIC:
+                return ev
+        if len(batch) < step:
+            return None
+        before = batch[-1].position
+    return None
+
+
+def link_at_or_after(events: EventTable, position: int, step: int = 2000) -> RawEvent | None:
+    """The first link stored at or after ``position`` (None: none yet)."""
+    after = position - 1
+    while True:
+        batch = events.read(after, step)
+        for ev in batch:
+            if ev.topic == LINKED_TOPIC:
+                return ev
+        if len(batch) < step:
+            return None
+        after = batch[-1].position
+
+
+def new_walk(events: EventTable, pinned: Mapping[str, Ed25519PublicKey] | None = None
+             ) -> tuple[ChainWalk, Link | None]:
+    """A walk with the trusted keys (pinned, else the first link's), and the first link."""
+    walk = ChainWalk(dict(pinned or {}), tofu=not pinned)
+    first = genesis(events)
+    if first is not None:
+        walk.trust_genesis(first)
+        walk.after = int(first.body.get("after", 0))
+    return walk, first
+
+
+def start_at(walk: ChainWalk, events: EventTable, first: Link, position: int) -> int:
+    """Start ``walk`` at the batch holding ``position``: after the link before it, or at the
+    chain's beginning. Returns the position the walk must be fed from."""
+    after = int(first.body.get("after", 0))
+    if position <= after + 1:
+        walk.start_genesis(after)
+        return after + 1
+    prior = link_before(events, position, after)
+    if prior is None:
+        walk.start_genesis(after)
+        return after + 1
+    try:
+        walk.start_after(Link.parse(prior.state, prior.position), prior.position)
+    except (ValueError, KeyError, TypeError):
+        walk.start_genesis(after)
+        return after + 1
+    return prior.position + 1
+
+
+def chain_problems(
+    events: EventTable,
+    ranges: Iterable[tuple[int, int]],
+    pinned: Mapping[str, Ed25519PublicKey] | None = None,
+    deleted: Iterable[int] = (),
+) -> list[ChainProblem]:
+    """The chain's problems over each position range [first, last], widened to whole batches
+    (from the link before ``first`` to the first link at or after ``last``); ``deleted``:
+    positions of notarised events gone from the store (each a slot the walk knows was there).
+    A store whose log has no link at all has no chain to check: nothing is reported."""
+    walk, first = new_walk(events, pinned)
+    if first is None:
+        return []
+    after = int(first.body.get("after", 0))
+    gone = sorted(set(deleted))
+    problems: list[ChainProblem] = []
+    for a, b in sorted(ranges):
+        if b <= after:
+            continue
+        walk.problems = []
+        start = start_at(walk, events, first, max(a, after + 1))
+        closing = link_at_or_after(events, b)
+        end = closing.position if closing is not None else None
+        holes = [p for p in gone if p >= start and (end is None or p <= end)]
+        _feed_range(walk, events, start, end, holes)
+        walk.finish()
+        problems += walk.problems
+    seen: set[tuple[int, str]] = set()
+    out = []
+    for p in sorted(problems, key=lambda x: x.position):
+        if (p.position, p.message) not in seen:
+            seen.add((p.position, p.message))
+            out.append(p)
+    return out
+
+
+def _feed_range(walk: ChainWalk, events: EventTable, start: int, end: int | None,
+                holes: list[int]) -> None:
+    after = start - 1
+    holes_left = list(holes)
+    while True:
+        batch = events.read(after, 2000)
+        for ev in batch:
+            if end is not None and ev.position > end:
+                batch = []
+                break
+            while holes_left and holes_left[0] < ev.position:
+                walk.feed(holes_left.pop(0), None)
+            walk.feed(ev.position, ev)
+        if not batch or len(batch) < 2000:
+            break
+        after = batch[-1].position
+    for p in holes_left:
+        walk.feed(p, None)
+
+
+__all__ = ["ChainProblem", "ChainWalk", "chain_problems", "genesis", "new_walk", "pinned_keys"]
