@@ -5,7 +5,9 @@ The store is ``--store URL`` (or ``SABOT_STORE_URL``); the operator's Ed25519 ch
 Only one notary may write a store: ``checkpoint`` takes its writer lock (waiting up to ``--wait``
 seconds, else an error); ``export`` takes it to bring the tree up to date first, or, while
 another notary (a running server) holds it, exports up to that notary's latest checkpoint;
-``checkpoint --follow`` stands by until it is free.
+``checkpoint --follow`` stands by until it is free. Each checks the ledger's evidence chain over
+what it reads (``--chain-key``: the chain's public key, repeatable; default: the key its first
+link introduces) and says where it is broken.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from services.cli import CliError
+from services.regulator.chain import ChainProblem, pinned_keys
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.escrow import generate_regulator_key, load_private_key
 from services.regulator.escrow_table import EscrowTable
@@ -45,8 +48,14 @@ def register(sub: Any) -> None:
     p.add_argument("--out", required=True, help="writes OUT.key (PEM, private) and OUT.pub (hex)")
     p.set_defaults(func=cmd_checkpoint_keygen)
 
+    p = sub.add_parser("chain-keygen", help="the ledger's Ed25519 evidence chain key pair "
+                                             "(SABOT_CHAIN_KEY)")
+    p.add_argument("--out", required=True, help="writes OUT.key (PEM, private) and OUT.pub (hex)")
+    p.set_defaults(func=cmd_checkpoint_keygen)
+
     p = sub.add_parser("checkpoint", help="notarise new events and sign the tree head")
     _store_args(p)
+    _chain_arg(p)
     p.add_argument("--follow", action="store_true",
                    help="keep notarising as the log grows (a checkpoint at every coup end)")
     p.add_argument("--interval", type=float, default=0.2, help="seconds between polls")
@@ -60,6 +69,7 @@ def register(sub: Any) -> None:
     p.add_argument("--until", help="ISO 8601 time: events before it")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     _wait_arg(p)
+    _chain_arg(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("replay", help="replay a coup or a shoe beside its recorded events")
@@ -69,6 +79,7 @@ def register(sub: Any) -> None:
     group.add_argument("--shoe", help="shoe id")
     p.add_argument("--regulator-key", help="regulator's X25519 private key (PEM) for the escrow")
     p.add_argument("--all", action="store_true", help="print every step, not only differences")
+    _chain_arg(p)
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("proof", help="an inclusion or consistency proof (JSON)")
@@ -85,6 +96,41 @@ def _store_args(p: argparse.ArgumentParser, key_required: bool = True) -> None:
     p.add_argument("--key", default=os.environ.get("SABOT_CHECKPOINT_KEY"),
                    help="Ed25519 checkpoint key, PEM file (default: $SABOT_CHECKPOINT_KEY)"
                    + ("" if key_required else "; optional"))
+
+
+def _chain_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--chain-key", action="append", default=None,
+                   help="a public key of the ledger's evidence chain (64 hex digits or a .pub "
+                        "file; repeatable); default: the key its first link introduces")
+
+
+def _chain_keys(args: argparse.Namespace) -> dict[str, Any] | None:
+    texts = getattr(args, "chain_key", None)
+    if not texts:
+        return None
+    publics = []
+    for text in texts:
+        path = Path(text)
+        raw = path.read_text().strip() if path.is_file() else text.strip()
+        try:
+            key = bytes.fromhex(raw)
+        except ValueError:
+            key = b""
+        if len(key) != 32:
+            raise CliError("--chain-key: 64 hex digits (a public key), or a file holding them")
+        publics.append(key)
+    return pinned_keys(publics)
+
+
+def _say_chain(problems: list[ChainProblem]) -> None:
+    """The chain's problems, on stderr (at most 10 lines)."""
+    if not problems:
+        return
+    first = min(problems, key=lambda p: p.position)
+    print(f"evidence chain: {len(problems)} problem(s); first at position {first.position}: "
+          f"{first.message}", file=sys.stderr)
+    for p in sorted(problems, key=lambda p: p.position)[1:10]:
+        print(f"evidence chain: position {p.position}: {p.message}", file=sys.stderr)
 
 
 def _wait_arg(p: argparse.ArgumentParser) -> None:
@@ -150,7 +196,7 @@ def _notary(args: argparse.Namespace, need_key: bool) -> Notary:
         raise CliError(f"--store: {exc}") from None
     except Exception as exc:
         raise CliError(f"--store: cannot connect: {exc}") from None
-    return Notary(db, EventTable(db), key, ORIGIN, coup_end)
+    return Notary(db, EventTable(db), key, ORIGIN, coup_end, chain_keys=_chain_keys(args))
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
@@ -173,7 +219,8 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     print(f"notarised up to leaf {notary.size}; {len(signed)} coup checkpoints signed",
           file=sys.stderr)
     print(json.dumps(latest.to_json() if latest else None, sort_keys=True))
-    return 0
+    _say_chain(notary.chain_problems)
+    return 1 if notary.chain_problems else 0
 
 
 def _time(text: str | None, field: str) -> datetime | None:
@@ -205,6 +252,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         summary = _export(args, notary, notary.key)
     print(f"exported {summary.events} events, {summary.checkpoints} checkpoints "
           f"(anchor {summary.anchor})", file=sys.stderr)
+    _say_chain(summary.chain_problems)
     return 0
 
 
@@ -216,7 +264,7 @@ def _export(args: argparse.Namespace, notary: Notary, key: Ed25519PrivateKey) ->
     try:
         return write_export(
             out, notary.events, notary, public_key_bytes(key.public_key()),
-            shoe_ids=args.shoe, since=since, until=until,
+            shoe_ids=args.shoe, since=since, until=until, chain_keys=_chain_keys(args),
         )
     except ExportError as exc:
         raise CliError(str(exc)) from None
@@ -239,7 +287,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             raise CliError(f"--regulator-key: {exc}") from None
     escrow = EscrowTable(args.store) if reg is not None else None
-    replayer = Replayer(notary.events, notary, regulator_key=reg, escrow=escrow)
+    replayer = Replayer(notary.events, notary, regulator_key=reg, escrow=escrow,
+                        chain_keys=_chain_keys(args))
     steps = replayer.coup(args.coup) if args.coup else replayer.shoe(args.shoe)
 
     def stream() -> Any:
