@@ -108,7 +108,8 @@ class Server:
     def __init__(self, store: str, keys: Path, workdir: Path, single: bool = False,
                  tls: Tls | None = None) -> None:
         env = {**os.environ, "SABOT_CREDENTIALS": str(keys),
-               "SABOT_SEAL_KEY": os.urandom(32).hex(), "PYTHONUNBUFFERED": "1"}
+               "SABOT_SEAL_KEY": os.urandom(32).hex(), "SABOT_CHAIN_KEY": os.urandom(32).hex(),
+               "PYTHONUNBUFFERED": "1"}
         env.pop("SABOT_TOKENS", None)
         self.log = (workdir / "server.log").open("w")
         secure = [] if tls is None else ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]

@@ -45,6 +45,10 @@ class Config:
     workers: int = 32
     checkpoint_key: bytes | None = None  # Ed25519 private key (raw 32 bytes): the notary signs
     regulator_key: bytes | None = None  # the regulator's X25519 public key: seeds escrowed to it
+    # the ledger's evidence chain: its Ed25519 signing key (raw 32 bytes; SABOT_CHAIN_KEY) and
+    # the file where the writer keeps the last link it stored (SABOT_CHAIN_HEAD)
+    chain_key: bytes | None = None
+    chain_head: str | None = None
     projections: bool = True  # a thread keeps the read models up to date (SABOT_PROJECTIONS)
     ledger_process: bool = True  # `sabot serve`: the writer in a process of its own
     # (SABOT_LEDGER_PROCESS; off: one process)
@@ -172,6 +176,7 @@ def load(
             raise ConfigError("SABOT_SEAL_KEY: must be 16, 24 or 32 bytes (32, 48 or 64 hex)")
     checkpoint_key = _key_setting(values, "SABOT_CHECKPOINT_KEY", private=True)
     regulator_key = _key_setting(values, "SABOT_REGULATOR_KEY", private=False)
+    chain_key = _key_setting(values, "SABOT_CHAIN_KEY", private=True)
     workers_text = values.get("SABOT_WORKERS", "32")
     if not workers_text.isdigit() or not 1 <= int(workers_text) <= 256:
         raise ConfigError("SABOT_WORKERS: an integer 1..256")
@@ -209,6 +214,8 @@ def load(
         workers=int(workers_text),
         checkpoint_key=checkpoint_key,
         regulator_key=regulator_key,
+        chain_key=chain_key,
+        chain_head=values.get("SABOT_CHAIN_HEAD", "").strip() or None,
         projections=projections_text == "on",
         ledger_process=ledger_process_text == "on",
         gaming_day=gaming_day,

@@ -230,7 +230,13 @@ def _notary(config: Config) -> Follower | None:
     def on_error(exc: BaseException) -> None:
         get_logger().error("notary: store error; reconnecting", error=repr(exc))
 
-    return Follower(config.store, key, on_error=on_error)
+    chain_keys = None
+    if config.chain_key is not None:  # the ledger's own evidence key: the notary checks by it
+        from services.regulator.chain import pinned_keys
+
+        public = Ed25519PrivateKey.from_private_bytes(config.chain_key).public_key()
+        chain_keys = pinned_keys([public.public_bytes_raw()])
+    return Follower(config.store, key, on_error=on_error, chain_keys=chain_keys)
 
 
 def _safe(url: str) -> str:

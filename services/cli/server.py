@@ -20,6 +20,7 @@ from services.cli import CliError
 
 DEV_KEY_FILE = Path("var/dev-seal.key")
 DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
+DEV_CHAIN_KEY_FILE = Path("var/dev-chain.key")
 
 
 def register(sub: Any) -> None:
@@ -82,6 +83,17 @@ def _dev_seal_key(path: Path = DEV_KEY_FILE) -> bytes:
     return key
 
 
+def _dev_chain_head(store: str) -> str:
+    """--dev: the writer's head file beside a SQLite store (so a new store starts afresh), or
+    in var/ named after a PostgreSQL store."""
+    if store.startswith("sqlite:///"):
+        return store.removeprefix("sqlite:///") + ".chain-head"
+    import hashlib
+
+    Path("var").mkdir(exist_ok=True)
+    return f"var/dev-chain-head-{hashlib.sha256(store.encode()).hexdigest()[:12]}.json"
+
+
 def _key_flag(text: str | None, flag: str, *, private: bool) -> bytes | None:
     if not text:
         return None
@@ -96,6 +108,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from services.api import server
     from services.ledger.api import Ledger, LedgerConfig
+    from services.ledger.evidence import ChainBroken
     from services.ledger.remote import LedgerProcess
 
     try:
@@ -122,6 +135,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         seal_key = _dev_seal_key()
     if seal_key is None or len(seal_key) != 32:
         raise CliError("SABOT_SEAL_KEY: 64 hex digits (32 bytes) required (or use --dev)")
+    chain_key, chain_head = cfg.chain_key, cfg.chain_head
+    if chain_key is None and args.dev:
+        chain_key = _dev_seal_key(DEV_CHAIN_KEY_FILE)
+    if chain_key is None:
+        raise CliError("SABOT_CHAIN_KEY: the ledger's evidence key is required: 64 hex digits "
+                       "or a key file (`sabot chain-keygen`), or use --dev")
+    if chain_head is None and args.dev:
+        chain_head = _dev_chain_head(cfg.store)
     if cfg.store.startswith("sqlite:///"):
         path = Path(cfg.store.removeprefix("sqlite:///"))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -133,7 +154,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     regulator_key = regulator_key or cfg.regulator_key
     cfg = dataclasses.replace(
         cfg, tokens=tokens, seal_key=seal_key, checkpoint_key=checkpoint_key,
-        regulator_key=regulator_key,
+        regulator_key=regulator_key, chain_key=chain_key, chain_head=chain_head,
         ledger_process=cfg.ledger_process and not args.single_process,
     )
 
@@ -145,14 +166,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if cfg.ledger_process:
         try:  # the same API, forwarded to the writer's own process
             ledger_process = LedgerProcess(cfg.store, seal_key, regulator_key, pool_size,
-                                           on_lost=_ledger_lost, writer_name=writer_name)
+                                           on_lost=_ledger_lost, writer_name=writer_name,
+                                           chain_key=chain_key, chain_head=chain_head)
         except OSError as exc:
             raise CliError(str(exc)) from None
         ledger = cast(Ledger, ledger_process)
     else:
-        ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key, pool_size=pool_size,
-                                     regulator_key=regulator_key, writer_name=writer_name),
-                        batching=True)
+        try:
+            ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key,
+                                         pool_size=pool_size, regulator_key=regulator_key,
+                                         writer_name=writer_name, chain_key=chain_key,
+                                         chain_head=chain_head),
+                            batching=True)
+        except ChainBroken as exc:
+            raise CliError(str(exc)) from None
     try:
         running = server.start(cfg, ledger)
     except (OSError, api_config.ConfigError) as exc:

@@ -47,6 +47,7 @@ from services.ledger import wire
 from services.ledger.api import Ledger, read_log
 from services.ledger.application import LedgerApplication
 from services.ledger.config import LedgerConfig, regulator_public_key, store_env
+from services.ledger.evidence import ChainBroken
 from services.ledger.views import StoredEvent
 from services.ledger.wire import COMMANDS, QUERIES, HostGone, ProtocolError, RemoteFailure
 
@@ -355,7 +356,8 @@ class LedgerProcess(RemoteLedger):
 
     def __init__(self, store_url: str, seal_key: bytes, regulator_key: bytes | None = None,
                  pool_size: int = 5, start_timeout: float = 60.0,
-                 on_lost: Callable[[int], None] | None = None, writer_name: str = "") -> None:
+                 on_lost: Callable[[int], None] | None = None, writer_name: str = "",
+                 chain_key: bytes | None = None, chain_head: str | None = None) -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
         self.process = subprocess.Popen(  # --own-dir: the child removes _dir whenever it ends
@@ -370,7 +372,9 @@ class LedgerProcess(RemoteLedger):
         settings = {"store": store_url, "seal_key": seal_key.hex(),
                     "regulator_key": regulator_key.hex() if regulator_key else "",
                     "pool_size": pool_size, "secret": secret.hex(),
-                    "writer_name": writer_name}
+                    "writer_name": writer_name,
+                    "chain_key": chain_key.hex() if chain_key else "",
+                    "chain_head": chain_head or ""}
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(settings) + "\n")
@@ -467,6 +471,8 @@ def _host(path: str) -> int:
         pool_size=int(settings.get("pool_size", 5)),
         regulator_key=regulator_public_key(str(settings.get("regulator_key", ""))),
         writer_name=str(settings.get("writer_name", "")),
+        chain_key=bytes.fromhex(str(settings.get("chain_key") or "")) or None,
+        chain_head=str(settings.get("chain_head") or "") or None,
     )
     secret = bytes.fromhex(str(settings.get("secret", "")))
     if len(secret) < 16:
@@ -474,7 +480,11 @@ def _host(path: str) -> int:
         return 2
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="ledger process %(levelname)s %(name)s: %(message)s")
-    ledger = Ledger(config, batching=True)
+    try:
+        ledger = Ledger(config, batching=True)
+    except ChainBroken as exc:  # the store lost what this writer signed: say so, in one line
+        print(f"sabot: error: {exc}", file=sys.stderr)
+        return 2
     host = LedgerHost(ledger, path, secret).start()
     print("ready", flush=True)
     sys.stdout = sys.stderr  # nobody reads our standard output after this line

@@ -566,8 +566,10 @@ class Follower:
         interval: float = 0.2,
         retry: float = 1.0,
         on_error: Callable[[BaseException], None] | None = None,
+        chain_keys: dict[str, Any] | None = None,
     ) -> None:
         self.url, self.key, self.origin = url, key, origin
+        self.chain_keys = chain_keys  # the evidence chain's keys (default: its first link's)
         self.interval, self.retry = interval, retry
         self.on_error = on_error
         self.stopped = threading.Event()
@@ -632,7 +634,8 @@ class Follower:
             notary: Notary | None = None
             try:
                 db = Database(self.url)
-                notary = Notary(db, EventTable(db), self.key, self.origin, coup_end)
+                notary = Notary(db, EventTable(db), self.key, self.origin, coup_end,
+                                chain_keys=self.chain_keys)
                 self.ready.set()
                 if not _stand_by(notary, self.stopped, self.retry,
                                  on_standby=self._note_standby):

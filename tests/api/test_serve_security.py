@@ -34,7 +34,8 @@ def _sabot(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT,
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {"SABOT_SEAL_KEY": KEY_HEX, "PYTHONUNBUFFERED": "1", **extra}
+    return {"SABOT_SEAL_KEY": KEY_HEX, "SABOT_CHAIN_KEY": "c7" * 32, "PYTHONUNBUFFERED": "1",
+            **extra}
 
 
 def _serving(args: list[str], env: dict[str, str], tmp_path: Path

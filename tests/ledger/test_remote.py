@@ -137,7 +137,7 @@ def test_a_host_gone_fails_calls_with_a_retryable_error(
 
 
 ADMIN_TOKEN = "adm-token-5c1f0e9a7b3d42e68a0c4f1b9d2e7a36"  # 128 bits at least (else refused)
-ENV = {"SABOT_SEAL_KEY": KEY.hex(), "SABOT_LEDGER_PROCESS": "on",
+ENV = {"SABOT_SEAL_KEY": KEY.hex(), "SABOT_CHAIN_KEY": "c7" * 32, "SABOT_LEDGER_PROCESS": "on",
        "SABOT_TOKENS": f"{ADMIN_TOKEN}:admin", "PYTHONUNBUFFERED": "1"}
 
 

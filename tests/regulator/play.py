@@ -12,6 +12,7 @@ from domain.errors import RuleViolation
 from services.ledger.api import Ledger, LedgerConfig
 
 SEAL_KEY = bytes(range(32))
+CHAIN_KEY = bytes([0x5C]) * 32  # the evidence chain's signing key (raw Ed25519 private key)
 
 
 class Clock:
@@ -28,6 +29,8 @@ def make_ledger(
     seed: int = 1,
     new_seed: Callable[[], bytes] | None = None,
     regulator_key: bytes | None = None,
+    chain_head: str | None = None,
+    batching: bool = False,
 ) -> tuple[Ledger, random.Random]:
     rng = random.Random(seed)
     ids = random.Random(seed + 1000)
@@ -38,8 +41,10 @@ def make_ledger(
         new_id=lambda: UUID(int=ids.getrandbits(128), version=4),
         new_seed=new_seed or (lambda: rng.randbytes(32)),
         regulator_key=regulator_key,
+        chain_key=CHAIN_KEY,
+        chain_head=chain_head,
     )
-    return Ledger(config), rng
+    return Ledger(config, batching=batching), rng
 
 
 class Player:
