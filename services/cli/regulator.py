@@ -201,6 +201,13 @@ def _notary(args: argparse.Namespace, need_key: bool) -> Notary:
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
     notary = _notary(args, need_key=True)
+    try:
+        return _checkpoint_with(args, notary)
+    finally:
+        notary.db.close()
+
+
+def _checkpoint_with(args: argparse.Namespace, notary: Notary) -> int:
     if args.follow:
         assert notary.key is not None
         stop = threading.Event()
@@ -237,6 +244,13 @@ def _time(text: str | None, field: str) -> datetime | None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     notary = _notary(args, need_key=True)
+    try:
+        return _export_with(args, notary)
+    finally:
+        notary.db.close()
+
+
+def _export_with(args: argparse.Namespace, notary: Notary) -> int:
     assert notary.key is not None
     if notary.hold(args.wait):  # held to the end: the tree does not grow under the export
         try:
@@ -280,6 +294,13 @@ def _show(step: ReplayStep) -> str:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     notary = _notary(args, need_key=False)
+    try:
+        return _replay_with(args, notary)
+    finally:
+        notary.db.close()
+
+
+def _replay_with(args: argparse.Namespace, notary: Notary) -> int:
     reg = None
     if args.regulator_key:
         try:

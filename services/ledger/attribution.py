@@ -7,7 +7,8 @@ take consecutive log positions, its requests last; so the requests of the transa
 the event at position ``p`` are the first run of consecutive ``Request.Recorded`` positions after
 ``p``. ``Attributor`` reads that run (one query per transaction, by topic) and remembers what it
 learnt (stored events never change). A request stored before actors were (version 1) names no
-effects: its events are attributed to no one (None).
+effects: its events are attributed to no one (None). The evidence chain's link that closes each
+transaction (``Chain.Linked``, after its requests) is the ledger's own: ``SYSTEM``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
-from services.ledger.actor import UNRECORDED
+from services.ledger.actor import SYSTEM, UNRECORDED
+from services.ledger.evidence import LINKED_TOPIC
 from services.ledger.request import Request
 
 REQUEST_RECORDED = Request.Recorded.TOPIC
@@ -52,6 +54,9 @@ class Attributor:
             known = self._known
             for position, oid, version, topic, state in events:
                 key = (str(oid), version)
+                if topic == LINKED_TOPIC:  # the writer's evidence, of no command
+                    found[key] = SYSTEM.to_dict()
+                    continue
                 if topic == REQUEST_RECORDED and state is not None:
                     actor = request_actor(state)
                     found[key] = actor

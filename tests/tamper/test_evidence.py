@@ -39,14 +39,20 @@ def ledger(url: str, chain_key: bytes | None = A, **kw: Any) -> Ledger:
 
 
 def links(url: str) -> list[tuple[int, Link]]:
-    events = EventTable(Database(url))
-    return [(e.position, Link.parse(e.state, e.position)) for e in events.iterate()
-            if e.topic == LINKED_TOPIC]
+    db = Database(url)
+    try:
+        return [(e.position, Link.parse(e.state, e.position)) for e in EventTable(db).iterate()
+                if e.topic == LINKED_TOPIC]
+    finally:
+        db.close()
 
 
 def problems(url: str, keys: list[bytes] | None = None) -> list[Any]:
-    events = EventTable(Database(url))
-    return chain_problems(events, [(1, 10**12)], pinned_keys(keys) if keys else None)
+    db = Database(url)
+    try:
+        return chain_problems(EventTable(db), [(1, 10**12)], pinned_keys(keys) if keys else None)
+    finally:
+        db.close()
 
 
 def test_two_racing_writers_do_not_fork_the_chain(store_url: str) -> None:
@@ -164,9 +170,11 @@ def test_every_stored_state_is_its_canonical_json(store: Store) -> None:
     """The verifier hashes an exported event's state as canonical JSON: the ledger writes
     exactly those bytes (keys sorted, no spaces, UTF-8)."""
     n = 0
-    for ev in EventTable(Database(store.url)).iterate():
+    db = Database(store.url)
+    for ev in EventTable(db).iterate():
         assert canonical(json.loads(ev.state)) == ev.state, (ev.position, ev.topic)
         n += 1
+    db.close()
     assert n > 3000
 
 
@@ -185,7 +193,9 @@ def test_a_chain_can_begin_on_a_store_in_use(sqlite_store_url: str) -> None:
     off.open_account("o1", "ana")
     off.deposit("d1", "ana", 5)
     off.close()
-    before = EventTable(Database(sqlite_store_url)).positions()[-1]
+    db = Database(sqlite_store_url)
+    before = EventTable(db).positions()[-1]
+    db.close()
     on = ledger(sqlite_store_url)
     on.deposit("d2", "ana", 7)
     on.close()

@@ -232,9 +232,12 @@ def test_the_untouched_store_verifies(store: Store, capsys: pytest.CaptureFixtur
     assert "OK   evidence chain:" in text
     assert "OK   money: every posting belongs to one command, each balanced;" in text
     assert "sum 0" in text
-    replayer = Replayer(EventTable(Database(store.url)), None,
-                        chain_keys=pinned_keys([CHAIN_PUBLIC]))
-    assert verdict(replayer.shoe(store.played.shoe)).identical
+    db = Database(store.url)
+    try:
+        replayer = Replayer(EventTable(db), None, chain_keys=pinned_keys([CHAIN_PUBLIC]))
+        assert verdict(replayer.shoe(store.played.shoe)).identical
+    finally:
+        db.close()
 
 
 def _check(s: Store, case: Case, guard: str, capsys: pytest.CaptureFixture[str]) -> None:
