@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from services.ledger.actor import SYSTEM
 from services.ledger.evidence import LINKED_TOPIC
 from services.regulator.actors import command_actors
 from services.regulator.canonical import canonical_json
@@ -367,7 +368,7 @@ def _write_range(
                 "leaf_hash": h.hex(),
                 "event": ev.content() if ev is not None else None,
                 "proof": [p.hex() for p in proof],
-                "actor": actors.get((ev.originator_id, ev.version)) if ev is not None else None,
+                "actor": _actor(actors, ev),
             }
             if ev is None:
                 summary.missing += 1
@@ -380,6 +381,15 @@ def _write_range(
             _line(out, {"kind": "unnotarised", "position": pos, "event": stored[pos].content()})
             summary.unnotarised += 1
     return gone
+
+
+def _actor(actors: dict[tuple[str, int], Any], ev: RawEvent | None) -> Any:
+    """The actor of the command behind ``ev``; a chain link is the ledger's own."""
+    if ev is None:
+        return None
+    if ev.topic == LINKED_TOPIC:
+        return SYSTEM.to_dict()
+    return actors.get((ev.originator_id, ev.version))
 
 
 def _stored_between(events: EventTable, first: int, last: int) -> dict[int, RawEvent]:
