@@ -309,6 +309,9 @@ class Writer:
         with self.lock:
             self.cache.clear()
             self.recent.clear()
+            evidence = getattr(self.app, "evidence", None)
+            if evidence is not None:  # the previous writer's links: read the chain's head again
+                evidence.forget()
             self.active = True
         log.info("ledger writer: holding the store's writer lease; deciding commands")
 
