@@ -68,6 +68,7 @@ BAD: dict[str, Case] = {
     "rules cuarenta options": _plain("--preset", "nope"),
     "regulator-keygen": _plain("--out", "{tmp}/no/such/dir/k"),
     "checkpoint-keygen": _plain("--out", "{tmp}/no/such/dir/k"),
+    "chain-keygen": _plain("--out", "{tmp}/no/such/dir/k"),
     "checkpoint": _store("--key", "{tmp}/missing.pem"),
     "export": _store("--key", "{tmp}/missing.pem"),
     "replay": _store("--shoe", "x"),
