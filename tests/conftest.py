@@ -187,3 +187,9 @@ def postgres_restricted(postgres_database: str) -> RestrictedStore:
 def restricted_store_factory(postgres_database: str) -> Callable[[], RestrictedStore]:
     """Makes restricted stores (each a schema of its own) in the session's database."""
     return lambda: restricted_store(postgres_database)
+
+
+@pytest.fixture(scope="session")
+def restricted_setup() -> Callable[[str], RestrictedStore]:
+    """``restricted_store`` for session-scoped fixtures that make their own database."""
+    return restricted_store

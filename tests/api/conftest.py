@@ -86,7 +86,8 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         url = f"sqlite:///{Path(tmp_path_factory.mktemp('api')) / 'sabot.db'}"
     else:
         database = _pg_database()
-        url = f"postgresql://postgres@127.0.0.1:5432/{database}"
+        # the server connects as the role that may only read and insert (tests/conftest.py)
+        url = request.getfixturevalue("restricted_setup")(database).server_url
     keys = Path(tmp_path_factory.mktemp("credentials")) / "credentials.toml"
     roles, players = issue_principals(keys)
     log = LogBuffer()

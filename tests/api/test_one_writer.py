@@ -277,3 +277,80 @@ def test_one_answer_per_request_id_whichever_server_it_reaches(store: str) -> No
         clients.close()
         for s in servers:
             s.stop()
+
+
+def test_sabot_serve_standby_takes_over_when_the_active_one_is_killed(
+    store: str, tmp_path: Path,
+) -> None:
+    """Two ``sabot serve`` (each with its ledger in a process of its own) on one store: the
+    second stands by and names the first; SIGKILL the first (its ledger process ends when its
+    input closes, the lease with it): the second takes over, and knows what the first stored."""
+    import os
+    import secrets
+    import signal
+    import subprocess
+    import sys
+
+    token = secrets.token_hex(16)
+    env = {**os.environ, "SABOT_TOKENS": f"{token}:admin", "SABOT_SEAL_KEY": KEY.hex(),
+           "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+    def serve() -> tuple[subprocess.Popen[str], str]:
+        target = f"127.0.0.1:{free_port()}"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "services.cli.server", "serve", "--listen", target,
+             "--store", store, "--env-file", str(tmp_path / "none.env")],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "listening on" in line:
+                return proc, target
+        raise AssertionError("sabot serve did not start")
+
+    procs: list[subprocess.Popen[str]] = []
+    clients: dict[str, Client] = {}
+    try:
+        first, a = serve()
+        procs.append(first)
+        second, b = serve()
+        procs.append(second)
+        clients = {t: Client(t, token, timeout=20) for t in (a, b)}
+        opened = cashier_pb2.OpenAccountRequest(request_id="k-open", account_id="kim",
+                                                currency_code="EUR")
+        clients[a].cashier.OpenAccount(opened)
+        deposit = cashier_pb2.DepositRequest(request_id="k-dep", name="accounts/kim",
+                                             amount=money(500))
+        assert clients[a].cashier.Deposit(deposit).balance.amount_minor == 500
+        with pytest.raises(grpc.RpcError) as refused:
+            clients[b].cashier.Deposit(deposit)
+        assert standby_details(refused.value) == (a, pytest.approx(0.25))
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        deadline = time.monotonic() + 30
+        while True:  # the same request id, now answered by the second: the stored answer
+            try:
+                answer = clients[b].cashier.Deposit(deposit)
+                break
+            except grpc.RpcError as exc:
+                assert exc.code() == grpc.StatusCode.UNAVAILABLE, exc
+                assert time.monotonic() < deadline, "the standby did not take over"
+                time.sleep(0.1)
+        assert answer.balance.amount_minor == 500
+        withdraw = cashier_pb2.WithdrawRequest(request_id="k-out", name="accounts/kim",
+                                               amount=money(500))
+        assert clients[b].cashier.Withdraw(withdraw).balance.amount_minor == 0
+        with pytest.raises(grpc.RpcError) as empty:
+            clients[b].cashier.Withdraw(cashier_pb2.WithdrawRequest(
+                request_id="k-out-2", name="accounts/kim", amount=money(1)))
+        assert empty.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    finally:
+        for c in clients.values():
+            c.close()
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
