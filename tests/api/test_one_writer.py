@@ -66,7 +66,7 @@ class Server:
     def start(cls, url: str, over_socket: bool = False) -> Server:
         port = free_port()
         target = f"127.0.0.1:{port}"
-        ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, pool_size=8,
+        ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, pool_size=4,
                                      writer_name=target), batching=True)
         host = remote = None
         served = ledger
@@ -293,19 +293,23 @@ def test_sabot_serve_standby_takes_over_when_the_active_one_is_killed(
 
     token = secrets.token_hex(16)
     env = {**os.environ, "SABOT_TOKENS": f"{token}:admin", "SABOT_SEAL_KEY": KEY.hex(),
+           "SABOT_WORKERS": "4",  # a few store connections each
            "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
     def serve() -> tuple[subprocess.Popen[str], str]:
         target = f"127.0.0.1:{free_port()}"
+        errors = (tmp_path / f"serve-{target.rsplit(':', 1)[1]}.log").open("w")
         proc = subprocess.Popen(
             [sys.executable, "-m", "services.cli.server", "serve", "--listen", target,
              "--store", store, "--env-file", str(tmp_path / "none.env")],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
         assert proc.stdout is not None
         for line in proc.stdout:
             if "listening on" in line:
                 return proc, target
-        raise AssertionError("sabot serve did not start")
+        proc.wait(10)
+        raise AssertionError("sabot serve did not start: "
+                             + Path(errors.name).read_text()[-2000:])
 
     procs: list[subprocess.Popen[str]] = []
     clients: dict[str, Client] = {}

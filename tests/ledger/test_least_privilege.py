@@ -195,7 +195,7 @@ def test_sabot_serve_runs_as_the_servers_role(
 ) -> None:
     """``sabot serve`` (its ledger in a process of its own, the notary, the read models) plays
     the demo's whole shoe through the API as the restricted role, then stops cleanly."""
-    env = {**os.environ, "SABOT_TOKENS": "", "PYTHONUNBUFFERED": "1",
+    env = {**os.environ, "SABOT_TOKENS": "", "PYTHONUNBUFFERED": "1", "SABOT_WORKERS": "4",
            "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "services.cli.server", "serve", "--dev", "--demo", "--listen",
