@@ -293,6 +293,7 @@ def test_sabot_serve_standby_takes_over_when_the_active_one_is_killed(
 
     token = secrets.token_hex(16)
     env = {**os.environ, "SABOT_TOKENS": f"{token}:admin", "SABOT_SEAL_KEY": KEY.hex(),
+           "SABOT_CHAIN_KEY": secrets.token_hex(32),  # the same evidence key on both
            "SABOT_WORKERS": "4",  # a few store connections each
            "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
