@@ -2,8 +2,9 @@
 
 Details follow AIP-193 via ``google.rpc.Status``: an ``ErrorInfo`` (reason, and the field in its
 metadata) always, a ``BadRequest`` field violation naming the field, a ``PreconditionFailure``
-for FAILED_PRECONDITION, a ``ResourceInfo`` for NOT_FOUND / ALREADY_EXISTS and a ``RetryInfo``
-for ABORTED. A standby's answer to a command (``NotTheWriter``) is UNAVAILABLE with an
+for FAILED_PRECONDITION, a ``ResourceInfo`` for NOT_FOUND / ALREADY_EXISTS (the resource's type,
+e.g. ``sabot.v1.Coup``, and name, e.g. ``tables/t1/shoes/S/coups/C``, from the request) and a
+``RetryInfo`` for ABORTED. A standby's answer to a command (``NotTheWriter``) is UNAVAILABLE with an
 ``ErrorInfo`` (reason ``NOT_THE_WRITER``, metadata ``active_writer``: the server that writes the
 store now, as it names itself) and a ``RetryInfo``.
 """
@@ -11,6 +12,7 @@ store now, as it names itself) and a ``RetryInfo``.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 import grpc
 import psycopg
@@ -94,8 +96,52 @@ def _pack(message: object) -> any_pb2.Any:
     return packed
 
 
-def to_status(exc: BaseException, field_names: dict[str, str] | None = None) -> grpc.Status:
-    """The rich status for ``exc``. ``field_names`` renames ledger fields to request fields."""
+# The collections of the resource names (AIP-122), the message of each, and the collection a
+# NOT_FOUND / ALREADY_EXISTS reason is about (otherwise: the last collection of the field's name).
+RESOURCE_TYPES = {"tables": "sabot.v1.Table", "shoes": "sabot.v1.Shoe",
+                  "coups": "sabot.v1.Coup", "stakes": "sabot.v1.Stake",
+                  "accounts": "sabot.v1.Account"}
+_REASON_COLLECTIONS = {
+    "UNKNOWN_TABLE": "tables", "TABLE_EXISTS": "tables", "UNKNOWN_SHOE": "shoes",
+    "NO_SHOE": "shoes", "SHOE_EXISTS": "shoes", "UNKNOWN_COUP": "coups", "NO_COUP": "coups",
+    "COUP_EXISTS": "coups", "UNKNOWN_STAKE": "stakes", "STAKE_EXISTS": "stakes",
+    "UNKNOWN_ACCOUNT": "accounts", "ACCOUNT_EXISTS": "accounts",
+}
+
+
+def resource_info(reason: str, field: str, description: str, request: Any = None
+                  ) -> error_details_pb2.ResourceInfo:
+    """What a NOT_FOUND or ALREADY_EXISTS is about: the resource's type and its name, from the
+    request field at fault (a resource name is cut to the resource the reason names: the table
+    of ``tables/t9/shoes/S`` when the table does not exist; a bare id gets its collection)."""
+    fields = getattr(getattr(request, "DESCRIPTOR", None), "fields_by_name", {})
+
+    def text(name: str) -> str:
+        value = getattr(request, name) if name in fields else ""
+        return value if isinstance(value, str) else ""
+
+    value = text(field)
+    parts = value.split("/") if value else []
+    collection = _REASON_COLLECTIONS.get(reason, parts[-2] if len(parts) >= 2 else "")
+    name = value
+    if collection in parts[::2]:  # the collections sit at the even places of a name
+        at = max(i for i in range(0, len(parts), 2) if parts[i] == collection)
+        name = "/".join(parts[:at + 2])
+    elif value and "/" not in value and collection:  # a bare id: where it would live
+        under = text("parent")
+        if collection == "stakes":  # tables/{table}/stakes/{stake}
+            found = [text(f) for f in fields if text(f).startswith("tables/")]
+            under = "/".join(found[0].split("/")[:2]) if found else ""
+        top = collection in ("tables", "accounts") or not under
+        name = f"{collection}/{value}" if top else f"{under}/{collection}/{value}"
+    return error_details_pb2.ResourceInfo(resource_type=RESOURCE_TYPES.get(collection, ""),
+                                          resource_name=name, description=description)
+
+
+def to_status(exc: BaseException, field_names: dict[str, str] | None = None,
+              request: Any = None) -> grpc.Status:
+    """The rich status for ``exc``. ``field_names`` renames ledger fields to request fields;
+    ``request``: the call's, which names the resource of a NOT_FOUND or ALREADY_EXISTS."""
     code = code_of(exc)
     if code is grpc.StatusCode.INTERNAL:
         status = status_pb2.Status(code=code_pb2.INTERNAL, message="internal error")
@@ -132,8 +178,7 @@ def to_status(exc: BaseException, field_names: dict[str, str] | None = None) -> 
         )
         status.details.append(_pack(failure))
     elif code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.ALREADY_EXISTS):
-        resource = error_details_pb2.ResourceInfo(resource_name=field, description=exc.message)
-        status.details.append(_pack(resource))
+        status.details.append(_pack(resource_info(exc.reason, field, exc.message, request)))
     elif code is grpc.StatusCode.ABORTED:
         retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=50_000_000))
         status.details.append(_pack(retry))

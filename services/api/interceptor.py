@@ -100,8 +100,8 @@ BY_CERTIFICATE = _ByCertificate()
 Who = Principal | Refused
 
 
-def _abort(context: grpc.ServicerContext, exc: BaseException) -> None:
-    context.abort_with_status(errors.to_status(exc))
+def _abort(context: grpc.ServicerContext, exc: BaseException, request: Any = None) -> None:
+    context.abort_with_status(errors.to_status(exc, request=request))
 
 
 def authorization(metadata: Any) -> str | None:
@@ -418,7 +418,7 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
                 response = behavior(request, context)
             except Exception as exc:  # every error leaves as a status, never a traceback
                 line(method, principal, request, errors.code_of(exc), started, exc, context)
-                _abort(context, exc)
+                _abort(context, exc, request)
             line(method, principal, request, _OK, started, None)
             return response
 
@@ -447,7 +447,7 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
                 response = behavior(request, context)
             except Exception as exc:  # every error leaves as a status, never a traceback
                 line(method, principal, request, errors.code_of(exc), started, exc, context)
-                _abort(context, exc)
+                _abort(context, exc, request)
             line(method, principal, request, _OK, started, None)
             return response
 
@@ -487,7 +487,7 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
                 self._line(method, principal, request, errors.code_of(exc), started, exc,
                            context, messages=sent)
                 code = grpc.StatusCode.UNKNOWN  # logged already
-                _abort(context, exc)
+                _abort(context, exc, request)
             finally:
                 self.streams.leave(principal)
                 if code is not grpc.StatusCode.UNKNOWN:

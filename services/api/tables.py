@@ -103,13 +103,15 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
             deck,
             actor=self.actor(context),
         )
-        # The shoe's creation time never changes: read it back (a retry answers the same).
+        # The shoe's size and creation time never change: read them back (a retry answers the
+        # same); the rest is the shoe as it opened (not cut, no card dealt).
         created = self.read({"shoe_id": "shoe_id"}, self.ledger.get_shoe, opened.shoe_id)
         return table_pb2.Shoe(
             name=names.shoe(opened.table_id, opened.shoe_id),
             algorithm=opened.algorithm,
             deck_kind=opened.deck_kind,
             decks=opened.decks,
+            size=created.size,
             commitment=opened.commitment,
             create_time=convert.timestamp(created.create_time),
         )
@@ -157,20 +159,12 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
         closed = self.write(_SHOE, self.ledger.close_shoe, rid, shoe_id,
                           actor=self.actor(context))
         currency = self.table_currency(table_id, "name")
-        # Once closed, a shoe's times never change: read them back (a retry answers the same).
-        times = self.read(_SHOE, self.ledger.get_shoe, shoe_id)
-        return table_pb2.Shoe(
-            create_time=convert.timestamp(times.create_time),
-            cut_time=convert.timestamp(times.cut_time),
-            close_time=convert.timestamp(times.close_time),
-            name=names.shoe(table_id, closed.shoe_id),
-            commitment=closed.commitment,
-            cut_position=closed.cut_position or 0,
-            closed=True,
-            seed=closed.seed,
-            order_digest=closed.order_digest or "",
-            returned=[convert.movement(table_id, m, currency) for m in closed.returned],
-        )
+        # Once closed, a shoe never changes: read it back whole (a retry answers the same),
+        # with the stakes this close returned.
+        answer = convert.shoe(self.read(_SHOE, self.ledger.get_shoe, shoe_id),
+                              convert.viewer_of(self.caller(context)))
+        answer.returned.extend(convert.movement(table_id, m, currency) for m in closed.returned)
+        return answer
 
     def OpenCoup(
         self, request: table_pb2.OpenCoupRequest, context: grpc.ServicerContext
