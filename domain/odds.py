@@ -34,6 +34,7 @@ from math import comb, factorial
 from domain.cards import check_deck_count
 from domain.chances import Chance
 from domain.errors import InvalidArgument
+from domain.french_odds import FRENCH_SHOES
 from domain.rules import ColourChancesOnRefait31, HouseRules, PrisonRefait31Rule, Refait31Rule
 
 VALUES = tuple(range(1, 11))  # card values; J, Q, K count 10
@@ -286,7 +287,32 @@ def coup_odds(comp: Composition) -> CoupOdds:
 
 
 def french_coup_odds(decks: int) -> CoupOdds:
-    return coup_odds(Composition.french(decks))
+    """The laws of the first coup from ``decks`` French decks: ``coup_odds`` of them (seconds of
+    arithmetic for a 6-deck shoe), read from the table it gave once, ``domain/french_odds.py``
+    (tests recompute it; ``french_table_source`` writes it again)."""
+    check_deck_count(decks)
+    row, refait = FRENCH_SHOES[decks]
+    return CoupOdds(Composition.french(decks).label,
+                    {t: Fraction(x) for t, x in zip(TOTALS, row, strict=True)},
+                    {t: Fraction(x) for t, x in zip(TOTALS, refait, strict=True)})
+
+
+def french_table_source(decks: Iterable[int] = range(1, 9)) -> str:
+    """The text of ``domain/french_odds.py``: ``coup_odds`` of each French shoe, exactly."""
+    lines = ['"""The exact laws of the first coup from a French shoe of 1 to 8 decks, as',
+             "``domain.odds.coup_odds`` gives them (``french_table_source`` wrote this file;",
+             "tests/domain/test_french_odds.py recomputes it). Per deck count: P(a row totals",
+             't) and P(both rows total t), t = 31..40, as exact fractions."""', "",
+             "FRENCH_SHOES: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {"]
+    for d in decks:
+        odds = coup_odds(Composition.french(d))
+        lines.append(f"    {d}: (")
+        for law in (odds.row_total, odds.refait):
+            lines.append("        (")
+            lines += [f'            "{law[t]}",' for t in TOTALS]
+            lines.append("        ),")
+        lines.append("    ),")
+    return "\n".join([*lines, "}", ""])
 
 
 def infinite_coup_odds() -> CoupOdds:
