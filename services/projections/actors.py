@@ -53,7 +53,7 @@ class ActorColumn:
         self.key = tuple(key)
         self.index = index
         self.pk = pk
-        self.waiting: dict[str, tuple[tuple[Any, ...], int]] = {}  # event -> (pk, position)
+        self.waiting: dict[tuple[str, int], tuple[tuple[Any, ...], int]] = {}  # -> (pk, pos)
         self.run: tuple[int, int] | None = None  # the current run of requests: first, last
         self.first_run = True  # no run of requests has ended since this instance started
 
@@ -74,7 +74,7 @@ class Batch:
 
     def __init__(self, column: ActorColumn) -> None:
         self.column = column
-        self.rows: dict[str, tuple[list[Any], int]] = {}  # event key -> (row, position)
+        self.rows: dict[tuple[str, int], tuple[list[Any], int]] = {}  # (id, version) -> row
         self.by_key: list[tuple[Any, ...]] = []  # (actor, *pk) to update
         self.by_event: dict[str | None, list[str]] = {}  # actor -> event keys to update
 
@@ -85,9 +85,8 @@ class Batch:
 
     def add(self, oid: str, version: int, row: list[Any], position: int) -> str:
         """A new row (its event key, for the ``event`` column)."""
-        key = event_key(oid, version)
-        self.rows[key] = (row, position)
-        return key
+        self.rows[(oid, version)] = (row, position)
+        return event_key(oid, version)
 
     def request(self, event: Any, position: int) -> None:
         """A ``Request.Recorded`` at ``position``: its actor on the rows of its effects."""
@@ -98,17 +97,19 @@ class Batch:
         actor = getattr(event, "actor", None)
         text = actor_text(actor) if actor is not None else UNRECORDED
         rows, waiting, index = self.rows, col.waiting, col.index
-        for effect in getattr(event, "effects", None) or ():
-            key = event_key(str(effect[0]), int(effect[1]))
+        for oid, version in getattr(event, "effects", None) or ():
+            key = (oid, version)
             found = rows.get(key)
             if found is not None:
                 found[0][index] = text
+                continue
+            if not waiting and not col.first_run:
                 continue
             held = waiting.pop(key, None)
             if held is not None:
                 self.by_key.append((text, *held[0]))
             elif col.first_run:  # perhaps a row an earlier process wrote
-                self.by_event.setdefault(text, []).append(key)
+                self.by_event.setdefault(text, []).append(event_key(oid, version))
 
     def finish(self, tx: Tx) -> None:
         """Update the earlier rows whose actor came in this batch; keep this batch's rows that

@@ -37,3 +37,30 @@ def test_every_row_names_its_actor_whatever_the_batches(tmp_path: object, batch:
             assert actors and None not in actors, table
             assert {json.loads(a)["principal"] for a in actors} == {"system"}, table
     game.close()
+
+
+def test_the_short_reading_of_a_request_equals_the_whole_one(tmp_path: object) -> None:
+    """The projector reads only a ``Request.Recorded``'s time, actor and effects (its tail):
+    the same values as the application's own mapper gives."""
+    from services.ledger.actor import Actor
+    from services.projections.decode import REQUEST_RECORDED, decoders
+
+    game = play(sqlite_env(str(tmp_path)))
+    app = game.ledger.app
+    who = Actor("c-0173", "croupier", 'ipv4:127.0.0.1:5000 "x", {"actor": 1}')
+    game.ledger.open_account("odd-actor", "zoe", actor=who)  # quotes and braces in the peer
+    decode, _ = decoders(app)
+    seen = 0
+    for n in app.recorder.select_notifications(1, 1_000_000):
+        if n.topic != REQUEST_RECORDED:
+            continue
+        fast = decode(n)
+        whole = app.mapper.to_domain_event(n)
+        assert fast.event.actor == whole.actor
+        assert [list(e) for e in fast.event.effects] == [list(e) for e in whole.effects]
+        assert fast.time == whole.timestamp and fast.at == whole.timestamp.isoformat()
+        assert fast.oid == str(whole.originator_id)
+        seen += 1
+    assert seen > 100
+    assert fast.event.actor == who.to_dict()
+    game.close()
