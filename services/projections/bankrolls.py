@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.projections import topics as T
-from services.projections.actors import ActorColumn
+from services.projections.actors import ActorColumn, Key, unattributed_index
 from services.projections.store import Tx
 from services.projections.view import Envelope, Table, View
 
@@ -45,21 +45,41 @@ STATEMENT = Table(
         ("cause", "TEXT"),
         ("counter_account", "TEXT"),
         ("stake_id", "TEXT"),
-        ("event", "TEXT"),  # the entry's event: originator id/version
-        ("actor", "TEXT"),  # who ran its command (JSON: principal, role, peer, account)
+        ("actor", "BIGINT"),  # who ran its command: an actor_id of rm_bankroll_actor
     ),
     ("account_id", "seq"),
 )
 
 
+BANKROLL_ACTOR = Table(
+    "rm_bankroll_actor", (("actor_id", "BIGINT"), ("actor", "TEXT")), ("actor_id",)
+)
+
+
+def _unattributed(tx: Tx) -> list[tuple[Key, tuple[Any, ...]]]:
+    """Entries left without an actor (partial index), each with its event's key: the entry
+    ``seq`` is its account's event ``seq + 1`` (after ``Account.Opened``)."""
+    return [
+        ((str(oid), int(seq) + 1), (account_id, seq))
+        for account_id, seq, oid in tx.query(
+            "SELECT s.account_id, s.seq, a.originator_id FROM {s}rm_statement s "
+            "JOIN {s}rm_account a ON a.account_id = s.account_id WHERE s.actor IS NULL"
+        )
+    ]
+
+
 class BankrollView(View):
     name = "bankrolls"
     version = 2  # v2: each entry's event and actor
-    tables = (ACCOUNT, STATEMENT)
+    tables = (ACCOUNT, STATEMENT, BANKROLL_ACTOR)
     topics = frozenset({T.ACCOUNT_OPENED, T.REQUEST_RECORDED}) | T.ACCOUNT_ENTRIES
 
     def __init__(self) -> None:
-        self._actors = ActorColumn("rm_statement", STATEMENT.key, 11, lambda r: (r[0], r[1]))
+        self._actors = ActorColumn("rm_statement", STATEMENT.key, 10, lambda r: (r[0], r[1]),
+                                   "rm_bankroll_actor", _unattributed)
+
+    def create_sql(self) -> list[str]:
+        return [*super().create_sql(), unattributed_index("rm_statement", "account_id")]
 
     def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
         pending = self._actors.batch()
@@ -96,8 +116,8 @@ class BankrollView(View):
             row[5] = int(row[5]) + signed
             row[6] = int(row[6]) + 1
             line = [row[0], row[6], e.position, e.at, signed, row[5],
-                    ev.kind, ev.cause, ev.counter_account, ev.stake_id, None, None]
-            line[10] = pending.add(oid, ev.originator_version, line, e.position)
+                    ev.kind, ev.cause, ev.counter_account, ev.stake_id, None]
+            pending.add(oid, ev.originator_version, line, e.position)
             lines.append(line)
         tx.executemany(
             "INSERT INTO {s}rm_account (account_id, originator_id, kind, currency, table_id, "
@@ -107,8 +127,8 @@ class BankrollView(View):
         )
         tx.executemany(
             "INSERT INTO {s}rm_statement (account_id, seq, position, at, amount, balance_after, "
-            "kind, cause, counter_account, stake_id, event, actor) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "kind, cause, counter_account, stake_id, actor) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             lines,
         )
         pending.finish(tx)  # entries of earlier batches whose command's request came in this one

@@ -66,39 +66,6 @@ def _unwrap(value: dict[str, Any]) -> Any:
 Row = tuple[int, str, int, str, bytes]  # (position, originator id text, version, topic, state)
 
 
-REQUEST_RECORDED = "sabot.ledger:Request.Recorded"
-_REQUEST_END = b'"class_version":2}'
-_ACTOR = b',"actor":'
-_TIME = b'"_data_":"'
-
-
-def _request(nid: int, oid: str, over: int, state: bytes) -> Envelope | None:
-    """A ``Request.Recorded`` (version 2) with only what the views read of it: its time, its
-    ``actor`` and ``effects``. They are its last keys (``{"timestamp": ..., ..., "result": ...,
-    "actor": {...}, "effects": [...], "class_version": 2}``), so only that tail is parsed, not
-    the command's arguments and answer (a settled coup's answer is its whole layout). None:
-    another shape (decoded whole)."""
-    if not state.endswith(_REQUEST_END):
-        return None
-    cut = state.rfind(_ACTOR)
-    start = state.find(_TIME)
-    if cut < 0 or start < 0:
-        return None
-    start += len(_TIME)
-    end = state.find(b'"', start)
-    try:
-        tail = _loads(b"{" + state[cut + 1:])
-        at = state[start:end].decode()
-        time = datetime.fromisoformat(at)
-    except ValueError:
-        return None
-    d = {"actor": tail.get("actor"), "effects": tail.get("effects") or [], "timestamp": time,
-         "originator_id": oid, "originator_version": over}
-    ev = object.__new__(StoredEvent)
-    ev.__dict__ = d
-    return Envelope(nid, REQUEST_RECORDED, ev, time, at, oid)
-
-
 def decoder(app: Any) -> Callable[[Any], Envelope]:
     """A function from a notification to the envelope of its event, for ``app``'s log."""
     return decoders(app)[0]
@@ -125,10 +92,6 @@ def decoders(app: Any) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envel
 
     def decode_row(row: Row) -> Envelope:
         nid, oid, over, topic, state = row
-        if topic == REQUEST_RECORDED:
-            request = _request(nid, oid, over, state)
-            if request is not None:
-                return request
         version = versions.get(topic)
         if version is None:
             version = versions[topic] = getattr(resolve_topic(topic), "class_version", 1)

@@ -18,8 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import InvalidArgument
+from services.ledger.ids import account_uuid
 from services.projections import topics as T
-from services.projections.actors import ActorColumn
+from services.projections.actors import ActorColumn, Key, unattributed_index
 from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View
 
@@ -64,14 +65,16 @@ STEP = Table(
         ("chance", "TEXT"),
         ("amount", "BIGINT"),
         ("detail", "TEXT"),
-        ("event", "TEXT"),  # the step's event: originator id/version
-        ("actor", "TEXT"),  # who ran its command (JSON: principal, role, peer, account)
+        ("version", "BIGINT"),  # its event's version (in the coup, or the account for Money.*)
+        ("actor", "BIGINT"),  # who ran its command: an actor_id of rm_recall_actor
     ),
     ("coup_id", "step"),
     indexes=(("account_id",),),
 )
+RECALL_ACTOR = Table(
+    "rm_recall_actor", (("actor_id", "BIGINT"), ("actor", "TEXT")), ("actor_id",)
+)
 _ACTOR = STEP.column_names.index("actor")
-_EVENT = STEP.column_names.index("event")
 _CC = COUP.column_names
 _I = {n: i for i, n in enumerate(_CC)}
 _STEPS = _I["steps"]
@@ -82,11 +85,15 @@ _HOUSE = ("table:", "cage:")  # accounts that are not a player's
 class RecallView(View):
     name = "recall"
     version = 2  # v2: each step's event and actor
-    tables = (COUP, STEP, ACCOUNT_NAME)
+    tables = (COUP, STEP, ACCOUNT_NAME, RECALL_ACTOR)
     topics = T.COUP_EVENTS | {T.ACCOUNT_OPENED, T.ACCOUNT_CREDITED, T.REQUEST_RECORDED}
 
     def __init__(self) -> None:
-        self._actors = ActorColumn("rm_coup_step", STEP.key, _ACTOR, lambda r: (r[0], r[1]))
+        self._actors = ActorColumn("rm_coup_step", STEP.key, _ACTOR, lambda r: (r[0], r[1]),
+                                   "rm_recall_actor", _unattributed)
+
+    def create_sql(self) -> list[str]:
+        return [*super().create_sql(), unattributed_index("rm_coup_step", "coup_id")]
 
     def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
         pending = self._actors.batch()
@@ -135,9 +142,10 @@ class RecallView(View):
         def add(row: list[Any], e: Envelope, kind: str, account: Any, stake: Any, chance: Any,
                 amount: Any, detail: dict[str, Any]) -> None:
             n = row[_STEPS] = int(row[_STEPS]) + 1
+            version = e.event.originator_version
             step = [row[0], n, e.position, e.at, kind, account, stake, chance, amount,
-                    dumps(detail), None, None]
-            step[_EVENT] = track(e.oid, e.event.originator_version, step, e.position)
+                    dumps(detail), version, None]
+            track(e.oid, version, step, e.position)
             append(step)
 
         for e in batch:
@@ -234,6 +242,20 @@ class RecallView(View):
             steps,
         )
         pending.finish(tx)  # steps of earlier batches whose command's request came in this one
+
+
+def _unattributed(tx: Tx) -> list[tuple[Key, tuple[Any, ...]]]:
+    """Steps left without an actor (partial index), each with its event's key: the coup's own
+    event, or for ``Money.*`` the credited account's entry."""
+    out: list[tuple[Key, tuple[Any, ...]]] = []
+    for coup_id, step, kind, version, detail in tx.query(
+        "SELECT coup_id, step, kind, version, detail FROM {s}rm_coup_step WHERE actor IS NULL"
+    ):
+        oid = str(coup_id)
+        if str(kind).startswith("Money."):
+            oid = str(account_uuid(str(json.loads(detail).get("credit", ""))))
+        out.append(((oid, int(version)), (coup_id, step)))
+    return out
 
 
 def _v(x: Any) -> Any:
@@ -360,8 +382,10 @@ def recall(
                              None if s[7] is None else int(s[7]), json.loads(s[8]),
                              json.loads(s[9]) if s[9] else None)
                 for s in tx.query(
-                    "SELECT step, position, at, kind, account_id, stake_id, chance, amount, "
-                    "detail, actor FROM {s}rm_coup_step WHERE coup_id = ? ORDER BY step",
+                    "SELECT s.step, s.position, s.at, s.kind, s.account_id, s.stake_id, s.chance, "
+                    "s.amount, s.detail, a.actor FROM {s}rm_coup_step s LEFT JOIN "
+                    "{s}rm_recall_actor a ON a.actor_id = s.actor WHERE s.coup_id = ? "
+                    "ORDER BY s.step",
                     (r[0],),
                 )
             )

@@ -188,16 +188,17 @@ def player_statement(store: ReadStore, account_id: str, since: str | None = None
                      "WHERE account_id = ?", (account_id,))
         if acc is None:
             raise NotFound("account_id", "UNKNOWN_ACCOUNT", f"no account {account_id!r}")
-        sql = ("SELECT seq, at, kind, cause, counter_account, stake_id, amount, balance_after, "
-               "actor FROM {s}rm_statement WHERE account_id = ?")
+        sql = ("SELECT s.seq, s.at, s.kind, s.cause, s.counter_account, s.stake_id, s.amount, "
+               "s.balance_after, a.actor FROM {s}rm_statement s LEFT JOIN {s}rm_bankroll_actor "
+               "a ON a.actor_id = s.actor WHERE s.account_id = ?")
         params: list[Any] = [account_id]
         if since is not None:
-            sql += " AND at >= ?"
+            sql += " AND s.at >= ?"
             params.append(since)
         if until is not None:
-            sql += " AND at < ?"
+            sql += " AND s.at < ?"
             params.append(until)
-        rows = tx.query(sql + " ORDER BY seq", params)
+        rows = tx.query(sql + " ORDER BY s.seq", params)
         opening = 0
         if rows:
             first = rows[0]
