@@ -62,7 +62,10 @@ def fill(url: str, shoes: int = SHOES) -> Ledger:
                               if s.account_id == p]
                 if not with_stake:
                     r = ledger.place_stake(rid(), coup.coup_id, p, chance, rng.randint(1, 50) * 100)
-                    if r.stake is not None and rng.random() < 0.2:
+                    # insurance is sold only where a 31 would touch the stake (francaise
+                    # returns Couleur/Inverse stakes): the draw stays, the sequence with it
+                    if (rng.random() < 0.2 and r.stake is not None
+                            and chance in ("noir", "rouge")):
                         ledger.insure(rid(), coup.coup_id, r.stake.stake_id)
             ledger.deal(rid(), coup.coup_id)
             done = ledger.settle(rid(), coup.coup_id)
