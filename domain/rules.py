@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from domain.cards import MAX_DECKS
+from domain.currency import MINOR_UNITS
 from domain.errors import InvalidArgument
 
 
@@ -183,8 +184,8 @@ def _parse_rate(text: str) -> Fraction:
 
 def _parse_currency(text: str) -> str:
     t = text.strip()
-    if not _CURRENCY.fullmatch(t):
-        raise ValueError("must be three upper-case letters (ISO 4217), e.g. EUR")
+    if not _CURRENCY.fullmatch(t) or t not in MINOR_UNITS:
+        raise ValueError("must be an ISO 4217 currency code (three upper-case letters), e.g. EUR")
     return t
 
 

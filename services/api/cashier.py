@@ -98,10 +98,17 @@ class ReportServicer(Base, cashier_pb2_grpc.ReportServiceServicer):
         self, request: cashier_pb2.GetBalanceSheetRequest, context: grpc.ServicerContext
     ) -> cashier_pb2.BalanceSheet:
         balances = self.ledger.balances()
+        currency = {k: self.account_currency(k, "account_id") for k in balances}
+        totals: dict[str, int] = {}
+        for k, v in balances.items():
+            totals[currency[k]] = totals.get(currency[k], 0) + v
         return cashier_pb2.BalanceSheet(
             balances=[
-                cashier_pb2.AccountBalance(account_id=k, balance_minor=v)
+                cashier_pb2.AccountBalance(account_id=k, balance_minor=v,
+                                           currency_code=currency[k])
                 for k, v in sorted(balances.items())
             ],
             total_minor=sum(balances.values()),
+            totals=[common_pb2.Money(currency_code=c, amount_minor=totals[c])
+                    for c in sorted(totals)],
         )

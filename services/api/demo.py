@@ -11,6 +11,7 @@ from uuid import UUID
 import grpc
 
 from domain.chances import Chance
+from domain.currency import format_minor
 from domain.layout import Stake, StakeStatus, returned_on_refait31
 from domain.rules import HouseRules
 from domain.shuffle import commitment, parse_seed
@@ -36,9 +37,8 @@ STYLE = {
 
 
 def euros(minor: int, currency: str = "EUR") -> str:
-    sign = "-" if minor < 0 else ""
-    minor = abs(minor)
-    return f"{sign}{minor // 100}.{minor % 100:02d} {currency}"
+    """``minor`` in major units of ``currency`` (its own decimals: 500.00 EUR, 500 JPY)."""
+    return format_minor(minor, currency)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from domain.currency import MINOR_UNITS
 from services.api.errors import invalid
 
 ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
@@ -61,7 +62,7 @@ def check_amount(field: str, value: int) -> int:
 def check_currency(field: str, value: str, *, required: bool = False) -> str:
     if not value and not required:
         return value
-    if not CURRENCY.fullmatch(value):
+    if not CURRENCY.fullmatch(value) or value not in MINOR_UNITS:
         raise invalid(field, "an ISO 4217 code such as EUR")
     return value
 

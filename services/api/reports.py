@@ -34,7 +34,7 @@ from services.projections.gamingday import GamingDay
 from services.projections.projector import Lag
 from services.projections.recall import RecalledCoup
 from services.projections.reconcile import Reconciliation
-from services.projections.reports import CHANCES
+from services.projections.reports import CHANCES, TOTAL
 from services.projections.service import ReadModels
 
 CATCH_UP_SECONDS = 0.5  # the thread looks at the log this often (one query when idle)
@@ -149,7 +149,8 @@ class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
         report = self._fresh().gaming_day(day, table_id, fresh=False)
         answer = reports_pb2.GamingDayReport(
             gaming_day=day, rows=[_day_row(r) for r in report.records()],
-            tables=int(report.facts.get("tables", 0)), flags=int(report.facts.get("flags", 0)))
+            tables=int(report.facts.get("tables", 0)), flags=int(report.facts.get("flags", 0)),
+            totals=[_day_row(r) for r in report.total_records()])
         _export(answer, report, fmt)
         return answer
 
@@ -238,7 +239,7 @@ class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
             newest = datetime.fromisoformat(coups[0].opened_at)
             bound = (newest + timedelta(microseconds=1)).isoformat()
         return reports_pb2.RecallCoupsResponse(
-            coups=[_recalled(c) for c in page],
+            coups=[_recalled(c, self.table_currency(c.table_id, "table")) for c in page],
             next_page_token=_token(query, {"o": offset + size, "u": bound}) if more else "",
         )
 
@@ -248,7 +249,9 @@ class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
         result = self.keeper.reconcile()
         diffs = [reports_pb2.BalanceDifference(account_id=d.account_id,
                                                read_model_minor=d.read_model,
-                                               write_side_minor=d.write_side)
+                                               write_side_minor=d.write_side,
+                                               currency_code=result.currencies.get(
+                                                   d.account_id, ""))
                  for d in result.differences]
         return reports_pb2.ReconcileResponse(agree=result.ok, accounts=result.accounts,
                                              position=result.position, differences=diffs)
@@ -362,10 +365,12 @@ def _text(value: Any) -> str:
 
 
 def _day_row(r: dict[str, Any]) -> reports_pb2.GamingDayRow:
+    """A row of the report; a grand total's (table_id ``total``) names no table nor cage."""
     table_id = str(r["table_id"])
     cage = table_id.startswith("cage:")
+    whole = table_id == TOTAL
     return reports_pb2.GamingDayRow(
-        table="" if cage else names.table(table_id), cage=table_id if cage else "",
+        table="" if cage or whole else names.table(table_id), cage=table_id if cage else "",
         shift=0 if r["shift"] == "day" else int(r["shift"]),
         coups=_int(r["coups"]), void_coups=_int(r["void_coups"]),
         handle_by_chance=[reports_pb2.ChanceHandle(chance=_CHANCE[c],
@@ -380,6 +385,7 @@ def _day_row(r: dict[str, Any]) -> reports_pb2.GamingDayRow:
         interval_low=_text(r["interval_low"]), interval_high=_text(r["interval_high"]),
         flag=_text(r["flag"]), prison_outstanding_minor=_int(r["prison_outstanding"]),
         cash_in_minor=_int(r["cash_in"]), cash_out_minor=_int(r["cash_out"]),
+        currency_code=_text(r.get("currency")),
     )
 
 
@@ -417,7 +423,7 @@ def _shoe(table_id: str, r: dict[str, Any]) -> reports_pb2.ShoeRecord:
     )
 
 
-def _recalled(c: RecalledCoup) -> reports_pb2.CoupRecall:
+def _recalled(c: RecalledCoup, currency: str) -> reports_pb2.CoupRecall:
     return reports_pb2.CoupRecall(
         coup=names.coup(c.table_id, c.shoe_id, c.coup_id), number=c.number,
         number_in_shoe=c.number_in_shoe, open_time=convert.timestamp(c.opened_at),
@@ -431,5 +437,5 @@ def _recalled(c: RecalledCoup) -> reports_pb2.CoupRecall:
             detail_json=json.dumps(s.detail, sort_keys=True, separators=(",", ":")),
             actor=convert.actor(s.actor),
         ) for s in c.steps],
-        dealt_by=convert.actor(c.dealt_by),
+        dealt_by=convert.actor(c.dealt_by), currency_code=currency,
     )

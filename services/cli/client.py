@@ -19,6 +19,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2
 
+from domain.currency import format_minor
 from services.api.client import Client, new_request_id
 from services.api.gen.sabot.v1 import (
     betting_pb2,
@@ -55,10 +56,55 @@ def _plain(message: Message) -> dict[str, Any]:
     )
 
 
+# Enum values in the game's words (text output; JSON keeps the proto's names).
+GAME_WORDS: dict[str, str] = {
+    **{common_pb2.Chance.Name(v): w for w, v in CHANCES.items()},
+    **{common_pb2.Refait31Choice.Name(v): w for w, v in CHOICES.items()},
+    common_pb2.Chance.Name(common_pb2.CHANCE_UNSPECIFIED): "none",
+    common_pb2.Refait31Choice.Name(common_pb2.REFAIT31_CHOICE_UNSPECIFIED): "none",
+}
+
+
+def _currencies(data: Any) -> set[str]:
+    """Every currency code named in a message (as a dict)."""
+    if isinstance(data, dict):
+        found = {str(data["currency_code"])} if data.get("currency_code") else set()
+        return found.union(*(_currencies(v) for v in data.values()))
+    if isinstance(data, list):
+        return set().union(*(_currencies(v) for v in data))
+    return set()
+
+
+def human(data: Any, currency: str = "") -> Any:
+    """A message (as a dict) as a person reads it: money in major units with its currency
+    (``500.00 EUR``; a ``…_minor`` field loses the suffix and takes the currency of its
+    message, or of its parent's), enum values in the game's words."""
+    if isinstance(data, dict):
+        if data and set(data) <= {"amount_minor", "currency_code"}:  # a Money
+            return format_minor(int(data.get("amount_minor", 0)), str(data.get("currency_code")
+                                                                       or currency))
+        currency = str(data.get("currency_code") or currency)
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            if key.endswith("_minor") and currency and _whole(value):
+                out[key.removesuffix("_minor")] = format_minor(int(value), currency)
+            else:
+                out[key] = human(value, currency)
+        return out
+    if isinstance(data, list):
+        return [human(v, currency) for v in data]
+    if isinstance(data, str):
+        return GAME_WORDS.get(data, data)
+    return data
+
+
+def _whole(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, str) and value.lstrip("-").isdigit())
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, dict):
-        if "amount_minor" in value or "currency_code" in value:
-            return f"{value.get('amount_minor', 0)} {value.get('currency_code', '')}".strip()
         return json.dumps(value, separators=(",", ":"))
     if isinstance(value, list):
         return ",".join(_cell(v) for v in value)
@@ -79,10 +125,9 @@ def _table(rows: list[dict[str, Any]], out: Any, indent: str = "") -> None:
 
 
 def _flat(value: Any) -> bool:
-    """A value that fits in one table cell (scalars, Money, lists of scalars)."""
+    """A value that fits in one table cell (scalars, lists of scalars)."""
     if isinstance(value, dict):
-        return set(value) <= {"amount_minor", "currency_code"} or all(
-            not isinstance(v, dict | list) for v in value.values())
+        return all(not isinstance(v, dict | list) for v in value.values())
     if isinstance(value, list):
         return all(not isinstance(v, dict | list) for v in value)
     return True
@@ -91,7 +136,7 @@ def _flat(value: Any) -> bool:
 def _block(data: dict[str, Any], out: Any, indent: str = "") -> None:
     """Scalars as aligned ``key  value`` lines, then nested lists: flat rows as a table,
     others as indented blocks."""
-    scalars = {k: v for k, v in data.items() if _flat(v)}
+    scalars = {k: v for k, v in data.items() if not isinstance(v, dict) and _flat(v)}
     nested = {k: v for k, v in data.items() if k not in scalars}
     width = max((len(k) for k in scalars), default=0)
     for key, value in scalars.items():
@@ -99,7 +144,10 @@ def _block(data: dict[str, Any], out: Any, indent: str = "") -> None:
         print(f"{indent}{key.ljust(width)}  {text[:160]}", file=out)
     for key, value in nested.items():
         print(f"{indent}{key}:", file=out)
-        rows = value if isinstance(value, list) else [value]
+        if isinstance(value, dict):  # a message: its fields, indented
+            _block(value, out, indent + "  ")
+            continue
+        rows = value
         if all(isinstance(r, dict) and all(_flat(v) for v in r.values()) for r in rows):
             _table([{k: (_cell(v)[:80]) for k, v in r.items()} for r in rows], out, indent + "  ")
         else:
@@ -109,13 +157,15 @@ def _block(data: dict[str, Any], out: Any, indent: str = "") -> None:
 
 
 def show(message: Message, fmt: str, out: Any = None) -> None:
-    """Print a message as JSON, or as aligned text (scalars, then lists as tables)."""
+    """Print a message as JSON (minor units, the proto's names), or as aligned text (scalars,
+    then lists as tables; money in major units, enums in the game's words)."""
     out = out or sys.stdout
     data = _plain(message)
     if fmt == "json":
         print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
         return
-    _block(data, out)
+    found = _currencies(data)
+    _block(human(data, found.pop() if len(found) == 1 else ""), out)
 
 
 # --- plumbing -------------------------------------------------------------------------------
@@ -605,7 +655,7 @@ def _register_regulator(sub: Any) -> None:
             if a.format == "json":
                 print(json.dumps(data, indent=2, ensure_ascii=False))
             else:
-                _block(data, sys.stdout)
+                _block(human(data), sys.stdout)
             return 0
 
         return run
@@ -715,7 +765,11 @@ def _health(args: argparse.Namespace) -> int:
         raise CliError(f"{exc.code().name}: {exc.details()}") from None
     finally:
         client.close()
-    print(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    if args.format == "json":
+        print(json.dumps({"status": status}))
+    else:
+        print(status)
     return 0
 
 

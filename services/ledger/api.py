@@ -32,6 +32,7 @@ from eventsourcing.domain import Aggregate
 
 from domain.cards import DeckKind, canonical_shoe, parse_deck_kind
 from domain.chances import Chance
+from domain.currency import check_currency
 from domain.deal import deal_coup
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from domain.layout import (
@@ -1300,9 +1301,8 @@ def _choice(text: str) -> Refait31Choice:
 
 
 def _currency(text: str) -> str:
-    if not isinstance(text, str) or len(text) != 3 or not text.isascii() or not text.isupper():
-        raise InvalidArgument("currency", "BAD_CURRENCY", "must be an ISO 4217 code, e.g. EUR")
-    return text
+    """A currency of ``domain.currency``'s table (ISO 4217, its minor unit known)."""
+    return check_currency(text, "currency")
 
 
 def _stake_view(s: Stake) -> StakeView:

@@ -112,14 +112,21 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_balances(args: argparse.Namespace) -> int:
+    from domain.currency import format_minor
+
     ledger = _open(args)
     try:
         balances = ledger.balances()
+        currency = {name: ledger.get_account(name).currency for name in balances}
     finally:
         ledger.close()
+    sums: dict[str, int] = {}
     for name, balance in sorted(balances.items()):
-        print(f"{name:48s} {balance:>16d}")
-    print(f"{'(sum)':48s} {sum(balances.values()):>16d}")
+        print(f"{name:48s} {format_minor(balance, currency[name]):>20s}")
+        sums[currency[name]] = sums.get(currency[name], 0) + balance
+    for code, total in sorted(sums.items()):
+        print(f"{'(sum ' + code + ')':48s} {format_minor(total, code):>20s}")
+    print(f"{'(sum of every minor unit)':48s} {sum(balances.values()):>16d}")
     return 0
 
 

@@ -9,7 +9,7 @@ ledger: an account that moves between the two reads shows as a difference.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from services.projections import topics as T
@@ -32,17 +32,20 @@ class Reconciliation:
     accounts: int
     position: int  # the log position the read model was at
     differences: tuple[Difference, ...]
+    currencies: Mapping[str, str] = field(default_factory=dict)  # of the accounts that differ
 
     @property
     def ok(self) -> bool:
         return not self.differences
 
     def report(self) -> Report:
-        rows = tuple((d.account_id, d.read_model, d.write_side) for d in self.differences)
+        rows = tuple((d.account_id, d.read_model, d.write_side,
+                      self.currencies.get(d.account_id, "")) for d in self.differences)
         facts = {"accounts": self.accounts, "position": self.position,
                  "differences": len(rows), "result": "agree" if self.ok else "DIFFER"}
-        return Report("Reconciliation of balances", ("account_id", "read_model", "write_side"),
-                      rows, facts)
+        return Report("Reconciliation of balances",
+                      ("account_id", "read_model", "write_side", "currency"), rows, facts,
+                      frozenset({"read_model", "write_side"}))
 
 
 def write_side_balances(app: Any) -> dict[str, int]:
@@ -68,10 +71,13 @@ def reconcile(app: Any, write_side: Mapping[str, int] | None = None,
     expected = dict(write_side) if write_side is not None else write_side_balances(app)
     with p.store.read() as tx:
         got = balances(tx)
-    diffs = [
-        Difference(a, got.get(a), expected.get(a))
-        for a in sorted(set(got) | set(expected))
-        if got.get(a) != expected.get(a)
-    ]
+        diffs = [
+            Difference(a, got.get(a), expected.get(a))
+            for a in sorted(set(got) | set(expected))
+            if got.get(a) != expected.get(a)
+        ]
+        currencies = {str(r[0]): str(r[1]) for r in tx.query_in(
+            "SELECT account_id, currency FROM {s}rm_account WHERE account_id",
+            {d.account_id for d in diffs})} if diffs else {}
     return Reconciliation(len(set(got) | set(expected)), p.positions.get("bankrolls", 0),
-                          tuple(diffs))
+                          tuple(diffs), currencies)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from math import isqrt
@@ -81,14 +82,37 @@ DAY_COLUMNS = (
     *(f"handle_{c}" for c in CHANCES), "handle", "collections", "payments", "bank_win",
     "coup_results", "bank_check", "premiums", "partage", "prison_loss", "house_win", "hold_pct",
     "theoretical_win", "interval_low", "interval_high", "flag", "prison_outstanding",
-    "cash_in", "cash_out",
+    "cash_in", "cash_out", "currency",
 )
+# Columns in minor units of the row's currency (theoretical_win and its interval: with two
+# decimals), for the human renderings (``export.to_text``).
+DAY_MONEY = frozenset({
+    *(f"handle_{c}" for c in CHANCES), "handle", "collections", "payments", "bank_win",
+    "coup_results", "premiums", "partage", "prison_loss", "house_win", "theoretical_win",
+    "interval_low", "interval_high", "prison_outstanding", "cash_in", "cash_out",
+})
+TOTAL = "total"  # the table_id of a grand-total row
+
+
+@dataclass
+class _Sum:
+    """The whole day of every table and cage in one currency, added up."""
+
+    m: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    theo: Fraction = Fraction(0)
+    var: Fraction = Fraction(0)
+    known: bool = True  # every table with handle had its laws
+    prison: int = 0
+    bank_ok: bool = True
 
 
 def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Report:
     """Per table, one row per shift and a ``day`` row: handle by chance, paid out, house win,
     hold %, premiums, partage, prison losses, imprisoned stakes outstanding at the close, cash
-    at the cage, the bank-versus-coups check and the theoretical win with its 95 % flag.
+    at the cage, the bank-versus-coups check and the theoretical win with its 95 % flag. Then
+    the grand total of the day across every table and cage (``Report.totals``, table_id
+    ``total``: one row per currency; the theoretical win and its interval add the tables'
+    means and variances, their coups being independent).
 
     ``day`` and the shifts are those of the site's gaming day (``gamingday``) the
     reconciliation view was built with; the ``hours`` fact describes them."""
@@ -99,26 +123,72 @@ def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Repor
     tables = sorted({t for t, _ in metrics})
     rows: list[tuple[Any, ...]] = []
     flags = 0
+    sums: dict[str, _Sum] = defaultdict(_Sum)
     for t in tables:
         shifts = sorted(s for tt, s in metrics if tt == t)
         total: dict[tuple[str, str], int] = defaultdict(int)
+        currency = _currency(t, options.get(t))
         for s in shifts:
             m = metrics[(t, s)]
             for k, v in m.items():
                 if k[0] != "prison_outstanding":
                     total[k] += v
-            row, flagged = _day_row(store, t, day, str(s), m, options.get(t), s)
+            row, flagged, _ = _day_row(store, t, day, str(s), m, options.get(t), s, currency)
             rows.append(row)
-        row, flagged = _day_row(store, t, day, "day", total, options.get(t), setting.shifts)
+        row, flagged, laws = _day_row(store, t, day, "day", total, options.get(t),
+                                      setting.shifts, currency)
         flags += flagged
         rows.append(row)
+        _add(sums[currency], total, laws, dict(zip(DAY_COLUMNS, row, strict=True)))
     facts = {"gaming_day": day, "tables": len([t for t in tables if not t.startswith("cage:")]),
              "flags": flags, "hours": setting.describe()}
-    return Report(f"Gaming day {day}", DAY_COLUMNS, tuple(rows), facts)
+    totals = tuple(_total_row(c, sums[c]) for c in sorted(sums))
+    return Report(f"Gaming day {day}", DAY_COLUMNS, tuple(rows), facts, DAY_MONEY, totals)
+
+
+def _currency(table: str, options: dict[str, str] | None) -> str:
+    """A table's currency (its options), a cage's (its name: ``cage:eur``)."""
+    if table.startswith("cage:"):
+        return table.removeprefix("cage:").upper()
+    return (options or {}).get("currency", "")
+
+
+def _add(acc: _Sum, m: dict[tuple[str, str], int], laws: tuple[Fraction, Fraction] | None,
+         row: dict[str, Any]) -> None:
+    for k, v in m.items():
+        acc.m[k] += v
+    if laws is not None:
+        acc.theo += laws[0]
+        acc.var += laws[1]
+    elif row["handle"]:
+        acc.known = False
+    acc.prison += row["prison_outstanding"] or 0
+    acc.bank_ok = acc.bank_ok and row["bank_check"] != "DIFF"
+
+
+def _total_row(currency: str, acc: _Sum) -> tuple[Any, ...]:
+    laws = (acc.theo, acc.var) if acc.known else None
+    row, _ = _row_of(TOTAL, "day", acc.m, laws, acc.prison, currency)
+    if not acc.bank_ok:
+        i = DAY_COLUMNS.index("bank_check")
+        row = (*row[:i], "DIFF", *row[i + 1:])
+    return row
 
 
 def _day_row(store: ReadStore, table: str, day: str, shift: str, m: dict[tuple[str, str], int],
-             options: dict[str, str] | None, close_shift: int) -> tuple[tuple[Any, ...], int]:
+             options: dict[str, str] | None, close_shift: int, currency: str,
+             ) -> tuple[tuple[Any, ...], int, tuple[Fraction, Fraction] | None]:
+    total = sum(m.get(("handle", c), 0) for c in CHANCES)
+    laws = _laws(m, options) if options is not None and total else None
+    is_cage = table.startswith("cage:")
+    prison = None if is_cage else prison_outstanding(store, table, day, close_shift)
+    row, flagged = _row_of(table, shift, m, laws, prison, currency)
+    return row, flagged, laws
+
+
+def _row_of(table: str, shift: str, m: dict[tuple[str, str], int],
+            laws: tuple[Fraction, Fraction] | None, prison: int | None, currency: str,
+            ) -> tuple[tuple[Any, ...], int]:
     def g(metric: str, chance: str = "") -> int:
         return m.get((metric, chance), 0)
 
@@ -132,8 +202,7 @@ def _day_row(store: ReadStore, table: str, day: str, shift: str, m: dict[tuple[s
     theo_text = low = high = None
     flag = "" if total == 0 else "unknown"
     flagged = 0
-    laws = _laws(m, options) if options is not None and total else None
-    if laws is not None:
+    if laws is not None and total:
         theo, var = laws
         root = isqrt(var.numerator * ROOT_SCALE**2 // var.denominator)  # sqrt(var), floored
         half = Fraction(Z95_PERCENT * root, 100 * ROOT_SCALE)
@@ -148,8 +217,7 @@ def _day_row(store: ReadStore, table: str, day: str, shift: str, m: dict[tuple[s
         table, shift, g("coups"), g("void_coups"), *handle.values(), total, g("collections"),
         g("payments"), bank, results, "" if is_cage else ("ok" if bank == results else "DIFF"),
         g("premiums"), g("partage"), g("prison_loss"), house, hold, theo_text, low, high, flag,
-        None if is_cage else prison_outstanding(store, table, day, close_shift),
-        g("cash_in"), g("cash_out"),
+        prison, g("cash_in"), g("cash_out"), currency,
     )
     return row, flagged
 
@@ -175,6 +243,8 @@ def _laws(m: dict[tuple[str, str], int], options: dict[str, str],
 
 STATEMENT_COLUMNS = ("seq", "at", "kind", "cause", "counter_account", "stake_id", "amount",
                      "balance_after", "actor")
+STATEMENT_MONEY = frozenset({"amount", "balance_after", "opening_balance", "closing_balance",
+                             "balance_now"})  # in the account's currency (the fact)
 
 
 def player_statement(store: ReadStore, account_id: str, since: str | None = None,
@@ -212,7 +282,7 @@ def player_statement(store: ReadStore, account_id: str, since: str | None = None
              "opening_balance": opening, "closing_balance": closing, "entries": len(rows),
              "balance_now": int(acc[2])}
     return Report(f"Statement of {account_id}", STATEMENT_COLUMNS,
-                  tuple(tuple(r) for r in rows), facts)
+                  tuple(tuple(r) for r in rows), facts, STATEMENT_MONEY)
 
 
 SHOE_COLUMNS = ("shoe_id", "opened_at", "closed_at", "cut_position", "cut_by", "coups",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -108,4 +109,5 @@ def test_client_commands_print_answers_and_errors(api: Api, monkeypatch: pytest.
     assert capsys.readouterr().out.strip() == "SERVING"
     office = ["--target", api.target, "--token", api.tokens["back_office"]]
     assert cli.main(["balance-sheet", *office]) == 0
-    assert "total_minor" in capsys.readouterr().out
+    shown = capsys.readouterr().out  # in major units with the currency (issue 12)
+    assert re.search(r"^total +0\.00 EUR$", shown, re.M), shown

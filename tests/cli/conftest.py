@@ -3,13 +3,14 @@ shoe and a coup open for betting, and the players' accounts."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from services.api import server
+from services.api import logs, server
 from services.api.client import Client
 from services.api.config import Config, parse_tokens
 from services.api.gen.sabot.v1 import cashier_pb2, common_pb2, table_pb2
@@ -38,6 +39,7 @@ class Served:
 
 @pytest.fixture(scope="package")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    logs.configure(stream=io.StringIO())  # the server's lines, not the commands' output
     store = f"sqlite:///{Path(tmp_path_factory.mktemp('cli')) / 'sabot.db'}"
     ledger = Ledger(LedgerConfig(store_url=store, seal_key=KEY), batching=True)
     tokens = parse_tokens(f"{ADMIN}:admin,{OFFICE}:back_office")

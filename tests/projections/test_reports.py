@@ -227,7 +227,11 @@ def test_cli_commands(game: Game, tmp_path: Path, capsys: pytest.CaptureFixture[
         day = _days(game)[0]
         assert main(["report", "day", "--store", *url, "--day", day, "--format", "csv",
                      "--output", str(out)]) == 0
-        assert out.read_text().startswith(f"# gaming_day: {day}")
+        # The CSV is its header row and rows (issue 12: no comment lines); the facts: JSON.
+        assert out.read_text().startswith("table_id,shift,coups,")
+        assert "#" not in out.read_text()
+        assert main(["report", "day", "--store", *url, "--day", day, "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["facts"]["gaming_day"] == day
         assert main(["report", "statement", "--store", *url, "--account", "bruno"]) == 0
         assert "Statement of bruno" in capsys.readouterr().out
         assert main(["report", "shoes", "--store", *url, "--table", "t-es", "--format",
