@@ -248,28 +248,40 @@ def _safe(url: str) -> str:
     return url
 
 
-def serve_until_signal(running: Running) -> None:
-    """Block until SIGTERM or SIGINT, then shut down gracefully; SIGHUP reloads the
-    credentials."""
-    done = threading.Event()
-    hangup = threading.Event()
+class Signals:
+    """SIGTERM and SIGINT (stop gracefully) and SIGHUP (reload the credentials), caught from
+    the moment this is made: make it before saying the server listens, so that a signal sent
+    as soon as that is read is never the default action (death) instead of a graceful stop."""
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.hangup = threading.Event()
+        self._previous = {s: signal.signal(s, self._on_stop)
+                          for s in (signal.SIGTERM, signal.SIGINT)}
+        self._previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._on_hangup)
+
+    def _on_stop(self, signum: int, frame: FrameType | None) -> None:
         get_logger().info("signal received, shutting down", signal=signal.Signals(signum).name)
-        done.set()
+        self.done.set()
 
-    def on_hangup(signum: int, frame: FrameType | None) -> None:
-        hangup.set()
+    def _on_hangup(self, signum: int, frame: FrameType | None) -> None:
+        self.hangup.set()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def serve_until_signal(running: Running, signals: Signals | None = None) -> None:
+    """Block until SIGTERM or SIGINT, then shut down gracefully; SIGHUP reloads the
+    credentials. ``signals``: caught since earlier (else from now)."""
+    caught = signals or Signals()
     try:
-        while not done.wait(0.2):
-            if hangup.is_set():
-                hangup.clear()
+        while not caught.done.wait(0.2):
+            if caught.hangup.is_set():
+                caught.hangup.clear()
                 get_logger().info("signal received, reloading the credentials", signal="SIGHUP")
                 running.reload()
     finally:
         running.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        caught.restore()

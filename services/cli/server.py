@@ -190,6 +190,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise
     host = cfg.listen.rsplit(":", 1)[0]
     target = f"{host}:{running.port}"
+    signals = server.Signals()  # before "listening on" is printed: a SIGTERM then stops cleanly
     try:
         if args.demo:
             # The demo's narration goes to stdout; the server's per-RPC lines wait till it ends.
@@ -204,13 +205,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _print_connect(target, tokens, args.dev, running.tls)
     except (grpc.RpcError, CliError) as exc:
         running.stop()
+        signals.restore()
         if isinstance(exc, CliError):
             raise
         raise CliError(f"demo: {exc.code().name}: {exc.details()}") from None
     except BaseException:
         running.stop()
+        signals.restore()
         raise
-    server.serve_until_signal(running)
+    server.serve_until_signal(running, signals)
     if ledger_process is not None and ledger_process.lost is not None:
         raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
                        "the server stopped: restart it")
