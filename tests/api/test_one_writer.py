@@ -39,6 +39,7 @@ from services.ledger.remote import LedgerHost, RemoteLedger
 from .support import money
 
 KEY = bytes(range(32))
+CHAIN_KEY = bytes([0x77]) * 32  # the servers of one store sign with the same evidence key
 TOKEN = "tok-one-writer-admin"
 PLAYERS = 60
 CHANCES = (common_pb2.CHANCE_NOIR, common_pb2.CHANCE_COULEUR)  # not opposite: both allowed
@@ -67,7 +68,7 @@ class Server:
         port = free_port()
         target = f"127.0.0.1:{port}"
         ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, pool_size=4,
-                                     writer_name=target), batching=True)
+                                     writer_name=target, chain_key=CHAIN_KEY), batching=True)
         host = remote = None
         served = ledger
         if over_socket:

@@ -24,10 +24,12 @@ from services.ledger.errors import Conflict, NotTheWriter
 from .play import KEY
 
 ROOT = Path(__file__).resolve().parents[2]
+CHAIN_KEY = bytes([0x66]) * 32  # the writers of one store sign with the same evidence key
 
 
 def ledger(url: str, name: str, batching: bool = False) -> Ledger:
-    return Ledger(LedgerConfig(store_url=url, seal_key=KEY, writer_name=name), batching=batching)
+    return Ledger(LedgerConfig(store_url=url, seal_key=KEY, writer_name=name,
+                               chain_key=CHAIN_KEY), batching=batching)
 
 
 def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -81,7 +83,7 @@ def test_a_killed_writer_is_replaced(store_url: str) -> None:
         "from services.ledger.api import Ledger\n"
         "from services.ledger.config import LedgerConfig\n"
         f"led = Ledger(LedgerConfig(store_url={store_url!r}, seal_key=bytes(range(32)), "
-        "writer_name='doomed:1'), batching=True)\n"
+        f"writer_name='doomed:1', chain_key={CHAIN_KEY!r}), batching=True)\n"
         "led.open_account('o1', 'bea')\n"
         "led.deposit('d1', 'bea', 700)\n"
         "print('ready', flush=True)\n"
