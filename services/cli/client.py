@@ -711,13 +711,17 @@ def _export(a: argparse.Namespace) -> int:
     if until is not None:
         request.end_time.CopyFrom(until)
     out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout  # noqa: SIM115
+    written = 0
     try:
         for message in _regulator_call(a, "ExportEvents", request):
             for line in message.lines:
                 out.write(line + "\n")
+                written += 1
     finally:
         if a.output:
             out.close()
+    if not written:
+        print("the store holds no event yet: nothing to export", file=sys.stderr)
     return 0
 
 

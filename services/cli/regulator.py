@@ -255,6 +255,9 @@ def _export_with(args: argparse.Namespace, notary: Notary) -> int:
     if notary.hold(args.wait):  # held to the end: the tree does not grow under the export
         try:
             notary.sync()
+            if notary.size == 0:  # as ExportEvents: an empty store, an empty export
+                print("the store holds no event yet: nothing to export", file=sys.stderr)
+                return 0
             notary.checkpoint_now()
             summary = _export(args, notary, notary.key)
         finally:

@@ -3,6 +3,7 @@ OpenShoe and CloseShoe, and NOT_FOUND / ALREADY_EXISTS details that name the res
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -10,8 +11,8 @@ import pytest
 from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from grpc_status import rpc_status
 
-from services.api.client import new_request_id
-from services.api.gen.sabot.v1 import betting_pb2, cashier_pb2, table_pb2
+from services.api.client import Client, new_request_id
+from services.api.gen.sabot.v1 import betting_pb2, cashier_pb2, regulator_pb2, table_pb2
 
 from .support import Api, new_account, open_coup, open_shoe, open_table
 
@@ -89,3 +90,35 @@ def test_not_found_names_the_resource(api: Api) -> None:
     stake = f"{table.name}/stakes/{NO_ID}4"
     assert resource(api.as_("croupier").betting.GetStake, betting_pb2.GetStakeRequest(
         name=stake)) == (grpc.StatusCode.NOT_FOUND, "sabot.v1.Stake", stake)
+
+
+def test_an_empty_store_exports_nothing_without_error(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """ExportEvents on a store that holds no event: no line, not UNAVAILABLE "retry"."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    import services.cli as cli
+    from services.api import server
+    from services.api.config import Config, parse_tokens
+    from services.ledger.api import Ledger, LedgerConfig
+
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=bytes(32)), batching=True)
+    token = "empty-regulator-token-4d1c8e2a9f7b"
+    running = server.start(Config(
+        listen="127.0.0.1:0", store=url, tokens=parse_tokens(f"{token}:regulator"),
+        seal_key=bytes(32), projections=False,
+        checkpoint_key=Ed25519PrivateKey.generate().private_bytes_raw()), ledger)
+    client = Client(f"127.0.0.1:{running.port}", token)
+    try:
+        answers = list(client.regulator.ExportEvents(regulator_pb2.ExportEventsRequest()))
+        assert [line for a in answers for line in a.lines] == []
+        assert cli.main(["regulator", "export", "--target", f"127.0.0.1:{running.port}",
+                         "--token", token]) == 0
+        captured = capsys.readouterr()
+        assert not [ln for ln in captured.out.splitlines() if ln.startswith("{")]  # no line
+        assert captured.err == "the store holds no event yet: nothing to export\n"
+    finally:
+        client.close()
+        running.stop(grace=1)
+        ledger.close()
