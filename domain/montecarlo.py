@@ -287,6 +287,9 @@ class MonteCarlo:
     edges_per_coup_played: Mapping[tuple[Chance, str], Estimate]  # the literature's figure
 
 
+PROGRESS_EVERY = 10_000  # coups between two calls of run's ``progress``
+
+
 def run(
     rules: HouseRules,
     edges: Sequence[Edge],
@@ -304,7 +307,7 @@ def run(
         tally.add(outcome)
         if table is not None:
             table.play(outcome)
-        if progress is not None and (i + 1) % 100_000 == 0:
+        if progress is not None and (i + 1) % PROGRESS_EVERY == 0:
             progress(i + 1)
     per_coup = {k: s.per_coup() for k, s in table.stats.items()} if table else {}
     per_stake = {k: s.per_stake() for k, s in table.stats.items()} if table else {}

@@ -9,7 +9,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +33,7 @@ from services.api.gen.sabot.v1 import (
     table_pb2,
 )
 from services.cli import CliError
+from services.cli.progress import Progress, quiet_argument
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 CHANCES: dict[str, common_pb2.Chance.ValueType] = {
@@ -619,20 +620,24 @@ def _register_regulator(sub: Any) -> None:
             request = request_type(name=_name(kind, a.name),
                                    differences_only=not a.all)
             identical = False
-            for message in _regulator_call(a, method, request):
-                for step in message.steps:
-                    print(_replay_line(step, a.format), flush=True)
-                if message.HasField("verdict"):
-                    v = message.verdict
-                    identical = v.identical
-                    if a.format == "json":
-                        print(json.dumps(_plain(v), ensure_ascii=False))
-                    elif v.identical:
-                        print(f"verdict: identical ({v.steps} steps)")
-                    else:
-                        d = v.first_difference
-                        print(f"verdict: first difference at position {d.position}: {d.what}: "
-                              f"recorded {d.recorded_json}, replayed {d.replayed_json}")
+            with Progress("replay", unit="steps", quiet=a.quiet or kind != "shoes") as progress:
+                verdicts = []
+                for message in _regulator_stream(a, method, request, progress, "steps"):
+                    for step in message.steps:
+                        progress.clear()
+                        print(_replay_line(step, a.format), flush=True)
+                    if message.HasField("verdict"):
+                        verdicts.append(message.verdict)
+            for v in verdicts:
+                identical = v.identical
+                if a.format == "json":
+                    print(json.dumps(_plain(v), ensure_ascii=False))
+                elif v.identical:
+                    print(f"verdict: identical ({v.steps} steps)")
+                else:
+                    d = v.first_difference
+                    print(f"verdict: first difference at position {d.position}: {d.what}: "
+                          f"recorded {d.recorded_json}, replayed {d.replayed_json}")
             return 0 if identical else 1
 
         return run
@@ -645,6 +650,7 @@ def _register_regulator(sub: Any) -> None:
         p.add_argument("name", help=f"the {kind[:-1]}'s resource name")
         p.add_argument("--all", action="store_true", help="print every step, not only "
                                                           "differences")
+        quiet_argument(p)
         _common(p)
         p.set_defaults(func=replay(method, kind))
 
@@ -685,6 +691,7 @@ def _register_regulator(sub: Any) -> None:
     p.add_argument("--since", help="ISO 8601 time with a zone: events at or after it")
     p.add_argument("--until", help="ISO 8601 time with a zone: events before it")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    quiet_argument(p)
     _common(p)
     p.set_defaults(func=_export)
 
@@ -713,10 +720,11 @@ def _export(a: argparse.Namespace) -> int:
     out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout  # noqa: SIM115
     written = 0
     try:
-        for message in _regulator_call(a, "ExportEvents", request):
-            for line in message.lines:
-                out.write(line + "\n")
-                written += 1
+        with Progress("export", unit="lines", quiet=a.quiet) as progress:
+            for message in _regulator_stream(a, "ExportEvents", request, progress, "lines"):
+                for line in message.lines:
+                    out.write(line + "\n")
+                    written += 1
     finally:
         if a.output:
             out.close()
@@ -755,6 +763,23 @@ def _regulator_call(a: argparse.Namespace, method: str, request: Message) -> Any
         if isinstance(answer, Message):
             return answer
         return list(answer)
+    except grpc.RpcError as exc:
+        raise CliError(f"{exc.code().name}: {exc.details()}") from None
+    finally:
+        client.close()
+
+
+def _regulator_stream(a: argparse.Namespace, method: str, request: Message,
+                      progress: Progress, field: str) -> Iterator[Any]:
+    """RegulatorService.``method``'s messages as they come (errors surface as CliError), the
+    items of each one's repeated ``field`` counted in ``progress``."""
+    client = client_of(a)
+    metadata = (("authorization", f"Bearer {a.token}"),) if a.token else ()
+    stub = regulator_pb2_grpc.RegulatorServiceStub(client.channel)
+    try:
+        for message in getattr(stub, method)(request, metadata=metadata):
+            progress.advance(len(getattr(message, field)))
+            yield message
     except grpc.RpcError as exc:
         raise CliError(f"{exc.code().name}: {exc.details()}") from None
     finally:

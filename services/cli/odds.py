@@ -18,6 +18,7 @@ from domain.odds import CoupOdds, Edge, french_coup_odds, house_edges, infinite_
 from domain.rules import PRESET_NAMES, HouseRules, house_rules
 from services.cli import CliError
 from services.cli import rules as game_rules
+from services.cli.progress import Progress, quiet_argument
 
 FORMATS = ("table", "json")
 _HEX = re.compile(r"(0x)?[0-9a-fA-F]{1,64}")
@@ -43,6 +44,7 @@ def register(sub: Any) -> None:
     p.add_argument("--format", default="table", help="table or json")
     p.add_argument("--monte-carlo", default=None, metavar="N", help="also play N coups")
     p.add_argument("--seed", default="0", metavar="HEX", help="Monte-Carlo seed (hexadecimal)")
+    quiet_argument(p)
     p.set_defaults(func=cmd_odds)
 
 
@@ -99,7 +101,11 @@ def cmd_odds(args: argparse.Namespace) -> int:
     infinite = infinite_coup_odds()
     edges = house_edges(odds, rules)
     inf_edges = house_edges(infinite, rules)
-    mc = montecarlo.run(rules, edges, coups, seed) if coups else None
+    mc = None
+    if coups:
+        with Progress("monte-carlo", total=coups, unit="coups",
+                      quiet=getattr(args, "quiet", False)) as progress:
+            mc = montecarlo.run(rules, edges, coups, seed, progress=progress.update)
     if args.format == "json":
         json.dump(to_json(rules, odds, infinite, edges, inf_edges, mc), sys.stdout, indent=2)
         print()

@@ -13,6 +13,7 @@ from typing import Any
 from eventsourcing.persistence import PersistenceError
 
 from services.cli import CliError
+from services.cli.progress import Progress, quiet_argument
 from services.projections import default_views
 from services.projections.export import Report, render
 from services.projections.log import open_log
@@ -40,6 +41,7 @@ def register(sub: Any) -> None:
     r.add_argument("--batch", type=int, default=5000, help="events per transaction")
     r.add_argument("--drop", action="store_true",
                    help="drop and create the tables even when their shape is current")
+    quiet_argument(r)
     r.set_defaults(func=cmd_rebuild)
     c = psub.add_parser("catch-up", help="apply every event not yet applied, then stop")
     _store_args(c)
@@ -107,7 +109,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     p.catch_up(args.batch)
     before = p.digests()
     t0 = time.perf_counter()
-    n = p.rebuild(args.batch, drop=args.drop)
+    with Progress("rebuild", total=p.head(), unit="events", quiet=args.quiet) as progress:
+        n = p.rebuild(args.batch, drop=args.drop, progress=progress.update)
     seconds = time.perf_counter() - t0
     after = p.digests()
     for name in before:

@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from services.cli import CliError
+from services.cli.progress import Progress, quiet_argument
 from services.regulator.chain import ChainProblem, pinned_keys
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.escrow import generate_regulator_key, load_private_key
@@ -70,6 +71,7 @@ def register(sub: Any) -> None:
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     _wait_arg(p)
     _chain_arg(p)
+    quiet_argument(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("replay", help="replay a coup or a shoe beside its recorded events")
@@ -80,6 +82,7 @@ def register(sub: Any) -> None:
     p.add_argument("--regulator-key", help="regulator's X25519 private key (PEM) for the escrow")
     p.add_argument("--all", action="store_true", help="print every step, not only differences")
     _chain_arg(p)
+    quiet_argument(p)
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("proof", help="an inclusion or consistency proof (JSON)")
@@ -278,16 +281,38 @@ def _export(args: argparse.Namespace, notary: Notary, key: Ed25519PrivateKey) ->
     if args.shoe and (since or until):
         raise CliError("--shoe: give either shoes or a time range, not both")
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
-    try:
-        return write_export(
-            out, notary.events, notary, public_key_bytes(key.public_key()),
-            shoe_ids=args.shoe, since=since, until=until, chain_keys=_chain_keys(args),
-        )
+    whole = not (args.shoe or since or until)
+    latest = notary.latest_checkpoint()
+    try:  # progress: the event records written (of the anchor's leaves, for the whole log)
+        with Progress("export", total=latest.size if whole and latest else None,
+                      unit="events", quiet=args.quiet) as progress:
+            return write_export(
+                _Counted(out, progress), notary.events, notary,
+                public_key_bytes(key.public_key()), shoe_ids=args.shoe, since=since,
+                until=until, chain_keys=_chain_keys(args),
+            )
     except ExportError as exc:
         raise CliError(str(exc)) from None
     finally:
         if args.output:
             out.close()
+
+
+# An event record's own keys in its canonical line (docs/export-format.md: "index", "kind",
+# "leaf_hash" sorted): what the export's progress counts.
+_EVENT_RECORD = '"kind":"event","leaf_hash"'
+
+
+class _Counted:
+    """A text sink that tells ``progress`` how many event records went through it."""
+
+    def __init__(self, out: Any, progress: Progress) -> None:
+        self.out = out
+        self.progress = progress
+
+    def write(self, text: str) -> int:
+        self.progress.advance(text.count(_EVENT_RECORD))
+        return int(self.out.write(text))
 
 
 def _show(step: ReplayStep) -> str:
@@ -315,13 +340,16 @@ def _replay_with(args: argparse.Namespace, notary: Notary) -> int:
                         chain_keys=_chain_keys(args))
     steps = replayer.coup(args.coup) if args.coup else replayer.shoe(args.shoe)
 
-    def stream() -> Any:
+    def stream(progress: Progress) -> Any:
         for s in steps:
             if args.all or not s.same:
+                progress.clear()
                 print(_show(s))
+            progress.advance()
             yield s
 
-    v = verdict(stream())
+    with Progress("replay", unit="steps", quiet=args.quiet or bool(args.coup)) as progress:
+        v = verdict(stream(progress))
     print(f"verdict: {v}")
     return 0 if v.identical else 1
 

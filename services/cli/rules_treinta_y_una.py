@@ -173,7 +173,13 @@ def cmd_odds(args: argparse.Namespace) -> int:
     deals = None if args.monte_carlo is None else _deals(args.monte_carlo)
     seed = _seed(args.seed if args.seed is not None else "0")
     odds = three_card_odds()
-    mc = montecarlo.run(rules, deals, seed) if deals else None
+    mc = None
+    if deals:
+        from services.cli.progress import Progress
+
+        with Progress("monte-carlo", total=deals, unit="deals",
+                      quiet=getattr(args, "quiet", False)) as progress:
+            mc = montecarlo.run(rules, deals, seed, progress=progress.update)
     if fmt == "json":
         print(json.dumps(odds_json(rules, odds, mc), indent=2))
     else:

@@ -174,11 +174,12 @@ class Projector:
         return len(batch)
 
     def catch_up(
-        self, batch_size: int = DEFAULT_BATCH, max_events: int | None = None, bulk: bool = False
+        self, batch_size: int = DEFAULT_BATCH, max_events: int | None = None, bulk: bool = False,
+        progress: Callable[[int], None] | None = None,
     ) -> int:
         """Apply everything up to the head (or ``max_events``); the number of events read.
         ``bulk``: the cyclic garbage collector is paused during each batch (see
-        :func:`_gc_paused`)."""
+        :func:`_gc_paused`); ``progress``: told the events read so far after each batch."""
         total = 0
         while max_events is None or total < max_events:
             size = batch_size if max_events is None else min(batch_size, max_events - total)
@@ -190,6 +191,8 @@ class Projector:
             if n == 0:
                 break
             total += n
+            if progress is not None:
+                progress(total)
         return total
 
     def run(self, stop: threading.Event, interval: float = 0.2) -> None:
@@ -198,7 +201,8 @@ class Projector:
             if self.step() == 0:
                 stop.wait(interval)
 
-    def rebuild(self, batch_size: int = DEFAULT_BATCH, drop: bool = False) -> int:
+    def rebuild(self, batch_size: int = DEFAULT_BATCH, drop: bool = False,
+                progress: Callable[[int], None] | None = None) -> int:
         """Drop every view's rows, set its position to 0 and replay the log from the start.
 
         A view whose tables already have the current shape (same schema digest) is emptied in
@@ -228,7 +232,7 @@ class Projector:
                 tracking.restart(tx, view.name, digest)
         self.reload()
         try:
-            return self.catch_up(batch_size, bulk=True)
+            return self.catch_up(batch_size, bulk=True, progress=progress)
         finally:
             with self.store.transaction() as tx:
                 tx.script(late)

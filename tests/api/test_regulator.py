@@ -546,3 +546,30 @@ def test_key_settings(tmp_path: Path) -> None:
                         ("SABOT_REGULATOR_KEY", "zz" * 32), ("SABOT_REGULATOR_KEY", "/nope")):
         with pytest.raises(ConfigError, match=name):
             load({name: value}, dotenv=None)
+
+
+def test_client_commands_report_progress_on_stderr(
+        scene: Scene, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """replay-shoe and export over gRPC: a line per update on stderr (not a terminal), the
+    answer alone on stdout; nothing with --quiet."""
+    from services.cli import main
+    from services.cli import progress as progress_module
+
+    monkeypatch.setattr(progress_module, "LINE_SECONDS", 0.0)
+    common = ["--target", f"127.0.0.1:{scene.running.port}",
+              "--token", scene.clients["regulator"].token or ""]
+    with logs.muted():
+        time.sleep(0.2)  # the log writer's last batch
+        capsys.readouterr()
+        assert main(["regulator", "replay-shoe", scene.shoe, *common]) == 0
+        out, err = capsys.readouterr()
+        assert out.strip().splitlines() == [out.strip()] and out.startswith("verdict: identical")
+        assert err.splitlines()[-1].startswith("replay: ") and " steps in " in err
+        path = tmp_path / "progress.jsonl"
+        assert main(["regulator", "export", "--shoe", scene.shoe, "-o", str(path),
+                     *common]) == 0
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        assert capsys.readouterr().err.splitlines()[-1].startswith(f"export: {lines:,} lines")
+        assert main(["regulator", "replay-shoe", scene.shoe, "--quiet", *common]) == 0
+        assert capsys.readouterr().err == ""
