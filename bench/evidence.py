@@ -160,7 +160,7 @@ def _write_path(store: str, url: Callable[[str], str], tmp: str) -> list[Row]:
         for r in range(ROUNDS):
             for evidence, out in ((True, on), (False, off)):
                 name = f"{label}-{r}-{'on' if evidence else 'off'}"
-                head = f"{tmp}/{name}.head" if evidence else None
+                head = f"{tmp}/{store}-{name}.head" if evidence else None
                 out.append(run(url(name), evidence, head))
         p = f"evidence.{store}.{label}"
         s_on, s_off = (statistics.median(x[0] for x in v) for v in (on, off))

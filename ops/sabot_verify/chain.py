@@ -225,13 +225,23 @@ class Walk:
 
 
 def load_head(text: str) -> dict[str, Any]:
-    """A writer's head file (SABOT-CHAIN-HEAD-1): {"seq", "link", "position", ...}."""
-    head: dict[str, Any] = json.loads(text)
-    if head.get("format") != "SABOT-CHAIN-HEAD-1":
+    """A writer's head file (SABOT-CHAIN-HEAD-1): of its records (one JSON object a line), the
+    valid one with the highest ``seq``: {"seq", "link", "position", ...}."""
+    best: dict[str, Any] | None = None
+    for line in text.splitlines():
+        try:
+            head = json.loads(line)
+            if not isinstance(head, dict) or head.get("format") != "SABOT-CHAIN-HEAD-1":
+                continue
+            int(head["seq"])
+            bytes.fromhex(head["link"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if best is None or int(head["seq"]) > int(best["seq"]):
+            best = head
+    if best is None:
         raise ValueError("not a SABOT-CHAIN-HEAD-1 file")
-    int(head["seq"])
-    bytes.fromhex(head["link"])
-    return head
+    return best
 
 
 def walk_export(

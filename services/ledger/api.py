@@ -190,6 +190,8 @@ class Ledger:
             self._keeper.stop()
         self._writer.close()
         self.lease.release()
+        if self.app.evidence is not None:
+            self.app.evidence.close()  # its head file
         self.app.close()
 
     def writer_status(self) -> dict[str, Any]:

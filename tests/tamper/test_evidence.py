@@ -18,7 +18,14 @@ from domain.errors import FailedPrecondition
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.errors import Conflict
-from services.ledger.evidence import CHAIN_ID, LINKED_TOPIC, ChainBroken, Link, canonical
+from services.ledger.evidence import (
+    CHAIN_ID,
+    LINKED_TOPIC,
+    ChainBroken,
+    Link,
+    canonical,
+    read_head,
+)
 from services.ledger.ids import account_uuid
 from services.regulator.chain import chain_problems, pinned_keys
 from services.regulator.source import Database, EventTable
@@ -120,7 +127,7 @@ def test_a_writer_refuses_a_store_that_lost_its_end(store: Store) -> None:
         Ledger(LedgerConfig(store_url=store.url, seal_key=KEY, chain_head=str(store.head)))
     # a rewritten last link is refused too
     other = store.dir / "other.json"
-    head = json.loads(store.head.read_text())
+    head = read_head(store.head.read_text())
     head.update(seq=3, link="00" * 32)
     other.write_text(json.dumps(head))
     with pytest.raises(ChainBroken, match="rewritten"):
@@ -219,3 +226,21 @@ def test_a_chain_can_begin_on_a_store_in_use(sqlite_store_url: str) -> None:
         conn.execute("INSERT INTO stored_events VALUES (?, ?, ?, ?)",
                      (CHAIN_ID.hex[:-1] + "f", 1, "sabot.ledger:Account.Opened", b"{}"))
     assert [p.position for p in problems(sqlite_store_url, [public(A)])] == [pos + 1]
+
+
+def test_the_head_file_survives_a_torn_write(sqlite_store_url: str, tmp_path: Any) -> None:
+    """The head is written by turns into two fixed slots: a crash that tears the latest write
+    leaves the one before, which the store's chain still holds."""
+    head = tmp_path / "head"
+    writer = ledger(sqlite_store_url, chain_head=str(head))
+    writer.open_account("o1", "ana")
+    for i in range(3):
+        writer.deposit(f"d{i}", "ana", 1)
+    writer.close()
+    latest = read_head(head.read_text())
+    raw = bytearray(head.read_bytes())
+    slot = (int(latest["seq"]) % 2) * 256
+    raw[slot:slot + 40] = b"\x00" * 40  # torn
+    head.write_bytes(bytes(raw))
+    assert int(read_head(head.read_text())["seq"]) == int(latest["seq"]) - 1
+    ledger(sqlite_store_url, chain_head=str(head)).close()  # still accepted

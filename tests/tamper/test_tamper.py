@@ -266,3 +266,21 @@ def test_on_postgres_with_the_trigger_disabled_by_its_owner(
 ) -> None:
     for s in copy_store(postgres_template, tmp_path):
         _check(s, CASES[name], "disable-trigger", capsys)
+
+
+@pytest.mark.parametrize("name", ["edit a card", "delete a Request",
+                                  "insert a balanced deposit pair in the middle"])
+def test_the_notary_reports_where_the_chain_breaks(
+    store: Store, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The notary checks every event it notarises against the chain: ``sabot checkpoint``
+    notarises all the same (the tree records what the store holds), says where the chain
+    breaks, and exits 1."""
+    first = CASES[name].tamper(Insider(store), store)
+    capsys.readouterr()
+    code = sabot("checkpoint", "--store", store.url, "--key", str(store.key_file),
+                 "--chain-key", CHAIN_PUBLIC.hex())
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert f"evidence chain: 1 problem(s); first at position {first}:" in err, err
+    assert "notarised up to leaf" in err
