@@ -415,7 +415,9 @@ class VerifiedSnapshots(EventStore):  # type: ignore[type-arg]
                 continue
             self.refused.append((row.originator_id, row.originator_version, why))
             del self.refused[:-100]
-            level = logging.ERROR if "not a trusted" not in why else logging.WARNING
+            # an unknown key is no sign of tampering (a reader without the key, a key rotated
+            # since): the aggregate just loads from its events
+            level = logging.ERROR if "not a trusted" not in why else logging.INFO
             log.log(level, "snapshot of %s at version %d refused: %s; loading from its events",
                     row.originator_id, row.originator_version, why)
         return iter(out)
