@@ -188,6 +188,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except BaseException:
         ledger.close()  # the ledger process and its folder go too
         raise
+    if chain_head is None:
+        logs.get_logger().warning(
+            "no SABOT_CHAIN_HEAD: the writer keeps no head file, so a store that lost its last "
+            "events would be noticed only by the regulator's checkpoints")
     host = cfg.listen.rsplit(":", 1)[0]
     target = f"{host}:{running.port}"
     signals = server.Signals()  # before "listening on" is printed: a SIGTERM then stops cleanly
