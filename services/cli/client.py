@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import grpc
@@ -66,6 +67,10 @@ GAME_WORDS: dict[str, str] = {
 }
 
 
+# Text fields holding minor units with decimals (the gaming day's expected win, its interval).
+DECIMAL_MINOR = frozenset({"theoretical_win", "interval_low", "interval_high"})
+
+
 def _currencies(data: Any) -> set[str]:
     """Every currency code named in a message (as a dict)."""
     if isinstance(data, dict):
@@ -89,6 +94,8 @@ def human(data: Any, currency: str = "") -> Any:
         for key, value in data.items():
             if key.endswith("_minor") and currency and _whole(value):
                 out[key.removesuffix("_minor")] = format_minor(int(value), currency)
+            elif key in DECIMAL_MINOR and currency and value:  # e.g. "3693.09" minor units
+                out[key] = format_minor(Decimal(str(value)), currency)
             else:
                 out[key] = human(value, currency)
         return out

@@ -81,3 +81,15 @@ def commands_of(module: str) -> list[str]:
     parser = cli.Parser(prog="sabot")
     importlib.import_module(module).register(parser.add_subparsers())
     return commands(parser)
+
+
+def test_a_report_row_as_text() -> None:
+    from services.cli.client import human
+
+    row = {"table": "tables/t1", "currency_code": "JPY", "handle_minor": "4240",
+           "theoretical_win": "36.93", "interval_low": "-603.75", "hold_percent": "7.08",
+           "handle_by_chance": [{"chance": "CHANCE_NOIR", "amount_minor": "1420"}]}
+    assert human({"rows": [row]}) == {"rows": [{
+        "table": "tables/t1", "currency_code": "JPY", "handle": "4240 JPY",
+        "theoretical_win": "37 JPY", "interval_low": "-604 JPY", "hold_percent": "7.08",
+        "handle_by_chance": [{"chance": "noir", "amount": "1420 JPY"}]}]}
