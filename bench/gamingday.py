@@ -29,6 +29,7 @@ from services.ledger.config import LedgerConfig
 
 Row = tuple[str, float]
 KEY = bytes(range(32))
+CHAIN_KEY = bytes([0x6D]) * 32  # the ledger's evidence key, the same for the fill and the server
 TOKEN = "bench-gamingday-token-5e2c9a7f1b3d4068"
 DAY = "2026-03-02"
 TABLES = int(os.environ.get("SABOT_BENCH_DAY_TABLES", "5"))
@@ -53,8 +54,8 @@ def fill(url: str, tables: int = TABLES, shoes: int = SHOES) -> int:
     rng = random.Random(30)
     # about 350 clock readings a shoe: the shoes spread over 20 hours, the day's three shifts
     ticks = _clock(timedelta(hours=20) / (350 * tables * shoes))
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, clock=lambda: next(ticks)),
-                    batching=False)
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, chain_key=CHAIN_KEY,
+                                 clock=lambda: next(ticks)), batching=False)
     n = 0
 
     def rid() -> str:
@@ -107,8 +108,8 @@ def fill(url: str, tables: int = TABLES, shoes: int = SHOES) -> int:
 def _server(url: str, tmp: Path) -> Iterator[str]:
     """``sabot serve`` on the store (its ledger in a process of its own): its target."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SABOT_")}
-    env.update({"SABOT_SEAL_KEY": KEY.hex(), "SABOT_TOKENS": f"{TOKEN}:admin",
-                "PYTHONUNBUFFERED": "1"})
+    env.update({"SABOT_SEAL_KEY": KEY.hex(), "SABOT_CHAIN_KEY": CHAIN_KEY.hex(),
+                "SABOT_TOKENS": f"{TOKEN}:admin", "PYTHONUNBUFFERED": "1"})
     proc = subprocess.Popen(
         [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
          "--store", url, "--env-file", str(tmp / "none.env")], cwd=ROOT, env=env,
