@@ -11,16 +11,16 @@ import time
 from collections.abc import Callable
 from uuid import UUID
 
-from domain import montecarlo
 from domain.cards import Card, DeckKind
-from domain.chances import Chance
-from domain.deal import deal_coup, deal_shoe
-from domain.layout import Layout, Step, place_stake
-from domain.odds import Composition, coup_odds, french_coup_odds, house_edges
-from domain.outcome import judge
-from domain.rules import CutCardRule, HouseRules, house_rules
-from domain.settlement import settle
 from domain.shuffle import load_sabot
+from domain.trente_et_quarante import montecarlo
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.deal import deal_coup, deal_shoe
+from domain.trente_et_quarante.layout import Layout, Step, place_stake
+from domain.trente_et_quarante.odds import Composition, coup_odds, french_coup_odds, house_edges
+from domain.trente_et_quarante.outcome import judge
+from domain.trente_et_quarante.rules import CutCardRule, HouseRules, house_rules
+from domain.trente_et_quarante.settlement import settle
 
 Row = tuple[str, float, str]
 PLAYERS = [f"p{i}" for i in range(8)]

@@ -10,11 +10,11 @@ from uuid import UUID
 
 import grpc
 
-from domain.chances import Chance
 from domain.currency import format_minor
-from domain.layout import Stake, StakeStatus, returned_on_refait31
-from domain.rules import HouseRules
 from domain.shuffle import commitment, parse_seed
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.layout import Stake, StakeStatus, returned_on_refait31
+from domain.trente_et_quarante.rules import HouseRules
 from services.api.client import Client, new_request_id
 from services.api.convert import CHANCE_NAMES
 from services.api.gen.sabot.v1 import (

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import grpc
 
 from domain.errors import NotFound
-from domain.rules import PRESET_NAMES
+from domain.trente_et_quarante.rules import PRESET_NAMES
 from services.api import convert, names
 from services.api.base import Base, check_uuid
 from services.api.errors import invalid

@@ -9,10 +9,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from domain.cards import DeckKind, check_deck_count, parse_deck_kind
-from domain.deal import CoupDeal, deal_shoe
 from domain.errors import InvalidArgument
-from domain.outcome import Outcome, Result, judge
-from domain.rules import PRESET_NAMES, HouseRules, house_rules
 from domain.shuffle import (
     ALGORITHM_ID,
     SEED_BYTES,
@@ -24,6 +21,9 @@ from domain.shuffle import (
     parse_seed,
     shuffle,
 )
+from domain.trente_et_quarante.deal import CoupDeal, deal_shoe
+from domain.trente_et_quarante.outcome import Outcome, Result, judge
+from domain.trente_et_quarante.rules import PRESET_NAMES, HouseRules, house_rules
 from services.cli import CliError
 
 

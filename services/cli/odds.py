@@ -11,11 +11,17 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from domain import montecarlo
 from domain.cards import check_deck_count
 from domain.errors import InvalidArgument
-from domain.odds import CoupOdds, Edge, french_coup_odds, house_edges, infinite_coup_odds
-from domain.rules import PRESET_NAMES, HouseRules, house_rules
+from domain.trente_et_quarante import montecarlo
+from domain.trente_et_quarante.odds import (
+    CoupOdds,
+    Edge,
+    french_coup_odds,
+    house_edges,
+    infinite_coup_odds,
+)
+from domain.trente_et_quarante.rules import PRESET_NAMES, HouseRules, house_rules
 from services.cli import CliError
 from services.cli import rules as game_rules
 from services.cli.progress import Progress, quiet_argument

@@ -31,11 +31,12 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate
 
 from domain.cards import DeckKind, canonical_shoe, parse_deck_kind
-from domain.chances import Chance
 from domain.currency import check_currency
-from domain.deal import deal_coup
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.layout import (
+from domain.shuffle import ALGORITHM_ID, Sabot, check_cut, commitment, load_sabot, order_digest
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.deal import deal_coup
+from domain.trente_et_quarante.layout import (
     Layout,
     Movement,
     MovementKind,
@@ -53,11 +54,10 @@ from domain.layout import (
     raise_stake,
     withdraw_stake,
 )
-from domain.layout import choose_refait31 as choose_refait31_step
-from domain.outcome import Outcome, Result, judge
-from domain.rules import HouseRules, house_rules
-from domain.settlement import settle
-from domain.shuffle import ALGORITHM_ID, Sabot, check_cut, commitment, load_sabot, order_digest
+from domain.trente_et_quarante.layout import choose_refait31 as choose_refait31_step
+from domain.trente_et_quarante.outcome import Outcome, Result, judge
+from domain.trente_et_quarante.rules import HouseRules, house_rules
+from domain.trente_et_quarante.settlement import settle
 from services.ledger import schema
 from services.ledger.account import DEBIT_TOPICS, ENTRY_TOPICS, Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
@@ -511,8 +511,9 @@ class Ledger:
                     ) -> TableClosed:
         """Close the table for good, between shoes (FAILED_PRECONDITION ``SHOE_OPEN`` while one
         is open): every stake left on its layout leaves it, free stakes returned and prisoners
-        settled per the table's ``prisoners_at_close`` (``domain.layout.close_table``), recorded
-        on the table's latest coup as a shoe's end is; then ``Table.Closed``. A closed table
+        settled per the table's ``prisoners_at_close``
+        (``domain.trente_et_quarante.layout.close_table``), recorded on the table's latest coup
+        as a shoe's end is; then ``Table.Closed``. A closed table
         opens no more shoes (FAILED_PRECONDITION ``TABLE_CLOSED``)."""
 
         def decide(unit: UnitOfWork) -> TableClosed:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
-from domain.layout import Fate, Layout, Stake
+from domain.trente_et_quarante.layout import Fate, Layout, Stake
 
 
 class Phase:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
-from domain.rules import HouseRules
+from domain.trente_et_quarante.rules import HouseRules
 
 
 class Table(Aggregate):

@@ -7,9 +7,9 @@ from typing import Any
 
 from eventsourcing.persistence import JSONTranscoder, Transcoding
 
-from domain.chances import Chance, Row
-from domain.layout import Fate, MovementKind, Refait31Choice, Stake, StakeStatus
-from domain.outcome import Result
+from domain.trente_et_quarante.chances import Chance, Row
+from domain.trente_et_quarante.layout import Fate, MovementKind, Refait31Choice, Stake, StakeStatus
+from domain.trente_et_quarante.outcome import Result
 
 
 class StakeAsDict(Transcoding):

@@ -84,7 +84,7 @@ class MovementView:
     """One double-entry movement: ``amount`` leaves ``debit_account`` for ``credit_account``."""
 
     seq: int  # order within the coup's settlement (1-based)
-    kind: str  # domain.layout.MovementKind value
+    kind: str  # domain.trente_et_quarante.layout.MovementKind value
     stake_id: str
     account_id: str  # the stake's player
     chance: str
@@ -98,7 +98,7 @@ class FateView:
     stake_id: str
     account_id: str
     chance: str
-    fate: str  # domain.layout.Fate value
+    fate: str  # domain.trente_et_quarante.layout.Fate value
     amount_before: int
     amount_after: int
     status_after: str | None

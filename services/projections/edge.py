@@ -1,14 +1,16 @@
-"""The house edges of a table's ruleset, from ``domain.odds`` (isolated here).
+"""The house edges of a table's ruleset, from ``domain.trente_et_quarante.odds`` (isolated here).
 
 :func:`coup_law` gives the exact law of one coup for a stake in a given state (the mean and the
-variance per unit staked of the money the house wins in that coup, ``domain.odds.coup_law``):
+variance per unit staked of the money the house wins in that coup,
+``domain.trente_et_quarante.odds.coup_law``):
 what the gaming-day report applies to ``handle.<state>`` and ``handle_sq.<state>``.
 
 :func:`house_edge` gives per chance ``Edge.per_coup`` of the treatment a stake gets when its
 player chooses nothing (``Edge.default``): the expected loss per unit per coup the stake lies on
 the layout over its whole life, a refait at 32..40 counting as a push (the reports no longer use
 it: it is the average over a life of the per-state means). The exact odds take seconds per deck
-count: cached per process. If ``domain.odds`` is missing or fails, both return ``None`` and
+count: cached per process. If ``domain.trente_et_quarante.odds`` is missing or fails, both return
+``None`` and
 reports show the theoretical win as unknown.
 """
 
@@ -24,7 +26,7 @@ from domain.errors import RuleViolation
 
 @cache
 def _coup_odds(decks: int) -> Any:
-    from domain.odds import french_coup_odds
+    from domain.trente_et_quarante.odds import french_coup_odds
 
     return french_coup_odds(decks)
 
@@ -32,8 +34,8 @@ def _coup_odds(decks: int) -> Any:
 @cache
 def _edges(options: tuple[tuple[str, str], ...]) -> dict[str, Fraction] | None:
     try:
-        from domain.odds import house_edges
-        from domain.rules import HouseRules
+        from domain.trente_et_quarante.odds import house_edges
+        from domain.trente_et_quarante.rules import HouseRules
 
         rules = HouseRules.from_options(dict(options))
         edges = house_edges(_coup_odds(rules.decks), rules)
@@ -44,7 +46,8 @@ def _edges(options: tuple[tuple[str, str], ...]) -> dict[str, Fraction] | None:
 
 def house_edge(options: Mapping[str, str]) -> dict[str, Fraction] | None:
     """Exact house edge per coup of each chance (``noir``, ``rouge``, ``couleur``, ``inverse``)
-    under the ruleset recorded as ``options``; ``None`` when ``domain.odds`` cannot say."""
+    under the ruleset recorded as ``options``; ``None`` when ``domain.trente_et_quarante.odds``
+    cannot say."""
     return _edges(tuple(sorted(options.items())))
 
 
@@ -52,9 +55,9 @@ def house_edge(options: Mapping[str, str]) -> dict[str, Fraction] | None:
 def _laws(options: tuple[tuple[str, str], ...], chance: str, state: str,
           ) -> tuple[Fraction, Fraction] | None:
     try:
-        from domain.chances import Chance
-        from domain.odds import coup_law
-        from domain.rules import HouseRules
+        from domain.trente_et_quarante.chances import Chance
+        from domain.trente_et_quarante.odds import coup_law
+        from domain.trente_et_quarante.rules import HouseRules
 
         rules = HouseRules.from_options(dict(options))
         law = coup_law(_coup_odds(rules.decks), rules, Chance(chance), state)
@@ -67,6 +70,7 @@ def _laws(options: tuple[tuple[str, str], ...], chance: str, state: str,
 def coup_law(options: Mapping[str, str], chance: str, state: str,
              ) -> tuple[Fraction, Fraction] | None:
     """(mean, variance) per unit staked of the house's result of one coup on a stake on
-    ``chance`` in ``state`` (``domain.odds.coup_law``) under the ruleset recorded as
-    ``options``; ``None`` when ``domain.odds`` cannot say."""
+    ``chance`` in ``state`` (``domain.trente_et_quarante.odds.coup_law``) under the ruleset
+    recorded as
+    ``options``; ``None`` when ``domain.trente_et_quarante.odds`` cannot say."""
     return _laws(tuple(sorted(options.items())), chance, state)

@@ -5,7 +5,8 @@
 - ``handle`` / ``handle_sq`` per chance: the sum of the stakes in action at every decided coup
   (every settlement fate of a coup that was not void, refaits included) and of their squares;
 - ``handle.<state>`` / ``handle_sq.<state>`` per chance: the same, split by the stake's state
-  before the coup (``domain.odds.stake_state``: ``free``, ``prison``, ``second_prison``, then
+  before the coup (``domain.trente_et_quarante.odds.stake_state``: ``free``, ``prison``,
+  ``second_prison``, then
   ``:insured`` and ``:partage`` / ``:prison`` for the player's choice), which decides what the
   coup can do to it (the theoretical win and its interval apply each state's exact law);
 - ``partage_chosen``: what the house took from stakes outside a coup's settlement, by a
@@ -46,7 +47,7 @@ PRISON_STATUSES = frozenset({"prison", "second_prison"})
 # Fates outside a coup's settlement that give the house part of a stake, a sure gain: a
 # player's decision between coups (a partage chosen after a 31, a half withdrawal, an imprisoned
 # stake moved) or a table's close (a prisoner half returned): the house takes ``amount // 2``
-# (``domain.money.house_half``); a free stake moved loses nothing.
+# (``domain.trente_et_quarante.money.house_half``); a free stake moved loses nothing.
 CHOSEN_TAKES = frozenset({"partage", "half_withdrawn", "moved", "half_returned"})
 _HALF_TAKEN = frozenset({"half_withdrawn", "half_returned"})  # the stake leaves: half is taken
 OVERWRITTEN = frozenset({"prison_outstanding"})
@@ -98,7 +99,8 @@ RECON_PRISON = Table(
 
 
 def stake_state(stake: Any) -> str:
-    """The state of a (decoded) stake, as ``domain.odds.stake_state`` names it."""
+    """The state of a (decoded) stake, as ``domain.trente_et_quarante.odds.stake_state`` names
+    it."""
     status = getattr(stake.status, "value", stake.status)
     choice = getattr(stake.choice, "value", stake.choice)
     return str(status) + (":insured" if stake.insured else "") + (f":{choice}" if choice else "")

@@ -5,7 +5,8 @@ Money stays in integer minor units. Ratios (hold %) and the theoretical win are 
 shown with two decimals. The theoretical win is ``Σ m(state, chance) × handle.<state>`` and its
 95 % interval ``theoretical ± 1.96 × sqrt(Σ v(state, chance) × handle_sq.<state>)``, with ``m``
 and ``v`` the exact mean and variance per unit staked of the house's result of one coup on a
-stake in that state (``domain.odds.coup_law``); the square root is taken in integers
+stake in that state (``domain.trente_et_quarante.odds.coup_law``); the square root is taken in
+integers
 (``isqrt``, to a thousandth of a minor unit).
 """
 
@@ -225,7 +226,8 @@ def _row_of(table: str, shift: str, m: dict[tuple[str, str], int],
 def _laws(m: dict[tuple[str, str], int], options: dict[str, str],
           ) -> tuple[Fraction, Fraction] | None:
     """(theoretical win, variance of the game win) from the handle by state: each state's exact
-    mean and variance per unit (``edge.coup_law``); ``None`` when ``domain.odds`` cannot say."""
+    mean and variance per unit (``edge.coup_law``); ``None`` when
+    ``domain.trente_et_quarante.odds`` cannot say."""
     theo = Fraction(m.get(("partage_chosen", ""), 0))  # sure gains, part of the game win
     var = Fraction(0)
     for (metric, chance), amount in m.items():

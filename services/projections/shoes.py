@@ -13,9 +13,9 @@ from typing import Any
 from uuid import UUID
 
 from domain.cards import DeckKind, canonical_shoe, card_from_code
-from domain.deal import CARDS_BEHIND_CUT_CARD
 from domain.errors import RuleViolation
 from domain.shuffle import commitment
+from domain.trente_et_quarante.deal import CARDS_BEHIND_CUT_CARD
 from services.projections import topics as T
 from services.projections.store import Tx
 from services.projections.view import Envelope, Table, View

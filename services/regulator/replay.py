@@ -18,10 +18,11 @@ from uuid import UUID
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from domain.cards import DeckKind
-from domain.chances import Chance
-from domain.deal import deal_coup
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
-from domain.layout import (
+from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.deal import deal_coup
+from domain.trente_et_quarante.layout import (
     Layout,
     Refait31Choice,
     Stake,
@@ -38,10 +39,9 @@ from domain.layout import (
     raise_stake,
     withdraw_stake,
 )
-from domain.outcome import judge
-from domain.rules import HouseRules
-from domain.settlement import settle
-from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot
+from domain.trente_et_quarante.outcome import judge
+from domain.trente_et_quarante.rules import HouseRules
+from domain.trente_et_quarante.settlement import settle
 from services.regulator.chain import chain_problems
 from services.regulator.escrow import EscrowError, open_sealed
 from services.regulator.escrow_table import EscrowTable

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from domain.cards import DeckKind
-from domain.deal import CoupDeal, deal_shoe
-from domain.outcome import Outcome, judge
-from domain.rules import CutCardRule
 from domain.shuffle import load_sabot
+from domain.trente_et_quarante.deal import CoupDeal, deal_shoe
+from domain.trente_et_quarante.outcome import Outcome, judge
+from domain.trente_et_quarante.rules import CutCardRule
 
 from .conftest import SEED as API_SEED  # the seed of every shoe the test server shuffles
 

@@ -11,10 +11,10 @@ from uuid import UUID, uuid5
 import grpc
 
 from domain.cards import DeckKind
-from domain.deal import deal_shoe
-from domain.outcome import Outcome, judge
-from domain.rules import CutCardRule
 from domain.shuffle import commitment, load_sabot
+from domain.trente_et_quarante.deal import deal_shoe
+from domain.trente_et_quarante.outcome import Outcome, judge
+from domain.trente_et_quarante.rules import CutCardRule
 from services.api.client import new_request_id
 from services.api.gen.sabot.v1 import (
     betting_pb2,

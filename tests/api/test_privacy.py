@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.cards import DeckKind
-from domain.deal import deal_coup
-from domain.outcome import judge
-from domain.rules import CutCardRule
 from domain.shuffle import load_sabot
+from domain.trente_et_quarante.deal import deal_coup
+from domain.trente_et_quarante.outcome import judge
+from domain.trente_et_quarante.rules import CutCardRule
 from services.api import convert
 from services.api.client import new_request_id
 from services.api.gen.sabot.v1 import betting_pb2, common_pb2, events_pb2, table_pb2

@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 import services.cli as cli
-from domain.rules import house_rules
+from domain.trente_et_quarante.rules import house_rules
 from services.api import demo
 from services.api.client import new_request_id
 from services.api.gen.sabot.v1 import betting_pb2, common_pb2, table_pb2

@@ -8,7 +8,7 @@ import pytest
 
 from domain.currency import MINOR_UNITS, check_currency, format_minor, major
 from domain.errors import InvalidArgument
-from domain.rules import house_rules
+from domain.trente_et_quarante.rules import house_rules
 
 
 @pytest.mark.parametrize(("amount", "code", "shown"), [

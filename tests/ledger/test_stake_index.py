@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.chances import Chance
-from domain.layout import Stake
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.layout import Stake
 from services.ledger.coup import Coup, _put, _restate
 
 

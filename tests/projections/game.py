@@ -17,10 +17,11 @@ from typing import Any
 from uuid import UUID
 
 from domain.cards import DeckKind
-from domain.chances import Chance
-from domain.deal import CARDS_BEHIND_CUT_CARD, deal_coup
 from domain.errors import RuleViolation
-from domain.layout import (
+from domain.shuffle import load_sabot
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.deal import CARDS_BEHIND_CUT_CARD, deal_coup
+from domain.trente_et_quarante.layout import (
     Layout,
     Refait31Choice,
     Role,
@@ -37,11 +38,10 @@ from domain.layout import (
     raise_stake,
     withdraw_stake,
 )
-from domain.odds import stake_state
-from domain.outcome import Outcome, Result, judge
-from domain.rules import HouseRules, house_rules
-from domain.settlement import settle
-from domain.shuffle import load_sabot
+from domain.trente_et_quarante.odds import stake_state
+from domain.trente_et_quarante.outcome import Outcome, Result, judge
+from domain.trente_et_quarante.rules import HouseRules, house_rules
+from domain.trente_et_quarante.settlement import settle
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.ids import stake_uuid
 from services.projections.gamingday import GamingDay

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from domain.chances import Chance
 from domain.errors import InvalidArgument, NotFound
-from domain.odds import CoupOdds, coup_law
-from domain.rules import HouseRules, house_rules
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.odds import CoupOdds, coup_law
+from domain.trente_et_quarante.rules import HouseRules, house_rules
 from services.projections import default_views, edge
 from services.projections.export import to_csv, to_json, to_text
 from services.projections.projector import Projector

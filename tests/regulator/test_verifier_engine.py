@@ -12,10 +12,10 @@ from sabot_verify.coup import judge as v_judge
 from sabot_verify.shoe import Drbg, commitment, cut, digest, shuffled
 
 from domain.cards import DeckKind
-from domain.deal import deal_coup
-from domain.outcome import Result, judge
-from domain.rules import CutCardRule
 from domain.shuffle import load_sabot
+from domain.trente_et_quarante.deal import deal_coup
+from domain.trente_et_quarante.outcome import Result, judge
+from domain.trente_et_quarante.rules import CutCardRule
 
 V1_SEED = bytes(range(32))
 V1_SHOE = UUID("00000000-0000-0000-0000-000000000001")

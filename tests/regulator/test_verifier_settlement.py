@@ -8,11 +8,11 @@ from sabot_verify.coup import Outcome as VOutcome
 from sabot_verify.settle import Stake as VStake
 from sabot_verify.settle import settle as v_settle
 
-from domain.chances import Chance
-from domain.layout import Layout, Refait31Choice, Stake, StakeStatus
-from domain.outcome import Outcome, Result
-from domain.rules import house_rules
-from domain.settlement import settle
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.layout import Layout, Refait31Choice, Stake, StakeStatus
+from domain.trente_et_quarante.outcome import Outcome, Result
+from domain.trente_et_quarante.rules import house_rules
+from domain.trente_et_quarante.settlement import settle
 
 OVERRIDES = st.fixed_dictionaries(
     {},

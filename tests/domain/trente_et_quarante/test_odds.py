@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import services.cli as cli
-from domain import montecarlo
-from domain.chances import Chance
 from domain.errors import InvalidArgument
-from domain.odds import (
+from domain.trente_et_quarante import montecarlo
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.odds import (
     TOTALS,
     Composition,
     CoupOdds,
@@ -26,7 +26,7 @@ from domain.odds import (
     infinite_coup_odds,
     row_law,
 )
-from domain.rules import house_rules
+from domain.trente_et_quarante.rules import house_rules
 
 Joint = dict[tuple[int, int, bool], Fraction]  # (noir total, rouge total, first card black) -> P
 

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from domain.cards import Card
-from domain.chances import Row
 from domain.errors import InvalidArgument
-from domain.rules import CutCardRule
+from domain.trente_et_quarante.chances import Row
+from domain.trente_et_quarante.rules import CutCardRule
 
 ROW_STOPS_ABOVE = 30  # a row is dealt until its total exceeds 30 (final 31..40)
 CARDS_BEHIND_CUT_CARD = 5  # the red cut card lies before the last five cards

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.chances import COLOUR_CHANCES, Chance
 from domain.errors import FailedPrecondition, InvalidArgument, RuleViolation
-from domain.layout import (
+from domain.trente_et_quarante.chances import COLOUR_CHANCES, Chance
+from domain.trente_et_quarante.layout import (
     HOUSE_GIVES,
     HOUSE_TAKES,
     Fate,
@@ -34,9 +34,9 @@ from domain.layout import (
     raise_stake,
     withdraw_stake,
 )
-from domain.outcome import Outcome, Result
-from domain.rules import PRESET_NAMES, HouseRules, PrisonersAtClose, house_rules
-from domain.settlement import settle
+from domain.trente_et_quarante.outcome import Outcome, Result
+from domain.trente_et_quarante.rules import PRESET_NAMES, HouseRules, PrisonersAtClose, house_rules
+from domain.trente_et_quarante.settlement import settle
 
 FRANCAISE = house_rules("francaise")
 ITALIANA = house_rules("italiana")

@@ -7,10 +7,10 @@ import pickle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.chances import Chance
 from domain.errors import RuleViolation
-from domain.layout import Layout, place_stake, raise_stake, withdraw_stake
-from domain.rules import house_rules
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.layout import Layout, place_stake, raise_stake, withdraw_stake
+from domain.trente_et_quarante.rules import house_rules
 
 RULES = house_rules("francaise", {})
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from domain.errors import InvalidArgument
-from domain.rules import (
+from domain.trente_et_quarante.rules import (
     PRESET_NAMES,
     ChanceSet,
     ColourChancesOnRefait31,

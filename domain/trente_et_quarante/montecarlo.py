@@ -5,10 +5,10 @@ millisecond a shoe, so for sampling the shoe's opening is drawn with a local, se
 ``random.Random`` (deterministic; never the global generator): ``rng.sample`` gives the first
 ``OPENING`` cards of a uniformly random order, and on the rare coup that needs more cards the
 rest of the shoe follows in a random order, so every order stays equally likely. The cards then
-go through ``domain.deal.deal_coup`` and ``domain.outcome.judge``.
+go through ``deal.deal_coup`` and ``outcome.judge``.
 
 House edges: on the same coups, one stake per (chance, treatment of the 31) lies on a layout and
-is settled by ``domain.settlement.settle`` until it leaves the layout (win, loss, release, prison
+is settled by ``settlement.settle`` until it leaves the layout (win, loss, release, prison
 loss, partage, return); then a fresh stake replaces it. Later coups of a stake's life are fresh
 first coups too: the same steady-state approximation as the exact prison figures.
 """
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from domain.cards import Card, DeckKind, canonical_shoe
-from domain.chances import Chance
-from domain.deal import deal_coup
 from domain.errors import InvalidArgument
-from domain.layout import (
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.deal import deal_coup
+from domain.trente_et_quarante.layout import (
     Fate,
     Layout,
     Refait31Choice,
@@ -37,10 +37,10 @@ from domain.layout import (
     place_stake,
     withdraw_stake,
 )
-from domain.odds import TOTALS, Edge
-from domain.outcome import Outcome, Result, judge
-from domain.rules import CutCardRule, HouseRules, Refait31Rule
-from domain.settlement import settle
+from domain.trente_et_quarante.odds import TOTALS, Edge
+from domain.trente_et_quarante.outcome import Outcome, Result, judge
+from domain.trente_et_quarante.rules import CutCardRule, HouseRules, Refait31Rule
+from domain.trente_et_quarante.settlement import settle
 
 OPENING = 32  # cards drawn per coup before falling back to the rest of the shoe
 Z_LIMIT = 3  # an exact figure further than this many standard errors is flagged

@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import NoReturn, Protocol, cast
 
-from domain.chances import COLOUR_CHANCES, OPPOSITE, ROW_CHANCES, Chance
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.money import house_half, premium
-from domain.rules import (
+from domain.trente_et_quarante.chances import COLOUR_CHANCES, OPPOSITE, ROW_CHANCES, Chance
+from domain.trente_et_quarante.money import house_half, premium
+from domain.trente_et_quarante.rules import (
     ChanceSet,
     ColourChancesOnRefait31,
     HouseRules,

@@ -7,10 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from domain.chances import Chance
 from domain.errors import InvalidArgument
-from domain.layout import Layout, Refait31Choice, Stake, StakeStatus
-from domain.odds import (
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.layout import Layout, Refait31Choice, Stake, StakeStatus
+from domain.trente_et_quarante.odds import (
     CoupOdds,
     coup_law,
     house_edges,
@@ -18,9 +18,9 @@ from domain.odds import (
     parse_stake_state,
     stake_state,
 )
-from domain.outcome import Outcome, _decided, _refait
-from domain.rules import HouseRules, house_rules
-from domain.settlement import settle
+from domain.trente_et_quarante.outcome import Outcome, _decided, _refait
+from domain.trente_et_quarante.rules import HouseRules, house_rules
+from domain.trente_et_quarante.settlement import settle
 
 ODDS = infinite_coup_odds()  # fast; the formulas do not depend on the composition
 

@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from domain import french_odds
-from domain.french_odds import FRENCH_SHOES
-from domain.odds import TOTALS, Composition, coup_odds, french_coup_odds, french_table_source
+from domain.trente_et_quarante import french_odds
+from domain.trente_et_quarante.french_odds import FRENCH_SHOES
+from domain.trente_et_quarante.odds import (
+    TOTALS,
+    Composition,
+    coup_odds,
+    french_coup_odds,
+    french_table_source,
+)
 
 
 @pytest.mark.parametrize("decks", [1, 2, 6])

@@ -32,10 +32,15 @@ from fractions import Fraction
 from math import comb, factorial
 
 from domain.cards import check_deck_count
-from domain.chances import Chance
 from domain.errors import InvalidArgument
-from domain.french_odds import FRENCH_SHOES
-from domain.rules import ColourChancesOnRefait31, HouseRules, PrisonRefait31Rule, Refait31Rule
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.french_odds import FRENCH_SHOES
+from domain.trente_et_quarante.rules import (
+    ColourChancesOnRefait31,
+    HouseRules,
+    PrisonRefait31Rule,
+    Refait31Rule,
+)
 
 VALUES = tuple(range(1, 11))  # card values; J, Q, K count 10
 TOTALS = tuple(range(31, 41))  # a finished row's total
@@ -288,8 +293,9 @@ def coup_odds(comp: Composition) -> CoupOdds:
 
 def french_coup_odds(decks: int) -> CoupOdds:
     """The laws of the first coup from ``decks`` French decks: ``coup_odds`` of them (seconds of
-    arithmetic for a 6-deck shoe), read from the table it gave once, ``domain/french_odds.py``
-    (tests recompute it; ``french_table_source`` writes it again)."""
+    arithmetic for a 6-deck shoe), read from the table it gave once,
+    ``domain/trente_et_quarante/french_odds.py`` (tests recompute it; ``french_table_source``
+    writes it again)."""
     check_deck_count(decks)
     row, refait = FRENCH_SHOES[decks]
     return CoupOdds(Composition.french(decks).label,
@@ -298,11 +304,13 @@ def french_coup_odds(decks: int) -> CoupOdds:
 
 
 def french_table_source(decks: Iterable[int] = range(1, 9)) -> str:
-    """The text of ``domain/french_odds.py``: ``coup_odds`` of each French shoe, exactly."""
+    """The text of ``domain/trente_et_quarante/french_odds.py``: ``coup_odds`` of each French
+    shoe, exactly."""
     lines = ['"""The exact laws of the first coup from a French shoe of 1 to 8 decks, as',
-             "``domain.odds.coup_odds`` gives them (``french_table_source`` wrote this file;",
-             "tests/domain/test_french_odds.py recomputes it). Per deck count: P(a row totals",
-             't) and P(both rows total t), t = 31..40, as exact fractions."""', "",
+             "``odds.coup_odds`` gives them (``french_table_source`` wrote this file;",
+             "tests/domain/trente_et_quarante/test_french_odds.py recomputes it). Per deck",
+             "count: P(a row totals t) and P(both rows total t), t = 31..40, as exact fractions."
+             '"""', "",
              "FRENCH_SHOES: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {"]
     for d in decks:
         odds = coup_odds(Composition.french(d))
@@ -427,7 +435,7 @@ def house_edges(odds: CoupOdds, rules: HouseRules) -> tuple[Edge, ...]:
             p = _partage(odds, chance)
             out.append(replace(p, default=False))
         if rules.insurance_rate > 0 and not returned:  # insurance is not sold where a 31
-            # returns the stake anyway (RULES.md §1, domain.layout.insure)
+            # returns the stake anyway (RULES.md §1, domain.trente_et_quarante.layout.insure)
             ins = _insured(odds, chance, rules.insurance_rate)
             out.append(replace(ins, default=False))
     return tuple(out)
@@ -486,15 +494,15 @@ def parse_stake_state(state: str) -> tuple[str, bool, str | None]:
 def coup_law(odds: CoupOdds, rules: HouseRules, chance: Chance, state: str = "free") -> CoupLaw:
     """The house's result of the next coup on a unit stake on ``chance`` in ``state`` (see
     :func:`stake_state`), under ``rules``, the coup having the law ``odds`` (the first coup's:
-    the approximation of §4.1). The fates are the engine's (``domain.settlement``): a decided
+    the approximation of §4.1). The fates are the engine's (``settlement``): a decided
     coup wins or loses the stake (or releases it, or loses it in prison); a refait at 31 does
     what ``fate_on_refait31`` says for that stake; a refait at 32..40 is void.
 
     Summed over a stake's life, the means add up to the treatment's ``Edge.loss_per_stake``
     (e.g. a free stake under prison loses nothing in the coup of the 31; its prison coups carry
     the loss), and ``Edge.per_coup`` is the average of the means over the coups of that life."""
-    from domain.layout import Refait31Choice, Stake, StakeStatus
-    from domain.settlement import DECIDED, fate_on_refait31
+    from domain.trente_et_quarante.layout import Refait31Choice, Stake, StakeStatus
+    from domain.trente_et_quarante.settlement import DECIDED, fate_on_refait31
 
     status, insured, choice = parse_stake_state(state)
     st = StakeStatus(status)

@@ -7,11 +7,11 @@ from collections.abc import Callable
 import pytest
 
 from domain.cards import Card
-from domain.chances import Chance
-from domain.deal import deal_coup, deal_shoe
-from domain.outcome import Result, judge
-from domain.rules import CutCardRule
 from domain.shuffle import Sabot
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.deal import deal_coup, deal_shoe
+from domain.trente_et_quarante.outcome import Result, judge
+from domain.trente_et_quarante.rules import CutCardRule
 
 Build = Callable[[str], tuple[Card, ...]]
 

@@ -7,10 +7,11 @@ from collections.abc import Callable
 import pytest
 
 from domain.cards import Card
-from domain.chances import Chance
-from domain.deal import deal_coup
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
-from domain.layout import (
+from domain.shuffle import Sabot
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.deal import deal_coup
+from domain.trente_et_quarante.layout import (
     Fate,
     Layout,
     Refait31Choice,
@@ -27,10 +28,9 @@ from domain.layout import (
     raise_stake,
     withdraw_stake,
 )
-from domain.outcome import Outcome, Result, judge
-from domain.rules import CutCardRule, HouseRules, house_rules
-from domain.settlement import settle
-from domain.shuffle import Sabot
+from domain.trente_et_quarante.outcome import Outcome, Result, judge
+from domain.trente_et_quarante.rules import CutCardRule, HouseRules, house_rules
+from domain.trente_et_quarante.settlement import settle
 
 Build = Callable[[str], tuple[Card, ...]]
 FRANCAISE = house_rules("francaise")

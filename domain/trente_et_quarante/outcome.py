@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from domain.announcements import announce_decided, announce_refait, announce_void
 from domain.cards import Colour
-from domain.chances import Chance
-from domain.deal import ROW_STOPS_ABOVE, CoupDeal
+from domain.trente_et_quarante.announcements import announce_decided, announce_refait, announce_void
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.deal import ROW_STOPS_ABOVE, CoupDeal
 
 
 class Result(StrEnum):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.chances import COLOUR_CHANCES, Chance
-from domain.layout import (
+from domain.trente_et_quarante.chances import COLOUR_CHANCES, Chance
+from domain.trente_et_quarante.layout import (
     HOUSE_GIVES,
     MOVEMENT_ROLES,
     Fate,
@@ -30,9 +30,9 @@ from domain.layout import (
     new_stake_fate,
     returned_on_refait31,
 )
-from domain.money import house_half
-from domain.outcome import Outcome
-from domain.rules import (
+from domain.trente_et_quarante.money import house_half
+from domain.trente_et_quarante.outcome import Outcome
+from domain.trente_et_quarante.rules import (
     HouseRules,
     PrisonRefait31Rule,
     Refait31Rule,

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from domain.chances import Chance
-from domain.deal import deal_shoe
 from domain.errors import FailedPrecondition
-from domain.layout import (
+from domain.shuffle import Sabot
+from domain.trente_et_quarante.chances import Chance
+from domain.trente_et_quarante.deal import deal_shoe
+from domain.trente_et_quarante.layout import (
     Fate,
     Layout,
     Refait31Choice,
@@ -23,10 +24,9 @@ from domain.layout import (
     place_stake,
     withdraw_stake,
 )
-from domain.outcome import Outcome, judge
-from domain.rules import HouseRules, house_rules
-from domain.settlement import settle
-from domain.shuffle import Sabot
+from domain.trente_et_quarante.outcome import Outcome, judge
+from domain.trente_et_quarante.rules import HouseRules, house_rules
+from domain.trente_et_quarante.settlement import settle
 
 FREE, PRISON, SECOND = StakeStatus.FREE, StakeStatus.PRISON, StakeStatus.SECOND_PRISON
 

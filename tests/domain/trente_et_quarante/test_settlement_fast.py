@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.cards import DeckKind
-from domain.chances import COLOUR_CHANCES, Chance
-from domain.deal import deal_shoe
-from domain.layout import (
+from domain.shuffle import load_sabot
+from domain.trente_et_quarante.chances import COLOUR_CHANCES, Chance
+from domain.trente_et_quarante.deal import deal_shoe
+from domain.trente_et_quarante.layout import (
     HOUSE_GIVES,
     Fate,
     Layout,
@@ -28,9 +29,9 @@ from domain.layout import (
     new_stake,
     place_stake,
 )
-from domain.money import house_half
-from domain.outcome import Outcome, Result, judge
-from domain.rules import (
+from domain.trente_et_quarante.money import house_half
+from domain.trente_et_quarante.outcome import Outcome, Result, judge
+from domain.trente_et_quarante.rules import (
     PRESET_NAMES,
     ColourChancesOnRefait31,
     CutCardRule,
@@ -39,8 +40,7 @@ from domain.rules import (
     Refait31Rule,
     house_rules,
 )
-from domain.settlement import DECIDED, LEAVES, STAYS_AS, fate_on_refait31, settle
-from domain.shuffle import load_sabot
+from domain.trente_et_quarante.settlement import DECIDED, LEAVES, STAYS_AS, fate_on_refait31, settle
 
 rules_strategy = st.builds(
     lambda preset, refait31, prison, ci: replace(

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.cards import Card, DeckKind, canonical_deck
-from domain.chances import Row
-from domain.deal import CoupDeal, DealtCard, deal_coup
-from domain.rules import CutCardRule
+from domain.trente_et_quarante.chances import Row
+from domain.trente_et_quarante.deal import CoupDeal, DealtCard, deal_coup
+from domain.trente_et_quarante.rules import CutCardRule
 
 
 def reference_deal(sabot: Sequence[Card], position: int, rule: CutCardRule) -> CoupDeal:

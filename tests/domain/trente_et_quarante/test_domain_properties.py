@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.cards import Card, DeckKind, canonical_deck, canonical_shoe
-from domain.chances import COLOUR_CHANCES, Chance, Row
-from domain.deal import ROW_STOPS_ABOVE, deal_coup, deal_shoe
 from domain.errors import RuleViolation
-from domain.layout import (
+from domain.shuffle import shuffle
+from domain.trente_et_quarante.chances import COLOUR_CHANCES, Chance, Row
+from domain.trente_et_quarante.deal import ROW_STOPS_ABOVE, deal_coup, deal_shoe
+from domain.trente_et_quarante.layout import (
     HOUSE_GIVES,
     HOUSE_TAKES,
     Layout,
@@ -36,10 +37,9 @@ from domain.layout import (
     raise_stake,
     withdraw_stake,
 )
-from domain.outcome import Outcome, Result, judge
-from domain.rules import PRESET_NAMES, CutCardRule, HouseRules, house_rules
-from domain.settlement import settle
-from domain.shuffle import shuffle
+from domain.trente_et_quarante.outcome import Outcome, Result, judge
+from domain.trente_et_quarante.rules import PRESET_NAMES, CutCardRule, HouseRules, house_rules
+from domain.trente_et_quarante.settlement import settle
 
 DECK = canonical_deck(DeckKind.FRENCH_52)
 CHANCES = list(Chance)
@@ -240,7 +240,7 @@ def test_random_command_sequences_keep_every_stake_positive(
 
 
 def test_fast_constructors_equal_the_classes_own() -> None:
-    from domain.layout import Fate, MovementKind, StakeFate
+    from domain.trente_et_quarante.layout import Fate, MovementKind, StakeFate
 
     m = new_movement(MovementKind.RETURN, "a", "p", Chance.NOIR, 5, Role.LAYOUT, Role.PLAYER)
     assert m == Movement(MovementKind.RETURN, "a", "p", Chance.NOIR, 5, Role.LAYOUT, Role.PLAYER)

@@ -8,12 +8,12 @@ from collections.abc import Callable
 import pytest
 
 from domain.cards import Card
-from domain.chances import Row
-from domain.deal import DealtCard, deal_coup, deal_shoe
 from domain.errors import InvalidArgument
-from domain.outcome import Result, judge
-from domain.rules import CutCardRule
 from domain.shuffle import Sabot
+from domain.trente_et_quarante.chances import Row
+from domain.trente_et_quarante.deal import DealtCard, deal_coup, deal_shoe
+from domain.trente_et_quarante.outcome import Result, judge
+from domain.trente_et_quarante.rules import CutCardRule
 
 Build = Callable[[str], tuple[Card, ...]]
 VOID, FINISH = CutCardRule.VOID_COUP, CutCardRule.FINISH_COUP

@@ -1,7 +1,7 @@
 """The exact laws of the first coup from a French shoe of 1 to 8 decks, as
-``domain.odds.coup_odds`` gives them (``french_table_source`` wrote this file;
-tests/domain/test_french_odds.py recomputes it). Per deck count: P(a row totals
-t) and P(both rows total t), t = 31..40, as exact fractions."""
+``odds.coup_odds`` gives them (``french_table_source`` wrote this file;
+tests/domain/trente_et_quarante/test_french_odds.py recomputes it). Per deck
+count: P(a row totals t) and P(both rows total t), t = 31..40, as exact fractions."""
 
 FRENCH_SHOES: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     1: (
