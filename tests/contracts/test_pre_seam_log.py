@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eventsourcing.persistence import StoredEvent
+from psycopg.conninfo import conninfo_to_dict
 
 from services.cli import main as sabot
 from services.ledger.actor import Actor
@@ -73,16 +74,15 @@ def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], st
     made = iter(range(1000))
     if request.param == "sqlite":
         return lambda: f"sqlite:///{tmp_path}/store-{next(made)}.db"
-    from conftest import PG_HOST, PG_PORT, PG_USER
-
-    database = request.getfixturevalue("postgres_database")
+    dsn = str(request.getfixturevalue("postgres_dsn"))
+    where = conninfo_to_dict(dsn)
 
     def postgres() -> str:
         schema = "c_" + uuid.uuid4().hex[:12]
-        with psycopg.connect(f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname={database}",
-                             autocommit=True) as conn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'CREATE SCHEMA "{schema}"')
-        return f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{database}?schema={schema}"
+        return (f"postgresql://{where['user']}@{where['host']}:{where['port']}/"
+                f"{where['dbname']}?schema={schema}")
 
     return postgres
 
