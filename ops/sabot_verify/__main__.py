@@ -29,6 +29,7 @@ from sabot_verify.money import check_money
 from sabot_verify.proofs import Bad, load_x25519, open_escrow
 from sabot_verify.shoe import commitment
 from sabot_verify.shoes import Verdict, verify_shoes
+from sabot_verify.topics import SHOE_CLOSED
 
 
 def _read_key(text: str, flag: str = "--checkpoint-key") -> bytes:
@@ -95,7 +96,7 @@ def run(
             r["event"]["state"].get("seed")
             for r in exp.events
             if r.get("event") and r["event"]["originator_id"] == shoe_id
-            and r["event"]["topic"] == "sabot.ledger:Shoe.Closed"
+            and r["event"]["topic"] == SHOE_CLOSED
         ]
         if closed and closed[0]:
             return bytes.fromhex(closed[0])

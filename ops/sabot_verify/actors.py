@@ -14,11 +14,20 @@ from collections import Counter
 from typing import Any
 
 from sabot_verify.integrity import Problem
+from sabot_verify.topics import (
+    COUP_OPENED,
+    COUP_RESOLVED,
+    COUP_SETTLED,
+    COUP_STAKE_PLACED,
+    REQUEST_RECORDED,
+    SHOE_CLOSED,
+    SHOE_CUT,
+    SHOE_SHUFFLED,
+)
 
-P = "sabot.ledger:"
-REQUEST = P + "Request.Recorded"
-_SHOE_STEPS = (("Shoe.Shuffled", "shuffled"), ("Shoe.Cut", "cut"), ("Shoe.Closed", "closed"))
-_COUP_STEPS = (("Coup.Opened", "opened"), ("Coup.Resolved", "dealt"), ("Coup.Settled", "settled"))
+_SHOE_STEPS = ((SHOE_SHUFFLED, "shuffled"), (SHOE_CUT, "cut"), (SHOE_CLOSED, "closed"))
+_COUP_STEPS = ((COUP_OPENED, "opened"), (COUP_RESOLVED, "dealt"), (COUP_SETTLED, "settled"))
+_SHOE_TOPICS = {t for t, _ in _SHOE_STEPS}
 
 
 def _plain(value: Any) -> Any:
@@ -45,7 +54,7 @@ def problems(records: list[dict[str, Any]]) -> list[Problem]:
     out: list[Problem] = []
     for r in records:
         ev = r.get("event")
-        if not isinstance(ev, dict) or ev.get("topic") != REQUEST:
+        if not isinstance(ev, dict) or ev.get("topic") != REQUEST_RECORDED:
             continue
         st = _plain(ev.get("state", {}))
         actor = st.get("actor")
@@ -73,18 +82,18 @@ def report(records: list[dict[str, Any]]) -> list[str]:
         ev = r.get("event")
         if not isinstance(ev, dict):
             continue
-        topic = str(ev.get("topic", "")).removeprefix(P)
+        topic = str(ev.get("topic", ""))
         oid = str(ev.get("originator_id"))
-        if topic == "Request.Recorded":
+        if topic == REQUEST_RECORDED:
             commands[_name(r.get("actor"))] += 1
             continue
         for step_topic, word in (*_SHOE_STEPS, *_COUP_STEPS):
             if topic == step_topic:
                 if oid not in steps:
                     steps[oid] = {}
-                    order.append(("shoe" if topic.startswith("Shoe.") else "coup", oid))
+                    order.append(("shoe" if topic in _SHOE_TOPICS else "coup", oid))
                 steps[oid][word] = _name(r.get("actor"))
-        if topic == "Coup.StakePlaced":
+        if topic == COUP_STAKE_PLACED:
             stakes.setdefault(oid, Counter())[_name(r.get("actor"))] += 1
     for kind, oid in order:
         done = "; ".join(f"{word} by {who}" for word, who in steps[oid].items())

@@ -21,8 +21,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from sabot_verify.proofs import canonical
+from sabot_verify.topics import CHAIN_LINKED
 
-LINKED = "sabot.ledger:Chain.Linked"
 LINK_PREFIX = b"SABOT-CHAIN-1\n"
 EVENT_PREFIX = b"SABOT-CHAIN-1 event\n"
 SNAPSHOT_PREFIX = b"SABOT-CHAIN-1 snapshot\n"
@@ -101,7 +101,7 @@ class Walk:
 
     def feed(self, position: int, content: dict[str, Any] | None) -> None:
         self.last_position = max(self.last_position, position)
-        if content is not None and content.get("topic") == LINKED:
+        if content is not None and content.get("topic") == CHAIN_LINKED:
             self._link(position, content)
             return
         if self.after is not None and position <= self.after:

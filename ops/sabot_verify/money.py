@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from sabot_verify.chain import snapshot_hash
-
-P = "sabot.ledger:"
-OPENED = P + "Account.Opened"
-DEBITS = {P + "Account.Debited", P + "Account.CashWithdrawn"}
-CREDITS = {P + "Account.Credited", P + "Account.CashDeposited"}
-POSTINGS = DEBITS | CREDITS
-REQUEST = P + "Request.Recorded"
-CHAINED_SNAPSHOT = P + "Snapshot"
+from sabot_verify.topics import (
+    ACCOUNT_DEBITS,
+    ACCOUNT_ENTRIES,
+    ACCOUNT_OPENED,
+    CHAINED_SNAPSHOT,
+    REQUEST_RECORDED,
+)
 
 
 @dataclass
@@ -69,7 +68,7 @@ def check_money(
     claimed: dict[tuple[str, int], int] = {}
     commands: list[tuple[int, list[tuple[str, int]]]] = []
     for e in evs:
-        if e["topic"] != REQUEST:
+        if e["topic"] != REQUEST_RECORDED:
             continue
         effects = e["state"].get("effects")
         if not isinstance(effects, list):
@@ -84,7 +83,8 @@ def check_money(
             claimed[key] = e["position"]
             keys.append(key)
         commands.append((e["position"], keys))
-    postings = {(e["originator_id"], int(e["version"])): e for e in evs if e["topic"] in POSTINGS}
+    postings = {(e["originator_id"], int(e["version"])): e
+                for e in evs if e["topic"] in ACCOUNT_ENTRIES}
     for key, e in postings.items():
         if e["position"] > after and key not in claimed:
             out.append(MoneyFinding(e["position"], f"{e['topic'].rsplit(':', 1)[-1]} of "
@@ -97,7 +97,7 @@ def check_money(
             if entry is None:
                 continue
             amount = int(_plain(entry["state"]).get("amount", 0))
-            if entry["topic"] in DEBITS:
+            if entry["topic"] in ACCOUNT_DEBITS:
                 debit += amount
             else:
                 credit += amount
@@ -116,7 +116,7 @@ def check_money(
 def _balances(evs: list[dict[str, Any]], out: list[MoneyFinding]) -> Accounts:
     by_account: dict[str, list[dict[str, Any]]] = {}
     for e in evs:
-        if e["topic"] == OPENED or e["topic"] in POSTINGS:
+        if e["topic"] == ACCOUNT_OPENED or e["topic"] in ACCOUNT_ENTRIES:
             by_account.setdefault(e["originator_id"], []).append(e)
     names: dict[str, str] = {}
     balances: dict[str, dict[int, int]] = {}
@@ -130,7 +130,7 @@ def _balances(evs: list[dict[str, Any]], out: list[MoneyFinding]) -> Accounts:
                 out.append(MoneyFinding(e["position"], f"account {oid}: version {e['version']} "
                                         f"where {n} was due"))
                 break
-            if e["topic"] == OPENED:
+            if e["topic"] == ACCOUNT_OPENED:
                 if n != 1:
                     out.append(MoneyFinding(e["position"], f"account {oid} opened twice"))
                     break
@@ -142,7 +142,7 @@ def _balances(evs: list[dict[str, Any]], out: list[MoneyFinding]) -> Accounts:
                                         "was opened"))
                 break
             amount = int(st["amount"])
-            running += -amount if e["topic"] in DEBITS else amount
+            running += -amount if e["topic"] in ACCOUNT_DEBITS else amount
             if int(st.get("balance", running)) != running:
                 out.append(MoneyFinding(e["position"], f"account {names.get(oid, oid)}: balance "
                                         f"after the entry recorded {st.get('balance')}, "

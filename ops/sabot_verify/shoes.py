@@ -13,17 +13,24 @@ from uuid import UUID
 from sabot_verify.coup import Deal, deal, judge
 from sabot_verify.settle import Stake, close_table, settle
 from sabot_verify.shoe import ALGORITHM_ID, commitment, cut, digest, shuffled
-
-P = "sabot.ledger:"
-STAKE_TOPICS = {
-    P + "Coup." + n
-    for n in (
-        "StakeChanged", "StakePlaced", "StakeRaised", "StakeWithdrawn", "InsuranceBought",
-        "Refait31Chosen", "StakeHalfWithdrawn", "StakeMoved", "StakeWon", "StakeLost",
-        "StakeVoided", "StakePartaged", "StakeImprisoned", "StakeSecondPrison", "StakeReleased",
-        "StakeBackToPrison", "StakePrisonLost", "StakeReturned", "StakeHalfReturned",
-    )
-}
+from sabot_verify.topics import (
+    COUP_CARD_DEALT,
+    COUP_LAYOUT_RESTATED,
+    COUP_MONEY_MOVED,
+    COUP_OPENED,
+    COUP_PREFIX,
+    COUP_RESOLVED,
+    COUP_SETTLED,
+    COUP_STAKE_CARRIED_OVER,
+    SHOE_CLOSED,
+    SHOE_COUP_DEALT,
+    SHOE_CUT,
+    SHOE_PREFIX,
+    SHOE_SHUFFLED,
+    STAKE_EVENTS,
+    TABLE_CLOSED,
+    TABLE_OPENED,
+)
 
 
 def plain(value: Any) -> Any:
@@ -94,16 +101,16 @@ def verify_shoes(
     coups: dict[str, list[Ev]] = {}
     closing: set[str] = set()  # coups on which a table's close settled what was left
     for e in evs:
-        if e.topic == P + "Table.Opened":
+        if e.topic == TABLE_OPENED:
             tables[e.state["table_id"]] = dict(e.state["options"])
-        elif e.topic == P + "Table.Closed":
+        elif e.topic == TABLE_CLOSED:
             closing.add(str(e.state.get("coup_id")))
-        elif e.topic.startswith(P + "Shoe."):
+        elif e.topic.startswith(SHOE_PREFIX):
             shoe_evs.setdefault(e.originator, []).append(e)
-        elif e.topic.startswith(P + "Coup."):
+        elif e.topic.startswith(COUP_PREFIX):
             coups.setdefault(e.originator, []).append(e)
     wanted = shoes if shoes is not None else [
-        s for s, lst in shoe_evs.items() if lst[0].topic == P + "Shoe.Shuffled"
+        s for s, lst in shoe_evs.items() if lst[0].topic == SHOE_SHUFFLED
     ]
     coup_cps = {cp["coup"]: cp for cp in checkpoints.values() if cp.get("coup")}
     verdicts: list[Verdict] = []
@@ -124,7 +131,7 @@ def _shoe(
     closing: frozenset[str] | set[str] = frozenset(),
 ) -> list[Verdict]:
     name = f"shoe {sid}"
-    if not sevs or sevs[0].topic != P + "Shoe.Shuffled":
+    if not sevs or sevs[0].topic != SHOE_SHUFFLED:
         return [Verdict(name, False, None, "its Shuffled event is not in the export")]
     sh = sevs[0]
     s = sh.state
@@ -144,9 +151,9 @@ def _shoe(
         return [Verdict(name, False, sh.position, f"size {s['size']}, shoe has {len(cards)}")]
     cut_pos = None
     for e in sevs[1:]:
-        if e.topic == P + "Shoe.Cut":
+        if e.topic == SHOE_CUT:
             cut_pos = int(e.state["position"])
-        elif e.topic == P + "Shoe.Closed":
+        elif e.topic == SHOE_CLOSED:
             want = e.state.get("order_digest")
             if want is not None and want != digest(cut(cards, cut_pos)):
                 return [Verdict(name, False, e.position, "order digest differs")]
@@ -158,7 +165,7 @@ def _shoe(
     out = [Verdict(name, True, None, f"commitment, shuffle and cut verified ({len(mine)} coups)")]
     position = 0
     carried: list[Stake] | None = None
-    dealt = [e for e in sevs if e.topic == P + "Shoe.CoupDealt"]
+    dealt = [e for e in sevs if e.topic == SHOE_COUP_DEALT]
     for n, cid in enumerate(mine, 1):
         cevs = coups[cid]
         label = f"coup {cid} (shoe {sid[:8]} #{n})"
@@ -169,7 +176,7 @@ def _shoe(
             if rec is not None and rec.state["next_position"] != position:
                 raise Mismatch(rec.position, "shoe next position", rec.state["next_position"],
                                position)
-            settled = [e for e in cevs if e.topic == P + "Coup.Settled"]
+            settled = [e for e in cevs if e.topic == COUP_SETTLED]
             if settled:
                 cp = coup_cps.get(cid)
                 if cp is None:
@@ -208,15 +215,15 @@ def _coup(
     closes_table: bool = False,
 ) -> tuple[int, list[Stake]]:
     opened = evs[0]
-    if opened.topic != P + "Coup.Opened":
+    if opened.topic != COUP_OPENED:
         raise Mismatch(opened.position, "first event", opened.topic, "Coup.Opened")
     if opened.state["start_position"] != expected_start:
         raise Mismatch(opened.position, "start position", opened.state["start_position"],
                        expected_start)
     layout: list[Stake] = []
-    carried_in = [_stake(e.state["stake"]) for e in evs if e.topic == P + "Coup.StakeCarriedOver"]
+    carried_in = [_stake(e.state["stake"]) for e in evs if e.topic == COUP_STAKE_CARRIED_OVER]
     if carried is not None and sorted(map(_key, carried_in)) != sorted(map(_key, carried)):
-        pos = next((e.position for e in evs if e.topic == P + "Coup.StakeCarriedOver"),
+        pos = next((e.position for e in evs if e.topic == COUP_STAKE_CARRIED_OVER),
                    opened.position)
         raise Mismatch(pos, "stakes carried over", sorted(map(_key, carried_in)),
                        sorted(map(_key, carried)))
@@ -231,18 +238,18 @@ def _coup(
     left: list[Stake] = []
     for e in evs[1:]:
         st = e.state
-        if e.topic == P + "Coup.StakeCarriedOver":
+        if e.topic == COUP_STAKE_CARRIED_OVER:
             layout.append(_stake(st["stake"]))
-        elif e.topic == P + "Coup.LayoutRestated":
+        elif e.topic == COUP_LAYOUT_RESTATED:
             restated = sorted(map(_key, (_stake(x) for x in st["stakes"])))
             if phase == "betting":
                 layout = [_stake(x) for x in st["stakes"]]
             elif phase == "settling" and restated != sorted(map(_key, left)):
                 raise Mismatch(e.position, "layout after settlement", restated,
                                sorted(map(_key, left)))
-        elif e.topic in STAKE_TOPICS and phase == "settling":
+        elif e.topic in STAKE_EVENTS and phase == "settling":
             fates.append((e.position, st["stake_id"], st["fate"]))
-        elif e.topic in STAKE_TOPICS and phase == "betting":
+        elif e.topic in STAKE_EVENTS and phase == "betting":
             new = _stake(st["stake"]) if st.get("stake") else None
             idx = next((i for i, s in enumerate(layout) if s.stake_id == st["stake_id"]), None)
             if idx is None and new is not None:
@@ -251,12 +258,12 @@ def _coup(
                 layout.pop(idx)
             elif idx is not None and new is not None:
                 layout[idx] = new
-        elif e.topic == P + "Coup.CardDealt":
+        elif e.topic == COUP_CARD_DEALT:
             want = next(cards, None)
             got = (st["row"], st["code"], st["position"], st["running_total"])
             if got != want:
                 raise Mismatch(e.position, "card dealt", list(got), want and list(want))
-        elif e.topic == P + "Coup.Resolved":
+        elif e.topic == COUP_RESOLVED:
             extra = next(cards, None)
             if extra is not None:
                 raise Mismatch(e.position, "card dealt", None, list(extra))
@@ -272,9 +279,9 @@ def _coup(
                     raise Mismatch(e.position, f"outcome {k}", got_v, v)
             left, expected_moves, expected_fates = _settle(options, layout, outcome)
             phase = "settling"
-        elif e.topic == P + "Coup.MoneyMoved" and phase == "settling":
+        elif e.topic == COUP_MONEY_MOVED and phase == "settling":
             moves.append((e.position, (st["kind"], st["stake_id"], int(st["amount"]))))
-        elif e.topic == P + "Coup.Settled":
+        elif e.topic == COUP_SETTLED:
             _compare_settlement(e.position, moves, expected_moves, fates, expected_fates)
             phase = "settled"
             # anything after is the shoe's end: every free stake goes back, whole
@@ -285,9 +292,9 @@ def _coup(
                 expected_moves += more
                 expected_fates.update(more_fates)
             moves, fates = [], []
-        elif phase == "settled" and e.topic == P + "Coup.MoneyMoved":
+        elif phase == "settled" and e.topic == COUP_MONEY_MOVED:
             moves.append((e.position, (st["kind"], st["stake_id"], int(st["amount"]))))
-        elif phase == "settled" and e.topic in STAKE_TOPICS:
+        elif phase == "settled" and e.topic in STAKE_EVENTS:
             fates.append((e.position, st["stake_id"], st["fate"]))
     if phase == "settling":  # resolved, not yet settled: compare what is there
         _compare_settlement(None, moves, expected_moves[: len(moves)], fates, expected_fates)

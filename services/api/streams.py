@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 
 from domain.errors import RuleViolation
+from services import topics
 from services.api import convert, errors, names
 from services.api.base import Base
 from services.api.gen.sabot.v1 import events_pb2, events_pb2_grpc
@@ -22,10 +23,6 @@ from services.ledger.views import StoredEvent
 WAIT_SECONDS = 0.5
 DEFAULT_BATCH = 100
 MAX_BATCH = 1000
-SHOE_OPENED = "sabot.ledger:Shoe.Shuffled"
-COUP_OPENED = "sabot.ledger:Coup.Opened"
-COUP_PREFIX = "sabot.ledger:Coup."
-SHOE_PREFIX = "sabot.ledger:Shoe."
 
 
 class _TableFilter:
@@ -49,9 +46,9 @@ class _TableFilter:
         state = event.state
         if origin == self.table_aggregate:
             return convert.event(event, self.table_id, viewer=self.viewer)
-        if event.topic == SHOE_OPENED and state.get("table_id") == self.table_id:
+        if event.topic == topics.SHOE_SHUFFLED and state.get("table_id") == self.table_id:
             self.shoes.add(origin)
-        if event.topic == COUP_OPENED and state.get("table_id") == self.table_id:
+        if event.topic == topics.COUP_OPENED and state.get("table_id") == self.table_id:
             self.coups[origin] = str(state.get("shoe_id", ""))
         if origin in self.shoes:
             return convert.event(event, self.table_id, origin, viewer=self.viewer)
@@ -140,12 +137,12 @@ class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
         origin = str(event.originator_id)
         state = event.state
         try:
-            if event.topic == COUP_OPENED:
+            if event.topic == topics.COUP_OPENED:
                 self.remember_coup(origin, str(state["table_id"]), str(state["shoe_id"]))
-            if event.topic.startswith(COUP_PREFIX):
+            if event.topic in topics.COUP_EVENTS:
                 table_id, shoe_id = self.coup_home(origin, "after_position")
                 return convert.event(event, table_id, shoe_id, origin, by=by)
-            if event.topic.startswith(SHOE_PREFIX):
+            if event.topic in topics.SHOE_EVENTS:
                 return convert.event(event, self.shoe_table(origin, "after_position"), origin,
                                      by=by)
         except RuleViolation:  # not (or no longer) readable as such: leave the names empty

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from services.projections import topics as T
+from services import topics as T
 from services.projections.actors import ActorColumn, Key, unattributed_index
 from services.projections.store import Tx
 from services.projections.view import Envelope, Table, View

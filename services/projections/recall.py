@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import InvalidArgument
+from services import topics as T
 from services.ledger.ids import account_uuid
-from services.projections import topics as T
 from services.projections.actors import ActorColumn, Key, unattributed_index
 from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.projections import topics as T
+from services import topics as T
 from services.projections.bankrolls import BankrollView, balances
 from services.projections.export import Report
 from services.projections.projector import Projector

@@ -36,7 +36,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from services.projections import topics as T
+from services import topics as T
+from services.projections.fates import SETTLEMENT_FATES
 from services.projections.gamingday import DEFAULT, GamingDay, in_schema, schema_mark
 from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View
@@ -294,7 +295,7 @@ class ReconciliationView(View):
             else:  # a stake event
                 row = coup(oid)
                 kept = state(row[1])
-                if row[2] == "dealt" and row[3] != "void" and ev.fate in T.SETTLEMENT_FATES:
+                if row[2] == "dealt" and row[3] != "void" and ev.fate in SETTLEMENT_FATES:
                     before = kept.get(ev.stake_id, "free")
                     sq = ev.amount_before * ev.amount_before
                     add(row[1], e, "handle", ev.amount_before, ev.chance)

@@ -16,7 +16,7 @@ from domain.cards import DeckKind, canonical_shoe, card_from_code
 from domain.errors import RuleViolation
 from domain.shuffle import commitment
 from domain.trente_et_quarante.deal import CARDS_BEHIND_CUT_CARD
-from services.projections import topics as T
+from services import topics as T
 from services.projections.store import Tx
 from services.projections.view import Envelope, Table, View
 
@@ -80,7 +80,7 @@ class ShoeStateView(View):
             for r in tx.query_in("SELECT coup_id, shoe_id FROM {s}rm_shoe_coup WHERE coup_id",
                                  {e.oid for e in batch if e.topic == T.COUP_CARD_DEALT})
         }
-        known = {e.oid for e in batch if e.topic.startswith("sabot.ledger:Shoe.")}
+        known = {e.oid for e in batch if e.topic in T.SHOE_EVENTS}
         known |= set(coup_shoe.values())
         shoes: dict[str, list[Any]] = {
             r[0]: list(r)

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from services.regulator.source import EventTable, RawEvent
-from services.regulator.vocabulary import P, state
+from services.regulator.vocabulary import state
+from services.topics import REQUEST_RECORDED
 
-REQUEST_RECORDED = P + "Request.Recorded"
 LOOKAHEAD = 20_000  # stored events read past a range's end, at most, to find its requests
 Key = tuple[str, int]  # (originator id, version)
 

@@ -22,8 +22,9 @@ from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from services.ledger.evidence import CHAIN_ID, LINKED_TOPIC, SHORT, Link, event_hash, key_id
+from services.ledger.evidence import CHAIN_ID, SHORT, Link, event_hash, key_id
 from services.regulator.source import EventTable, RawEvent
+from services.topics import CHAIN_LINKED
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ class ChainWalk:
     # --- feeding ----------------------------------------------------------------------------
 
     def feed(self, position: int, event: RawEvent | None) -> None:
-        if event is not None and event.topic == LINKED_TOPIC:
+        if event is not None and event.topic == CHAIN_LINKED:
             self._link(position, event)
             return
         if self.after is not None and position <= self.after:
@@ -253,7 +254,7 @@ def link_before(events: EventTable, position: int, floor: int, step: int = 2000
         for ev in batch:
             if ev.position <= floor:
                 return None
-            if ev.topic == LINKED_TOPIC:
+            if ev.topic == CHAIN_LINKED:
                 return ev
         if len(batch) < step:
             return None
@@ -267,7 +268,7 @@ def link_at_or_after(events: EventTable, position: int, step: int = 2000) -> Raw
     while True:
         batch = events.read(after, step)
         for ev in batch:
-            if ev.topic == LINKED_TOPIC:
+            if ev.topic == CHAIN_LINKED:
                 return ev
         if len(batch) < step:
             return None

@@ -27,7 +27,6 @@ from typing import Any, Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from services.ledger.actor import SYSTEM
-from services.ledger.evidence import LINKED_TOPIC
 from services.regulator.actors import command_actors
 from services.regulator.canonical import canonical_json
 from services.regulator.chain import (
@@ -41,15 +40,14 @@ from services.regulator.checkpoint import Checkpoint
 from services.regulator.merkle import MemoryTree, ProofError
 from services.regulator.notary import Notary, missing_leaves
 from services.regulator.source import EventTable, RawEvent, SnapshotTable
-from services.regulator.vocabulary import (
-    COUP_PREFIX,
+from services.regulator.vocabulary import closed_shoes, shoe_events, shoe_of_coup, state
+from services.topics import (
+    CHAIN_LINKED,
+    COUP_EVENTS,
     COUP_SETTLED,
     SHOE_CLOSED,
-    SHOE_PREFIX,
-    closed_shoes,
-    shoe_events,
-    shoe_of_coup,
-    state,
+    SHOE_EVENTS,
+    TABLE_OPENED,
 )
 
 FORMAT = "SABOT-EXPORT-1"
@@ -90,7 +88,7 @@ def shoe_ranges(events: EventTable, notary: Notary, shoe_id: str) -> list[tuple[
     if found is None:
         raise ExportError("shoe_id", f"no shoe {shoe_id}")
     evs = found.all_events()
-    table_opened = [e for e in found.table if e.topic.endswith("Table.Opened")]
+    table_opened = [e for e in found.table if e.topic == TABLE_OPENED]
     inner = [e for e in evs if e not in table_opened]
     ranges = []
     for group in ([*table_opened], inner):
@@ -136,9 +134,9 @@ def time_ranges(
         if first is None:
             first = ev.position
         last = ev.position
-        if ev.topic.startswith(SHOE_PREFIX):
+        if ev.topic in SHOE_EVENTS:
             touched.add(ev.originator_id)
-        elif ev.topic.startswith(COUP_PREFIX):
+        elif ev.topic in COUP_EVENTS:
             coups.add(ev.originator_id)
     if first is None or last is None:
         return [], []
@@ -298,7 +296,7 @@ def _write_tail(out: TextSink, events: EventTable, position: int, summary: Expor
     """The stored events after the anchor's last leaf up to the link closing its batch, when
     that leaf is not a link (the anchor is a checkpoint at a coup's end)."""
     last = events.at([position]).get(position)
-    if last is None or last.topic == LINKED_TOPIC or genesis(events) is None:
+    if last is None or last.topic == CHAIN_LINKED or genesis(events) is None:
         return
     closing = link_at_or_after(events, position + 1)
     stop = closing.position if closing is not None else None
@@ -387,7 +385,7 @@ def _actor(actors: dict[tuple[str, int], Any], ev: RawEvent | None) -> Any:
     """The actor of the command behind ``ev``; a chain link is the ledger's own."""
     if ev is None:
         return None
-    if ev.topic == LINKED_TOPIC:
+    if ev.topic == CHAIN_LINKED:
         return SYSTEM.to_dict()
     return actors.get((ev.originator_id, ev.version))
 

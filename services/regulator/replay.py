@@ -48,26 +48,31 @@ from services.regulator.escrow_table import EscrowTable
 from services.regulator.merkle import leaf_hash
 from services.regulator.notary import Notary, missing_leaves
 from services.regulator.source import EventTable, RawEvent
-from services.regulator.vocabulary import (
-    BETTING_CLOSED,
-    CARD_DEALT,
+from services.regulator.vocabulary import ShoeEvents, shoe_events, shoe_of_coup, state
+from services.topics import (
+    COUP_BETTING_CLOSED,
+    COUP_CARD_DEALT,
+    COUP_INSURANCE_BOUGHT,
+    COUP_LAYOUT_RESTATED,
+    COUP_MONEY_MOVED,
     COUP_OPENED,
+    COUP_REFAIT31_CHOSEN,
     COUP_RESOLVED,
     COUP_SETTLED,
-    LAYOUT_RESTATED,
-    MONEY_MOVED,
+    COUP_STAKE_CARRIED_OVER,
+    COUP_STAKE_HALF_WITHDRAWN,
+    COUP_STAKE_IMPRISONED,
+    COUP_STAKE_MOVED,
+    COUP_STAKE_PARTAGED,
+    COUP_STAKE_PLACED,
+    COUP_STAKE_RAISED,
+    COUP_STAKE_WITHDRAWN,
     SHOE_CLOSED,
     SHOE_COUP_DEALT,
     SHOE_CUT,
-    STAKE_CARRIED_OVER,
     STAKE_EVENTS,
     TABLE_CLOSED,
     TABLE_OPENED,
-    P,
-    ShoeEvents,
-    shoe_events,
-    shoe_of_coup,
-    state,
 )
 
 
@@ -304,18 +309,18 @@ class Replayer:
 
 
 # choose_refait31 records the fate it gives: chosen (in advance), partage or imprisoned
-_CHOICES = {P + "Coup.Refait31Chosen", P + "Coup.StakePartaged", P + "Coup.StakeImprisoned"}
+_CHOICES = {COUP_REFAIT31_CHOSEN, COUP_STAKE_PARTAGED, COUP_STAKE_IMPRISONED}
 
 
 def _close_betting_block(evs: list[RawEvent]) -> set[int]:
     """Indexes of close_betting's events: BettingClosed and the stake events, movements and
     restated layout recorded just before it, in the same command."""
-    at = next((i for i, e in enumerate(evs) if e.topic == BETTING_CLOSED), None)
+    at = next((i for i, e in enumerate(evs) if e.topic == COUP_BETTING_CLOSED), None)
     if at is None:
         return set()
     out = {at}
     i = at - 1
-    same_command = STAKE_EVENTS | {MONEY_MOVED, LAYOUT_RESTATED}
+    same_command = STAKE_EVENTS | {COUP_MONEY_MOVED, COUP_LAYOUT_RESTATED}
     while i > 0 and evs[i].topic in same_command:
         if _timestamp(evs[i]) != _timestamp(evs[at]):
             break
@@ -358,10 +363,10 @@ class _CoupReplay:
                 yield ReplayStep(e.position, "event version in the coup", e.version, i)
                 return
         recorded_in = [
-            _stake(state(e)["stake"]) for e in evs if e.topic == STAKE_CARRIED_OVER
+            _stake(state(e)["stake"]) for e in evs if e.topic == COUP_STAKE_CARRIED_OVER
         ]
         if self.carried is not None:
-            pos = next((e.position for e in evs if e.topic == STAKE_CARRIED_OVER),
+            pos = next((e.position for e in evs if e.topic == COUP_STAKE_CARRIED_OVER),
                        opened.position)
             yield ReplayStep(pos, "stakes carried over", _dicts(recorded_in),
                              _dicts(self.carried))
@@ -379,7 +384,7 @@ class _CoupReplay:
         block = _close_betting_block(evs)
         for n, e in enumerate(evs):
             st = state(e)
-            if n == 0 or e.topic == STAKE_CARRIED_OVER:
+            if n == 0 or e.topic == COUP_STAKE_CARRIED_OVER:
                 continue
             if phase == "betting" and n not in block and e.topic in STAKE_EVENTS:
                 yield from self._command(e, st)
@@ -391,10 +396,10 @@ class _CoupReplay:
                     closed = True
                 if e.topic in STAKE_EVENTS:
                     yield _fate_step(e, st, fates)
-            elif e.topic == LAYOUT_RESTATED:
+            elif e.topic == COUP_LAYOUT_RESTATED:
                 yield ReplayStep(e.position, "layout restated", _dicts(
                     [_stake(x) for x in st["stakes"]]), _dicts(self.layout.stakes))
-            elif e.topic == CARD_DEALT:
+            elif e.topic == COUP_CARD_DEALT:
                 want = next(cards, None)
                 got_card = [st["row"], st["code"], st["position"], st["running_total"]]
                 replayed = (
@@ -423,7 +428,7 @@ class _CoupReplay:
                 self.layout = step.layout
                 pending, fates, n_moves = _moves(step), _fates(step), 0
                 phase = "settling"
-            elif e.topic == MONEY_MOVED and phase != "betting":
+            elif e.topic == COUP_MONEY_MOVED and phase != "betting":
                 got_m = [st["kind"], st["stake_id"], st["account_id"], st["chance"], st["amount"]]
                 want_m = list(pending[n_moves]) if n_moves < len(pending) else None
                 n_moves += 1
@@ -456,31 +461,31 @@ class _CoupReplay:
         rules, layout, sid = self.rules, self.layout, str(st["stake_id"])
         after = st.get("stake")
         try:
-            if e.topic == P + "Coup.StakePlaced":
+            if e.topic == COUP_STAKE_PLACED:
                 choice = after.get("choice") if after else None
                 step = place_stake(
                     rules, layout, sid, str(st["account_id"]), Chance(st["chance"]),
                     int(st["amount_after"]), Refait31Choice(choice) if choice else None,
                 )
-            elif e.topic == P + "Coup.StakeRaised":
+            elif e.topic == COUP_STAKE_RAISED:
                 step = raise_stake(rules, layout, sid, st["amount_after"] - st["amount_before"])
-            elif e.topic == P + "Coup.StakeWithdrawn":
+            elif e.topic == COUP_STAKE_WITHDRAWN:
                 step = withdraw_stake(rules, layout, sid)
-            elif e.topic == P + "Coup.InsuranceBought":
+            elif e.topic == COUP_INSURANCE_BOUGHT:
                 step = insure(rules, layout, sid)
             elif e.topic in _CHOICES:
-                if e.topic == P + "Coup.StakePartaged":
+                if e.topic == COUP_STAKE_PARTAGED:
                     choice = Refait31Choice.PARTAGE
-                elif e.topic == P + "Coup.StakeImprisoned":
+                elif e.topic == COUP_STAKE_IMPRISONED:
                     choice = Refait31Choice.PRISON
                 elif after and after.get("choice"):
                     choice = Refait31Choice(after["choice"])
                 else:
                     choice = Refait31Choice.PRISON
                 step = choose_refait31(rules, layout, sid, choice)
-            elif e.topic == P + "Coup.StakeHalfWithdrawn":
+            elif e.topic == COUP_STAKE_HALF_WITHDRAWN:
                 step = half_withdraw(rules, layout, sid)
-            elif e.topic == P + "Coup.StakeMoved":
+            elif e.topic == COUP_STAKE_MOVED:
                 step = move_imprisoned(rules, layout, sid, Chance(st["chance"]))
             else:
                 yield ReplayStep(e.position, f"stake {sid} {st['fate']}", e.topic,

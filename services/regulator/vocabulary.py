@@ -1,53 +1,28 @@
-"""The adapter to the ledger's events: their topics, and how to find a shoe's and a coup's events.
+"""How the regulator finds a shoe's and a coup's events among the raw rows it reads.
 
-This is the only module that knows the ledger's event vocabulary (``services/ledger``); the
-standalone verifier carries its own copy of the topic names (docs/export-format.md lists them).
+The topics are ``services/topics.py``'s (the standalone verifier carries its own copy,
+``ops/sabot_verify/topics.py``; docs/export-format.md lists them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID, uuid5
+from uuid import UUID
 
+from services.ledger.ids import table_uuid
 from services.regulator.source import EventTable, RawEvent
-
-P = "sabot.ledger:"
-SHOE_PREFIX = P + "Shoe."
-COUP_PREFIX = P + "Coup."
-TABLE_OPENED = P + "Table.Opened"
-TABLE_SHOE_STARTED = P + "Table.ShoeStarted"
-TABLE_SHOE_ENDED = P + "Table.ShoeEnded"
-TABLE_COUP_STARTED = P + "Table.CoupStarted"
-TABLE_CLOSED = P + "Table.Closed"  # its stakes settled on its latest coup (``coup_id``)
-SHOE_SHUFFLED = P + "Shoe.Shuffled"
-SHOE_CUT = P + "Shoe.Cut"
-SHOE_COUP_DEALT = P + "Shoe.CoupDealt"
-SHOE_CLOSED = P + "Shoe.Closed"
-COUP_OPENED = P + "Coup.Opened"
-STAKE_CARRIED_OVER = P + "Coup.StakeCarriedOver"
-LAYOUT_RESTATED = P + "Coup.LayoutRestated"
-MONEY_MOVED = P + "Coup.MoneyMoved"
-BETTING_CLOSED = P + "Coup.BettingClosed"
-CARD_DEALT = P + "Coup.CardDealt"
-COUP_RESOLVED = P + "Coup.Resolved"
-COUP_SETTLED = P + "Coup.Settled"
-STAKE_EVENTS = frozenset(
-    P + "Coup." + n
-    for n in (
-        "StakeChanged", "StakePlaced", "StakeRaised", "StakeWithdrawn", "InsuranceBought",
-        "Refait31Chosen", "StakeHalfWithdrawn", "StakeMoved", "StakeWon", "StakeLost",
-        "StakeVoided", "StakePartaged", "StakeImprisoned", "StakeSecondPrison", "StakeReleased",
-        "StakeBackToPrison", "StakePrisonLost", "StakeReturned", "StakeHalfReturned",
-    )
+from services.topics import (
+    COUP_OPENED,
+    COUP_SETTLED,
+    SHOE_CLOSED,
+    SHOE_SHUFFLED,
+    TABLE_CLOSED,
+    TABLE_COUP_STARTED,
+    TABLE_OPENED,
+    TABLE_SHOE_ENDED,
+    TABLE_SHOE_STARTED,
 )
-
-# services.ledger.ids: a table's aggregate id is uuid5(NAMESPACE, "table:" + table_id)
-LEDGER_NAMESPACE = UUID("5a6b0c7e-3e5f-4d0a-9b1c-7a2d8e4f6c10")
-
-
-def table_uuid(table_id: str) -> UUID:
-    return uuid5(LEDGER_NAMESPACE, "table:" + table_id)
 
 
 def plain(value: Any) -> Any:

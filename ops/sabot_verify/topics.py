@@ -1,0 +1,49 @@
+"""The ledger's topics this verifier reads (docs/export-format.md, "The ledger's events").
+
+The verifier's own copy, on purpose: it shares no code with the server. The names and values
+are the server's (``services/topics.py``); ``tests/contracts/test_topics.py`` keeps them equal.
+"""
+
+from __future__ import annotations
+
+P = "sabot.ledger:"
+
+# core
+ACCOUNT_OPENED = P + "Account.Opened"
+ACCOUNT_DEBITED = P + "Account.Debited"
+ACCOUNT_CREDITED = P + "Account.Credited"
+ACCOUNT_CASH_DEPOSITED = P + "Account.CashDeposited"
+ACCOUNT_CASH_WITHDRAWN = P + "Account.CashWithdrawn"
+ACCOUNT_DEBITS = frozenset({ACCOUNT_DEBITED, ACCOUNT_CASH_WITHDRAWN})
+ACCOUNT_CREDITS = frozenset({ACCOUNT_CREDITED, ACCOUNT_CASH_DEPOSITED})
+ACCOUNT_ENTRIES = ACCOUNT_DEBITS | ACCOUNT_CREDITS
+TABLE_OPENED = P + "Table.Opened"
+TABLE_CLOSED = P + "Table.Closed"
+SHOE_SHUFFLED = P + "Shoe.Shuffled"
+SHOE_CUT = P + "Shoe.Cut"
+SHOE_CLOSED = P + "Shoe.Closed"
+REQUEST_RECORDED = P + "Request.Recorded"
+CHAIN_LINKED = P + "Chain.Linked"
+CHAINED_SNAPSHOT = P + "Snapshot"
+SHOE_PREFIX = P + "Shoe."  # every event of a shoe
+
+# Trente et Quarante
+SHOE_COUP_DEALT = P + "Shoe.CoupDealt"
+COUP_OPENED = P + "Coup.Opened"
+COUP_STAKE_CARRIED_OVER = P + "Coup.StakeCarriedOver"
+COUP_STAKE_PLACED = P + "Coup.StakePlaced"
+COUP_LAYOUT_RESTATED = P + "Coup.LayoutRestated"
+COUP_MONEY_MOVED = P + "Coup.MoneyMoved"
+COUP_CARD_DEALT = P + "Coup.CardDealt"
+COUP_RESOLVED = P + "Coup.Resolved"
+COUP_SETTLED = P + "Coup.Settled"
+COUP_PREFIX = P + "Coup."  # every event of a coup
+STAKE_EVENTS = frozenset(
+    P + "Coup." + n
+    for n in (
+        "StakePlaced", "StakeRaised", "StakeWithdrawn", "InsuranceBought", "Refait31Chosen",
+        "StakeHalfWithdrawn", "StakeMoved", "StakeWon", "StakeLost", "StakeVoided",
+        "StakePartaged", "StakeImprisoned", "StakeSecondPrison", "StakeReleased",
+        "StakeBackToPrison", "StakePrisonLost", "StakeReturned", "StakeHalfReturned",
+    )
+)

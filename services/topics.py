@@ -1,0 +1,122 @@
+"""Every topic the ledger stores, once: the stable strings in each stored event's ``topic``
+column, in each ``Created`` event's ``originator_topic`` and in each stored snapshot's topic.
+
+Data only (no import): the aggregates keep their literal ``TOPIC``s (``services/ledger/…``);
+every reader (the regulator, the projections, the streams, each game's readers) takes them from
+here; ``tests/contracts/test_topics.py`` equates the two, and this module with the standalone
+verifier's own copy (``ops/sabot_verify/topics.py``). A constant is named after its topic:
+``sabot.ledger:Coup.StakePlaced`` is ``COUP_STAKE_PLACED``. A new game adds its section (its
+topics name their game, ``sabot.ledger:TreintaYUna.…``, so two games never collide) and joins
+``EVENTS``/``AGGREGATES`` below.
+"""
+
+from __future__ import annotations
+
+P = "sabot.ledger:"
+
+
+def short(topic: str) -> str:
+    """``sabot.ledger:Coup.StakePlaced`` -> ``Coup.StakePlaced``."""
+    return topic.rsplit(":", 1)[-1]
+
+
+# --- core: services/ledger/{account,table,shoe,request,evidence}.py -----------------------------
+
+ACCOUNT = P + "Account"
+ACCOUNT_OPENED = P + "Account.Opened"
+ACCOUNT_DEBITED = P + "Account.Debited"
+ACCOUNT_CREDITED = P + "Account.Credited"
+ACCOUNT_CASH_DEPOSITED = P + "Account.CashDeposited"  # a player's side of cash in
+ACCOUNT_CASH_WITHDRAWN = P + "Account.CashWithdrawn"  # a player's side of cash out
+ACCOUNT_CREDITS = frozenset({ACCOUNT_CREDITED, ACCOUNT_CASH_DEPOSITED})
+ACCOUNT_DEBITS = frozenset({ACCOUNT_DEBITED, ACCOUNT_CASH_WITHDRAWN})
+ACCOUNT_ENTRIES = ACCOUNT_CREDITS | ACCOUNT_DEBITS  # the postings
+
+TABLE = P + "Table"
+TABLE_OPENED = P + "Table.Opened"
+TABLE_SHOE_STARTED = P + "Table.ShoeStarted"
+TABLE_SHOE_ENDED = P + "Table.ShoeEnded"
+TABLE_CLOSED = P + "Table.Closed"  # its stakes settled on its latest round (``coup_id``)
+
+SHOE = P + "Shoe"
+SHOE_SHUFFLED = P + "Shoe.Shuffled"  # a shoe's first event: its commitment, sealed seed
+SHOE_CUT = P + "Shoe.Cut"
+SHOE_CLOSED = P + "Shoe.Closed"  # the seed revealed
+
+REQUEST = P + "Request"
+REQUEST_RECORDED = P + "Request.Recorded"  # a command: its answer, actor and effects
+
+CHAIN = P + "Chain"
+CHAIN_LINKED = P + "Chain.Linked"  # the writer's evidence, one per saved batch (SABOT-CHAIN-1)
+CHAINED_SNAPSHOT = P + "Snapshot"  # the topic of a snapshot row of the chain's era
+
+CORE_AGGREGATES = frozenset({ACCOUNT, TABLE, SHOE, REQUEST, CHAIN})
+CORE = frozenset({
+    ACCOUNT_OPENED, ACCOUNT_DEBITED, ACCOUNT_CREDITED, ACCOUNT_CASH_DEPOSITED,
+    ACCOUNT_CASH_WITHDRAWN,
+    TABLE_OPENED, TABLE_SHOE_STARTED, TABLE_SHOE_ENDED, TABLE_CLOSED,
+    SHOE_SHUFFLED, SHOE_CUT, SHOE_CLOSED,
+    REQUEST_RECORDED,
+    CHAIN_LINKED,
+})
+
+# --- Trente et Quarante: services/ledger/coup.py, and two events of core aggregates -------------
+
+TABLE_COUP_STARTED = P + "Table.CoupStarted"  # the table's next coup (``coup_id``)
+SHOE_COUP_DEALT = P + "Shoe.CoupDealt"  # a coup's cards taken from the shoe (``next_position``)
+
+COUP = P + "Coup"
+COUP_OPENED = P + "Coup.Opened"
+COUP_STAKE_CARRIED_OVER = P + "Coup.StakeCarriedOver"
+COUP_STAKE_PLACED = P + "Coup.StakePlaced"
+COUP_STAKE_RAISED = P + "Coup.StakeRaised"
+COUP_STAKE_WITHDRAWN = P + "Coup.StakeWithdrawn"
+COUP_INSURANCE_BOUGHT = P + "Coup.InsuranceBought"
+COUP_REFAIT31_CHOSEN = P + "Coup.Refait31Chosen"
+COUP_STAKE_HALF_WITHDRAWN = P + "Coup.StakeHalfWithdrawn"
+COUP_STAKE_MOVED = P + "Coup.StakeMoved"
+COUP_STAKE_WON = P + "Coup.StakeWon"
+COUP_STAKE_LOST = P + "Coup.StakeLost"
+COUP_STAKE_VOIDED = P + "Coup.StakeVoided"
+COUP_STAKE_PARTAGED = P + "Coup.StakePartaged"
+COUP_STAKE_IMPRISONED = P + "Coup.StakeImprisoned"
+COUP_STAKE_SECOND_PRISON = P + "Coup.StakeSecondPrison"
+COUP_STAKE_RELEASED = P + "Coup.StakeReleased"
+COUP_STAKE_BACK_TO_PRISON = P + "Coup.StakeBackToPrison"
+COUP_STAKE_PRISON_LOST = P + "Coup.StakePrisonLost"
+COUP_STAKE_RETURNED = P + "Coup.StakeReturned"
+COUP_STAKE_HALF_RETURNED = P + "Coup.StakeHalfReturned"
+COUP_LAYOUT_RESTATED = P + "Coup.LayoutRestated"
+COUP_MONEY_MOVED = P + "Coup.MoneyMoved"
+COUP_BETTING_CLOSED = P + "Coup.BettingClosed"
+COUP_CARD_DEALT = P + "Coup.CardDealt"
+COUP_RESOLVED = P + "Coup.Resolved"
+COUP_SETTLED = P + "Coup.Settled"  # the coup's end: the notary signs a checkpoint
+
+# Every stored event of a stake: its fate and the stake after it. (Their base class,
+# ``Coup.StakeChanged``, is abstract: never stored, so not here.)
+STAKE_EVENTS = frozenset({
+    COUP_STAKE_PLACED, COUP_STAKE_RAISED, COUP_STAKE_WITHDRAWN, COUP_INSURANCE_BOUGHT,
+    COUP_REFAIT31_CHOSEN, COUP_STAKE_HALF_WITHDRAWN, COUP_STAKE_MOVED, COUP_STAKE_WON,
+    COUP_STAKE_LOST, COUP_STAKE_VOIDED, COUP_STAKE_PARTAGED, COUP_STAKE_IMPRISONED,
+    COUP_STAKE_SECOND_PRISON, COUP_STAKE_RELEASED, COUP_STAKE_BACK_TO_PRISON,
+    COUP_STAKE_PRISON_LOST, COUP_STAKE_RETURNED, COUP_STAKE_HALF_RETURNED,
+})
+COUP_EVENTS = frozenset({  # every event of a Coup aggregate
+    COUP_OPENED, COUP_STAKE_CARRIED_OVER, COUP_LAYOUT_RESTATED, COUP_MONEY_MOVED,
+    COUP_BETTING_CLOSED, COUP_CARD_DEALT, COUP_RESOLVED, COUP_SETTLED,
+}) | STAKE_EVENTS
+
+TRENTE_ET_QUARANTE_AGGREGATES = frozenset({COUP})
+TRENTE_ET_QUARANTE = COUP_EVENTS | {TABLE_COUP_STARTED, SHOE_COUP_DEALT}
+
+# --- every game's --------------------------------------------------------------------------------
+
+AGGREGATES = CORE_AGGREGATES | TRENTE_ET_QUARANTE_AGGREGATES  # originator topics
+EVENTS = CORE | TRENTE_ET_QUARANTE  # the events table's topics
+SNAPSHOTS = frozenset({CHAINED_SNAPSHOT})  # the snapshots table's (since the chain began)
+ALL = EVENTS | SNAPSHOTS
+
+# The events of each core aggregate, whichever game records them.
+TABLE_EVENTS = frozenset(t for t in EVENTS if t.startswith(TABLE + "."))
+SHOE_EVENTS = frozenset(t for t in EVENTS if t.startswith(SHOE + "."))
