@@ -26,6 +26,8 @@ from eventsourcing.utils import resolve_topic
 import services
 from services import topics
 
+from . import frozen
+
 ROOT = Path(__file__).resolve().parents[2]
 # Event classes never stored: the base of every stake event (no fate maps to it).
 ABSTRACT = frozenset({"sabot.ledger:Coup.StakeChanged"})
@@ -99,6 +101,9 @@ def test_the_list_is_the_aggregates_topics() -> None:
     assert (len(topics.TRENTE_ET_QUARANTE_AGGREGATES), len(topics.TRENTE_ET_QUARANTE)) == (1, 28)
     assert len(topics.SNAPSHOTS) == 1 and len(found["bases"]) == len(topics.AGGREGATES)
     assert not topics.CORE & topics.TRENTE_ET_QUARANTE
+    # and the names S0 froze (tests/contracts/frozen.py)
+    assert topics.ALL | topics.AGGREGATES == frozen.TOPICS - frozen.ABSTRACT_TOPICS
+    assert topics.AGGREGATES == frozen.ORIGINATOR_TOPICS
 
 
 def test_one_list_of_stake_events() -> None:
