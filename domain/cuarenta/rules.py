@@ -8,14 +8,14 @@ comes from and what the other values mean; docs/cuarenta.md is the same text for
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
-from decimal import Decimal, InvalidOperation
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
 from domain.errors import InvalidArgument
+from domain.options import Option, OptionTable, parse_fraction
 
 GAME_POINTS = 40  # "La meta consiste en alcanzar el total de 40 puntos" (seed 001, §1)
 HAND_SIZE = 5  # "1 mano de cartas tiene 5 cartas para cada jugador" (seed 001, §1)
@@ -79,14 +79,12 @@ class CuarentaRules:
 
     def options(self) -> dict[str, str]:
         """Every option as canonical text (stable keys), the form stored in events."""
-        return {f.name: _format(getattr(self, f.name)) for f in fields(self)}
+        return OptionTable.text(self)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> CuarentaRules:
         """Inverse of ``options()`` (used to rebuild from events). Raises InvalidArgument."""
-        rest = dict(options)
-        preset = rest.pop("preset", DEFAULT_PRESET)
-        return _build(preset, rest, "options")
+        return TABLE.from_options(options)
 
 
 # The defaults (seed 001 where it speaks, Pagat where it is silent); a preset names only where
@@ -167,92 +165,23 @@ def cuarenta_rules(
     Raises domain.errors.InvalidArgument naming the field (``preset`` or ``overrides.<option>``)
     for an unknown preset, an unknown option or a bad value.
     """
-    return _build(preset, dict(overrides or {}), "overrides")
+    return TABLE.build(preset, overrides)
 
 
 def with_options(rules: CuarentaRules, **changes: Any) -> CuarentaRules:
     """A copy with typed changes (for tests and tools); validated like an override."""
-    changed = replace(rules, **changes)
-    _check(changed, "overrides")
-    return changed
+    return TABLE.with_options(rules, **changes)
 
 
-# --- parsing and formatting of option text -------------------------------------------------
-
-_TRUE = frozenset({"true", "yes", "on", "1"})
-_FALSE = frozenset({"false", "no", "off", "0"})
+# Each option is read by the kind of its default (domain/options.py), the commission as any
+# exact fraction: its bounds are checked with the others (``_check``).
+OPTIONS: tuple[Option, ...] = tuple(
+    Option(name, default, OPTION_SOURCES[name],
+           parse_fraction if name == "commission_rate" else None)
+    for name, default in OPTION_DEFAULTS.items()
+)
+OPTION_NAMES = tuple(OPTION_DEFAULTS)
 _CURRENCY = re.compile(r"[A-Z]{3}")
-_INTEGER = re.compile(r"[+-]?\d+")
-
-
-def _parse_bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low in _TRUE:
-        return True
-    if low in _FALSE:
-        return False
-    raise ValueError("must be true or false")
-
-
-def _parse_int(text: str) -> int:
-    t = text.strip().replace("_", "")
-    if not _INTEGER.fullmatch(t):
-        raise ValueError("must be an integer")
-    return int(t)
-
-
-def _parse_rate(text: str) -> Fraction:
-    """``5%``, ``2.5%``, ``1/20``, ``0.05`` or ``0``: exact, never through a float."""
-    t = text.strip()
-    try:
-        if t.endswith("%"):
-            rate = Fraction(Decimal(t[:-1].strip())) / 100
-        elif "/" in t:
-            num, den = t.split("/", 1)
-            rate = Fraction(_parse_int(num), _parse_int(den))
-        else:
-            rate = Fraction(Decimal(t))
-    except (InvalidOperation, ValueError, ZeroDivisionError):
-        raise ValueError("must be a rate such as 5%, 2.5%, 1/20 or 0") from None
-    return rate
-
-
-def _parse_currency(text: str) -> str:
-    t = text.strip()
-    if not _CURRENCY.fullmatch(t):
-        raise ValueError("must be three upper-case letters (ISO 4217), e.g. EUR")
-    return t
-
-
-def _enum(cls: type[StrEnum]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            return cls(text.strip().lower())
-        except ValueError:
-            raise ValueError("must be one of " + ", ".join(m.value for m in cls)) from None
-
-    return parse
-
-
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "players": _parse_int,
-    "caida_points": _parse_int,
-    "limpia_points": _parse_int,
-    "ronda_points": _parse_int,
-    "carton_rounding": _enum(CartonRounding),
-    "rule_38": _enum(Rule38),
-    "four_of_a_kind": _enum(FourOfAKind),
-    "table_at_hand_end": _enum(TableAtHandEnd),
-    "must_capture": _parse_bool,
-    "capture_choice": _enum(CaptureChoice),
-    "caida_across_deals": _parse_bool,
-    "stake": _parse_int,
-    "commission_rate": _parse_rate,
-    "currency": _parse_currency,
-    "turn_seconds": _parse_int,
-}
-
-OPTION_NAMES = tuple(_PARSERS)
 
 # Ranges of the integer options: (low, high).
 _RANGES: dict[str, tuple[int, int]] = {
@@ -264,37 +193,7 @@ _RANGES: dict[str, tuple[int, int]] = {
 }
 
 
-def _format(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)  # a Fraction as "1/20" or "0", an enum as its value
-
-
-def _build(preset: str, overrides: dict[str, str], prefix: str) -> CuarentaRules:
-    if preset not in PRESETS:
-        raise InvalidArgument(
-            "preset", "UNKNOWN_PRESET", f"unknown preset {preset!r} (one of {', '.join(PRESETS)})"
-        )
-    values: dict[str, Any] = {**OPTION_DEFAULTS, **PRESETS[preset]}
-    for name, text in overrides.items():
-        field = f"{prefix}.{name}"
-        parser = _PARSERS.get(name)
-        if parser is None:
-            raise InvalidArgument(
-                field, "UNKNOWN_OPTION", f"unknown option (one of {', '.join(OPTION_NAMES)})"
-            )
-        if not isinstance(text, str):
-            raise InvalidArgument(field, "BAD_VALUE", "must be text")
-        try:
-            values[name] = parser(text)
-        except ValueError as exc:
-            raise InvalidArgument(field, "BAD_VALUE", f"{exc}, got {text!r}") from None
-    rules = CuarentaRules(preset=preset, **values)
-    _check(rules, prefix)
-    return rules
-
-
-def _check(rules: CuarentaRules, prefix: str) -> None:
+def _check(rules: CuarentaRules, given: Collection[str], prefix: str) -> None:
     def field(name: str) -> str:
         return f"{prefix}.{name}"
 
@@ -314,3 +213,8 @@ def _check(rules: CuarentaRules, prefix: str) -> None:
         )
     if not _CURRENCY.fullmatch(rules.currency):
         raise InvalidArgument(field("currency"), "BAD_VALUE", "must be an ISO 4217 code")
+
+
+TABLE: OptionTable[CuarentaRules] = OptionTable(
+    CuarentaRules, OPTIONS, PRESETS, DEFAULT_PRESET, _check
+)

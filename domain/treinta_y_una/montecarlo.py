@@ -21,13 +21,13 @@ counts in his loss; one on the banker's collections does not.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
 from domain.cards import Card, DeckKind
 from domain.errors import InvalidArgument
+from domain.estimates import Estimate, check_samples, sample_mean
 from domain.shuffle import shuffle
 from domain.treinta_y_una.banker import BankerChoice, BankerReason
 from domain.treinta_y_una.facts import Outcome, StakeSettled
@@ -52,13 +52,6 @@ BANKER, PUNTER = "banca", "punto"
 
 
 @dataclass(frozen=True, slots=True)
-class Estimate:
-    value: float
-    se: float
-    n: int
-
-
-@dataclass(frozen=True, slots=True)
 class EdgeEstimate:
     """The banker against a punter who stands at ``stand_at``."""
 
@@ -79,11 +72,7 @@ class MonteCarlo:
 
 
 def check_deals(deals: object, field: str = "monte_carlo") -> int:
-    if not isinstance(deals, int) or isinstance(deals, bool) or not 1 <= deals <= MAX_DEALS:
-        raise InvalidArgument(
-            field, "OUT_OF_RANGE", f"must be a whole number of deals, 1 to {MAX_DEALS}"
-        )
-    return deals
+    return check_samples(deals, MAX_DEALS, field, "deals")
 
 
 def deck_seed(seed: int) -> bytes:
@@ -150,12 +139,10 @@ class _Tally:
 
     def estimate(self, stand_at: int) -> EdgeEstimate:
         n = self.n
-        mean = self.total / n
-        var = max(self.squares - n * mean * mean, 0.0) / max(n - 1, 1)
         share = {o: k / n for o, k in self.outcomes.items()}
         return EdgeEstimate(
             stand_at,
-            Estimate(mean, math.sqrt(var / n), n),
+            sample_mean(n, self.total, self.squares),
             share[Outcome.WON],
             share[Outcome.LOST],
             share[Outcome.VOID],

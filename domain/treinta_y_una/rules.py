@@ -8,15 +8,14 @@ gives every option as canonical text (the form a table-opened event stores) and
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from decimal import Decimal, InvalidOperation
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
 from domain.errors import InvalidArgument
+from domain.options import Option, OptionTable
 
 TARGET = 31  # "intentará con ellas sumar 31 puntos" (seed 003)
 MAX_SEATS = 13  # 13 hands of three cards use 39 of the 40 cards: the deck's own limit
@@ -77,25 +76,16 @@ class TableRules:
 
     def options(self) -> dict[str, str]:
         """Every option as canonical text, stable keys (``preset`` first)."""
-        return {f.name: _text(getattr(self, f.name)) for f in fields(self)}
+        return OptionTable.text(self)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> TableRules:
         """Inverse of ``options()``. Raises InvalidArgument naming ``options.<name>``."""
-        rest = dict(options)
-        return _build(rest.pop("preset", DEFAULT_PRESET), rest, "options")
+        return TABLE.from_options(options)
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One option: its default and where the default comes from."""
-
-    name: str
-    default: Any
-    source: str
-
-
-# The options in the order of RULES.md §2. Bounds are checked in ``_check``.
+# The options in the order of RULES.md §2, each read by the kind of its default
+# (domain/options.py). Bounds are checked in ``_check``.
 OPTIONS: tuple[Option, ...] = (
     Option("tie", TieRule.BANKER_WINS, "seed 003, first sentence of the showdown"),
     Option("bust", BustRule.LOSES_AT_ONCE, "RULES.md §2 (choice): a hand above 31 loses at once"),
@@ -132,95 +122,15 @@ def table_rules(
 
     Raises InvalidArgument naming ``preset`` or ``overrides.<option>``.
     """
-    return _build(preset, dict(overrides or {}), "overrides")
+    return TABLE.build(preset, overrides)
 
 
 def with_options(rules: TableRules, **changes: Any) -> TableRules:
     """A copy with typed changes (for tests and tools), checked like an override."""
-    changed = replace(rules, **changes)
-    _check(changed, frozenset(changes), "overrides")
-    return changed
+    return TABLE.with_options(rules, **changes)
 
 
-# --- reading option text ----------------------------------------------------------------------
-
-_WHOLE = re.compile(r"[+-]?[0-9]+")
-_ISO_4217 = re.compile(r"[A-Z]{3}")
-_YES = ("true", "yes", "on", "1")
-_NO = ("false", "no", "off", "0")
-
-
-def _read(default: Any, text: str) -> Any:
-    """``text`` read as a value of the same kind as ``default``; ValueError says what is wanted."""
-    word = text.strip()
-    if isinstance(default, StrEnum):
-        kind = type(default)
-        if word.lower() not in {m.value for m in kind}:
-            raise ValueError("must be one of " + ", ".join(m.value for m in kind))
-        return kind(word.lower())
-    if isinstance(default, bool):
-        if word.lower() not in _YES + _NO:
-            raise ValueError("must be true or false")
-        return word.lower() in _YES
-    if isinstance(default, int):
-        digits = word.replace("_", "")
-        if not _WHOLE.fullmatch(digits):
-            raise ValueError("must be a whole number")
-        return int(digits)
-    if isinstance(default, Fraction):
-        return _read_share(word)
-    if not _ISO_4217.fullmatch(word):
-        raise ValueError("must be an ISO 4217 code of three capitals, e.g. EUR")
-    return word
-
-
-def _read_share(word: str) -> Fraction:
-    """A share of a payout, exact: ``5%``, ``2.5%``, ``1/20``, ``0.05`` or ``0``."""
-    try:
-        if word.endswith("%"):
-            share = Fraction(Decimal(word[:-1])) / 100
-        elif "/" in word:
-            top, bottom = (part.strip() for part in word.split("/", 1))
-            share = Fraction(int(top), int(bottom))
-        else:
-            share = Fraction(Decimal(word))
-    except (InvalidOperation, ValueError, ZeroDivisionError):
-        raise ValueError("must be a share such as 5%, 2.5%, 1/20, 0.05 or 0") from None
-    if share < 0 or share >= 1:
-        raise ValueError("must be at least 0 and below 100%")
-    return share
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)  # enums by value, Fraction as "1/20" or "0", ints in decimal
-
-
-def _build(preset: str, overrides: dict[str, str], prefix: str) -> TableRules:
-    if preset not in PRESETS:
-        raise InvalidArgument(
-            "preset", "UNKNOWN_PRESET", f"unknown preset {preset!r} (one of {', '.join(PRESETS)})"
-        )
-    values = {**OPTION_DEFAULTS, **PRESETS[preset]}
-    for name, text in overrides.items():
-        where = f"{prefix}.{name}"
-        if name not in OPTION_DEFAULTS:
-            raise InvalidArgument(
-                where, "UNKNOWN_OPTION", f"unknown option (one of {', '.join(OPTION_NAMES)})"
-            )
-        if not isinstance(text, str):
-            raise InvalidArgument(where, "BAD_VALUE", "must be text")
-        try:
-            values[name] = _read(OPTION_DEFAULTS[name], text)
-        except ValueError as exc:
-            raise InvalidArgument(where, "BAD_VALUE", f"{exc}, got {text!r}") from None
-    rules = TableRules(preset=preset, **values)
-    _check(rules, frozenset(overrides), prefix)
-    return rules
-
-
-def _check(rules: TableRules, given: frozenset[str], prefix: str) -> None:
+def _check(rules: TableRules, given: Collection[str], prefix: str) -> None:
     """The bounds between options; the error names the option given (or the first one)."""
 
     def out_of_range(message: str, *names: str) -> InvalidArgument:
@@ -241,3 +151,6 @@ def _check(rules: TableRules, given: frozenset[str], prefix: str) -> None:
             "max_stake",
             "min_stake",
         )
+
+
+TABLE: OptionTable[TableRules] = OptionTable(TableRules, OPTIONS, PRESETS, DEFAULT_PRESET, _check)

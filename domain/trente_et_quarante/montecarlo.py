@@ -23,6 +23,7 @@ from fractions import Fraction
 
 from domain.cards import Card, DeckKind, canonical_shoe
 from domain.errors import InvalidArgument
+from domain.estimates import Estimate, check_samples, proportion, sample_mean
 from domain.trente_et_quarante.chances import Chance
 from domain.trente_et_quarante.deal import deal_coup
 from domain.trente_et_quarante.layout import (
@@ -48,15 +49,6 @@ MAX_COUPS = 100_000_000
 
 
 @dataclass(frozen=True, slots=True)
-class Estimate:
-    """A Monte-Carlo estimate with its standard error, over ``n`` samples."""
-
-    value: float
-    se: float
-    n: int
-
-
-@dataclass(frozen=True, slots=True)
 class Check:
     """An exact figure beside its estimate; ``flagged`` when more than Z_LIMIT SE apart."""
 
@@ -78,11 +70,7 @@ class Check:
 
 
 def check_coups(coups: int, field_name: str = "monte_carlo") -> int:
-    if not isinstance(coups, int) or isinstance(coups, bool) or not 1 <= coups <= MAX_COUPS:
-        raise InvalidArgument(
-            field_name, "OUT_OF_RANGE", f"must be a whole number of coups, 1 to {MAX_COUPS}"
-        )
-    return coups
+    return check_samples(coups, MAX_COUPS, field_name, "coups")
 
 
 class FirstCoups:
@@ -129,8 +117,7 @@ class _Tally:
         names += ["noir", "rouge"] + [f"refait_{t}" for t in TOTALS] + ["couleur", "inverse"]
         out: dict[str, Estimate] = {}
         for name in names:
-            p = self.counts.get(name, 0) / self.n
-            out[name] = Estimate(p, math.sqrt(p * (1 - p) / self.n), self.n)
+            out[name] = proportion(self.counts.get(name, 0), self.n)
         return out
 
 
@@ -173,9 +160,7 @@ class _LifeStats:
         n = self.n
         if n < 2:
             return Estimate(math.nan, math.nan, n)
-        mean = self.sx / n
-        var = max(self.sxx - n * mean * mean, 0.0) / (n - 1)
-        return Estimate(mean, math.sqrt(var / n), n)
+        return sample_mean(n, self.sx, self.sxx)
 
     def per_coup(self) -> Estimate:
         """The ratio estimator sum(x) / sum(c), its SE by the delta method."""

@@ -5,17 +5,15 @@ API CONTRACT (implementation owned by the domain helper; keep these names and si
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
-from decimal import Decimal, InvalidOperation
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
 from domain.cards import MAX_DECKS
-from domain.currency import MINOR_UNITS
 from domain.errors import InvalidArgument
+from domain.options import Option, OptionTable
 
 
 class CutCardRule(StrEnum):
@@ -73,16 +71,14 @@ class HouseRules:
 
     def options(self) -> dict[str, str]:
         """Every option as canonical text (stable keys), the form stored in events."""
-        return {f.name: _format(getattr(self, f.name)) for f in fields(self)}
+        return OptionTable.text(self)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> HouseRules:
         """Inverse of ``options()`` (used to rebuild from events). An option missing from
         ``options`` (a table recorded before the option existed) reads its default (the
         preset's, else RULES.md's). Raises InvalidArgument."""
-        rest = dict(options)
-        preset = rest.pop("preset", DEFAULT_PRESET)
-        return _build(preset, rest, "options")
+        return TABLE.from_options(options)
 
 
 PRESET_NAMES = ("francaise", "espanola", "italiana")
@@ -105,6 +101,11 @@ OPTION_DEFAULTS: dict[str, Any] = {
     "currency": "EUR",
     "prisoners_at_close": PrisonersAtClose.HALF_RETURNED,
 }
+
+# Each option is read by the kind of its default (domain/options.py: a whole number, an enum's
+# value, true/false, a rate below 100 %, an ISO 4217 code).
+OPTIONS: tuple[Option, ...] = tuple(Option(name, value) for name, value in OPTION_DEFAULTS.items())
+OPTION_NAMES = tuple(OPTION_DEFAULTS)
 
 PRESETS: dict[str, dict[str, Any]] = {
     "francaise": {  # seed 002
@@ -138,123 +139,13 @@ def house_rules(
     Raises domain.errors.InvalidArgument naming the field (``preset`` or ``overrides.<option>``)
     for an unknown preset, an unknown option or a bad value (e.g. min_stake > max_stake).
     """
-    return _build(preset, dict(overrides or {}), "overrides")
+    return TABLE.build(preset, overrides)
 
 
-# --- parsing and formatting of option text -------------------------------------------------
-
-_TRUE = frozenset({"true", "yes", "on", "1"})
-_FALSE = frozenset({"false", "no", "off", "0"})
-_CURRENCY = re.compile(r"[A-Z]{3}")
-
-
-def _parse_bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low in _TRUE:
-        return True
-    if low in _FALSE:
-        return False
-    raise ValueError("must be true or false")
-
-
-def _parse_int(text: str) -> int:
-    t = text.strip().replace("_", "")
-    if not re.fullmatch(r"[+-]?\d+", t):
-        raise ValueError("must be an integer")
-    return int(t)
-
-
-def _parse_rate(text: str) -> Fraction:
-    """``1%``, ``0.5%``, ``1/100``, ``0.01`` or ``0``: exact, never through a float."""
-    t = text.strip()
-    try:
-        if t.endswith("%"):
-            rate = Fraction(Decimal(t[:-1].strip())) / 100
-        elif "/" in t:
-            num, den = t.split("/", 1)
-            rate = Fraction(_parse_int(num), _parse_int(den))
-        else:
-            rate = Fraction(Decimal(t))
-    except (InvalidOperation, ValueError, ZeroDivisionError):
-        raise ValueError("must be a rate such as 1%, 0.5%, 1/100 or 0") from None
-    if not 0 <= rate < 1:
-        raise ValueError("must be at least 0 and below 100%")
-    return rate
-
-
-def _parse_currency(text: str) -> str:
-    t = text.strip()
-    if not _CURRENCY.fullmatch(t) or t not in MINOR_UNITS:
-        raise ValueError("must be an ISO 4217 currency code (three upper-case letters), e.g. EUR")
-    return t
-
-
-def _enum(cls: type[StrEnum]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            return cls(text.strip().lower())
-        except ValueError:
-            raise ValueError("must be one of " + ", ".join(m.value for m in cls)) from None
-
-    return parse
-
-
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "decks": _parse_int,
-    "cut_card": _enum(CutCardRule),
-    "chances": _enum(ChanceSet),
-    "allow_opposed_stakes": _parse_bool,
-    "refait31": _enum(Refait31Rule),
-    "prison_refait31": _enum(PrisonRefait31Rule),
-    "couleur_inverse_on_refait31": _enum(ColourChancesOnRefait31),
-    "insurance_rate": _parse_rate,
-    "half_withdrawal": _parse_bool,
-    "move_imprisoned": _parse_bool,
-    "min_stake": _parse_int,
-    "max_stake": _parse_int,
-    "currency": _parse_currency,
-    "prisoners_at_close": _enum(PrisonersAtClose),
-}
-
-OPTION_NAMES = tuple(_PARSERS)
-
-
-def _format(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Fraction):
-        return str(value)  # "1/100", "0", "1/200"
-    return str(value)
-
-
-def _build(preset: str, overrides: dict[str, str], prefix: str) -> HouseRules:
-    if preset not in PRESETS:
-        raise InvalidArgument(
-            "preset", "UNKNOWN_PRESET", f"unknown preset {preset!r} (one of {', '.join(PRESETS)})"
-        )
-    values: dict[str, Any] = {**OPTION_DEFAULTS, **PRESETS[preset]}
-    for name, text in overrides.items():
-        field = f"{prefix}.{name}"
-        parser = _PARSERS.get(name)
-        if parser is None:
-            raise InvalidArgument(
-                field, "UNKNOWN_OPTION", f"unknown option (one of {', '.join(OPTION_NAMES)})"
-            )
-        if not isinstance(text, str):
-            raise InvalidArgument(field, "BAD_VALUE", "must be text")
-        try:
-            values[name] = parser(text)
-        except ValueError as exc:
-            raise InvalidArgument(field, "BAD_VALUE", f"{exc}, got {text!r}") from None
-    rules = HouseRules(preset=preset, **values)
-    _check(rules, overrides, prefix)
-    return rules
-
-
-def _check(rules: HouseRules, overrides: Mapping[str, str], prefix: str) -> None:
+def _check(rules: HouseRules, given: Collection[str], prefix: str) -> None:
     def field(*names: str) -> str:
         for name in names:
-            if name in overrides:
+            if name in given:
                 return f"{prefix}.{name}"
         return f"{prefix}.{names[0]}"
 
@@ -276,6 +167,7 @@ def _check(rules: HouseRules, overrides: Mapping[str, str], prefix: str) -> None
 
 def with_options(rules: HouseRules, **changes: Any) -> HouseRules:
     """A copy with typed changes (for tests and tools); validated like an override."""
-    changed = replace(rules, **changes)
-    _check(changed, {k: "" for k in changes}, "overrides")
-    return changed
+    return TABLE.with_options(rules, **changes)
+
+
+TABLE: OptionTable[HouseRules] = OptionTable(HouseRules, OPTIONS, PRESETS, DEFAULT_PRESET, _check)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -13,6 +12,7 @@ from typing import Any
 
 from domain.cards import check_deck_count
 from domain.errors import InvalidArgument
+from domain.estimates import Estimate
 from domain.trente_et_quarante import montecarlo
 from domain.trente_et_quarante.odds import (
     CoupOdds,
@@ -24,10 +24,10 @@ from domain.trente_et_quarante.odds import (
 from domain.trente_et_quarante.rules import PRESET_NAMES, HouseRules, house_rules
 from services.cli import CliError
 from services.cli import rules as game_rules
+from services.cli.options import overrides, parse_seed, whole
 from services.cli.progress import Progress, quiet_argument
 
 FORMATS = ("table", "json")
-_HEX = re.compile(r"(0x)?[0-9a-fA-F]{1,64}")
 
 
 def register(sub: Any) -> None:
@@ -55,30 +55,12 @@ def register(sub: Any) -> None:
 
 
 def _overrides(options: Sequence[str], decks: str | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in options:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise CliError(f"--option: expected K=V, got {item!r}")
-        out[key.strip()] = value.strip()
+    out = overrides(options)
     if decks is not None:
         if "decks" in out:
             raise CliError("--decks: give the decks once (--decks or --option decks=N)")
         out["decks"] = decks
     return out
-
-
-def _whole(text: str, field: str) -> int:
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise InvalidArgument(field, "NOT_A_NUMBER", f"not a whole number: {text!r}") from None
-
-
-def parse_seed(text: str) -> int:
-    if not _HEX.fullmatch(text):
-        raise InvalidArgument("--seed", "BAD_SEED", f"must be 1 to 64 hexadecimal digits: {text!r}")
-    return int(text, 16)
 
 
 def cmd_odds(args: argparse.Namespace) -> int:
@@ -97,10 +79,10 @@ def cmd_odds(args: argparse.Namespace) -> int:
             "--preset", "UNKNOWN_PRESET", f"unknown preset {args.preset!r} (one of {names})"
         )
     if args.decks is not None:
-        check_deck_count(_whole(args.decks, "--decks"), "--decks")
+        check_deck_count(whole(args.decks, "--decks"), "--decks")
     coups = None
     if args.monte_carlo is not None:
-        coups = montecarlo.check_coups(_whole(args.monte_carlo, "--monte-carlo"), "--monte-carlo")
+        coups = montecarlo.check_coups(whole(args.monte_carlo, "--monte-carlo"), "--monte-carlo")
     seed = parse_seed(args.seed)
     rules = house_rules(args.preset, _overrides(args.option, args.decks))
     odds = french_coup_odds(rules.decks)
@@ -127,7 +109,7 @@ def _pct(x: Fraction | float) -> str:
     return f"{float(x) * 100:9.5f}%"
 
 
-def _est(e: montecarlo.Estimate) -> str:
+def _est(e: Estimate) -> str:
     if math.isnan(e.value):
         return f"{'-':>10} {'':>10}"
     return f"{e.value * 100:9.5f}% {e.se * 100:9.5f}%"
@@ -276,7 +258,7 @@ def _frac(x: Fraction) -> dict[str, Any]:
             "decimal": _decimal(x)}
 
 
-def _est_json(e: montecarlo.Estimate) -> dict[str, Any]:
+def _est_json(e: Estimate) -> dict[str, Any]:
     return {"value": e.value, "se": e.se, "n": e.n}
 
 

@@ -17,7 +17,6 @@ import argparse
 import functools
 import json
 import sys
-from collections.abc import Sequence
 from fractions import Fraction
 from itertools import islice
 from math import comb
@@ -28,9 +27,7 @@ from domain.cuarenta.captures import BaseKind, Capture, every_capture_set
 from domain.cuarenta.ranks import RANKS, parse_card, parse_cards, shuffled_pack
 from domain.cuarenta.rules import (
     HAND_SIZE,
-    OPTION_DEFAULTS,
-    OPTION_NAMES,
-    OPTION_SOURCES,
+    OPTIONS,
     PACK_SIZE,
     PRESET_NAMES,
     CuarentaRules,
@@ -40,6 +37,7 @@ from domain.cuarenta.rules import (
 from domain.cuarenta.scoring import CARTON_MINIMUM, carton, rank_counts, tally
 from domain.errors import InvalidArgument
 from services.cli import CliError
+from services.cli.options import overrides, parse_seed, whole
 
 FORMATS = ("text", "json")
 GAME = "cuarenta"
@@ -107,27 +105,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default="text", help="text or json")
 
 
-def _overrides(options: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in options:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise CliError(f"--option: expected K=V, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def _rules(args: argparse.Namespace) -> CuarentaRules:
     if args.format not in FORMATS:
         raise CliError(f"--format: must be text or json, got {args.format!r}")
-    return cuarenta_rules(args.preset, _overrides(args.option))
-
-
-def _whole(text: str, field: str) -> int:
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise InvalidArgument(field, "NOT_A_NUMBER", f"not a whole number: {text!r}") from None
+    return cuarenta_rules(args.preset, overrides(args.option))
 
 
 def _print_json(value: object) -> None:
@@ -175,10 +156,10 @@ def cmd_captures(args: argparse.Namespace) -> int:
             raise InvalidArgument(
                 "--last-played", "NOT_ON_TABLE", f"{last} is not on the table"
             )
-    score = _whole(args.score, "--score")
+    score = whole(args.score, "--score")
     if score < 0:
         raise InvalidArgument("--score", "OUT_OF_RANGE", f"must be 0 or more, got {score}")
-    limit = _whole(args.limit, "--limit")
+    limit = whole(args.limit, "--limit")
     if limit < 1:
         raise InvalidArgument("--limit", "OUT_OF_RANGE", f"must be 1 or more, got {limit}")
     found = list(islice(every_capture_set(rules, table, card, last, score), limit + 1))
@@ -201,7 +182,7 @@ def cmd_captures(args: argparse.Namespace) -> int:
 
 def cmd_carton(args: argparse.Namespace) -> int:
     rules = _rules(args)
-    cards = _whole(args.cards, "cards")
+    cards = whole(args.cards, "cards")
     points = carton(rules, cards, "cards")
     if args.format == "json":
         t = tally(points)
@@ -226,12 +207,12 @@ def cmd_options(args: argparse.Namespace) -> int:
     values = rules.options()
     rows = [
         {
-            "option": name,
-            "value": values[name],
-            "default": _default_text(name),
-            "source": OPTION_SOURCES[name],
+            "option": option.name,
+            "value": values[option.name],
+            "default": option.default_text,
+            "source": option.source,
         }
-        for name in OPTION_NAMES
+        for option in OPTIONS
     ]
     if args.format == "json":
         _print_json({"preset": rules.preset, "options": rows})
@@ -241,13 +222,6 @@ def cmd_options(args: argparse.Namespace) -> int:
         print(f"{row['option']:<20} {row['value']:<14} default {row['default']:<14} "
               f"{row['source']}")
     return 0
-
-
-def _default_text(name: str) -> str:
-    value = OPTION_DEFAULTS[name]
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 # --- sabot odds --game cuarenta -------------------------------------------------------------
@@ -310,20 +284,18 @@ def count_hands(hands: int, seed: int) -> dict[str, int]:
 def cmd_odds(args: argparse.Namespace) -> int:
     """``sabot odds --game cuarenta``: ``--option`` sets Cuarenta options; ``--preset`` names a
     Cuarenta preset (the Trente et Quarante default is ignored); ``--decks`` does not apply."""
-    from services.cli.odds import parse_seed  # the shared --seed parser (imports this module)
-
     fmt = "text" if args.format == "table" else args.format
     if fmt not in FORMATS:
         raise CliError(f"--format: must be table or json, got {args.format!r}")
     if args.decks is not None:
         raise CliError("--decks: Cuarenta is dealt from one 40-card pack")
     preset = args.preset if args.preset in PRESET_NAMES else "seed"
-    rules = cuarenta_rules(preset, _overrides(args.option))
+    rules = cuarenta_rules(preset, overrides(args.option))
     odds = five_card_odds()
     per_hand = hand_expectations(rules)
     mc = None
     if args.monte_carlo is not None:
-        n = _whole(args.monte_carlo, "--monte-carlo")
+        n = whole(args.monte_carlo, "--monte-carlo")
         if not 1 <= n <= 1_000_000:
             raise InvalidArgument("--monte-carlo", "OUT_OF_RANGE", f"must be 1 to 1000000, got {n}")
         mc = count_hands(n, parse_seed(args.seed))

@@ -32,6 +32,7 @@ from domain.treinta_y_una.rules import (
     table_rules,
 )
 from services.cli import CliError
+from services.cli.options import overrides, parse_seed, whole
 
 FORMATS = ("table", "json")
 GAME = "treinta-y-una"
@@ -73,16 +74,6 @@ def _format(text: str) -> str:
     return text
 
 
-def _overrides(items: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise CliError(f"--option: expected K=V, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def hand_report(value: HandValue, codes: Sequence[str]) -> dict[str, Any]:
     return {
         "cards": list(codes),
@@ -108,13 +99,13 @@ def cmd_hand(args: argparse.Namespace) -> int:
 
 def cmd_options(args: argparse.Namespace) -> int:
     fmt = _format(args.format)
-    rules = table_rules(args.preset, _overrides(args.option))
+    rules = table_rules(args.preset, overrides(args.option))
     values = rules.options()
     rows = [
         (
             o.name,
             values[o.name],
-            str(o.default).lower() if isinstance(o.default, bool) else str(o.default),
+            o.default_text,
             o.source,
         )
         for o in OPTIONS
@@ -147,31 +138,16 @@ def _rules_for_odds(args: argparse.Namespace) -> TableRules:
     decks = getattr(args, "decks", None)
     if decks is not None and str(decks).strip() != "1":
         raise InvalidArgument("--decks", "OUT_OF_RANGE", f"{GAME} is played with one deck")
-    return table_rules(preset, _overrides(getattr(args, "option", None) or []))
-
-
-def _seed(text: str) -> int:
-    word = text.strip().lower().removeprefix("0x")
-    if not 1 <= len(word) <= 64 or any(ch not in "0123456789abcdef" for ch in word):
-        raise InvalidArgument("--seed", "BAD_SEED", f"must be 1 to 64 hexadecimal digits: {text!r}")
-    return int(word, 16)
-
-
-def _deals(text: str) -> int:
-    try:
-        n = int(str(text).replace("_", ""))
-    except ValueError:
-        raise InvalidArgument(
-            "--monte-carlo", "NOT_A_NUMBER", f"not a whole number: {text!r}"
-        ) from None
-    return montecarlo.check_deals(n, "--monte-carlo")
+    return table_rules(preset, overrides(getattr(args, "option", None) or []))
 
 
 def cmd_odds(args: argparse.Namespace) -> int:
     fmt = _format(args.format)
     rules = _rules_for_odds(args)
-    deals = None if args.monte_carlo is None else _deals(args.monte_carlo)
-    seed = _seed(args.seed if args.seed is not None else "0")
+    deals = None
+    if args.monte_carlo is not None:
+        deals = montecarlo.check_deals(whole(args.monte_carlo, "--monte-carlo"), "--monte-carlo")
+    seed = parse_seed(args.seed if args.seed is not None else "0")
     odds = three_card_odds()
     mc = None
     if deals:
