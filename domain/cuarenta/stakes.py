@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from domain import money
 from domain.cuarenta.rules import CuarentaRules
 
 
@@ -75,8 +76,7 @@ def pot(rules: CuarentaRules) -> int:
 def commission(rules: CuarentaRules) -> int:
     """The house's commission on the pot: ``floor(pot × rate)``, the rounding in the players'
     favour (as RULES.md's Money section does for the house's half)."""
-    rate = rules.commission_rate
-    return pot(rules) * rate.numerator // rate.denominator
+    return money.commission(pot(rules), rules.commission_rate)
 
 
 def hold_stakes(rules: CuarentaRules) -> tuple[Movement, ...]:

@@ -28,6 +28,7 @@ from uuid import UUID
 from domain.cards import Card, DeckKind
 from domain.errors import InvalidArgument
 from domain.estimates import Estimate, check_samples, sample_mean
+from domain.money import players_net
 from domain.shuffle import shuffle
 from domain.treinta_y_una.banker import BankerChoice, BankerReason
 from domain.treinta_y_una.facts import Outcome, StakeSettled
@@ -109,15 +110,7 @@ def play(
 
 
 def _punter_money(step: Step) -> int:
-    net = 0
-    for m in step.movements:
-        if m.player != PUNTER:
-            continue
-        if m.destination is Role.PLAYER:
-            net += m.amount
-        elif m.source is Role.PLAYER:
-            net -= m.amount
-    return net
+    return players_net(step.movements).get(PUNTER, 0)
 
 
 class _Tally:

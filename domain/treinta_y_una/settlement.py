@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from domain import money
 from domain.treinta_y_una.facts import Outcome, StakeSettled
 from domain.treinta_y_una.hand import HandValue
 from domain.treinta_y_una.movements import Movement, MovementKind, movement
@@ -46,8 +47,7 @@ def judge(rules: TableRules, punter: HandValue, banker: HandValue) -> Outcome:
 
 def commission_on(rules: TableRules, payout: int) -> int:
     """The house's share of a winning payout, rounded down."""
-    share = rules.commission
-    return payout * share.numerator // share.denominator
+    return money.commission(payout, rules.commission)
 
 
 @dataclass(frozen=True, slots=True)

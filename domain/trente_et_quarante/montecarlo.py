@@ -24,13 +24,13 @@ from fractions import Fraction
 from domain.cards import Card, DeckKind, canonical_shoe
 from domain.errors import InvalidArgument
 from domain.estimates import Estimate, check_samples, proportion, sample_mean
+from domain.money import players_net
 from domain.trente_et_quarante.chances import Chance
 from domain.trente_et_quarante.deal import deal_coup
 from domain.trente_et_quarante.layout import (
     Fate,
     Layout,
     Refait31Choice,
-    Role,
     StakeStatus,
     Step,
     close_betting,
@@ -192,14 +192,10 @@ def stake_amount(rules: HouseRules) -> int:
 
 
 def _player_money(step: Step, players: Mapping[str, _Life]) -> None:
-    for m in step.movements:
-        life = players.get(m.player)
-        if life is None:
-            continue
-        if m.destination is Role.PLAYER:
-            life.net += m.amount
-        elif m.source is Role.PLAYER:
-            life.net -= m.amount
+    for player, net in players_net(step.movements).items():
+        life = players.get(player)
+        if life is not None:
+            life.net += net
 
 
 class _EdgeTable:
