@@ -1,0 +1,271 @@
+"""The deployment files (ops/systemd, ops/container, ops/prometheus, .env.example) name only
+commands, flags and settings that exist: every command line they run parses with the real
+``sabot`` parser (so ``sabot serve --help`` knows each flag), every ``SABOT_*`` variable they set
+is a setting ``services/settings.py`` reads, every setting is documented in ``.env.example``,
+and every series an alert uses is one ``services/metrics.py`` serves.
+
+No container engine runs here: the image and the compose file are checked as text, not built.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from services import metrics
+from services.cli import CliError, build_parser
+from services.settings import SETTINGS
+
+ROOT = Path(__file__).resolve().parents[2]
+OPS = ROOT / "ops"
+SABOT = "/opt/sabot/venv/bin/sabot"
+VARIABLES = {s.variable: s for s in SETTINGS if s.variable}
+ALIASES = {a: s for s in SETTINGS for a in s.aliases}
+# Settings the server reads only once issue 15's wiring lands (settings.py says "not read yet").
+NOT_READ_YET = {"SABOT_METRICS_LISTEN"}
+# Variables of other programs that the files set on purpose.
+OTHERS = {"PGPASSFILE", "POSTGRES_USER", "POSTGRES_PASSWORD_FILE", "PATH",
+          "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PIP_NO_CACHE_DIR",
+          "PIP_DISABLE_PIP_VERSION_CHECK"}
+SAMPLE = {"SABOT_STORE": "postgresql://sabot_server@db:5432/sabot"}
+
+
+def parses(argv: list[str]) -> None:
+    """The sabot command line parses (every flag known, every value where a flag wants one)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except (CliError, SystemExit) as exc:
+        pytest.fail(f"`sabot {shlex.join(argv)}` does not parse: {exc}")
+    assert getattr(args, "func", None) is not None, f"sabot {shlex.join(argv)}: no command"
+
+
+def expand(text: str) -> str:
+    """systemd's ${VAR} and specifiers, as the unit would have them."""
+    text = text.replace("%d", "/run/credentials/unit.service")
+    return re.sub(r"\$\{(\w+)\}", lambda m: SAMPLE.get(m.group(1), "/x/" + m.group(1)), text)
+
+
+def check_setting(name: str, where: str) -> None:
+    if not name.startswith("SABOT_"):
+        assert name in OTHERS, f"{where}: {name} is not a setting nor a known variable"
+        return
+    setting = VARIABLES.get(name) or ALIASES.get(name)
+    assert setting is not None, f"{where}: {name} is no setting of services/settings.py"
+    assert name not in ALIASES, f"{where}: {name} is an old name; use {setting.variable}"
+    if name not in NOT_READ_YET:
+        assert setting.read_by, f"{where}: {name} is read by no command"
+
+
+# --- systemd -----------------------------------------------------------------------------------
+
+
+def unit(path: Path) -> dict[str, list[tuple[str, str]]]:
+    sections: dict[str, list[tuple[str, str]]] = {}
+    current = ""
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            current = line.strip("[]")
+            sections.setdefault(current, [])
+            continue
+        key, _, value = line.partition("=")
+        sections[current].append((key.strip(), value.strip()))
+    return sections
+
+
+UNITS = sorted((OPS / "systemd").glob("*.service"))
+
+
+def test_there_is_a_unit_for_the_server_and_the_projection_runner() -> None:
+    names = {p.name for p in UNITS}
+    assert {"sabot.service", "sabot-projections.service"} <= names
+
+
+@pytest.mark.parametrize("path", UNITS, ids=lambda p: p.name)
+def test_each_unit_runs_a_sabot_command_that_exists(path: Path) -> None:
+    sections = unit(path)
+    service = dict(sections["Service"])
+    assert sections["Unit"] and sections["Install"]
+    assert service["User"] == "sabot" and service["Restart"] in ("on-failure", "always")
+    argv = shlex.split(expand(service["ExecStart"]))
+    assert argv[0] == SABOT, argv
+    parses(argv[1:])
+    for key, value in sections["Service"]:
+        if key == "Environment":
+            name = value.split("=", 1)[0]
+            check_setting(name, f"{path.name} Environment=")
+    for name in re.findall(r"\$\{(\w+)\}", service["ExecStart"]):
+        check_setting(name, f"{path.name} ExecStart")
+        assert re.search(rf"^{name}=", (ROOT / ".env.example").read_text(), re.M), (
+            f"{path.name} expands ${{{name}}}, which .env.example does not set")
+
+
+def test_the_server_unit_restarts_it_and_stops_it_gracefully() -> None:
+    service = dict(unit(OPS / "systemd" / "sabot.service")["Service"])
+    assert service["Restart"] == "on-failure"
+    assert service["KillSignal"] == "SIGTERM"
+    assert service["ExecReload"].endswith("-HUP $MAINPID")  # SIGHUP: reload the credentials
+    credentials = [v.split(":", 1)[0] for k, v in unit(OPS / "systemd" / "sabot.service")
+                   ["Service"] if k == "LoadCredential"]
+    assert {"seal.key", "chain.key", "checkpoint.key"} <= set(credentials)
+    env = (ROOT / ".env.example").read_text()
+    for name in credentials:  # .env.example points each key at where LoadCredential puts it
+        assert f"/run/credentials/sabot.service/{name}" in env
+
+
+# --- .env.example ------------------------------------------------------------------------------
+
+ENV_LINE = re.compile(r"^#?(SABOT_[A-Z0-9_]+)=(.*)$")
+
+
+def env_example() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for line in (ROOT / ".env.example").read_text().splitlines():
+        match = ENV_LINE.match(line.strip())
+        if match:
+            found[match.group(1)] = match.group(2)
+    return found
+
+
+def test_every_key_of_env_example_is_a_setting_that_is_read() -> None:
+    for name in env_example():
+        check_setting(name, ".env.example")
+
+
+def test_every_setting_is_documented_in_env_example() -> None:
+    documented = env_example()
+    missing = sorted(v for v in VARIABLES if v not in documented)
+    assert not missing, f".env.example lacks {missing}"
+
+
+def test_env_example_holds_no_secret() -> None:
+    """Keys are paths in it, the store URL has no password, no token is set."""
+    for name, value in env_example().items():
+        setting = VARIABLES[name]
+        if setting.secret and value:
+            if name == "SABOT_STORE":
+                rest = value.split("://", 1)[1]
+                user = rest.rsplit("@", 1)[0] if "@" in rest else ""
+                assert ":" not in user, "a password in SABOT_STORE"
+            elif name == "SABOT_TOKENS":
+                assert value.startswith("sha256:"), "a clear token in .env.example"
+            else:
+                assert value.startswith("/"), f"{name}: a key must be given as a file's path"
+
+
+# --- the container image and the compose file ----------------------------------------------------
+
+
+def dockerfile() -> list[tuple[str, str]]:
+    text = (OPS / "container" / "Dockerfile").read_text().replace("\\\n", " ")
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def test_the_image_runs_sabot_serve_as_an_unprivileged_user() -> None:
+    instructions = dockerfile()
+    last = {k: v for k, v in instructions}
+    entry, cmd = json.loads(last["ENTRYPOINT"]), json.loads(last["CMD"])
+    assert entry == ["sabot"]
+    parses(cmd)
+    assert cmd[0] == "serve"
+    assert last["USER"] == "sabot"
+    for word, rest in instructions:
+        if word == "COPY" and not rest.startswith("--from"):
+            *sources, _ = rest.split()
+            for source in sources:
+                assert (ROOT / source).exists(), f"Dockerfile: COPY {source}: no such path"
+        if word == "ENV":
+            for name in re.findall(r"(\w+)=", rest):
+                check_setting(name, "Dockerfile ENV")
+    health = last["HEALTHCHECK"]
+    assert "/health" in health and "9464" in health  # the metrics endpoint's health probe
+    assert any("SABOT_METRICS_LISTEN=0.0.0.0:9464" in v for k, v in instructions if k == "ENV")
+
+
+def test_the_compose_file_runs_the_same_commands_with_settings_that_exist() -> None:
+    compose = yaml.safe_load((OPS / "container" / "compose.yaml").read_text())
+    services = compose["services"]
+    assert {"postgres", "schema", "sabot"} <= set(services)
+    ours = [s for s in services.values() if s.get("image") == "sabot:latest"]
+    assert len(ours) >= 2
+    build = ours[0]["build"]
+    assert (OPS / "container" / build["context"] / build["dockerfile"]).resolve() == (
+        OPS / "container" / "Dockerfile").resolve()
+    secrets_script = (OPS / "container" / "secrets.sh").read_text()
+    for name, service in services.items():
+        for variable in service.get("environment", {}):
+            check_setting(variable, f"compose.yaml {name}")
+        if service.get("image") == "sabot:latest":
+            parses([str(a) for a in service["command"]])
+        for secret in service.get("secrets", ()):
+            assert secret in compose["secrets"], f"compose.yaml {name}: secret {secret}?"
+    assert services["sabot"]["command"][0] == "serve"
+    assert services["schema"]["command"][0] == "ledger-schema"
+    for secret in compose["secrets"].values():  # secrets.sh writes every secret file
+        relative = secret["file"].removeprefix("./")
+        assert relative in secrets_script, f"secrets.sh does not write {relative}"
+    for line in secrets_script.splitlines():  # and runs only sabot commands that exist
+        match = re.match(r"\s*(?:\[.*\] \|\| )?run (.+)$", line)
+        if match and not line.strip().startswith("run()"):
+            parses(shlex.split(match.group(1)))
+
+
+# --- Prometheus --------------------------------------------------------------------------------
+
+SERIES = re.compile(r"\b(sabot_[a-z0-9_]+)")
+
+
+def _series(name: str) -> str:
+    for suffix in ("_bucket", "_count", "_sum"):
+        if name.endswith(suffix) and name[: -len(suffix)] in metrics.SERIES:
+            return name[: -len(suffix)]
+    return name
+
+
+def test_every_alert_uses_series_the_server_serves_and_has_a_runbook_entry() -> None:
+    rules = yaml.safe_load((OPS / "prometheus" / "alerts.yml").read_text())
+    runbook = (ROOT / "docs" / "operations.md").read_text()
+    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+               for h in re.findall(r"^#+ (.+)$", runbook, re.M)}
+    alerts = [r for g in rules["groups"] for r in g["rules"]]
+    names = {a["alert"] for a in alerts}
+    assert {"SabotStoreDown", "SabotReadModelsLagging", "SabotNotaryLagging",
+            "SabotNoCheckpoint"} <= names
+    for alert in alerts:
+        for name in SERIES.findall(alert["expr"]):
+            assert _series(name) in metrics.SERIES, f"{alert['alert']}: no series {name}"
+        anchor = alert["annotations"]["runbook"].split("#", 1)[1]
+        assert anchor in anchors, f"{alert['alert']}: docs/operations.md has no #{anchor}"
+    config = yaml.safe_load((OPS / "prometheus" / "prometheus.yml").read_text())
+    assert config["rule_files"] == ["alerts.yml"]
+    assert config["scrape_configs"][0]["metrics_path"] == "/metrics"
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_promtool_accepts_the_config_and_the_rules() -> None:
+    for args in (["check", "config", "prometheus.yml"], ["check", "rules", "alerts.yml"]):
+        done = subprocess.run(["promtool", *args], cwd=OPS / "prometheus",
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_runbook_lists_every_series() -> None:
+    runbook = (ROOT / "docs" / "operations.md").read_text()
+    missing = [name for name in metrics.SERIES if f"`{name}`" not in runbook]
+    assert not missing, f"docs/operations.md does not explain {missing}"
