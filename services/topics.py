@@ -110,10 +110,34 @@ COUP_EVENTS = frozenset({  # every event of a Coup aggregate
 TRENTE_ET_QUARANTE_AGGREGATES = frozenset({COUP})
 TRENTE_ET_QUARANTE = COUP_EVENTS | {TABLE_COUP_STARTED, SHOE_COUP_DEALT}
 
+# --- Cuarenta: services/cuarenta/match.py (and the core's Shoe, one per hand) -------------------
+
+CUARENTA_MATCH = P + "CuarentaMatch"
+CUARENTA_MATCH_OPENED = P + "CuarentaMatch.Opened"  # the seats, the ruleset, the first dealer
+CUARENTA_MATCH_HAND_BEGUN = P + "CuarentaMatch.HandBegun"  # the hand's committed shoe
+CUARENTA_MATCH_DEALT = P + "CuarentaMatch.Dealt"  # five cards to a seat, by position only
+CUARENTA_MATCH_RONDA_SCORED = P + "CuarentaMatch.RondaScored"
+CUARENTA_MATCH_FOUR_DEALT = P + "CuarentaMatch.FourDealt"
+CUARENTA_MATCH_PLAYED = P + "CuarentaMatch.Played"  # a card's position and, now public, face
+CUARENTA_MATCH_CAPTURED = P + "CuarentaMatch.Captured"
+CUARENTA_MATCH_HAND_SCORED = P + "CuarentaMatch.HandScored"  # the cartón; the pack's digest
+CUARENTA_MATCH_FORFEITED = P + "CuarentaMatch.Forfeited"
+CUARENTA_MATCH_WON = P + "CuarentaMatch.Won"  # the match's end: the pot's movements follow
+CUARENTA_MATCH_MONEY_MOVED = P + "CuarentaMatch.MoneyMoved"
+
+CUARENTA_AGGREGATES = frozenset({CUARENTA_MATCH})
+CUARENTA = frozenset({
+    CUARENTA_MATCH_OPENED, CUARENTA_MATCH_HAND_BEGUN, CUARENTA_MATCH_DEALT,
+    CUARENTA_MATCH_RONDA_SCORED, CUARENTA_MATCH_FOUR_DEALT, CUARENTA_MATCH_PLAYED,
+    CUARENTA_MATCH_CAPTURED, CUARENTA_MATCH_HAND_SCORED, CUARENTA_MATCH_FORFEITED,
+    CUARENTA_MATCH_WON, CUARENTA_MATCH_MONEY_MOVED,
+})
+
 # --- every game's --------------------------------------------------------------------------------
 
-AGGREGATES = CORE_AGGREGATES | TRENTE_ET_QUARANTE_AGGREGATES  # originator topics
-EVENTS = CORE | TRENTE_ET_QUARANTE  # the events table's topics
+AGGREGATES = (CORE_AGGREGATES | TRENTE_ET_QUARANTE_AGGREGATES
+              | CUARENTA_AGGREGATES)  # originator topics
+EVENTS = CORE | TRENTE_ET_QUARANTE | CUARENTA  # the events table's topics
 SNAPSHOTS = frozenset({CHAINED_SNAPSHOT})  # the snapshots table's (since the chain began)
 ALL = EVENTS | SNAPSHOTS
 

@@ -47,3 +47,16 @@ STAKE_EVENTS = frozenset(
         "StakeBackToPrison", "StakePrisonLost", "StakeReturned", "StakeHalfReturned",
     )
 )
+
+# Cuarenta
+CUARENTA_MATCH_OPENED = P + "CuarentaMatch.Opened"
+CUARENTA_MATCH_HAND_BEGUN = P + "CuarentaMatch.HandBegun"
+CUARENTA_MATCH_DEALT = P + "CuarentaMatch.Dealt"
+CUARENTA_MATCH_RONDA_SCORED = P + "CuarentaMatch.RondaScored"
+CUARENTA_MATCH_FOUR_DEALT = P + "CuarentaMatch.FourDealt"
+CUARENTA_MATCH_PLAYED = P + "CuarentaMatch.Played"
+CUARENTA_MATCH_CAPTURED = P + "CuarentaMatch.Captured"
+CUARENTA_MATCH_HAND_SCORED = P + "CuarentaMatch.HandScored"
+CUARENTA_MATCH_FORFEITED = P + "CuarentaMatch.Forfeited"
+CUARENTA_MATCH_WON = P + "CuarentaMatch.Won"
+CUARENTA_MATCH_MONEY_MOVED = P + "CuarentaMatch.MoneyMoved"

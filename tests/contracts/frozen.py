@@ -66,6 +66,20 @@ TOPICS: frozenset[str] = frozenset(
         "sabot.ledger:Table.Opened",
         "sabot.ledger:Table.ShoeEnded",
         "sabot.ledger:Table.ShoeStarted",
+        # Cuarenta (issue 14)
+        "sabot.ledger:CuarentaMatch",
+        "sabot.ledger:CuarentaMatch.Event",
+        "sabot.ledger:CuarentaMatch.Opened",
+        "sabot.ledger:CuarentaMatch.HandBegun",
+        "sabot.ledger:CuarentaMatch.Dealt",
+        "sabot.ledger:CuarentaMatch.RondaScored",
+        "sabot.ledger:CuarentaMatch.FourDealt",
+        "sabot.ledger:CuarentaMatch.Played",
+        "sabot.ledger:CuarentaMatch.Captured",
+        "sabot.ledger:CuarentaMatch.HandScored",
+        "sabot.ledger:CuarentaMatch.Forfeited",
+        "sabot.ledger:CuarentaMatch.Won",
+        "sabot.ledger:CuarentaMatch.MoneyMoved",
     }
 )
 ORIGINATOR_TOPICS: frozenset[str] = frozenset(
@@ -76,6 +90,7 @@ ORIGINATOR_TOPICS: frozenset[str] = frozenset(
         "sabot.ledger:Request",
         "sabot.ledger:Shoe",
         "sabot.ledger:Table",
+        "sabot.ledger:CuarentaMatch",  # Cuarenta (issue 14)
     }
 )
 # Events never triggered (abstract bases): no stored row carries them.
@@ -88,6 +103,7 @@ ABSTRACT_TOPICS: frozenset[str] = frozenset(
         "sabot.ledger:Request.Event",
         "sabot.ledger:Shoe.Event",
         "sabot.ledger:Table.Event",
+        "sabot.ledger:CuarentaMatch.Event",  # Cuarenta (issue 14)
     }
 )
 

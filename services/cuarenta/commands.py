@@ -1,0 +1,648 @@
+"""Cuarenta's commands and queries, run by the ledger's single writer.
+
+Each command decides against the rule book (``domain/cuarenta/match.py``): the rule book's
+``Match`` is rebuilt from the aggregate's inputs and the hands' packs, the command is applied,
+and each fact it reports becomes an event, in its order; its money movements become
+``MoneyMoved`` events on the match with their double entries on the accounts, in the same
+command (one transaction). A refused command raises the rule book's ``RuleViolation`` before
+anything is triggered: nothing is stored.
+
+Money: each side's stake goes from its players' accounts to the table's stakes account
+(``table:<table>:stakes``) when the match opens; when it ends the table pays the house's
+commission (``table:<table>:commission``), then the winning side's players. Both accounts are
+opened with the first match at the table.
+
+Cards: every hand has its own committed shoe (a core ``Shoe``: one FRENCH-40 deck, its seed
+sealed and escrowed, its commitment published in ``HandBegun`` before the deal), shuffled when
+the previous hand ends (or the match opens); the seed is revealed (``Shoe.Closed``) when the
+hand ends, or the match (every card of a hand is played by then, or the match is over). A card
+in a hand is recorded by its position in that shoe; its face only in ``Played``.
+
+The core services come through ``Core`` (the Trente et Quarante ``Ledger``'s, until the
+seam's game-neutral core lands).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+from uuid import UUID
+
+from domain.cards import Card, DeckKind
+from domain.cuarenta import facts as F
+from domain.cuarenta import match as rulebook
+from domain.cuarenta.rules import CuarentaRules, cuarenta_rules
+from domain.cuarenta.stakes import Movement, Role
+from domain.errors import FailedPrecondition, InvalidArgument, NotFound
+from domain.shuffle import ALGORITHM_ID, commitment, load_sabot, order_digest
+from services.cuarenta.match import CuarentaMatch
+from services.cuarenta.views import (
+    HandView,
+    HeldCard,
+    LegalPlay,
+    MatchStep,
+    MatchView,
+    MoveView,
+)
+from services.ledger.account import Account
+from services.ledger.actor import SYSTEM, Actor
+from services.ledger.errors import AlreadyExists, PermissionDenied
+from services.ledger.ids import account_uuid, check_name, parse_uuid, table_account
+from services.ledger.seal import seal, unseal
+from services.ledger.shoe import Shoe
+from services.ledger.writer import UnitOfWork
+
+T = TypeVar("T")
+
+DECK = DeckKind.FRENCH_40
+STAKES = "stakes"  # the table's account holding the stakes of its matches
+COMMISSION = "commission"  # the house's commission on them
+STAKES_KIND = "cuarenta_stakes"
+COMMISSION_KIND = "house_commission"
+MAX_STAKE = 10**15
+
+COMMANDS = frozenset({"cuarenta_open_match", "cuarenta_deal", "cuarenta_play",
+                      "cuarenta_forfeit"})
+
+
+class Core(Protocol):
+    """What a game needs of the ledger's core (``services.ledger.api.Ledger`` provides it)."""
+
+    config: Any
+
+    def _run(self, name: str, request_id: str, args: dict[str, Any],
+             decide: Callable[[UnitOfWork], T], result_type: type[T],
+             actor: Actor = SYSTEM) -> T: ...
+
+    def _account(self, unit: UnitOfWork, account_id: str, field: str = "account_id"
+                 ) -> Account: ...
+
+    def _player(self, unit: UnitOfWork, account_id: str, currency: str | None = None
+                ) -> Account: ...
+
+    def _post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
+              stake_id: str | None, ts: datetime) -> None: ...
+
+
+def stakes_account(table_id: str) -> str:
+    return table_account(table_id, STAKES)
+
+
+def commission_account(table_id: str) -> str:
+    return table_account(table_id, COMMISSION)
+
+
+class Cuarenta:
+    """Cuarenta's commands on a ledger: ``Cuarenta(ledger).open_match(...)``."""
+
+    def __init__(self, ledger: Core, read: Callable[[Callable[[UnitOfWork], Any]], Any]
+                 | None = None) -> None:
+        self.ledger = ledger
+        self.config = ledger.config
+        writer = getattr(ledger, "_writer", None)
+        self._read = read if read is not None else writer.read if writer is not None else None
+        self._packs: dict[UUID, tuple[Card, ...]] = {}
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def read(self, fn: Callable[[UnitOfWork], T]) -> T:
+        assert self._read is not None
+        result: T = self._read(fn)
+        return result
+
+    def _match(self, unit: UnitOfWork, match_id: str) -> CuarentaMatch:
+        agg = unit.get(CuarentaMatch, parse_uuid(match_id, "match_id"))
+        if agg is None:
+            raise NotFound("match_id", "UNKNOWN_MATCH", f"no match {match_id!r}")
+        return agg
+
+    def pack(self, unit: UnitOfWork, shoe_id: str) -> tuple[Card, ...]:
+        """The hand's pack in dealing order (position p is ``pack[p]``), from the shoe's sealed
+        seed: the ledger's alone."""
+        sid = UUID(shoe_id)
+        cards = self._packs.get(sid)
+        if cards is None:
+            shoe = unit.get(Shoe, sid)
+            if shoe is None:  # pragma: no cover - every hand's shoe is stored with it
+                raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id}")
+            seed = unseal(self.config.seal_key, shoe.sealed_seed, sid)
+            cards = load_sabot(seed, sid, DECK, 1, None).cards
+            if len(self._packs) > 1024:
+                self._packs.clear()
+            self._packs[sid] = cards
+        return cards
+
+    def state(self, unit: UnitOfWork, agg: CuarentaMatch) -> rulebook.Match:
+        """The rule book's match as of the aggregate's version: its inputs replayed."""
+        derived = agg.derived
+        if derived.match is not None and derived.version == agg.version:
+            return derived.match
+        m = rebuild(agg.options, agg.first_dealer, agg.inputs, lambda s: self.pack(unit, s))
+        derived.match, derived.version = m, agg.version
+        return m
+
+    def _keep(self, agg: CuarentaMatch, m: rulebook.Match) -> None:
+        agg.derived.match, agg.derived.version = m, agg.version
+
+    # --- commands -------------------------------------------------------------------------
+
+    def open_match(
+        self,
+        request_id: str,
+        table_id: str,
+        seats: Sequence[str],
+        stake: int = 0,
+        preset: str = "seed",
+        overrides: Mapping[str, str] | None = None,
+        dealer: int | None = None,
+        match_id: str | None = None,
+        *,
+        actor: Actor = SYSTEM,
+    ) -> MatchStep:
+        """A match at ``table_id`` between the players ``seats`` (two, or four: seats 0 and 2
+        against 1 and 3), each side staking ``stake`` (minor units), under ``preset`` with
+        ``overrides``. The stakes are held on the table; the first hand's shoe is shuffled and
+        committed. FAILED_PRECONDITION ``INSUFFICIENT_FUNDS`` when a player cannot stake."""
+        seat_list = list(seats) if isinstance(seats, list | tuple) else seats
+        over = dict(overrides or {})
+
+        def decide(unit: UnitOfWork) -> MatchStep:
+            check_name(table_id, "table_id")
+            accounts = _seats(seat_list)
+            amount = _stake(stake)
+            for key in ("players", "stake"):
+                if key in over:
+                    raise InvalidArgument(
+                        f"overrides.{key}", "SET_BY_THE_MATCH",
+                        f"{key} is given by the match's {'seats' if key == 'players' else key}")
+            rules = cuarenta_rules(
+                preset, {**over, "players": str(len(accounts)), "stake": str(amount)})
+            for account in accounts:
+                self.ledger._player(unit, account, rules.currency)
+            if match_id is not None:
+                mid = parse_uuid(match_id, "match_id")
+                if unit.get(CuarentaMatch, mid) is not None:
+                    raise AlreadyExists("match_id", "MATCH_EXISTS", f"match {match_id} exists")
+            else:
+                mid = self.config.new_id()
+            step = rulebook.open_match(rules, dealer)
+            self._check_funds(unit, accounts, step.movements)
+            ts = unit.now
+            house = self._house_accounts(unit, table_id, rules.currency, ts)
+            agg = CuarentaMatch._create(
+                CuarentaMatch.Opened, id=mid, timestamp=ts, table_id=table_id,
+                seats=accounts, players=rules.players, preset=rules.preset,
+                options=rules.options(), currency=rules.currency, stake=amount,
+                dealer=step.match.dealer,
+            )
+            unit.add(agg)
+            moves = [MoveView("opened", totals=(0, 0), time=ts.isoformat())]
+            moves += self._move_money(unit, agg, house, step.movements, ts)
+            m = self._begin_hand(unit, agg, step.match, ts, moves)
+            return self._step(unit, agg, m, moves)
+
+        args = {"table_id": table_id, "seats": list(seat_list), "stake": stake,
+                "preset": preset, "overrides": over, "dealer": dealer, "match_id": match_id}
+        return self.ledger._run("cuarenta_open_match", request_id, args, decide, MatchStep,
+                                actor)
+
+    def deal(self, request_id: str, match_id: str, *, actor: Actor = SYSTEM) -> MatchStep:
+        """Five cards to each seat from the hand's shoe (by position), then the rondas."""
+
+        def decide(unit: UnitOfWork) -> MatchStep:
+            agg = self._match(unit, match_id)
+            m = self.state(unit, agg)
+            step = rulebook.deal(m)
+            return self._record(unit, agg, step, unit.now)
+
+        return self.ledger._run("cuarenta_deal", request_id, {"match_id": match_id}, decide,
+                                MatchStep, actor)
+
+    def play(
+        self,
+        request_id: str,
+        match_id: str,
+        seat: int,
+        card: str,
+        capture: Sequence[str] | None = None,
+        *,
+        actor: Actor = SYSTEM,
+    ) -> MatchStep:
+        """``seat`` plays ``card`` (a code from its hand), taking ``capture`` (the table cards,
+        base and run; None: what it takes when there is no choice; []: nothing). A player plays
+        its own seat only (PERMISSION_DENIED ``NOT_YOUR_SEAT``); the rule book refuses a play
+        out of turn, of a card not held, or an illegal capture (FAILED_PRECONDITION naming the
+        rule), and nothing is stored."""
+        named = None if capture is None else list(capture)
+
+        def decide(unit: UnitOfWork) -> MatchStep:
+            agg = self._match(unit, match_id)
+            s = self._seat(agg, seat)
+            if not _plays_for(actor, agg.seats[s]):
+                raise PermissionDenied("seat", "NOT_YOUR_SEAT", "a player plays its own seat")
+            m = self.state(unit, agg)
+            step = rulebook.play(m, s, card, named)
+            return self._record(unit, agg, step, unit.now)
+
+        args: dict[str, Any] = {"match_id": match_id, "seat": seat, "card": card,
+                                "capture": named}
+        return self.ledger._run("cuarenta_play", request_id, args, decide, MatchStep, actor)
+
+    def forfeit(self, request_id: str, match_id: str, seat: int, reason: str = "abandoned",
+                *, actor: Actor = SYSTEM) -> MatchStep:
+        """``seat``'s side forfeits: ``abandoned`` (a player abandons for its own seat only),
+        or ``turn_time`` (the seat to play let the table's ``turn_seconds`` pass: measured by
+        the ledger from the turn's start; FAILED_PRECONDITION ``TURN_NOT_EXPIRED`` before; an
+        opponent or the house may claim it). The other side is paid."""
+
+        def decide(unit: UnitOfWork) -> MatchStep:
+            agg = self._match(unit, match_id)
+            s = self._seat(agg, seat)
+            m = self.state(unit, agg)
+            why = _reason(reason)
+            elapsed: float | None = None
+            if why is F.ForfeitReason.ABANDONED:
+                if not _plays_for(actor, agg.seats[s]):
+                    raise PermissionDenied(
+                        "seat", "NOT_YOUR_SEAT", "a player abandons for its own seat only")
+            else:
+                if actor.is_player and actor.account in {
+                        a for i, a in enumerate(agg.seats) if i % 2 == s % 2}:
+                    raise PermissionDenied(
+                        "seat", "NOT_AN_OPPONENT",
+                        "the turn time is claimed by the house or an opponent")
+                if m.phase is rulebook.Phase.PLAYING and m.to_act == s:
+                    since = agg.turn_since
+                    elapsed = 0.0 if since is None else (unit.now - since).total_seconds()
+                    if not rulebook.turn_expired(m.rules, elapsed):
+                        raise FailedPrecondition(
+                            "seat", "TURN_NOT_EXPIRED",
+                            f"seat {s} has had the turn {elapsed:.0f} s of "
+                            f"{m.rules.turn_seconds} s")
+            step = rulebook.forfeit(m, s, why)
+            return self._record(unit, agg, step, unit.now, elapsed)
+
+        args = {"match_id": match_id, "seat": seat, "reason": reason}
+        return self.ledger._run("cuarenta_forfeit", request_id, args, decide, MatchStep, actor)
+
+    # --- queries --------------------------------------------------------------------------
+
+    def get_match(self, match_id: str) -> MatchView:
+        def read(unit: UnitOfWork) -> MatchView:
+            agg = self._match(unit, match_id)
+            return self._view(agg, self.state(unit, agg))
+
+        return self.read(read)
+
+    def hand(self, match_id: str, seat: int, *, actor: Actor = SYSTEM) -> HandView:
+        """The seat's own cards (with their positions) and, on its turn, its legal plays: for
+        the seat's player only (PERMISSION_DENIED ``NOT_YOUR_HAND`` for anyone else, staff
+        included; the ledger's own ``SYSTEM`` may)."""
+
+        def read(unit: UnitOfWork) -> HandView:
+            agg = self._match(unit, match_id)
+            s = self._seat(agg, seat)
+            if actor != SYSTEM and not (actor.is_player and actor.account == agg.seats[s]):
+                raise PermissionDenied("seat", "NOT_YOUR_HAND", "a hand is its holder's only")
+            m = self.state(unit, agg)
+            pack = self.pack(unit, agg.shoe_id) if agg.shoe_id else ()
+            cards = tuple(HeldCard(pack.index(c), c.code) for c in m.hands[s])
+            legal: tuple[LegalPlay, ...] = ()
+            if m.phase is rulebook.Phase.PLAYING and m.to_act == s:
+                legal = tuple(
+                    LegalPlay(p.card.code, p.codes,
+                              p.capture.kind.value if p.capture else None,
+                              p.capture.points if p.capture else 0)
+                    for p in rulebook.legal_plays(m))
+            return HandView(str(agg.id), s, agg.hand, cards, m.to_act == s, legal)
+
+        return self.read(read)
+
+    def history(self, match_id: str) -> tuple[MoveView, ...]:
+        """Every move of the match, in order, as anyone may see it (no card in a hand)."""
+
+        def read(unit: UnitOfWork) -> tuple[MoveView, ...]:
+            agg = self._match(unit, match_id)
+            events = self.ledger.app.events.get(agg.id)  # type: ignore[attr-defined]
+            return tuple(m for e in events for m in moves_of(e))
+
+        return self.read(read)
+
+    # --- recording ------------------------------------------------------------------------
+
+    def _seat(self, agg: CuarentaMatch, seat: object) -> int:
+        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < agg.players:
+            raise InvalidArgument(
+                "seat", "UNKNOWN_SEAT", f"must be a seat 0 to {agg.players - 1}, got {seat!r}")
+        return seat
+
+    def _check_funds(self, unit: UnitOfWork, accounts: list[str],
+                     movements: tuple[Movement, ...]) -> None:
+        for mv in movements:
+            if mv.source is Role.PLAYER and mv.seat is not None:
+                account = self.ledger._account(unit, accounts[mv.seat])
+                if account.balance < mv.amount:
+                    raise FailedPrecondition(
+                        "stake", "INSUFFICIENT_FUNDS",
+                        f"the balance of {account.account_id!r} is {account.balance}, "
+                        f"{mv.amount} needed")
+
+    def _house_accounts(self, unit: UnitOfWork, table_id: str, currency: str, ts: datetime
+                        ) -> dict[Role, Account]:
+        out: dict[Role, Account] = {}
+        for role, name, kind in ((Role.TABLE, stakes_account(table_id), STAKES_KIND),
+                                 (Role.HOUSE, commission_account(table_id), COMMISSION_KIND)):
+            account = unit.get(Account, account_uuid(name))
+            if account is None:
+                account = Account._create(
+                    Account.Opened, id=account_uuid(name), timestamp=ts, account_id=name,
+                    kind=kind, currency=currency, table_id=table_id)
+                unit.add(account)
+            elif account.kind != kind:
+                raise FailedPrecondition(
+                    "table_id", "NOT_A_CUARENTA_TABLE", f"{name} is not a Cuarenta account")
+            elif account.currency != currency:
+                raise FailedPrecondition(
+                    "table_id", "CURRENCY_MISMATCH",
+                    f"the table's accounts are in {account.currency}, the match in {currency}")
+            out[role] = account
+        return out
+
+    def _move_money(self, unit: UnitOfWork, agg: CuarentaMatch, house: dict[Role, Account],
+                    movements: tuple[Movement, ...], ts: datetime) -> list[MoveView]:
+        moves: list[MoveView] = []
+        for mv in movements:
+            debit = self._role(unit, agg, house, mv.source, mv.seat)
+            credit = self._role(unit, agg, house, mv.destination, mv.seat)
+            seq = agg.movement_seq + 1
+            agg.trigger_event(
+                CuarentaMatch.MoneyMoved, timestamp=ts, seq=seq, kind=mv.kind.value,
+                seat=mv.seat, amount=mv.amount, debit_account=debit.account_id,
+                credit_account=credit.account_id)
+            self.ledger._post(debit, credit, mv.amount, "cuarenta_" + mv.kind.value,
+                              str(agg.id), None, ts)
+            moves.append(MoveView("money", seat=mv.seat, reason=mv.kind.value, amount=mv.amount,
+                                  debit_account=debit.account_id,
+                                  credit_account=credit.account_id, time=ts.isoformat()))
+        return moves
+
+    def _role(self, unit: UnitOfWork, agg: CuarentaMatch, house: dict[Role, Account],
+              role: Role, seat: int | None) -> Account:
+        if role is Role.PLAYER:
+            assert seat is not None
+            return self.ledger._account(unit, agg.seats[seat])
+        return house[role]
+
+    def _house(self, unit: UnitOfWork, agg: CuarentaMatch) -> dict[Role, Account]:
+        return {Role.TABLE: self.ledger._account(unit, stakes_account(agg.table_id)),
+                Role.HOUSE: self.ledger._account(unit, commission_account(agg.table_id))}
+
+    def _begin_hand(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
+                    ts: datetime, moves: list[MoveView]) -> rulebook.Match:
+        """A new committed shoe for the next hand, and the hand begun on it."""
+        sid = self.config.new_id()
+        seed = self.config.new_seed()
+        escrowed = ""
+        if self.config.regulator_key is not None:
+            from services.regulator.escrow import seal_to_regulator
+
+            escrowed = seal_to_regulator(seed, sid, self.config.regulator_key).hex()
+        shoe = Shoe._create(
+            Shoe.Shuffled, id=sid, timestamp=ts, table_id=agg.table_id, algorithm=ALGORITHM_ID,
+            deck_kind=DECK.value, decks=1, size=40, commitment=commitment(seed, sid),
+            sealed_seed=seal(self.config.seal_key, seed, sid), escrowed_seed=escrowed)
+        unit.add(shoe)
+        cards = load_sabot(seed, sid, DECK, 1, None).cards
+        self._packs[sid] = cards
+        step = rulebook.begin_hand(m, cards)
+        begun = next(f for f in step.facts if isinstance(f, F.HandBegun))
+        agg.trigger_event(
+            CuarentaMatch.HandBegun, timestamp=ts, hand=begun.hand, shoe_id=str(sid),
+            commitment=shoe.commitment, dealer=begun.dealer, first=begun.first)
+        moves.append(MoveView("hand_begun", hand=begun.hand, seat=begun.dealer,
+                              shoe_id=str(sid), commitment=shoe.commitment,
+                              time=ts.isoformat()))
+        self._keep(agg, step.match)
+        return step.match
+
+    def _close_shoe(self, unit: UnitOfWork, agg: CuarentaMatch, ts: datetime) -> str:
+        """The hand's shoe closed, its seed revealed; the pack's order digest."""
+        assert agg.shoe_id is not None
+        shoe = unit.get(Shoe, UUID(agg.shoe_id))
+        assert shoe is not None
+        seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
+        digest = order_digest(self.pack(unit, agg.shoe_id))
+        shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(), order_digest=digest)
+        return digest
+
+    def _record(self, unit: UnitOfWork, agg: CuarentaMatch, step: rulebook.Step,
+                ts: datetime, elapsed: float | None = None) -> MatchStep:
+        """Each fact of the step as its event, in order; the movements after ``MatchWon``."""
+        pack = self.pack(unit, agg.shoe_id) if agg.shoe_id else ()
+        moves: list[MoveView] = []
+        when = ts.isoformat()
+        facts = list(step.facts)
+        captured = {f.turn: f for f in facts if isinstance(f, F.CardsCaptured)}
+        for fact in facts:
+            if isinstance(fact, F.Dealt):
+                positions = [pack.index(c) for c in fact.cards]
+                agg.trigger_event(CuarentaMatch.Dealt, timestamp=ts, hand=fact.hand,
+                                  deal=fact.deal, seat=fact.seat, positions=positions,
+                                  first=step.match.first)
+                moves.append(MoveView("dealt", hand=fact.hand, deal=fact.deal, seat=fact.seat,
+                                      cards=(len(positions),), time=when))
+            elif isinstance(fact, F.RondaScored):
+                agg.trigger_event(CuarentaMatch.RondaScored, timestamp=ts, hand=fact.hand,
+                                  deal=fact.deal, seat=fact.seat, side=fact.side,
+                                  points=fact.points, withheld=fact.withheld, total=fact.total)
+                moves.append(MoveView("ronda", hand=fact.hand, deal=fact.deal, seat=fact.seat,
+                                      side=fact.side, points=fact.points,
+                                      withheld=fact.withheld, total=fact.total, time=when))
+            elif isinstance(fact, F.FourOfAKindDealt):
+                agg.trigger_event(CuarentaMatch.FourDealt, timestamp=ts, hand=fact.hand,
+                                  deal=fact.deal, seat=fact.seat, side=fact.side,
+                                  rank=fact.rank)
+                moves.append(MoveView("four_of_a_kind", hand=fact.hand, deal=fact.deal,
+                                      seat=fact.seat, side=fact.side, card=fact.rank,
+                                      time=when))
+            elif isinstance(fact, F.CardPlayed):
+                took = captured.get(fact.turn)
+                taken = [c.code for c in took.taken] if took is not None else []
+                position = pack.index(fact.card)
+                agg.trigger_event(CuarentaMatch.Played, timestamp=ts, hand=fact.hand,
+                                  deal=fact.deal, turn=fact.turn, seat=fact.seat,
+                                  position=position, card=fact.card.code,
+                                  captures=fact.captures, capture=taken)
+                moves.append(MoveView("played", hand=fact.hand, deal=fact.deal, turn=fact.turn,
+                                      seat=fact.seat, card=fact.card.code, position=position,
+                                      time=when))
+            elif isinstance(fact, F.CardsCaptured):
+                taken = [c.code for c in fact.taken]
+                agg.trigger_event(CuarentaMatch.Captured, timestamp=ts, hand=fact.hand,
+                                  deal=fact.deal, turn=fact.turn, seat=fact.seat,
+                                  side=fact.side, card=fact.card.code, taken=taken,
+                                  kind=fact.kind.value, points=fact.points,
+                                  withheld=fact.withheld, total=fact.total)
+                moves.append(MoveView("captured", hand=fact.hand, deal=fact.deal,
+                                      turn=fact.turn, seat=fact.seat, side=fact.side,
+                                      card=fact.card.code, taken=tuple(taken),
+                                      capture_kind=fact.kind.value, points=fact.points,
+                                      withheld=fact.withheld, total=fact.total, time=when))
+            elif isinstance(fact, F.HandScored):
+                digest = self._close_shoe(unit, agg, ts)
+                left = [c.code for c in fact.left_on_table]
+                agg.trigger_event(CuarentaMatch.HandScored, timestamp=ts, hand=fact.hand,
+                                  cards=list(fact.cards), carton=list(fact.carton),
+                                  withheld=list(fact.withheld), left_on_table=left,
+                                  left_to=fact.left_to, totals=list(fact.totals),
+                                  order_digest=digest)
+                moves.append(MoveView("hand_scored", hand=fact.hand, side=fact.left_to,
+                                      taken=tuple(left), totals=fact.totals, cards=fact.cards,
+                                      carton=fact.carton, withheld=sum(fact.withheld),
+                                      time=when))
+            elif isinstance(fact, F.Forfeited):
+                agg.trigger_event(CuarentaMatch.Forfeited, timestamp=ts, seat=fact.seat,
+                                  side=fact.side, reason=fact.reason.value,
+                                  elapsed_seconds=elapsed)
+                moves.append(MoveView("forfeited", seat=fact.seat, side=fact.side,
+                                      reason=fact.reason.value, time=when))
+            elif isinstance(fact, F.MatchWon):
+                if not any(isinstance(f, F.HandScored) for f in facts) and agg.shoe_id:
+                    shoe = unit.get(Shoe, UUID(agg.shoe_id))
+                    if shoe is not None and not shoe.closed:
+                        self._close_shoe(unit, agg, ts)
+                agg.trigger_event(CuarentaMatch.Won, timestamp=ts, side=fact.side,
+                                  reason=fact.reason.value, totals=list(fact.totals))
+                moves.append(MoveView("won", side=fact.side, reason=fact.reason.value,
+                                      totals=fact.totals, time=when))
+                moves += self._move_money(unit, agg, self._house(unit, agg), step.movements,
+                                          ts)
+        self._keep(agg, step.match)
+        m = step.match
+        if m.phase is rulebook.Phase.AWAITING_PACK:
+            m = self._begin_hand(unit, agg, m, ts, moves)
+        return self._step(unit, agg, m, moves)
+
+    def _step(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
+              moves: list[MoveView]) -> MatchStep:
+        return MatchStep(self._view(agg, m), tuple(moves))
+
+    def _view(self, agg: CuarentaMatch, m: rulebook.Match) -> MatchView:
+        v = rulebook.view(m)
+        last = v.last_played
+        return MatchView(
+            match_id=str(agg.id), table_id=agg.table_id, seats=tuple(agg.seats),
+            preset=agg.preset, options=dict(agg.options), currency=agg.currency,
+            stake=agg.stake, phase=v.phase.value, hand=v.hand, deal=v.deal, turn=m.turn,
+            dealer=v.dealer, to_act=v.to_act, points=v.points,
+            table=tuple(c.code for c in v.table),
+            last_played=last.card.code if last else None,
+            last_played_seat=last.seat if last else None, held=v.held, won=v.won,
+            stock=v.stock, winner=v.winner, end=m.end.value if m.end else None,
+            shoe_id=agg.shoe_id, hands=len(agg.shoe_ids),
+            stakes_account=stakes_account(agg.table_id),
+            commission_account=commission_account(agg.table_id),
+        )
+
+
+# --- the rule book's match, from the inputs ---------------------------------------------------
+
+
+def rebuild(options: Mapping[str, str], dealer: int, inputs: Sequence[Sequence[Any]],
+            packs: Callable[[str], Sequence[Card]]) -> rulebook.Match:
+    """The rule book's match after ``inputs`` (``CuarentaMatch.inputs``), each hand's pack
+    from ``packs(shoe_id)``: what the regulator's replay does with the revealed seeds too."""
+    m = rulebook.open_match(CuarentaRules.from_options(options), dealer).match
+    for item in inputs:
+        kind = item[0]
+        if kind == "hand":
+            m = rulebook.begin_hand(m, packs(str(item[1]))).match
+        elif kind == "deal":
+            m = rulebook.deal(m).match
+        elif kind == "play":
+            m = rulebook.play(m, int(item[1]), str(item[2]), list(item[3])).match
+        elif kind == "forfeit":
+            m = rulebook.forfeit(m, int(item[1]), str(item[2])).match
+        else:  # pragma: no cover - the aggregate records only these
+            raise ValueError(f"unknown input {kind!r}")
+    return m
+
+
+def moves_of(event: Any) -> list[MoveView]:
+    """The public moves of one stored event of a match (a ``Dealt``: its seat and how many)."""
+    C = CuarentaMatch
+    when = event.timestamp.isoformat()
+    if isinstance(event, C.Opened):
+        return [MoveView("opened", totals=(0, 0), time=when)]
+    if isinstance(event, C.HandBegun):
+        return [MoveView("hand_begun", hand=event.hand, seat=event.dealer,
+                         shoe_id=event.shoe_id, commitment=event.commitment, time=when)]
+    if isinstance(event, C.Dealt):
+        return [MoveView("dealt", hand=event.hand, deal=event.deal, seat=event.seat,
+                         cards=(len(event.positions),), time=when)]
+    if isinstance(event, C.RondaScored):
+        return [MoveView("ronda", hand=event.hand, deal=event.deal, seat=event.seat,
+                         side=event.side, points=event.points, withheld=event.withheld,
+                         total=event.total, time=when)]
+    if isinstance(event, C.FourDealt):
+        return [MoveView("four_of_a_kind", hand=event.hand, deal=event.deal, seat=event.seat,
+                         side=event.side, card=event.rank, time=when)]
+    if isinstance(event, C.Played):
+        return [MoveView("played", hand=event.hand, deal=event.deal, turn=event.turn,
+                         seat=event.seat, card=event.card, position=event.position, time=when)]
+    if isinstance(event, C.Captured):
+        return [MoveView("captured", hand=event.hand, deal=event.deal, turn=event.turn,
+                         seat=event.seat, side=event.side, card=event.card,
+                         taken=tuple(event.taken), capture_kind=event.kind,
+                         points=event.points, withheld=event.withheld, total=event.total,
+                         time=when)]
+    if isinstance(event, C.HandScored):
+        return [MoveView("hand_scored", hand=event.hand, side=event.left_to,
+                         taken=tuple(event.left_on_table), totals=tuple(event.totals),
+                         cards=tuple(event.cards), carton=tuple(event.carton),
+                         withheld=sum(event.withheld), time=when)]
+    if isinstance(event, C.Forfeited):
+        return [MoveView("forfeited", seat=event.seat, side=event.side, reason=event.reason,
+                         time=when)]
+    if isinstance(event, C.Won):
+        return [MoveView("won", side=event.side, reason=event.reason,
+                         totals=tuple(event.totals), time=when)]
+    if isinstance(event, C.MoneyMoved):
+        return [MoveView("money", seat=event.seat, reason=event.kind, amount=event.amount,
+                         debit_account=event.debit_account, credit_account=event.credit_account,
+                         time=when)]
+    return []
+
+
+# --- inputs -----------------------------------------------------------------------------------
+
+
+def _seats(seats: object) -> list[str]:
+    if not isinstance(seats, list | tuple) or len(seats) not in (2, 4):
+        raise InvalidArgument("seats", "BAD_SEATS",
+                              "two players, or four (two teams: seats 0 and 2 against 1 and 3)")
+    out = [check_name(s, f"seats[{i}]") for i, s in enumerate(seats)]
+    if len(set(out)) != len(out):
+        raise InvalidArgument("seats", "DUPLICATE_SEAT", "a player sits once")
+    return out
+
+
+def _stake(stake: object) -> int:
+    if isinstance(stake, bool) or not isinstance(stake, int) or not 0 <= stake <= MAX_STAKE:
+        raise InvalidArgument("stake", "BAD_AMOUNT", f"must be 0 to {MAX_STAKE} minor units")
+    return stake
+
+
+def _reason(reason: object) -> F.ForfeitReason:
+    try:
+        return F.ForfeitReason(str(reason))
+    except ValueError:
+        names = ", ".join(r.value for r in F.ForfeitReason)
+        raise InvalidArgument("reason", "UNKNOWN_REASON",
+                              f"unknown reason {reason!r} (one of {names})") from None
+
+
+def _plays_for(actor: Actor, account: str) -> bool:
+    """A player acts for its own seat only; the house's staff for any."""
+    return actor.acts_for(account)
