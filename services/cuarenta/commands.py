@@ -35,7 +35,7 @@ from domain.cuarenta import match as rulebook
 from domain.cuarenta.rules import CuarentaRules, cuarenta_rules
 from domain.cuarenta.stakes import Movement, Role
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import ALGORITHM_ID, commitment, load_sabot, order_digest
+from domain.shuffle import ALGORITHM_ID, commitment, order_digest
 from services.cuarenta.match import CuarentaMatch
 from services.cuarenta.views import (
     HandView,
@@ -48,6 +48,7 @@ from services.cuarenta.views import (
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.errors import AlreadyExists, PermissionDenied
+from services.ledger.hidden import Faces, HiddenCard
 from services.ledger.ids import account_uuid, check_name, parse_uuid, table_account
 from services.ledger.seal import seal, unseal
 from services.ledger.shoe import Shoe
@@ -102,7 +103,7 @@ class Cuarenta:
         self.config = ledger.config
         writer = getattr(ledger, "_writer", None)
         self._read = read if read is not None else writer.read if writer is not None else None
-        self._packs: dict[UUID, tuple[Card, ...]] = {}
+        self.faces = Faces(self.config.seal_key)
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -117,21 +118,16 @@ class Cuarenta:
             raise NotFound("match_id", "UNKNOWN_MATCH", f"no match {match_id!r}")
         return agg
 
+    def _shoe(self, unit: UnitOfWork, shoe_id: str) -> Shoe:
+        shoe = unit.get(Shoe, UUID(shoe_id))
+        if shoe is None:  # pragma: no cover - every hand's shoe is stored with it
+            raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id}")
+        return shoe
+
     def pack(self, unit: UnitOfWork, shoe_id: str) -> tuple[Card, ...]:
         """The hand's pack in dealing order (position p is ``pack[p]``), from the shoe's sealed
-        seed: the ledger's alone."""
-        sid = UUID(shoe_id)
-        cards = self._packs.get(sid)
-        if cards is None:
-            shoe = unit.get(Shoe, sid)
-            if shoe is None:  # pragma: no cover - every hand's shoe is stored with it
-                raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id}")
-            seed = unseal(self.config.seal_key, shoe.sealed_seed, sid)
-            cards = load_sabot(seed, sid, DECK, 1, None).cards
-            if len(self._packs) > 1024:
-                self._packs.clear()
-            self._packs[sid] = cards
-        return cards
+        seed (``hidden.Faces``): for the rules alone."""
+        return self.faces.order(self._shoe(unit, shoe_id))
 
     def state(self, unit: UnitOfWork, agg: CuarentaMatch) -> rulebook.Match:
         """The rule book's match as of the aggregate's version: its inputs replayed."""
@@ -297,17 +293,23 @@ class Cuarenta:
 
     def hand(self, match_id: str, seat: int, *, actor: Actor = SYSTEM) -> HandView:
         """The seat's own cards (with their positions) and, on its turn, its legal plays: for
-        the seat's player only (PERMISSION_DENIED ``NOT_YOUR_HAND`` for anyone else, staff
-        included; the ledger's own ``SYSTEM`` may)."""
+        the seat's player only (``hidden.Faces.for_holder``: PERMISSION_DENIED
+        ``NOT_YOUR_HAND`` for anyone else, the house's staff included)."""
 
         def read(unit: UnitOfWork) -> HandView:
             agg = self._match(unit, match_id)
             s = self._seat(agg, seat)
-            if actor != SYSTEM and not (actor.is_player and actor.account == agg.seats[s]):
-                raise PermissionDenied("seat", "NOT_YOUR_HAND", "a hand is its holder's only")
+            holder = agg.seats[s]
+            if not (actor.is_player and actor.account == holder):
+                raise PermissionDenied("seat", "NOT_YOUR_HAND",
+                                       "a hand is shown to its holder only")
             m = self.state(unit, agg)
-            pack = self.pack(unit, agg.shoe_id) if agg.shoe_id else ()
-            cards = tuple(HeldCard(pack.index(c), c.code) for c in m.hands[s])
+            cards: tuple[HeldCard, ...] = ()
+            if agg.shoe_id and agg.hands[s]:
+                shoe = self._shoe(unit, agg.shoe_id)
+                held = [HiddenCard(p, holder, "") for p in agg.hands[s]]
+                cards = tuple(HeldCard(c.position, c.code)
+                              for c in self.faces.for_holder(shoe, held, actor, holder))
             legal: tuple[LegalPlay, ...] = ()
             if m.phase is rulebook.Phase.PLAYING and m.to_act == s:
                 legal = tuple(
@@ -413,9 +415,7 @@ class Cuarenta:
             deck_kind=DECK.value, decks=1, size=40, commitment=commitment(seed, sid),
             sealed_seed=seal(self.config.seal_key, seed, sid), escrowed_seed=escrowed)
         unit.add(shoe)
-        cards = load_sabot(seed, sid, DECK, 1, None).cards
-        self._packs[sid] = cards
-        step = rulebook.begin_hand(m, cards)
+        step = rulebook.begin_hand(m, self.faces.order(shoe))
         begun = next(f for f in step.facts if isinstance(f, F.HandBegun))
         agg.trigger_event(
             CuarentaMatch.HandBegun, timestamp=ts, hand=begun.hand, shoe_id=str(sid),
@@ -429,8 +429,7 @@ class Cuarenta:
     def _close_shoe(self, unit: UnitOfWork, agg: CuarentaMatch, ts: datetime) -> str:
         """The hand's shoe closed, its seed revealed; the pack's order digest."""
         assert agg.shoe_id is not None
-        shoe = unit.get(Shoe, UUID(agg.shoe_id))
-        assert shoe is not None
+        shoe = self._shoe(unit, agg.shoe_id)
         seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
         digest = order_digest(self.pack(unit, agg.shoe_id))
         shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(), order_digest=digest)
@@ -447,8 +446,11 @@ class Cuarenta:
         for fact in facts:
             if isinstance(fact, F.Dealt):
                 positions = [pack.index(c) for c in fact.cards]
+                shoe = self._shoe(unit, str(agg.shoe_id))
+                holder = agg.seats[fact.seat]
+                hidden = [self.faces.hide(shoe, p, holder).to_dict() for p in positions]
                 agg.trigger_event(CuarentaMatch.Dealt, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, seat=fact.seat, positions=positions,
+                                  deal=fact.deal, seat=fact.seat, cards=hidden,
                                   first=step.match.first)
                 moves.append(MoveView("dealt", hand=fact.hand, deal=fact.deal, seat=fact.seat,
                                       cards=(len(positions),), time=when))
@@ -470,9 +472,11 @@ class Cuarenta:
                 took = captured.get(fact.turn)
                 taken = [c.code for c in took.taken] if took is not None else []
                 position = pack.index(fact.card)
+                shown = self.faces.show(self._shoe(unit, str(agg.shoe_id)),
+                                        HiddenCard(position, agg.seats[fact.seat], ""))
                 agg.trigger_event(CuarentaMatch.Played, timestamp=ts, hand=fact.hand,
                                   deal=fact.deal, turn=fact.turn, seat=fact.seat,
-                                  position=position, card=fact.card.code,
+                                  position=position, card=shown.code, salt=shown.salt,
                                   captures=fact.captures, capture=taken)
                 moves.append(MoveView("played", hand=fact.hand, deal=fact.deal, turn=fact.turn,
                                       seat=fact.seat, card=fact.card.code, position=position,
@@ -508,10 +512,8 @@ class Cuarenta:
                 moves.append(MoveView("forfeited", seat=fact.seat, side=fact.side,
                                       reason=fact.reason.value, time=when))
             elif isinstance(fact, F.MatchWon):
-                if not any(isinstance(f, F.HandScored) for f in facts) and agg.shoe_id:
-                    shoe = unit.get(Shoe, UUID(agg.shoe_id))
-                    if shoe is not None and not shoe.closed:
-                        self._close_shoe(unit, agg, ts)
+                if agg.shoe_id and not self._shoe(unit, agg.shoe_id).closed:
+                    self._close_shoe(unit, agg, ts)
                 agg.trigger_event(CuarentaMatch.Won, timestamp=ts, side=fact.side,
                                   reason=fact.reason.value, totals=list(fact.totals))
                 moves.append(MoveView("won", side=fact.side, reason=fact.reason.value,

@@ -140,22 +140,28 @@ class CuarentaMatch(Aggregate):
             agg.inputs.append(["hand", self.shoe_id])
 
     class Dealt(Event):
-        """Five cards to ``seat``, by their shoe positions only (0-based, in dealing order):
-        their faces are the seat's, derived by the ledger from the shoe's sealed seed."""
+        """Five cards to ``seat``, face down: by their shoe positions only (0-based, in dealing
+        order), each with its holder (the seat's account) and the commitment binding its face
+        (``services/ledger/hidden.py``, SABOT-HIDDEN-1). The faces are the seat's, derived by
+        the ledger from the shoe's sealed seed."""
 
         TOPIC = "sabot.ledger:CuarentaMatch.Dealt"
         class_version = 1
         hand: int
         deal: int
         seat: int
-        positions: list[int]
+        cards: list[dict[str, Any]]  # HiddenCard.to_dict(): position, holder, commitment
         first: int  # the seat to play first in the deal
+
+        @property
+        def positions(self) -> list[int]:
+            return [int(c["position"]) for c in self.cards]
 
         def apply(self, agg: CuarentaMatch) -> None:
             if agg.deal != self.deal:
                 agg.deal = self.deal
                 agg.inputs.append(["deal"])
-            agg.hands[self.seat] = list(self.positions)
+            agg.hands[self.seat] = self.positions
             agg.to_act = self.first
             agg.turn_since = self.timestamp
 
@@ -190,7 +196,9 @@ class CuarentaMatch(Aggregate):
             pass
 
     class Played(Event):
-        """``seat`` played the card at shoe ``position``: its face, public from now on."""
+        """``seat`` played the card at shoe ``position``: its face, public from now on, and the
+        salt that opens the commitment recorded at the deal (``hidden.ShownCard``: anyone can
+        check the face against it without the seed)."""
 
         TOPIC = "sabot.ledger:CuarentaMatch.Played"
         class_version = 1
@@ -200,6 +208,7 @@ class CuarentaMatch(Aggregate):
         seat: int
         position: int
         card: str
+        salt: str  # hex
         captures: bool
         capture: list[str]  # the table cards it takes ([] : it stays on the table)
 

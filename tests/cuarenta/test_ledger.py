@@ -199,3 +199,40 @@ def test_the_log_holds_no_card_in_a_hand(store_url: str) -> None:
             assert not held & stored, held & stored
             checked += 1
         assert checked == 60
+
+
+def test_every_played_card_opens_its_commitment(sqlite_store_url: str) -> None:
+    """Each Played face and salt opens the commitment its Dealt recorded (no seed needed), and
+    agrees with the hand's seed once revealed (``hidden.check_against_seed``)."""
+    from uuid import UUID
+
+    from services.ledger.hidden import HiddenCard, ShownCard, check_against_seed, check_shown
+
+    with ledger_on(sqlite_store_url) as (ledger, game):
+        fund(ledger, ["ana", "beto"])
+        m = game.open_match("o", "mesa-1", ["ana", "beto"]).match
+        Referee(game, m).finish()
+        events = _events(ledger)
+        shoe_of: dict[int, str] = {}
+        hidden: dict[tuple[str, int], HiddenCard] = {}
+        shown: dict[str, list[ShownCard]] = {}
+        seeds = {e.originator_id: e.state["seed"] for e in events if e.topic == T.SHOE_CLOSED}
+        for e in events:
+            s = e.state
+            if e.topic == T.CUARENTA_MATCH_HAND_BEGUN:
+                shoe_of[s["hand"]] = s["shoe_id"]
+            elif e.topic == T.CUARENTA_MATCH_DEALT:
+                for c in s["cards"]:
+                    hidden[(shoe_of[s["hand"]], c["position"])] = HiddenCard.from_dict(c)
+            elif e.topic == T.CUARENTA_MATCH_PLAYED:
+                shoe = shoe_of[s["hand"]]
+                card = ShownCard(s["position"], m.seats[s["seat"]], s["card"], s["salt"])
+                assert check_shown(card, hidden[(shoe, s["position"])])
+                forged = ShownCard(card.position, card.holder,
+                                   "KS" if card.code != "KS" else "KH", card.salt)
+                assert not check_shown(forged, hidden[(shoe, s["position"])])
+                shown.setdefault(shoe, []).append(card)
+        assert shown and set(shown) <= set(seeds)
+        for shoe, cards in shown.items():
+            assert check_against_seed(bytes.fromhex(seeds[shoe]), UUID(shoe), "FRENCH-40", 1,
+                                      None, cards) == []
