@@ -133,11 +133,46 @@ CUARENTA = frozenset({
     CUARENTA_MATCH_WON, CUARENTA_MATCH_MONEY_MOVED,
 })
 
+# --- Treinta y Una: services/treinta_y_una/round.py, and one event of the core's Table ---------
+
+TABLE_ROUND_STARTED = P + "Table.RoundStarted"  # the table's next round (``round_id``)
+
+TREINTA_Y_UNA_ROUND = P + "TreintaYUnaRound"
+TREINTA_Y_UNA_ROUND_OPENED = P + "TreintaYUnaRound.Opened"
+TREINTA_Y_UNA_ROUND_STAKE_CARRIED = P + "TreintaYUnaRound.StakeCarried"
+TREINTA_Y_UNA_ROUND_CARRIED_STAKE_RETURNED = P + "TreintaYUnaRound.CarriedStakeReturned"
+TREINTA_Y_UNA_ROUND_STAKE_PLACED = P + "TreintaYUnaRound.StakePlaced"
+TREINTA_Y_UNA_ROUND_STAKE_RETURNED = P + "TreintaYUnaRound.StakeReturned"
+TREINTA_Y_UNA_ROUND_CANCELLED = P + "TreintaYUnaRound.Cancelled"
+TREINTA_Y_UNA_ROUND_CARD_DEALT = P + "TreintaYUnaRound.CardDealt"  # face down: a position only
+TREINTA_Y_UNA_ROUND_TURN_BEGAN = P + "TreintaYUnaRound.TurnBegan"
+TREINTA_Y_UNA_ROUND_CARD_DRAWN = P + "TreintaYUnaRound.CardDrawn"  # "carta": face up
+TREINTA_Y_UNA_ROUND_PLANTED = P + "TreintaYUnaRound.Planted"  # "me planto"
+TREINTA_Y_UNA_ROUND_HAND_BUST = P + "TreintaYUnaRound.HandBust"  # shown: over 31
+TREINTA_Y_UNA_ROUND_SHOWDOWN_DUE = P + "TreintaYUnaRound.ShowdownDue"
+TREINTA_Y_UNA_ROUND_HAND_SHOWN = P + "TreintaYUnaRound.HandShown"  # the faces, with proofs
+TREINTA_Y_UNA_ROUND_STAKE_SETTLED = P + "TreintaYUnaRound.StakeSettled"
+TREINTA_Y_UNA_ROUND_MONEY_MOVED = P + "TreintaYUnaRound.MoneyMoved"
+TREINTA_Y_UNA_ROUND_SETTLED = P + "TreintaYUnaRound.Settled"  # the round's end
+
+TREINTA_Y_UNA_ROUND_EVENTS = frozenset({  # every event of a TreintaYUnaRound aggregate
+    TREINTA_Y_UNA_ROUND_OPENED, TREINTA_Y_UNA_ROUND_STAKE_CARRIED,
+    TREINTA_Y_UNA_ROUND_CARRIED_STAKE_RETURNED, TREINTA_Y_UNA_ROUND_STAKE_PLACED,
+    TREINTA_Y_UNA_ROUND_STAKE_RETURNED, TREINTA_Y_UNA_ROUND_CANCELLED,
+    TREINTA_Y_UNA_ROUND_CARD_DEALT, TREINTA_Y_UNA_ROUND_TURN_BEGAN,
+    TREINTA_Y_UNA_ROUND_CARD_DRAWN, TREINTA_Y_UNA_ROUND_PLANTED, TREINTA_Y_UNA_ROUND_HAND_BUST,
+    TREINTA_Y_UNA_ROUND_SHOWDOWN_DUE, TREINTA_Y_UNA_ROUND_HAND_SHOWN,
+    TREINTA_Y_UNA_ROUND_STAKE_SETTLED, TREINTA_Y_UNA_ROUND_MONEY_MOVED,
+    TREINTA_Y_UNA_ROUND_SETTLED,
+})
+TREINTA_Y_UNA_AGGREGATES = frozenset({TREINTA_Y_UNA_ROUND})
+TREINTA_Y_UNA = TREINTA_Y_UNA_ROUND_EVENTS | {TABLE_ROUND_STARTED}
+
 # --- every game's --------------------------------------------------------------------------------
 
-AGGREGATES = (CORE_AGGREGATES | TRENTE_ET_QUARANTE_AGGREGATES
-              | CUARENTA_AGGREGATES)  # originator topics
-EVENTS = CORE | TRENTE_ET_QUARANTE | CUARENTA  # the events table's topics
+AGGREGATES = (CORE_AGGREGATES | TRENTE_ET_QUARANTE_AGGREGATES | CUARENTA_AGGREGATES
+              | TREINTA_Y_UNA_AGGREGATES)  # originator topics
+EVENTS = CORE | TRENTE_ET_QUARANTE | CUARENTA | TREINTA_Y_UNA  # the events table's topics
 SNAPSHOTS = frozenset({CHAINED_SNAPSHOT})  # the snapshots table's (since the chain began)
 ALL = EVENTS | SNAPSHOTS
 

@@ -80,6 +80,26 @@ TOPICS: frozenset[str] = frozenset(
         "sabot.ledger:CuarentaMatch.Forfeited",
         "sabot.ledger:CuarentaMatch.Won",
         "sabot.ledger:CuarentaMatch.MoneyMoved",
+        # Treinta y Una (issue 13)
+        "sabot.ledger:Table.RoundStarted",
+        "sabot.ledger:TreintaYUnaRound",
+        "sabot.ledger:TreintaYUnaRound.Event",
+        "sabot.ledger:TreintaYUnaRound.Opened",
+        "sabot.ledger:TreintaYUnaRound.StakeCarried",
+        "sabot.ledger:TreintaYUnaRound.CarriedStakeReturned",
+        "sabot.ledger:TreintaYUnaRound.StakePlaced",
+        "sabot.ledger:TreintaYUnaRound.StakeReturned",
+        "sabot.ledger:TreintaYUnaRound.Cancelled",
+        "sabot.ledger:TreintaYUnaRound.CardDealt",
+        "sabot.ledger:TreintaYUnaRound.TurnBegan",
+        "sabot.ledger:TreintaYUnaRound.CardDrawn",
+        "sabot.ledger:TreintaYUnaRound.Planted",
+        "sabot.ledger:TreintaYUnaRound.HandBust",
+        "sabot.ledger:TreintaYUnaRound.ShowdownDue",
+        "sabot.ledger:TreintaYUnaRound.HandShown",
+        "sabot.ledger:TreintaYUnaRound.StakeSettled",
+        "sabot.ledger:TreintaYUnaRound.MoneyMoved",
+        "sabot.ledger:TreintaYUnaRound.Settled",
     }
 )
 ORIGINATOR_TOPICS: frozenset[str] = frozenset(
@@ -91,6 +111,7 @@ ORIGINATOR_TOPICS: frozenset[str] = frozenset(
         "sabot.ledger:Shoe",
         "sabot.ledger:Table",
         "sabot.ledger:CuarentaMatch",  # Cuarenta (issue 14)
+        "sabot.ledger:TreintaYUnaRound",  # Treinta y Una (issue 13)
     }
 )
 # Events never triggered (abstract bases): no stored row carries them.
@@ -104,6 +125,7 @@ ABSTRACT_TOPICS: frozenset[str] = frozenset(
         "sabot.ledger:Shoe.Event",
         "sabot.ledger:Table.Event",
         "sabot.ledger:CuarentaMatch.Event",  # Cuarenta (issue 14)
+        "sabot.ledger:TreintaYUnaRound.Event",  # Treinta y Una (issue 13)
     }
 )
 

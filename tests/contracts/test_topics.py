@@ -101,7 +101,10 @@ def test_the_list_is_the_aggregates_topics() -> None:
     assert (len(topics.TRENTE_ET_QUARANTE_AGGREGATES), len(topics.TRENTE_ET_QUARANTE)) == (1, 28)
     assert len(topics.SNAPSHOTS) == 1 and len(found["bases"]) == len(topics.AGGREGATES)
     assert not topics.CORE & topics.TRENTE_ET_QUARANTE
-    # and the names S0 froze (tests/contracts/frozen.py)
+    # Treinta y Una's 1 aggregate and 17 events (16 of its round, 1 on the core's Table)
+    assert (len(topics.TREINTA_Y_UNA_AGGREGATES), len(topics.TREINTA_Y_UNA)) == (1, 17)
+    assert not (topics.CORE | topics.TRENTE_ET_QUARANTE) & topics.TREINTA_Y_UNA
+    # and the names S0 froze (tests/contracts/frozen.py), each game's added since
     assert topics.ALL | topics.AGGREGATES == frozen.TOPICS - frozen.ABSTRACT_TOPICS
     assert topics.AGGREGATES == frozen.ORIGINATOR_TOPICS
 
@@ -129,7 +132,8 @@ def test_one_list_of_stake_events() -> None:
 
 
 def _constant_name(topic: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", topics.short(topic).replace(".", "_")).upper()
+    words = r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])"  # TreintaYUna: TREINTA_Y_UNA
+    return re.sub(words, "_", topics.short(topic).replace(".", "_")).upper()
 
 
 def test_each_constant_is_named_after_its_topic() -> None:

@@ -1,0 +1,601 @@
+"""Treinta y Una's commands and queries on the ledger: each decided by the rule book
+(``domain/treinta_y_una/round.py``) inside the ledger's single writer, its facts recorded as
+``TreintaYUnaRound`` events and its movements as double-entry postings between the players'
+accounts and the table's (``table:<id>:stakes``, ``:bank``, ``:house``).
+
+The rules are never restated here: the round's state is rebuilt by replaying the round's
+recorded inputs through the rule book on the round's shoe (its cards derived from the sealed
+seed, ``services/ledger/hidden.py``), and the next command is the rule book's. A refused
+command raises before anything is triggered: nothing is stored.
+
+Who acts (``Actor``): a player acts on its own seat only (PERMISSION_DENIED ``player``
+``NOT_YOUR_SEAT``); the rule book then refuses a player out of turn (FAILED_PRECONDITION
+``player`` ``NOT_YOUR_TURN``: "it is X's turn, not Y's"). The croupier opens, deals, stands for
+an absent player (after the turn time, by the ledger's clock) and settles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+from uuid import UUID
+
+from domain.cards import DeckKind
+from domain.errors import FailedPrecondition, InvalidArgument, NotFound
+from domain.shuffle import ALGORITHM_ID, commitment, order_digest
+from domain.treinta_y_una import facts as F
+from domain.treinta_y_una import round as R
+from domain.treinta_y_una.banker import BankerChoice, BankerReason, BankLot, draw_banker
+from domain.treinta_y_una.hand import evaluate
+from domain.treinta_y_una.movements import Movement, Role
+from domain.treinta_y_una.rules import TableRules
+from domain.treinta_y_una.stakes import Stake
+from services.ledger.account import Account
+from services.ledger.actor import SYSTEM, Actor
+from services.ledger.errors import AlreadyExists, PermissionDenied
+from services.ledger.hidden import Faces, HiddenCard, ShownCard
+from services.ledger.ids import account_uuid, check_name, parse_uuid, table_account, table_uuid
+from services.ledger.seal import seal, unseal
+from services.ledger.shoe import Shoe
+from services.ledger.table import Table
+from services.ledger.writer import UnitOfWork
+from services.treinta_y_una.round import RoundStarted, TreintaYUnaRound, round_ids
+from services.treinta_y_una.views import (
+    HandView,
+    ResultView,
+    RoundMovementView,
+    RoundRecall,
+    RoundStakeView,
+    RoundStep,
+    RoundView,
+    SlotView,
+)
+
+T = TypeVar("T")
+DECK = DeckKind.SPANISH_40
+ROLES = ("stakes", "bank", "house")  # the table's accounts (``table:<id>:<role>``)
+MAX_BANK = 10**15
+
+
+class Config(Protocol):
+    seal_key: bytes
+    regulator_key: bytes | None
+
+    @property
+    def new_id(self) -> Callable[[], UUID]: ...
+
+    @property
+    def new_seed(self) -> Callable[[], bytes]: ...
+
+
+Run = Callable[..., Any]  # (name, request_id, args, decide, result_type, actor) -> answer
+Read = Callable[[Callable[[UnitOfWork], Any]], Any]
+
+
+def rules_of(options: dict[str, str]) -> TableRules:
+    return TableRules.from_options(options)
+
+
+class TreintaYUna:
+    """The game's commands and queries over the ledger's ``run`` (a command: decided in the
+    single writer, stored with its request and actor) and ``read`` (a query on committed
+    state)."""
+
+    def __init__(self, run: Run, read: Read, config: Config) -> None:
+        self._run = run
+        self._read = read
+        self.config = config
+        self.faces = Faces(config.seal_key)
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _table(self, unit: UnitOfWork, table_id: str) -> Table:
+        check_name(table_id, "table_id")
+        table = unit.get(Table, table_uuid(table_id))
+        if table is None:
+            raise NotFound("table_id", "UNKNOWN_TABLE", f"no table {table_id!r}")
+        if table.closed:
+            raise FailedPrecondition("table_id", "TABLE_CLOSED", f"table {table_id!r} is closed")
+        return table
+
+    def _round(self, unit: UnitOfWork, round_id: str) -> TreintaYUnaRound:
+        agg = unit.get(TreintaYUnaRound, parse_uuid(round_id, "round_id"))
+        if agg is None:
+            raise NotFound("round_id", "UNKNOWN_ROUND", f"no round {round_id!r}")
+        return agg
+
+    def _shoe(self, unit: UnitOfWork, agg: TreintaYUnaRound) -> Shoe:
+        shoe = unit.get(Shoe, UUID(agg.shoe_id))
+        assert shoe is not None, agg.shoe_id
+        return shoe
+
+    def _account(self, unit: UnitOfWork, name: str, field: str = "player") -> Account:
+        account = unit.get(Account, account_uuid(name))
+        if account is None:
+            raise NotFound(field, "UNKNOWN_ACCOUNT", f"no account {name!r}")
+        return account
+
+    def _derive(self, unit: UnitOfWork, agg: TreintaYUnaRound) -> R.Round:
+        """The rule book's round: the recorded inputs replayed on the round's shoe."""
+        held = agg.derived
+        if held.round is not None and held.version == agg.version:
+            return held.round
+        rules = rules_of(agg.options)
+        cards = self.faces.order(self._shoe(unit, agg))
+        state: R.Round | None = None
+        for item in agg.inputs:
+            kind = item[0]
+            if kind == "open":
+                carried = [Stake(str(p), int(a), int(h)) for p, a, h in item[1]]
+                step = R.open_round(rules, agg.seats, _choice(agg), int(item[2]), carried)
+            else:
+                assert state is not None
+                if kind == "stake":
+                    step = R.place_stake(rules, state, item[1], int(item[2]))
+                elif kind == "deal":
+                    step = R.deal(rules, state, cards)
+                elif kind == "carta":
+                    step = R.carta(rules, state, item[1])
+                elif kind == "planto":
+                    step = R.me_planto(rules, state, item[1])
+                elif kind == "absent":
+                    step = R.stand_for_absent(rules, state, item[1], int(item[2]))
+                elif kind == "settle":
+                    step = R.settle(rules, state)
+                else:
+                    step = R.cancel_round(rules, state)
+            state = step.round
+        assert state is not None
+        held.round, held.version = state, agg.version
+        return state
+
+    def _movement_accounts(self, table_id: str, m: Movement) -> tuple[str, str]:
+        def name(role: Role) -> str:
+            return m.player if role is Role.PLAYER else table_account(table_id, role.value)
+
+        return name(m.source), name(m.destination)
+
+    def _check_funds(self, unit: UnitOfWork, movements: Sequence[Movement], currency: str,
+                     field: str) -> None:
+        net: dict[str, int] = {}
+        for m in movements:
+            if m.source is Role.PLAYER:
+                net[m.player] = net.get(m.player, 0) - m.amount
+            if m.destination is Role.PLAYER:
+                net[m.player] = net.get(m.player, 0) + m.amount
+        for player, change in net.items():
+            account = self._player(unit, player, currency)
+            if account.balance + change < 0:
+                raise FailedPrecondition(
+                    field, "INSUFFICIENT_FUNDS",
+                    f"the balance of {player!r} is {account.balance}, {-change} needed",
+                )
+
+    def _player(self, unit: UnitOfWork, player: str, currency: str,
+                field: str = "player") -> Account:
+        account = self._account(unit, player, field)
+        if account.kind != "player":
+            raise FailedPrecondition(field, "NOT_A_PLAYER", f"{player!r} is not a player")
+        if account.currency != currency:
+            raise FailedPrecondition(
+                field, "CURRENCY_MISMATCH",
+                f"{player!r} is in {account.currency}, the table plays in {currency}")
+        return account
+
+    def _move(self, unit: UnitOfWork, agg: TreintaYUnaRound, movements: Sequence[Movement],
+              ts: datetime) -> list[RoundMovementView]:
+        """Each movement: ``MoneyMoved`` on the round and its two entries on the accounts."""
+        moved: list[RoundMovementView] = []
+        for m in movements:
+            debit_name, credit_name = self._movement_accounts(agg.table_id, m)
+            debit = self._account(unit, debit_name)
+            credit = self._account(unit, credit_name)
+            seq = agg.movement_seq + 1
+            agg.trigger_event(
+                TreintaYUnaRound.MoneyMoved, timestamp=ts, seq=seq, kind=m.kind.value,
+                player=m.player, amount=m.amount, debit_account=debit_name,
+                credit_account=credit_name,
+            )
+            for account, event, counter, balance in (
+                (debit, Account.Debited, credit_name, debit.balance - m.amount),
+                (credit, Account.Credited, debit_name, credit.balance + m.amount),
+            ):
+                account.trigger_event(
+                    event, timestamp=ts, amount=m.amount, counter_account=counter,
+                    kind=m.kind.value, cause=str(agg.id), stake_id=None, balance=balance,
+                )
+            moved.append(RoundMovementView(seq, m.kind.value, m.player, m.amount, debit_name,
+                                           credit_name))
+        return moved
+
+    def _record(self, unit: UnitOfWork, agg: TreintaYUnaRound, step: R.Step,
+                waited: int = 0) -> list[RoundMovementView]:
+        """The step's facts as events (the round's closing fact last, after the money), its
+        movements as postings; the rule book's round kept as the aggregate's derived state."""
+        ts = unit.now
+        shoe = self._shoe(unit, agg)
+        closing: list[F.Fact] = []
+        for fact in step.facts:
+            if isinstance(fact, F.RoundSettled | F.RoundCancelled):
+                closing.append(fact)
+                continue
+            self._fact(agg, shoe, step, fact, ts, waited)
+        moved = self._move(unit, agg, step.movements, ts)
+        for fact in closing:
+            self._fact(agg, shoe, step, fact, ts, waited)
+            self._close_shoe(unit, agg, shoe, ts)
+        agg.derived.round, agg.derived.version = step.round, agg.version
+        return moved
+
+    def _fact(self, agg: TreintaYUnaRound, shoe: Shoe, step: R.Step, fact: F.Fact,
+              ts: datetime, waited: int) -> None:
+        E = TreintaYUnaRound
+        if isinstance(fact, F.RoundOpened):
+            return  # the aggregate's ``Opened``, made by ``open_round``
+        if isinstance(fact, F.StakeCarried):
+            stake = step.round.stake_of(fact.player)
+            assert stake is not None
+            agg.trigger_event(E.StakeCarried, timestamp=ts, player=fact.player,
+                              amount=fact.amount, held=stake.held)
+        elif isinstance(fact, F.CarriedStakeReturned):
+            agg.trigger_event(E.CarriedStakeReturned, timestamp=ts, player=fact.player,
+                              amount=fact.amount, reason=fact.reason.value)
+        elif isinstance(fact, F.StakePlaced):
+            agg.trigger_event(E.StakePlaced, timestamp=ts, player=fact.player,
+                              amount=fact.amount, held=fact.held)
+        elif isinstance(fact, F.StakeReturned):
+            agg.trigger_event(E.StakeReturned, timestamp=ts, player=fact.player,
+                              amount=fact.amount)
+        elif isinstance(fact, F.RoundCancelled):
+            agg.trigger_event(E.Cancelled, timestamp=ts, next_banker=fact.next_banker.player,
+                              reason=fact.next_banker.reason.value)
+        elif isinstance(fact, F.CardDealt):
+            hidden = self.faces.hide(shoe, fact.position, fact.player)
+            agg.trigger_event(E.CardDealt, timestamp=ts, player=fact.player,
+                              position=fact.position, commitment=hidden.commitment)
+        elif isinstance(fact, F.TurnBegan):
+            agg.trigger_event(E.TurnBegan, timestamp=ts, player=fact.player)
+        elif isinstance(fact, F.CardDrawn):
+            agg.trigger_event(E.CardDrawn, timestamp=ts, player=fact.player,
+                              position=fact.position, code=fact.card.code)
+        elif isinstance(fact, F.Planted):
+            agg.trigger_event(E.Planted, timestamp=ts, player=fact.player,
+                              for_absent=fact.for_absent,
+                              waited_seconds=waited if fact.for_absent else 0)
+        elif isinstance(fact, F.HandBust):
+            agg.trigger_event(E.HandBust, timestamp=ts, player=fact.player,
+                              shown=self._shown(agg, shoe, fact.player),
+                              cards=[c.code for c in fact.cards], total=fact.total)
+        elif isinstance(fact, F.ShowdownDue):
+            agg.trigger_event(E.ShowdownDue, timestamp=ts)
+        elif isinstance(fact, F.HandShown):
+            agg.trigger_event(E.HandShown, timestamp=ts, player=fact.player,
+                              shown=self._shown(agg, shoe, fact.player),
+                              cards=[c.code for c in fact.cards], total=fact.total,
+                              real=fact.real, bust=fact.bust)
+        elif isinstance(fact, F.StakeSettled):
+            agg.trigger_event(E.StakeSettled, timestamp=ts, player=fact.player,
+                              outcome=fact.outcome.value, amount=fact.amount,
+                              multiple=fact.multiple, paid=fact.paid, short=fact.short,
+                              commission=fact.commission)
+        elif isinstance(fact, F.RoundSettled):
+            carried = [[s.player, s.amount, s.held] for s in step.round.carried]
+            agg.trigger_event(E.Settled, timestamp=ts, next_banker=fact.next_banker.player,
+                              reason=fact.next_banker.reason.value, carried=carried)
+        else:  # pragma: no cover - every fact of the rule book is mapped above
+            raise AssertionError(f"unmapped fact {fact!r}")
+
+    def _hidden(self, agg: TreintaYUnaRound, player: str) -> list[HiddenCard]:
+        for hand in agg.hands:
+            if hand["player"] == player:
+                return [HiddenCard(s["position"], player, s["commitment"])
+                        for s in hand["slots"] if s["face_down"]]
+        return []
+
+    def _shown(self, agg: TreintaYUnaRound, shoe: Shoe, player: str) -> list[dict[str, Any]]:
+        return [self.faces.show(shoe, h).to_dict() for h in self._hidden(agg, player)]
+
+    def _new_shoe(self, unit: UnitOfWork, table: Table) -> tuple[Shoe, bytes]:
+        """The round's own shoe: one SPANISH-40 deck, a fresh seed sealed (and escrowed to the
+        regulator when keyed), its commitment public; not cut."""
+        sid = self.config.new_id()
+        seed = self.config.new_seed()
+        escrowed = ""
+        if self.config.regulator_key is not None:
+            from services.regulator.escrow import seal_to_regulator
+
+            escrowed = seal_to_regulator(seed, sid, self.config.regulator_key).hex()
+        shoe = Shoe._create(
+            Shoe.Shuffled, id=sid, timestamp=unit.now, table_id=table.table_id,
+            algorithm=ALGORITHM_ID, deck_kind=DECK.value, decks=1, size=40,
+            commitment=commitment(seed, sid), sealed_seed=seal(self.config.seal_key, seed, sid),
+            escrowed_seed=escrowed,
+        )
+        unit.add(shoe)
+        table.trigger_event(Table.ShoeStarted, timestamp=unit.now, shoe_id=str(sid))
+        return shoe, seed
+
+    def _close_shoe(self, unit: UnitOfWork, agg: TreintaYUnaRound, shoe: Shoe,
+                    ts: datetime) -> None:
+        """The round is over: its shoe's seed revealed, so anyone can check every card."""
+        seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
+        shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(),
+                           order_digest=order_digest(self.faces.order(shoe)))
+        table = unit.get(Table, table_uuid(agg.table_id))
+        assert table is not None
+        table.trigger_event(Table.ShoeEnded, timestamp=ts, shoe_id=str(shoe.id))
+
+    def view(self, unit: UnitOfWork, agg: TreintaYUnaRound,
+             moved: Sequence[RoundMovementView] = ()) -> RoundView:
+        """The round as everyone may see it: face-down cards by position until shown."""
+        lot = agg.lot
+        return RoundView(
+            round_id=str(agg.id), table_id=agg.table_id, number=agg.number,
+            shoe_id=agg.shoe_id, commitment=agg.commitment, phase=agg.phase,
+            seats=tuple(agg.seats), banker=agg.banker, banker_reason=agg.banker_reason,
+            lot_index=int(lot["index"]) if lot is not None else None, bank=agg.bank,
+            mano=agg.mano, whose_turn=agg.whose_turn,
+            turn_since=agg.turn_since.isoformat() if agg.turn_since is not None else None,
+            stakes=tuple(RoundStakeView(s["player"], s["amount"], s["held"], s["carried"])
+                         for s in agg.stakes),
+            hands=tuple(_hand_view(h) for h in agg.hands),
+            results=tuple(ResultView(**r) for r in agg.results),
+            moved=tuple(moved), next_banker=agg.next_banker,
+            next_banker_reason=agg.next_banker_reason,
+            carried=tuple(RoundStakeView(str(p), int(a), int(h), True)
+                          for p, a, h in agg.carried),
+            currency=agg.currency, preset=agg.preset, options=dict(agg.options),
+        )
+
+    def _seat_of(self, actor: Actor, player: str) -> None:
+        if not isinstance(player, str) or not player:
+            raise InvalidArgument("player", "BAD_PLAYER", "must name a player")
+        if not actor.acts_for(player):
+            raise PermissionDenied("player", "NOT_YOUR_SEAT",
+                                   "a player acts on its own hand only")
+
+    # --- commands -----------------------------------------------------------------------------
+
+    def open_round(self, request_id: str, table_id: str, seats: str, bank: int,
+                   round_id: str | None = None, *, actor: Actor = SYSTEM) -> RoundView:
+        """Open the table's next game: ``seats`` (comma-separated account ids, counter-clockwise
+        seen from above); the banker drawn by lot for the table's first game (or when the last
+        game's next banker left), else the last game's next banker; ``bank``: what he puts up.
+        The last game's void stakes are offered to this one."""
+
+        def decide(unit: UnitOfWork) -> RoundView:
+            table = self._table(unit, table_id)
+            rules = rules_of(table.options)
+            names = _seats(seats)
+            if not isinstance(bank, int) or isinstance(bank, bool) or not 0 < bank <= MAX_BANK:
+                raise InvalidArgument("bank", "BAD_AMOUNT", "must be whole minor units above 0")
+            for i, name in enumerate(names):
+                self._player(unit, name, rules.currency, f"seats[{i}]")
+            previous = round_ids(table)
+            last = self._round(unit, previous[-1]) if previous else None
+            if last is not None and last.phase != "settled":
+                raise FailedPrecondition("table_id", "ROUND_IN_PROGRESS",
+                                         f"round {last.id} is not settled yet")
+            if round_id is not None:
+                rid = parse_uuid(round_id, "round_id")
+                if unit.get(TreintaYUnaRound, rid) is not None:
+                    raise AlreadyExists("round_id", "ROUND_EXISTS", f"round {round_id} exists")
+            else:
+                rid = self.config.new_id()
+            carried = [] if last is None else [list(c) for c in last.carried]
+            shoe, seed = self._new_shoe(unit, table)
+            if last is not None and last.next_banker in names:
+                assert last.next_banker is not None and last.next_banker_reason is not None
+                choice = BankerChoice(last.next_banker, BankerReason(last.next_banker_reason))
+            else:
+                choice = draw_banker(seed, shoe.id, names)
+            step = R.open_round(rules, names, choice,
+                                bank, [Stake(str(p), int(a), int(h)) for p, a, h in carried])
+            self._check_funds(unit, step.movements, rules.currency, "bank")
+            lot = None if choice.lot is None else {
+                "nonce": str(choice.lot.nonce), "seats": list(choice.lot.seats),
+                "index": choice.lot.index}
+            opened = next(f for f in step.facts if isinstance(f, F.RoundOpened))
+            agg = TreintaYUnaRound._create(
+                TreintaYUnaRound.Opened, id=rid, timestamp=unit.now, table_id=table.table_id,
+                number=len(previous) + 1, shoe_id=str(shoe.id), commitment=shoe.commitment,
+                preset=rules.preset, options=rules.options(), currency=rules.currency,
+                seats=list(names), banker=choice.player, banker_reason=choice.reason.value,
+                lot=lot, bank=bank, mano=opened.mano, carried=carried,
+            )
+            unit.add(agg)
+            table.trigger_event(RoundStarted, timestamp=unit.now, round_id=str(rid))
+            moved = self._record(unit, agg, step)
+            return self.view(unit, agg, moved)
+
+        args = {"table_id": table_id, "seats": seats, "bank": bank, "round_id": round_id}
+        result: RoundView = self._run("tyu_open_round", request_id, args, decide, RoundView,
+                                      actor)
+        return result
+
+    def _step(self, name: str, request_id: str, args: dict[str, Any], round_id: str,
+              actor: Actor, step_of: Callable[[UnitOfWork, TreintaYUnaRound, TableRules,
+                                               R.Round], tuple[R.Step, int]],
+              player: str | None = None) -> RoundView:
+        def decide(unit: UnitOfWork) -> RoundView:
+            if player is not None:
+                self._seat_of(actor, player)
+            agg = self._round(unit, round_id)
+            rules = rules_of(agg.options)
+            state = self._derive(unit, agg)
+            step, waited = step_of(unit, agg, rules, state)
+            self._check_funds(unit, step.movements, rules.currency, "amount")
+            moved = self._record(unit, agg, step, waited)
+            return self.view(unit, agg, moved)
+
+        result: RoundView = self._run(name, request_id, args, decide, RoundView, actor)
+        return result
+
+    def place_stake(self, request_id: str, round_id: str, player: str, amount: int, *,
+                    actor: Actor = SYSTEM) -> RoundView:
+        """A punter's stake (and its cover) before the deal, within the table's limits and the
+        bank's cover (FAILED_PRECONDITION ``amount`` ``BANK_CANNOT_COVER``)."""
+        return self._step(
+            "tyu_place_stake", request_id,
+            {"round_id": round_id, "player": player, "amount": amount}, round_id, actor,
+            lambda u, a, rules, s: (R.place_stake(rules, s, player, amount), 0), player)
+
+    def deal(self, request_id: str, round_id: str, *, actor: Actor = SYSTEM) -> RoundView:
+        """Three cards face down to each hand, one at a time, right to left (by position)."""
+
+        def step_of(unit: UnitOfWork, agg: TreintaYUnaRound, rules: TableRules,
+                    state: R.Round) -> tuple[R.Step, int]:
+            return R.deal(rules, state, self.faces.order(self._shoe(unit, agg))), 0
+
+        return self._step("tyu_deal", request_id, {"round_id": round_id}, round_id, actor,
+                          step_of)
+
+    def carta(self, request_id: str, round_id: str, player: str, *,
+              actor: Actor = SYSTEM) -> RoundView:
+        return self._step(
+            "tyu_carta", request_id, {"round_id": round_id, "player": player}, round_id, actor,
+            lambda u, a, rules, s: (R.carta(rules, s, player), 0), player)
+
+    def me_planto(self, request_id: str, round_id: str, player: str, *,
+                  actor: Actor = SYSTEM) -> RoundView:
+        return self._step(
+            "tyu_me_planto", request_id, {"round_id": round_id, "player": player}, round_id,
+            actor, lambda u, a, rules, s: (R.me_planto(rules, s, player), 0), player)
+
+    def stand_for_absent(self, request_id: str, round_id: str, player: str, *,
+                         actor: Actor = SYSTEM) -> RoundView:
+        """The croupier says "me planto" for the player whose turn it is, once the table's turn
+        time has passed since his turn began (by the ledger's clock)."""
+
+        def step_of(unit: UnitOfWork, agg: TreintaYUnaRound, rules: TableRules,
+                    state: R.Round) -> tuple[R.Step, int]:
+            since = agg.turn_since
+            waited = 0 if since is None else max(int((unit.now - since).total_seconds()), 0)
+            return R.stand_for_absent(rules, state, player, waited), waited
+
+        return self._step("tyu_stand_for_absent", request_id,
+                          {"round_id": round_id, "player": player}, round_id, actor, step_of)
+
+    def settle(self, request_id: str, round_id: str, *, actor: Actor = SYSTEM) -> RoundView:
+        """The showdown: every hand shown (with the proofs of its face-down cards), the bank
+        collects then pays, the commission to the house, the bank back to the banker, the
+        round's shoe closed (its seed revealed)."""
+        return self._step("tyu_settle", request_id, {"round_id": round_id}, round_id, actor,
+                          lambda u, a, rules, s: (R.settle(rules, s), 0))
+
+    def cancel_round(self, request_id: str, round_id: str, *,
+                     actor: Actor = SYSTEM) -> RoundView:
+        return self._step("tyu_cancel_round", request_id, {"round_id": round_id}, round_id,
+                          actor, lambda u, a, rules, s: (R.cancel_round(rules, s), 0))
+
+    # --- queries ------------------------------------------------------------------------------
+
+    def get_round(self, round_id: str) -> RoundView:
+        return self._read(lambda u: self.view(u, self._round(u, round_id)))  # type: ignore[no-any-return]
+
+    def latest_round(self, table_id: str) -> RoundView | None:
+        def read(unit: UnitOfWork) -> RoundView | None:
+            ids = round_ids(self._table(unit, table_id))
+            return self.view(unit, self._round(unit, ids[-1])) if ids else None
+
+        return self._read(read)  # type: ignore[no-any-return]
+
+    def list_rounds(self, table_id: str) -> list[str]:
+        return self._read(lambda u: list(round_ids(self._table(u, table_id))))  # type: ignore[no-any-return]
+
+    def my_hand(self, round_id: str, player: str, actor: Actor) -> HandView:
+        """The holder's own hand, his face-down cards' faces filled in: for the player's own
+        principal only (PERMISSION_DENIED ``player`` ``NOT_YOUR_HAND`` for anyone else). Never
+        stored, never streamed."""
+
+        def read(unit: UnitOfWork) -> HandView:
+            agg = self._round(unit, round_id)
+            shoe = self._shoe(unit, agg)
+            hand = next((h for h in agg.hands if h["player"] == player), None)
+            if hand is None:
+                if not actor.acts_for(player) or not actor.is_player:
+                    raise PermissionDenied("player", "NOT_YOUR_HAND",
+                                           "a face-down card is shown to its holder only")
+                raise NotFound("player", "NO_HAND", f"{player!r} has no hand in this round")
+            own = self.faces.for_holder(shoe, self._hidden(agg, player), actor, player)
+            faces = {s.position: s.code for s in own}
+            slots = tuple(
+                SlotView(s["position"], s["face_down"], s["code"] or faces.get(s["position"]),
+                         s["commitment"]) for s in hand["slots"])
+            cards = tuple(self.faces.card(shoe, s.position) for s in slots)
+            value = evaluate(cards)
+            return HandView(player, slots, hand["stood"], hand["out"], value.total,
+                            value.real, value.bust)
+
+        return self._read(read)  # type: ignore[no-any-return]
+
+    def own_proofs(self, round_id: str, player: str, actor: Actor) -> tuple[ShownCard, ...]:
+        """The holder's face-down cards with their salts (he can check each commitment)."""
+
+        def read(unit: UnitOfWork) -> tuple[ShownCard, ...]:
+            agg = self._round(unit, round_id)
+            return self.faces.for_holder(self._shoe(unit, agg), self._hidden(agg, player),
+                                         actor, player)
+
+        return self._read(read)  # type: ignore[no-any-return]
+
+    def recall(self, round_id: str) -> RoundRecall:
+        """The round and every recorded step in order (public: positions until shown)."""
+
+        def read(unit: UnitOfWork) -> RoundRecall:
+            agg = self._round(unit, round_id)
+            events = unit.app.events.get(agg.id)
+            steps = []
+            for e in map(_any, events):
+                data = {k: v for k, v in e.__dict__.items()
+                        if k not in ("originator_id", "originator_version", "timestamp",
+                                     "originator_topic")}
+                steps.append(RoundStep(e.originator_version, type(e).__qualname__,
+                                       e.timestamp.isoformat(), _plain(data)))
+            return RoundRecall(self.view(unit, agg), tuple(steps))
+
+        return self._read(read)  # type: ignore[no-any-return]
+
+
+def _any(value: Any) -> Any:
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    return value
+
+
+def _seats(text: str) -> list[str]:
+    if not isinstance(text, str) or not text:
+        raise InvalidArgument("seats", "OUT_OF_RANGE", "name the players, comma-separated")
+    names = [s.strip() for s in text.split(",")]
+    for i, name in enumerate(names):
+        check_name(name, f"seats[{i}]")
+    return names
+
+
+def _choice(agg: TreintaYUnaRound) -> BankerChoice:
+    lot = agg.lot
+    return BankerChoice(
+        agg.banker, BankerReason(agg.banker_reason),
+        None if lot is None else BankLot(UUID(lot["nonce"]), tuple(lot["seats"]),
+                                         int(lot["index"])),
+    )
+
+
+def _hand_view(hand: dict[str, Any]) -> HandView:
+    return HandView(
+        hand["player"],
+        tuple(SlotView(s["position"], s["face_down"], s["code"], s["commitment"])
+              for s in hand["slots"]),
+        hand["stood"], hand["out"], hand.get("total"), hand.get("real"), hand.get("bust"),
+    )
