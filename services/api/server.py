@@ -12,14 +12,12 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from services import games
 from services.api import credentials, logs, tls
 from services.api.base import Base
-from services.api.betting import BettingServicer
 from services.api.cashier import CashierServicer, ReportServicer
 from services.api.config import Config, ConfigError
 from services.api.gen.sabot.v1 import (
-    betting_pb2,
-    betting_pb2_grpc,
     cashier_pb2,
     cashier_pb2_grpc,
     events_pb2,
@@ -46,7 +44,6 @@ from services.regulator.notary import Follower
 
 SERVICES = (
     table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
-    betting_pb2.DESCRIPTOR.services_by_name["BettingService"].full_name,
     cashier_pb2.DESCRIPTOR.services_by_name["CashierService"].full_name,
     cashier_pb2.DESCRIPTOR.services_by_name["ReportService"].full_name,
     events_pb2.DESCRIPTOR.services_by_name["WatchService"].full_name,
@@ -54,6 +51,7 @@ SERVICES = (
     events_pb2.DESCRIPTOR.services_by_name["RecallService"].full_name,
     regulator_pb2.DESCRIPTOR.services_by_name["RegulatorService"].full_name,
     reports_pb2.DESCRIPTOR.services_by_name["ReadModelService"].full_name,
+    *(name for game in games.games() for name in game.services),  # each game's (services.games)
 )
 MAX_MESSAGE = 1 << 20  # requests are small; refuse big ones before parsing them
 GRACE_SECONDS = 5.0
@@ -167,11 +165,12 @@ def start(config: Config, ledger: Ledger) -> Running:
     )
     no_tokens: dict[str, Principal] = {}  # the interceptor authenticates: servicers hold none
     deps = (ledger, no_tokens, hub)
-    tables, betting = TableServicer(*deps), BettingServicer(*deps)
+    tables = TableServicer(*deps)
     cashier, report = CashierServicer(*deps), ReportServicer(*deps)
     watch, feed, recall = WatchServicer(*deps), FeedServicer(*deps), RecallServicer(*deps)
     table_pb2_grpc.add_TableServiceServicer_to_server(tables, server)
-    betting_pb2_grpc.add_BettingServiceServicer_to_server(betting, server)
+    played = tuple(servicer for game in games.games() if game.servicers is not None
+                   for servicer in game.servicers(server, *deps))  # each game's, registered
     cashier_pb2_grpc.add_CashierServiceServicer_to_server(cashier, server)
     cashier_pb2_grpc.add_ReportServiceServicer_to_server(report, server)
     events_pb2_grpc.add_WatchServiceServicer_to_server(watch, server)
@@ -212,7 +211,7 @@ def start(config: Config, ledger: Ledger) -> Running:
                       tls="off" if files is None else (
                           "mtls" if files.client_ca is not None else "on"),
                       credentials=str(config.credentials_file or ""))
-    servicers = (tables, betting, cashier, report, watch, feed, recall, regulator, read_models)
+    servicers = (tables, *played, cashier, report, watch, feed, recall, regulator, read_models)
     return Running(server, port, health_servicer, hub, ledger, threading.Event(), notary,
                    regulator, projections,
                    tuple(s for s in servicers if isinstance(s, Base)), keyring, quota,

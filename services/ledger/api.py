@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from datetime import datetime
@@ -28,12 +27,10 @@ from functools import lru_cache
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate
-
-from domain.cards import DeckKind, canonical_shoe, parse_deck_kind
+from domain.cards import canonical_shoe, parse_deck_kind
 from domain.currency import check_currency
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import ALGORITHM_ID, Sabot, check_cut, commitment, load_sabot, order_digest
+from domain.shuffle import ALGORITHM_ID, check_cut, commitment, order_digest
 from domain.trente_et_quarante.chances import Chance
 from domain.trente_et_quarante.deal import deal_coup
 from domain.trente_et_quarante.layout import (
@@ -56,14 +53,16 @@ from domain.trente_et_quarante.layout import (
 )
 from domain.trente_et_quarante.layout import choose_refait31 as choose_refait31_step
 from domain.trente_et_quarante.outcome import Outcome, Result, judge
-from domain.trente_et_quarante.rules import HouseRules, house_rules
+from domain.trente_et_quarante.rules import HouseRules
 from domain.trente_et_quarante.settlement import settle
-from services.ledger import schema
+from services import games
+from services.games import DEFAULT_GAME, TRENTE_ET_QUARANTE
+from services.ledger import schema, wire
 from services.ledger.account import DEBIT_TOPICS, ENTRY_TOPICS, Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
-from services.ledger.attribution import Attributor
 from services.ledger.config import APP_NAME, LedgerConfig, store_env
+from services.ledger.core import CASH_IN, CASH_OUT, DEFERRED, Core, plain
 from services.ledger.coup import FATE_EVENTS, Coup, Phase
 from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.evidence import ChainKey, ChainWriter
@@ -99,28 +98,15 @@ from services.ledger.views import (
     TableClosed,
     TableView,
 )
-from services.ledger.writer import Command, UnitOfWork, Writer
+from services.ledger.writer import UnitOfWork, Writer
 
 T = TypeVar("T")
 
-# The commands (each one ``_run``): ``submit`` may start them without waiting.
-COMMANDS = frozenset({
-    "open_table", "open_shoe", "cut", "close_shoe", "open_coup", "place_stake", "raise_stake",
-    "withdraw_stake", "insure", "choose_refait31", "half_withdraw", "move_imprisoned",
-    "close_betting", "deal", "settle", "open_account", "deposit", "withdraw", "close_table",
-})
-_DEFERRED = threading.local()  # set by ``submit`` while it calls a command
+# The core's commands and every registered game's (each one ``Core.run``): ``submit`` may start
+# them without waiting. (Live: a game registered later is in it.)
+COMMANDS = wire.COMMANDS
 
 MAX_AMOUNT = 10**15
-CASH_IN = "cash_in"  # entry kinds of the cage's movements (the others: MovementKind values)
-CASH_OUT = "cash_out"
-TABLE_ROLES = (
-    AccountKind.BANK,
-    AccountKind.LAYOUT,
-    AccountKind.HOUSE_INSURANCE,
-    AccountKind.HOUSE_PARTAGE,
-    AccountKind.HOUSE_PRISON,
-)
 
 __all__ = [
     "AccountView",
@@ -174,9 +160,16 @@ class Ledger:
                 self._writer.take_over()
             self._keeper = Keeper(self.lease, self._writer.take_over,
                                   self._writer.step_down).start()
-        self._attributor = Attributor(self.app.recorder)  # who caused each stored event
-        self._sabots: dict[tuple[UUID, str, int | None], Sabot] = {}
-        self._times: dict[UUID, tuple[int, dict[str, str]]] = {}  # see _event_times
+        self.core = Core(self.app, self._writer, config)  # what every game's commands use
+        self._attributor = self.core.attributor
+        # Each registered game's commands and queries (``services.games``), by name.
+        self._game_methods: dict[str, Callable[..., Any]] = {}
+        for game in games.games():
+            if game.commands is None:
+                continue
+            handler = game.commands(self.core)
+            for name in game.methods:
+                self._game_methods[name] = getattr(handler, name)
 
     def saved_position(self) -> int:
         """The log position of the last event this ledger saved (0: none yet); every event up
@@ -203,45 +196,25 @@ class Ledger:
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _run(
-        self,
-        name: str,
-        request_id: str,
-        args: dict[str, Any],
-        decide: Callable[[UnitOfWork], T],
-        result_type: type[T],
-        actor: Actor = SYSTEM,
-    ) -> T:
-        command = Command(name, request_id, args, decide, result_type, actor=actor)
-        if getattr(_DEFERRED, "on", False):
-            return self._writer.submit(command)  # type: ignore[return-value]  # see submit
-        result: T = self._writer.execute(command)
-        return result
-
     def submit(self, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
         """Start the command ``method`` (a name from ``COMMANDS``) without waiting for it: its
         future answers once its batch is stored. A malformed input raises here, at once."""
         if method not in COMMANDS:
             raise ValueError(f"not a ledger command: {method!r}")
-        _DEFERRED.on = True
+        DEFERRED.on = True
         try:
             future: Future[Any] = getattr(self, method)(*args, **kwargs)
         finally:
-            _DEFERRED.on = False
+            DEFERRED.on = False
         return future
 
-    def _table(self, unit: UnitOfWork, table_id: str, field: str = "table_id") -> Table:
-        check_name(table_id, field)
-        table = unit.get(Table, table_uuid(table_id))
-        if table is None:
-            raise NotFound(field, "UNKNOWN_TABLE", f"no table {table_id!r}")
-        return table
-
-    def _shoe(self, unit: UnitOfWork, shoe_id: str) -> Shoe:
-        shoe = unit.get(Shoe, parse_uuid(shoe_id, "shoe_id"))
-        if shoe is None:
-            raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id!r}")
-        return shoe
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """A registered game's command or query (``services.games``), as if it were the
+        ledger's own method."""
+        found = self.__dict__.get("_game_methods", {}).get(name)
+        if found is None:
+            raise AttributeError(name)
+        return found  # type: ignore[no-any-return]
 
     def _coup(self, unit: UnitOfWork, coup_id: str) -> Coup:
         coup = unit.get(Coup, parse_uuid(coup_id, "coup_id"))
@@ -249,45 +222,12 @@ class Ledger:
             raise NotFound("coup_id", "UNKNOWN_COUP", f"no coup {coup_id!r}")
         return coup
 
-    def _account(self, unit: UnitOfWork, account_id: str, field: str = "account_id") -> Account:
-        if not isinstance(account_id, str) or not 1 <= len(account_id) <= 100:
-            raise InvalidArgument(field, "BAD_ID", "must be 1 to 100 characters")
-        account = unit.get(Account, account_uuid(account_id))
-        if account is None:
-            raise NotFound(field, "UNKNOWN_ACCOUNT", f"no account {account_id!r}")
-        return account
-
-    def _player(self, unit: UnitOfWork, account_id: str, currency: str | None = None) -> Account:
-        check_name(account_id, "account_id")
-        account = self._account(unit, account_id)
-        if account.kind != AccountKind.PLAYER:
-            raise FailedPrecondition("account_id", "NOT_A_PLAYER", "not a player's account")
-        if currency is not None and account.currency != currency:
-            raise FailedPrecondition(
-                "account_id",
-                "CURRENCY_MISMATCH",
-                f"the account is in {account.currency}, the table plays in {currency}",
-            )
-        return account
-
     def _rules(self, table: Table) -> HouseRules:
         return _rules_of(tuple(sorted(table.options.items())))
 
-    def _sabot(self, shoe: Shoe) -> Sabot:
-        key = (shoe.id, shoe.sealed_seed, shoe.cut_position)
-        sabot = self._sabots.get(key)
-        if sabot is None:
-            seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
-            sabot = load_sabot(seed, shoe.id, DeckKind(shoe.deck_kind), shoe.decks,
-                               shoe.cut_position)
-            if len(self._sabots) > 256:
-                self._sabots.clear()
-            self._sabots[key] = sabot
-        return sabot
-
     def _role_account(self, unit: UnitOfWork, table_id: str, role: Role, player: str) -> Account:
         name = player if role is Role.PLAYER else table_account(table_id, role.value)
-        return self._account(unit, name)
+        return self.core.account(unit, name)
 
     def _check_funds(self, unit: UnitOfWork, table_id: str, movements: tuple[Movement, ...],
                      currency: str) -> None:
@@ -298,28 +238,7 @@ class Ledger:
                 net[m.player] = net.get(m.player, 0) - m.amount
             if m.destination is Role.PLAYER:
                 net[m.player] = net.get(m.player, 0) + m.amount
-        for player, change in net.items():
-            account = self._player(unit, player, currency)
-            if account.balance + change < 0:
-                raise FailedPrecondition(
-                    "amount",
-                    "INSUFFICIENT_FUNDS",
-                    f"the balance of {player!r} is {account.balance}, {-change} needed",
-                )
-
-    def _post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
-              stake_id: str | None, ts: datetime) -> None:
-        """One double-entry movement: ``amount`` from ``debit`` to ``credit``."""
-        debit_event = Account.CashWithdrawn if kind == CASH_OUT else Account.Debited
-        credit_event = Account.CashDeposited if kind == CASH_IN else Account.Credited
-        debit.trigger_event(
-            debit_event, timestamp=ts, amount=amount, counter_account=credit.account_id,
-            kind=kind, cause=cause, stake_id=stake_id, balance=debit.balance - amount,
-        )
-        credit.trigger_event(
-            credit_event, timestamp=ts, amount=amount, counter_account=debit.account_id,
-            kind=kind, cause=cause, stake_id=stake_id, balance=credit.balance + amount,
-        )
+        self.core.check_balances(unit, net, currency)
 
     def _apply_step(self, unit: UnitOfWork, table: Table, coup: Coup, step: Step, ts: datetime,
                     record_movements: bool,
@@ -344,7 +263,7 @@ class Ledger:
                     amount=view.amount, debit_account=view.debit_account,
                     credit_account=view.credit_account,
                 )
-            self._post(debit, credit, m.amount, m.kind.value, coup_id, m.stake_id, ts)
+            self.core.post(debit, credit, m.amount, m.kind.value, coup_id, m.stake_id, ts)
             moved.append(view)
         after = step.layout
         for f in step.fates:
@@ -375,39 +294,46 @@ class Ledger:
         self,
         request_id: str,
         table_id: str,
-        preset: str = "francaise",
+        preset: str | None = None,
         overrides: Mapping[str, str] | None = None,
+        game: str | None = None,
         *,
         actor: Actor = SYSTEM,
     ) -> TableView:
-        """Open a table under a preset with options overridden; records the whole ruleset.
-        Also opens the table's bank, layout and house accounts. ALREADY_EXISTS if it exists."""
+        """Open a table to play ``game`` (a name of ``services.games``; default
+        trente-et-quarante; INVALID_ARGUMENT ``UNKNOWN_GAME`` otherwise) under a preset of its
+        rule book (default: the rule book's) with options overridden; records the game and the
+        whole ruleset. Also opens the game's table accounts (bank, layout, house, ...).
+        ALREADY_EXISTS if it exists."""
         overrides_d = dict(overrides or {})
+        played = games.get(DEFAULT_GAME if game is None else game)
+        chosen = played.options.default_preset if preset is None else preset
 
         def decide(unit: UnitOfWork) -> TableView:
             check_name(table_id, "table_id")
-            rules = house_rules(preset, overrides_d)
+            rules = played.options.build(chosen, overrides_d)
             if unit.get(Table, table_uuid(table_id)) is not None:
                 raise AlreadyExists("table_id", "TABLE_EXISTS", f"table {table_id!r} exists")
-            for role in TABLE_ROLES:
+            for role in played.table_accounts:
                 if unit.get(Account, account_uuid(table_account(table_id, role))) is not None:
                     raise AlreadyExists("table_id", "TABLE_EXISTS", "the table's accounts exist")
-            ts = unit.now
+            options = played.options.text(rules)  # the preset first, then every option
             table = Table._create(
-                Table.Opened, id=table_uuid(table_id), timestamp=ts, table_id=table_id,
-                preset=rules.preset, options=rules.options(),
+                Table.Opened, id=table_uuid(table_id), timestamp=unit.now, table_id=table_id,
+                preset=rules.preset, options=options, game=played.name,
             )
             unit.add(table)
-            for role in TABLE_ROLES:
-                name = table_account(table_id, role)
-                unit.add(Account._create(
-                    Account.Opened, id=account_uuid(name), timestamp=ts, account_id=name,
-                    kind=role, currency=rules.currency, table_id=table_id,
-                ))
+            for role in played.table_accounts:
+                self.core.open_account(unit, table_account(table_id, role), role,
+                                       rules.currency, table_id)
             return self._table_view(unit, table)
 
-        args = {"table_id": table_id, "preset": preset, "overrides": overrides_d}
-        return self._run("open_table", request_id, args, decide, TableView, actor)
+        # the arguments as stored: ``game`` only for another game (a retry of a command stored
+        # before games were recorded digests the same)
+        args: dict[str, Any] = {"table_id": table_id, "preset": chosen, "overrides": overrides_d}
+        if played.name != DEFAULT_GAME:
+            args["game"] = played.name
+        return self.core.run("open_table", request_id, args, decide, TableView, actor)
 
     def open_shoe(
         self, request_id: str, table_id: str, shoe_id: str | None = None,
@@ -417,8 +343,13 @@ class Ledger:
         FAILED_PRECONDITION if the table has a shoe open."""
 
         def decide(unit: UnitOfWork) -> ShoeOpened:
-            table = self._table(unit, table_id)
+            table = self.core.table(unit, table_id)
             kind = parse_deck_kind(deck_kind, "deck_kind")
+            played = self.core.game(table)
+            if kind is not played.deck_kind:
+                raise InvalidArgument(
+                    "deck_kind", "WRONG_DECK",
+                    f"{played.name} is played with {played.deck_kind.value}, not {kind.value}")
             _check_open(table)
             if table.shoe_id is not None:
                 raise FailedPrecondition(
@@ -430,8 +361,8 @@ class Ledger:
                     raise AlreadyExists("shoe_id", "SHOE_EXISTS", f"shoe {shoe_id} exists")
             else:
                 sid = self.config.new_id()
-            rules = self._rules(table)
-            size = len(canonical_shoe(kind, rules.decks))
+            decks = played.decks(self.core.rules(table))
+            size = len(canonical_shoe(kind, decks))
             seed = self.config.new_seed()
             escrowed = ""  # the seed sealed to the regulator (deterministic bytes), if keyed
             if self.config.regulator_key is not None:
@@ -441,17 +372,17 @@ class Ledger:
             ts = unit.now
             shoe = Shoe._create(
                 Shoe.Shuffled, id=sid, timestamp=ts, table_id=table.table_id,
-                algorithm=ALGORITHM_ID, deck_kind=kind.value, decks=rules.decks, size=size,
+                algorithm=ALGORITHM_ID, deck_kind=kind.value, decks=decks, size=size,
                 commitment=commitment(seed, sid), sealed_seed=seal(self.config.seal_key, seed, sid),
                 escrowed_seed=escrowed,
             )
             unit.add(shoe)
             table.trigger_event(Table.ShoeStarted, timestamp=ts, shoe_id=str(sid))
             return ShoeOpened(str(sid), table.table_id, shoe.commitment, ALGORITHM_ID,
-                              kind.value, rules.decks)
+                              kind.value, decks)
 
         args = {"table_id": table_id, "shoe_id": shoe_id, "deck_kind": deck_kind}
-        return self._run("open_shoe", request_id, args, decide, ShoeOpened, actor)
+        return self.core.run("open_shoe", request_id, args, decide, ShoeOpened, actor)
 
     def cut(self, request_id: str, shoe_id: str, position: int, cut_by: str, *,
             actor: Actor = SYSTEM) -> ShoeView:
@@ -459,7 +390,7 @@ class Ledger:
         name). Once only, before the first coup."""
 
         def decide(unit: UnitOfWork) -> ShoeView:
-            shoe = self._shoe(unit, shoe_id)
+            shoe = self.core.shoe(unit, shoe_id)
             if not isinstance(cut_by, str) or not 1 <= len(cut_by) <= 64:
                 raise InvalidArgument("cut_by", "BAD_NAME", "must be 1 to 64 characters")
             if not isinstance(position, int) or isinstance(position, bool):
@@ -473,7 +404,7 @@ class Ledger:
             return self._shoe_view(shoe)
 
         args = {"shoe_id": shoe_id, "position": position, "cut_by": cut_by}
-        return self._run("cut", request_id, args, decide, ShoeView, actor)
+        return self.core.run("cut", request_id, args, decide, ShoeView, actor)
 
     def close_shoe(self, request_id: str, shoe_id: str, *, actor: Actor = SYSTEM
                    ) -> ShoeClosed:
@@ -481,10 +412,10 @@ class Ledger:
         the layout); the seed is revealed."""
 
         def decide(unit: UnitOfWork) -> ShoeClosed:
-            shoe = self._shoe(unit, shoe_id)
+            shoe = self.core.shoe(unit, shoe_id)
             if shoe.closed:
                 raise FailedPrecondition("shoe_id", "SHOE_CLOSED", "the shoe is closed already")
-            table = self._table(unit, shoe.table_id)
+            table = self.core.table(unit, shoe.table_id)
             last = self._last_coup(unit, table)
             if last is not None and last.phase != Phase.SETTLED:
                 raise FailedPrecondition(
@@ -497,14 +428,14 @@ class Ledger:
                 returned = self._apply_step(unit, table, last, step, ts, record_movements=True)
             seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
             digest = (
-                order_digest(self._sabot(shoe).cards) if shoe.cut_position is not None else None
+                order_digest(self.core.cards(shoe).cards) if shoe.cut_position is not None else None
             )
             shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(), order_digest=digest)
             table.trigger_event(Table.ShoeEnded, timestamp=ts, shoe_id=str(shoe.id))
             return ShoeClosed(str(shoe.id), seed.hex(), shoe.commitment, shoe.cut_position,
                               digest, tuple(returned))
 
-        return self._run("close_shoe", request_id, {"shoe_id": shoe_id}, decide, ShoeClosed,
+        return self.core.run("close_shoe", request_id, {"shoe_id": shoe_id}, decide, ShoeClosed,
                          actor)
 
     def close_table(self, request_id: str, table_id: str, *, actor: Actor = SYSTEM
@@ -517,7 +448,7 @@ class Ledger:
         opens no more shoes (FAILED_PRECONDITION ``TABLE_CLOSED``)."""
 
         def decide(unit: UnitOfWork) -> TableClosed:
-            table = self._table(unit, table_id)
+            table = self.core.table(unit, table_id)
             _check_open(table)
             if table.shoe_id is not None:
                 raise FailedPrecondition(
@@ -539,7 +470,7 @@ class Ledger:
             )
             return TableClosed(table.table_id, table.last_coup_id, option, tuple(settled))
 
-        return self._run("close_table", request_id, {"table_id": table_id}, decide, TableClosed,
+        return self.core.run("close_table", request_id, {"table_id": table_id}, decide, TableClosed,
                          actor)
 
     # --- coups ------------------------------------------------------------------------------
@@ -557,7 +488,7 @@ class Ledger:
         ``SHOE_NOT_OPEN``): checked in the decision, so a retry gets the first answer."""
 
         def decide(unit: UnitOfWork) -> CoupView:
-            table = self._table(unit, table_id)
+            table = self.core.table(unit, table_id, game=TRENTE_ET_QUARANTE)
             _check_open(table)
             if table.shoe_id is None:
                 raise FailedPrecondition("table_id", "NO_SHOE", "no shoe is open at the table")
@@ -565,7 +496,7 @@ class Ledger:
                 raise FailedPrecondition(
                     "shoe_id", "SHOE_NOT_OPEN", f"shoe {shoe_id} is not the table's open shoe"
                 )
-            shoe = self._shoe(unit, table.shoe_id)
+            shoe = self.core.shoe(unit, table.shoe_id)
             if shoe.cut_position is None:
                 raise FailedPrecondition("table_id", "SHOE_NOT_CUT", "the shoe is not cut yet")
             if shoe.cut_card_reached:
@@ -602,7 +533,7 @@ class Ledger:
         args = {"table_id": table_id, "coup_id": coup_id}
         if shoe_id is not None:
             args["shoe_id"] = shoe_id
-        return self._run("open_coup", request_id, args, decide, CoupView, actor)
+        return self.core.run("open_coup", request_id, args, decide, CoupView, actor)
 
     def _betting(
         self,
@@ -638,7 +569,7 @@ class Ledger:
                 raise FailedPrecondition(
                     "coup_id", "BETTING_CLOSED", f"betting is closed for coup {coup_id}"
                 )
-            table = self._table(unit, coup.table_id)
+            table = self.core.table(unit, coup.table_id)
             rules = self._rules(table)
             step = step_of(unit, rules, coup.domain_layout(), sid)
             self._check_funds(unit, table.table_id, step.movements, rules.currency)
@@ -654,12 +585,12 @@ class Ledger:
                 stake.player if stake is not None
                 else fate_player or (before.player if before else "")
             )
-            balance = self._account(unit, player).balance if player else 0
+            balance = self.core.account(unit, player).balance if player else 0
             return StakeResult(
                 str(coup.id), _stake_view(stake) if stake else None, tuple(moved), balance
             )
 
-        return self._run(name, request_id, args, decide, StakeResult, actor)
+        return self.core.run(name, request_id, args, decide, StakeResult, actor)
 
     def place_stake(
         self,
@@ -689,7 +620,7 @@ class Ledger:
             return chosen[-1]
 
         def step_of(unit: UnitOfWork, rules: HouseRules, layout: Layout, sid: str) -> Step:
-            self._player(unit, account_id, rules.currency)
+            self.core.player(unit, account_id, rules.currency)
             c = _chance(chance)
             amt = _amount(amount)
             ch = _choice(choice) if choice is not None else None
@@ -776,11 +707,11 @@ class Ledger:
             coup = self._coup(unit, coup_id)
             if coup.phase != Phase.BETTING:
                 raise FailedPrecondition("coup_id", "BETTING_CLOSED", "betting is closed already")
-            table = self._table(unit, coup.table_id)
+            table = self.core.table(unit, coup.table_id)
             self._close_betting(unit, table, coup, unit.now)
             return self._coup_view(coup)
 
-        return self._run("close_betting", request_id, {"coup_id": coup_id}, decide, CoupView,
+        return self.core.run("close_betting", request_id, {"coup_id": coup_id}, decide, CoupView,
                          actor)
 
     def deal(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
@@ -791,10 +722,10 @@ class Ledger:
             coup = self._coup(unit, coup_id)
             if coup.phase not in (Phase.BETTING, Phase.CLOSED):
                 raise FailedPrecondition("coup_id", "ALREADY_DEALT", "the coup was dealt already")
-            table = self._table(unit, coup.table_id)
-            shoe = self._shoe(unit, coup.shoe_id)
+            table = self.core.table(unit, coup.table_id)
+            shoe = self.core.shoe(unit, coup.shoe_id)
             rules = self._rules(table)
-            dealt = deal_coup(self._sabot(shoe).cards, shoe.position, rules.cut_card)
+            dealt = deal_coup(self.core.cards(shoe).cards, shoe.position, rules.cut_card)
             outcome = judge(dealt)
             ts = unit.now
             if coup.phase == Phase.BETTING:
@@ -818,7 +749,7 @@ class Ledger:
             )
             return self._coup_view(coup)
 
-        return self._run("deal", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
+        return self.core.run("deal", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
 
     def settle(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
         """Settle the dealt coup: every movement in RULES.md order, then each stake's fate."""
@@ -830,14 +761,14 @@ class Ledger:
                     "coup_id", "NOT_DEALT" if coup.phase != Phase.SETTLED else "ALREADY_SETTLED",
                     f"the coup is {coup.phase}, it must be dealt",
                 )
-            table = self._table(unit, coup.table_id)
+            table = self.core.table(unit, coup.table_id)
             step = settle(self._rules(table), coup.domain_layout(), _outcome(coup))
             ts = unit.now
             self._apply_step(unit, table, coup, step, ts, record_movements=True)
             coup.trigger_event(Coup.Settled, timestamp=ts)
             return self._coup_view(coup)
 
-        return self._run("settle", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
+        return self.core.run("settle", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
 
     # --- accounts ---------------------------------------------------------------------------
 
@@ -860,17 +791,13 @@ class Ledger:
             return _account_view(account)
 
         args = {"account_id": account_id, "currency": currency}
-        return self._run("open_account", request_id, args, decide, AccountView, actor)
+        return self.core.run("open_account", request_id, args, decide, AccountView, actor)
 
     def _cage(self, unit: UnitOfWork, currency: str, ts: datetime) -> Account:
         name = cage_account(currency)
         cage = unit.get(Account, account_uuid(name))
         if cage is None:
-            cage = Account._create(
-                Account.Opened, id=account_uuid(name), timestamp=ts, account_id=name,
-                kind=AccountKind.CAGE, currency=currency, table_id=None,
-            )
-            unit.add(cage)
+            cage = self.core.open_account(unit, name, AccountKind.CAGE, currency)
         return cage
 
     def deposit(self, request_id: str, account_id: str, amount: int, *,
@@ -878,15 +805,15 @@ class Ledger:
         """Cash in at the cage (cage -> player)."""
 
         def decide(unit: UnitOfWork) -> AccountView:
-            player = self._player(unit, account_id)
+            player = self.core.player(unit, account_id)
             amt = _amount(amount)
             ts = unit.now
             cage = self._cage(unit, player.currency, ts)
-            self._post(cage, player, amt, CASH_IN, request_id, None, ts)
+            self.core.post(cage, player, amt, CASH_IN, request_id, None, ts)
             return _account_view(player)
 
         args = {"account_id": account_id, "amount": amount}
-        return self._run("deposit", request_id, args, decide, AccountView, actor)
+        return self.core.run("deposit", request_id, args, decide, AccountView, actor)
 
     def withdraw(self, request_id: str, account_id: str, amount: int, *,
                  actor: Actor = SYSTEM) -> AccountView:
@@ -894,7 +821,7 @@ class Ledger:
         the balance."""
 
         def decide(unit: UnitOfWork) -> AccountView:
-            player = self._player(unit, account_id)
+            player = self.core.player(unit, account_id)
             amt = _amount(amount)
             if amt > player.balance:
                 raise FailedPrecondition(
@@ -902,37 +829,13 @@ class Ledger:
                 )
             ts = unit.now
             cage = self._cage(unit, player.currency, ts)
-            self._post(player, cage, amt, CASH_OUT, request_id, None, ts)
+            self.core.post(player, cage, amt, CASH_OUT, request_id, None, ts)
             return _account_view(player)
 
         args = {"account_id": account_id, "amount": amount}
-        return self._run("withdraw", request_id, args, decide, AccountView, actor)
+        return self.core.run("withdraw", request_id, args, decide, AccountView, actor)
 
     # --- queries ----------------------------------------------------------------------------
-
-    def _event_times(self, agg: Aggregate, wanted: Mapping[str, str]) -> dict[str, str]:
-        """ISO times of the first event of each wanted topic (topic -> key) in the aggregate's
-        history, which must hold them all: its pending events, and its stored ones (read once
-        from the store, then remembered: stored events never change)."""
-        pending = list(agg.pending_events)
-        stored = agg.version - len(pending)
-        covered, known = self._times.get(agg.id, (0, {}))
-        found = {k: v for k, v in known.items() if k in wanted.values()}
-        for event in pending:
-            key = wanted.get(getattr(type(event), "TOPIC", ""))
-            if key is not None and key not in found:
-                found[key] = event.timestamp.isoformat()
-        if covered < stored and len(found) < len(set(wanted.values())):
-            known = dict(known)
-            for e in self.app.recorder.select_events(agg.id, gt=covered, lte=stored):
-                key = wanted.get(e.topic)
-                if key is not None and key not in known:
-                    known[key] = str(_plain(json.loads(e.state))["timestamp"])
-            if len(self._times) > 20_000:
-                self._times.clear()
-            self._times[agg.id] = (stored, known)
-            found = {**found, **{k: v for k, v in known.items() if k in wanted.values()}}
-        return found
 
     def _table_view(self, unit: UnitOfWork, table: Table) -> TableView:
         last = self._last_coup(unit, table)
@@ -946,7 +849,7 @@ class Ledger:
             create_time=table.created_on.isoformat(),
             coup_shoe_id=last.shoe_id if last is not None else None,
             closed=table.closed,
-            close_time=(self._event_times(table, {Table.Closed.TOPIC: "close"}).get("close")
+            close_time=(self.core.event_times(table, {Table.Closed.TOPIC: "close"}).get("close")
                         if table.closed else None),
         )
 
@@ -956,7 +859,7 @@ class Ledger:
             wanted[Shoe.Cut.TOPIC] = "cut"
         if shoe.closed:
             wanted[Shoe.Closed.TOPIC] = "close"
-        times = self._event_times(shoe, wanted) if wanted else {}
+        times = self.core.event_times(shoe, wanted) if wanted else {}
         return ShoeView(
             shoe_id=str(shoe.id), table_id=shoe.table_id, algorithm=shoe.algorithm,
             deck_kind=shoe.deck_kind, decks=shoe.decks, size=shoe.size,
@@ -970,7 +873,7 @@ class Ledger:
     def _coup_view(self, coup: Coup) -> CoupView:
         reached = _PHASES.index(coup.phase) if coup.phase in _PHASES else 0
         wanted = {topic: key for topic, key in _PHASE_EVENTS[:reached]}
-        times = self._event_times(coup, wanted) if wanted else {}
+        times = self.core.event_times(coup, wanted) if wanted else {}
         return CoupView(
             coup_id=str(coup.id), table_id=coup.table_id, shoe_id=coup.shoe_id,
             number=coup.number, number_in_shoe=coup.number_in_shoe, phase=coup.phase,
@@ -989,10 +892,10 @@ class Ledger:
         )
 
     def get_table(self, table_id: str) -> TableView:
-        return self._writer.read(lambda u: self._table_view(u, self._table(u, table_id)))
+        return self._writer.read(lambda u: self._table_view(u, self.core.table(u, table_id)))
 
     def get_shoe(self, shoe_id: str) -> ShoeView:
-        return self._writer.read(lambda u: self._shoe_view(self._shoe(u, shoe_id)))
+        return self._writer.read(lambda u: self._shoe_view(self.core.shoe(u, shoe_id)))
 
     def get_coup(self, coup_id: str) -> CoupView:
         return self._writer.read(lambda u: self._coup_view(self._coup(u, coup_id)))
@@ -1036,10 +939,10 @@ class Ledger:
         offset = int(_read_token(page_token, "coups", scope)) if page_token else 0
 
         def ids(unit: UnitOfWork) -> list[str]:
-            table = self._table(unit, table_id)
+            table = self.core.table(unit, table_id)
             if shoe_id is None:
                 return list(table.coup_ids)
-            shoe = self._shoe(unit, shoe_id)
+            shoe = self.core.shoe(unit, shoe_id)
             if shoe.table_id != table.table_id:
                 raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id!r} at the table")
             return self._shoe_coups(unit, table, shoe)
@@ -1067,7 +970,7 @@ class Ledger:
     def get_account(self, account_id: str) -> AccountView:
         """Any account: a player's id, ``table:<id>:bank|layout|house_insurance|house_partage|
         house_prison`` or ``cage:<currency>``."""
-        return self._writer.read(lambda u: _account_view(self._account(u, account_id)))
+        return self._writer.read(lambda u: _account_view(self.core.account(u, account_id)))
 
     def statement(self, account_id: str, after: int = 0, limit: int = 100) -> Statement:
         """Entries numbered after ``after``, at most ``limit`` (1..1000), each with the actor of
@@ -1079,10 +982,10 @@ class Ledger:
         view = self.get_account(account_id)
         oid = account_uuid(account_id)
         stored = self.app.recorder.select_events(oid, gt=after + 1, limit=limit)
-        actors = self._actors_of(oid, [(e.originator_version, e.topic) for e in stored])
+        actors = self.core.actors_of(oid, [(e.originator_version, e.topic) for e in stored])
         entries = []
         for e in stored:
-            state = _plain(json.loads(e.state))
+            state = plain(json.loads(e.state))
             sign = -1 if e.topic in DEBIT_TOPICS else 1
             entries.append(Entry(
                 number=e.originator_version - 1, amount=sign * int(state["amount"]),
@@ -1093,34 +996,23 @@ class Ledger:
             ))
         return Statement(view, tuple(entries))
 
-    def _actors_of(self, oid: UUID, events: list[tuple[int, str]]
-                   ) -> dict[int, tuple[int, dict[str, Any] | None]]:
-        """version -> (log position, actor) of an aggregate's stored events ``(version,
-        topic)``: who ran the command that caused each."""
-        if not events:
-            return {}
-        positions = self._attributor.positions(oid, [v for v, _ in events])
-        text = str(oid)
-        actors = self._attributor.actors(
-            (positions[v], text, v, topic, None) for v, topic in events if v in positions)
-        return {v: (positions.get(v, 0), actors.get((text, v))) for v, _ in events}
-
     def last_coups(self, table_id: str, n: int = 10) -> list[CoupSteps]:
         """The table's last ``n`` coups, newest first, each with every recorded step in order,
         its position in the log and who caused it (the actor of its command), and who dealt."""
         if not isinstance(n, int) or not 1 <= n <= 100:
             raise InvalidArgument("n", "OUT_OF_RANGE", "must be 1 to 100")
-        coup_ids = self._writer.read(lambda u: list(self._table(u, table_id).coup_ids))
+        coup_ids = self._writer.read(lambda u: list(self.core.table(u, table_id).coup_ids))
         answer = []
         for cid in reversed(coup_ids[-n:]):
             coup = self.get_coup(cid)
             stored = self.app.recorder.select_events(UUID(cid))
-            actors = self._actors_of(UUID(cid), [(e.originator_version, e.topic) for e in stored])
+            actors = self.core.actors_of(UUID(cid),
+                                         [(e.originator_version, e.topic) for e in stored])
             steps = tuple(
                 StepView(e.originator_version, e.topic, str(state.get("timestamp")), state,
                          *actors.get(e.originator_version, (0, None)))
                 for e in stored
-                for state in [_plain(json.loads(e.state))]
+                for state in [plain(json.loads(e.state))]
             )
             dealt_by = next((s.actor for s in steps if s.topic == Coup.Resolved.TOPIC), None)
             answer.append(CoupSteps(coup, steps, dealt_by))
@@ -1146,7 +1038,7 @@ class Ledger:
     def balances(self) -> dict[str, int]:
         """Every account's balance at one moment (their sum is always zero)."""
         names = self._account_names()
-        return self._writer.read(lambda u: {n: self._account(u, n).balance for n in names})
+        return self._writer.read(lambda u: {n: self.core.account(u, n).balance for n in names})
 
     def audit_balances(self) -> dict[str, int]:
         """Every account's balance recomputed from the stored entries alone (slow: the whole
@@ -1261,24 +1153,13 @@ def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100
     notes = app.recorder.select_notifications(after_position, limit, inclusive_of_start=False)
     out = []
     for n in notes:
-        state = _plain(json.loads(n.state))
+        state = plain(json.loads(n.state))
         ts = state.get("timestamp")
         out.append(StoredEvent(
             position=n.id, originator_id=str(n.originator_id), version=n.originator_version,
             topic=n.topic, timestamp=datetime.fromisoformat(ts) if ts else None, state=state,
         ))
     return out
-
-
-def _plain(data: Any) -> Any:
-    """Stored JSON with the transcoders' ``{"_type_", "_data_"}`` wrappers taken off."""
-    if isinstance(data, dict):
-        if set(data) == {"_type_", "_data_"}:
-            return _plain(data["_data_"])
-        return {k: _plain(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_plain(v) for v in data]
-    return data
 
 
 def _amount(amount: int) -> int:

@@ -1,4 +1,5 @@
-"""The Table aggregate: its recorded ruleset, its open shoe, its coups, and its close."""
+"""The Table aggregate: the game it plays, its recorded ruleset, its open shoe, its rounds (coups),
+and its close."""
 
 from __future__ import annotations
 
@@ -6,14 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
-from domain.trente_et_quarante.rules import HouseRules
-
 
 class Table(Aggregate):
     TOPIC = "sabot.ledger:Table"
 
     if TYPE_CHECKING:
         table_id: str
+        game: str
         preset: str
         options: dict[str, str]
         shoe_id: str | None
@@ -25,14 +25,17 @@ class Table(Aggregate):
         TOPIC = "sabot.ledger:Table.Event"
 
     class Opened(Aggregate.Created):
-        """The table opened under its full ruleset (``HouseRules.options()``). Version 2: the
-        options include ``prisoners_at_close``; a version 1 event is upcast with its default."""
+        """The table opened to play ``game`` (a name of ``services.games``) under its full
+        ruleset (its rule book's ``OptionTable.text``). Version 2: the options include
+        ``prisoners_at_close``; version 3: ``game`` (an older event reads
+        ``trente-et-quarante``, the only game before)."""
 
         TOPIC = "sabot.ledger:Table.Opened"
-        class_version = 2
+        class_version = 3
         table_id: str
         preset: str
         options: dict[str, str]
+        game: str
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -40,8 +43,14 @@ class Table(Aggregate):
             same under every preset), so its recorded options stay complete."""
             state["options"] = {"prisoners_at_close": "half_returned", **state["options"]}
 
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """A table opened before games were recorded plays Trente et Quarante."""
+            state["game"] = "trente-et-quarante"
+
         def apply(self, agg: Table) -> None:
             agg.table_id = self.table_id
+            agg.game = self.game
             agg.preset = self.preset
             agg.options = dict(self.options)
             agg.shoe_id = None
@@ -87,10 +96,6 @@ class Table(Aggregate):
 
         def apply(self, agg: Table) -> None:
             agg.closed = True
-
-    @property
-    def rules(self) -> HouseRules:
-        return HouseRules.from_options(self.options)
 
     @property
     def last_coup_id(self) -> str | None:

@@ -34,8 +34,7 @@ import socket
 import struct
 import types
 import typing
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from datetime import datetime
 from typing import Any, Union
 
@@ -43,6 +42,7 @@ import orjson
 from eventsourcing import persistence
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
+from services import games
 from services.ledger.actor import Actor
 from services.ledger.errors import (
     AlreadyExists,
@@ -51,20 +51,20 @@ from services.ledger.errors import (
     PermissionDenied,
     RequestIdReused,
 )
-from services.ledger.views import (
-    AccountView,
-    CoupSteps,
-    CoupView,
-    ShoeClosed,
-    ShoeOpened,
-    ShoeView,
-    StakeResult,
-    Statement,
-    StoredEvent,
-    TableClosed,
-    TableView,
+from services.ledger.methods import (
+    ACTOR,
+    COMMAND,
+    CORE_METHODS,
+    INT,
+    OPT_INT,
+    OPT_MAP,
+    OPT_STR,
+    QUERY,
+    STR,
+    Method,
 )
 
+_S = typing.TypeVar("_S")
 PROTOCOL = "sabot-ledger"
 VERSION = 1
 _HEADER = struct.Struct("!I")
@@ -232,75 +232,47 @@ def _make_decoder(tp: Any) -> Callable[[Any], Any]:
 
 # --- the table of methods ---------------------------------------------------------------------
 
-COMMAND, QUERY = "command", "query"
-STR, OPT_STR, INT, OPT_INT, OPT_MAP, ACTOR = "str", "str?", "int", "int?", "map?", "actor"
+class _Table(Mapping[str, Method]):
+    """The socket's table of methods: the core's (``methods.CORE_METHODS``) and every registered
+    game's (``services.games``), read when a call is made (a game registered later is in it)."""
+
+    def __getitem__(self, name: str) -> Method:
+        method = CORE_METHODS.get(name)
+        if method is not None:
+            return method
+        return games.methods()[name][1]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*CORE_METHODS, *games.methods()])
+
+    def __len__(self) -> int:
+        return len(CORE_METHODS) + len(games.methods())
 
 
-@dataclass(frozen=True)
-class Method:
-    """A method of the ledger the socket serves: a command or a query, its parameters in order
-    (name, type), and the type of its answer."""
+class _Kind(Set[str]):
+    """The names of the table's commands (or queries), live."""
 
-    kind: str
-    params: tuple[tuple[str, str], ...]
-    answer: Any
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.params)
+    @classmethod
+    def _from_iterable(cls, it: Iterable[_S]) -> Set[_S]:  # what the set operators make
+        return frozenset(it)
+
+    def __contains__(self, name: object) -> bool:
+        method = METHODS.get(name) if isinstance(name, str) else None
+        return method is not None and method.kind == self.kind
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([n for n, m in METHODS.items() if m.kind == self.kind])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
-_R = ("request_id", STR)
-_COUP = ("coup_id", STR)
-_STAKE = ("stake_id", STR)
-_A = ("actor", ACTOR)
-METHODS: dict[str, Method] = {
-    # commands (each takes its request id first and the actor last)
-    "open_table": Method(COMMAND, (_R, ("table_id", STR), ("preset", STR),
-                                   ("overrides", OPT_MAP), _A), TableView),
-    "open_shoe": Method(COMMAND, (_R, ("table_id", STR), ("shoe_id", OPT_STR),
-                                  ("deck_kind", STR), _A), ShoeOpened),
-    "cut": Method(COMMAND, (_R, ("shoe_id", STR), ("position", INT), ("cut_by", STR), _A),
-                  ShoeView),
-    "close_shoe": Method(COMMAND, (_R, ("shoe_id", STR), _A), ShoeClosed),
-    "close_table": Method(COMMAND, (_R, ("table_id", STR), _A), TableClosed),
-    "open_coup": Method(COMMAND, (_R, ("table_id", STR), ("coup_id", OPT_STR),
-                                  ("shoe_id", OPT_STR), _A), CoupView),
-    "place_stake": Method(COMMAND, (_R, _COUP, ("account_id", STR), ("chance", STR),
-                                    ("amount", INT), ("stake_id", OPT_STR), ("choice", OPT_STR),
-                                    _A), StakeResult),
-    "raise_stake": Method(COMMAND, (_R, _COUP, _STAKE, ("amount", INT), _A), StakeResult),
-    "withdraw_stake": Method(COMMAND, (_R, _COUP, _STAKE, _A), StakeResult),
-    "insure": Method(COMMAND, (_R, _COUP, _STAKE, _A), StakeResult),
-    "choose_refait31": Method(COMMAND, (_R, _COUP, _STAKE, ("choice", STR), _A), StakeResult),
-    "half_withdraw": Method(COMMAND, (_R, _COUP, _STAKE, _A), StakeResult),
-    "move_imprisoned": Method(COMMAND, (_R, _COUP, _STAKE, ("chance", STR), _A), StakeResult),
-    "close_betting": Method(COMMAND, (_R, _COUP, _A), CoupView),
-    "deal": Method(COMMAND, (_R, _COUP, _A), CoupView),
-    "settle": Method(COMMAND, (_R, _COUP, _A), CoupView),
-    "open_account": Method(COMMAND, (_R, ("account_id", STR), ("currency", STR), _A),
-                           AccountView),
-    "deposit": Method(COMMAND, (_R, ("account_id", STR), ("amount", INT), _A), AccountView),
-    "withdraw": Method(COMMAND, (_R, ("account_id", STR), ("amount", INT), _A), AccountView),
-    # queries
-    "get_table": Method(QUERY, (("table_id", STR),), TableView),
-    "get_shoe": Method(QUERY, (("shoe_id", STR),), ShoeView),
-    "get_coup": Method(QUERY, (_COUP,), CoupView),
-    "stake_account": Method(QUERY, (_COUP, _STAKE), str),
-    "list_tables": Method(QUERY, (("page_size", INT), ("page_token", STR)),
-                          tuple[list[TableView], str]),
-    "list_coups": Method(QUERY, (("table_id", STR), ("shoe_id", OPT_STR), ("page_size", INT),
-                                 ("page_token", STR)), tuple[list[CoupView], str]),
-    "get_account": Method(QUERY, (("account_id", STR),), AccountView),
-    "statement": Method(QUERY, (("account_id", STR), ("after", INT), ("limit", INT)), Statement),
-    "last_coups": Method(QUERY, (("table_id", STR), ("n", INT)), list[CoupSteps]),
-    "read_events": Method(QUERY, (("after_position", INT), ("limit", INT)), list[StoredEvent]),
-    "balances": Method(QUERY, (), dict[str, int]),
-    "audit_balances": Method(QUERY, (), dict[str, int]),
-    "writer_status": Method(QUERY, (), dict[str, Any]),
-}
-COMMANDS = frozenset(n for n, m in METHODS.items() if m.kind == COMMAND)
-QUERIES = frozenset(n for n, m in METHODS.items() if m.kind == QUERY)
+METHODS: Mapping[str, Method] = _Table()
+COMMANDS: Set[str] = _Kind(COMMAND)
+QUERIES: Set[str] = _Kind(QUERY)
 
 
 def _page_decoder(view: Any) -> Callable[[Any], Any]:
@@ -308,11 +280,29 @@ def _page_decoder(view: Any) -> Callable[[Any], Any]:
     return lambda data: ([item(v) for v in data[0]], data[1])
 
 
-ANSWERS: dict[str, Callable[[Any], Any]] = {
-    name: (_page_decoder(typing.get_args(typing.get_args(m.answer)[0])[0])
-           if typing.get_origin(m.answer) is tuple else decoder(m.answer))
-    for name, m in METHODS.items()
-}
+class _Answers(Mapping[str, Callable[[Any], Any]]):
+    """Each method's decoder of its answer, made on first use."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Callable[[Any], Any]] = {}
+
+    def __getitem__(self, name: str) -> Callable[[Any], Any]:
+        known = self._made.get(name)
+        if known is None:
+            m = METHODS[name]
+            known = self._made[name] = (
+                _page_decoder(typing.get_args(typing.get_args(m.answer)[0])[0])
+                if typing.get_origin(m.answer) is tuple else decoder(m.answer))
+        return known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(METHODS)
+
+    def __len__(self) -> int:
+        return len(METHODS)
+
+
+ANSWERS: Mapping[str, Callable[[Any], Any]] = _Answers()
 
 
 def _is_int(v: Any) -> bool:

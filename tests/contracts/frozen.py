@@ -165,7 +165,10 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, ...]] = {
     "withdraw": ("account_id", "amount"),
     "withdraw_stake": ("coup_id", "stake_id"),
 }
-OPTIONAL_ARGUMENTS: dict[str, tuple[str, ...]] = {"open_coup": ("shoe_id",)}
+OPTIONAL_ARGUMENTS: dict[str, tuple[str, ...]] = {
+    "open_coup": ("shoe_id",),
+    "open_table": ("game",),  # the seam: a table of another game than Trente et Quarante
+}
 
 # Command name -> the class of its stored answer (``Request.Recorded.result``).
 COMMAND_ANSWERS: dict[str, str] = {

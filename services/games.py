@@ -1,0 +1,157 @@
+"""The registry of games: one entry per game the ledger plays, and the one place a game plugs in.
+
+A game is a package ``services/<game>/`` with a module that defines ``GAME``, a ``Game``; its
+module's name is one line of ``MODULES`` below. The ledger (``services.ledger.api.Ledger``), the
+ledger socket (``services.ledger.wire``) and the gRPC server (``services.api.server``) take
+everything game-specific from here:
+
+- ``name`` (``trente-et-quarante``, ``treinta-y-una``, ``cuarenta``): what a table records in
+  ``Table.Opened.game`` and what ``open_table(game=...)`` names;
+- ``deck_kind``: the only deck its shoes are shuffled from (``open_shoe`` refuses another);
+- ``options``: its rule book's ``domain.options.OptionTable`` (presets, defaults, text):
+  ``open_table`` builds the table's rules from it and records ``OptionTable.text`` of them;
+- ``table_accounts``: the account roles opened with each of its tables
+  (``table:<table_id>:<role>``, in the table's currency);
+- ``commands``: a callable given the ledger's ``services.ledger.core.Core`` that returns an
+  object whose methods named in ``methods`` become the ledger's commands and queries (each runs
+  through ``Core.run``: inside the single writer's unit of work, its request and answer stored
+  with its actor);
+- ``methods``: those commands and queries as the ledger socket declares them
+  (``services.ledger.methods``); their names are unique across the core and every game;
+- ``servicers``: a callable ``(server, ledger, tokens, hub)`` that adds the game's gRPC
+  servicers to the server and returns them; ``services``: their full gRPC service names (for
+  health and reflection);
+- ``topics``: every topic its aggregates store (also in ``services/topics.py``);
+- ``replay`` and ``verify``: the regulator's replay and the verifier's check of one of its
+  rounds (None until the game has them).
+
+See docs/architecture.md, "What adding a game takes".
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from domain.cards import DeckKind
+from domain.errors import InvalidArgument
+from domain.options import OptionTable
+
+if TYPE_CHECKING:
+    from services.ledger.core import Core
+    from services.ledger.methods import Method
+
+TRENTE_ET_QUARANTE = "trente-et-quarante"
+DEFAULT_GAME = TRENTE_ET_QUARANTE  # what a table opened before games were recorded plays
+
+# The modules that define a ``GAME`` (one line per game; imported on first use).
+MODULES: tuple[str, ...] = (
+    "services.trente_et_quarante.game",
+)
+
+Servicers = Callable[..., tuple[Any, ...]]  # (server, ledger, tokens, hub) -> the servicers
+
+
+@dataclass(frozen=True)
+class Game:
+    """One game the ledger plays (see the module's text)."""
+
+    name: str
+    deck_kind: DeckKind
+    options: OptionTable[Any]
+    table_accounts: tuple[str, ...] = ()
+    commands: Callable[[Core], object] | None = None
+    methods: Mapping[str, Method] = field(default_factory=dict)
+    servicers: Servicers | None = None
+    services: tuple[str, ...] = ()
+    topics: frozenset[str] = frozenset()
+    replay: Callable[..., Any] | None = None
+    verify: Callable[..., Any] | None = None
+
+    def decks(self, rules: Any) -> int:
+        """How many decks one of its shoes holds under ``rules`` (its option ``decks``, else
+        one)."""
+        return int(getattr(rules, "decks", 1))
+
+
+_lock = threading.RLock()
+_games: dict[str, Game] = {}
+_methods: dict[str, tuple[str, Method]] = {}  # method name -> (game, its declaration)
+_loaded = False
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    with _lock:
+        if _loaded:
+            return
+        _loaded = True
+        for module in MODULES:
+            game = importlib.import_module(module).GAME
+            if game.name not in _games:
+                register(game)
+
+
+def register(game: Game, reserved: frozenset[str] = frozenset()) -> Game:
+    """Add ``game`` (ValueError if its name or one of its methods' names is taken, or among
+    ``reserved``: the core's own methods)."""
+    from services.ledger.methods import CORE_NAMES
+
+    with _lock:
+        if game.name in _games:
+            raise ValueError(f"a game named {game.name!r} is registered already")
+        for name in game.methods:
+            if name in _methods or name in CORE_NAMES or name in reserved:
+                raise ValueError(f"{game.name}: the method name {name!r} is taken")
+        _games[game.name] = game
+        for name, method in game.methods.items():
+            _methods[name] = (game.name, method)
+    return game
+
+
+def unregister(name: str) -> None:
+    """Remove a game (for tests that register one of their own)."""
+    with _lock:
+        _games.pop(name, None)
+        for method in [m for m, (g, _) in _methods.items() if g == name]:
+            del _methods[method]
+
+
+def games() -> tuple[Game, ...]:
+    """Every registered game, in the order registered."""
+    _load()
+    return tuple(_games.values())
+
+
+def names() -> tuple[str, ...]:
+    return tuple(g.name for g in games())
+
+
+def get(name: str, field_name: str = "game") -> Game:
+    """The game called ``name``; INVALID_ARGUMENT ``UNKNOWN_GAME`` naming ``field_name``
+    otherwise."""
+    _load()
+    game = _games.get(name) if isinstance(name, str) else None
+    if game is None:
+        raise InvalidArgument(
+            field_name, "UNKNOWN_GAME", f"unknown game {str(name)[:64]!r} (one of "
+            f"{', '.join(_games)})")
+    return game
+
+
+def methods() -> Mapping[str, tuple[str, Method]]:
+    """Every game's methods: name -> (the game's name, its declaration)."""
+    _load()
+    return _methods
+
+
+def game_of_method(name: str) -> Game | None:
+    """The game that declares the method ``name`` (None: a core method or none)."""
+    _load()
+    found = _methods.get(name)
+    return None if found is None else _games[found[0]]

@@ -1,0 +1,265 @@
+"""What the ledger gives every game's commands: the single writer's unit of work and the core's
+aggregates (tables, shoes, accounts, requests).
+
+A game's command is a method of its commands object (``services.games.Game.commands``, built
+with the ledger's ``Core``). It validates its arguments, then calls ``core.run(name,
+request_id, args, decide, answer_type, actor)``: ``decide(unit)`` runs on the writer's thread,
+inside the unit of work of the batch, after the request id was looked up (a retry gets the
+first answer and never reaches ``decide``). ``decide`` gets aggregates from the unit
+(``core.table``, ``core.shoe``, ``core.account`` / ``core.player``, or ``unit.get(cls, id)`` for
+its own), refuses with a ``domain.errors`` error (nothing is stored) or triggers events and
+returns the answer; the writer stores every event with one ``Request`` (the command, the
+digest of ``args``, the answer, the actor and the events it caused) in one transaction.
+
+Money moves only by ``core.post`` (one debit and one credit, in the same transaction as the game
+event that causes it); ``core.open_account`` makes an account (a table's own accounts are made
+by ``open_table`` from the game's ``table_accounts``); ``core.check_balances`` refuses what would
+take a player below zero. ``core.cards(shoe)`` is the shoe's order, derived from its unsealed
+seed (never stored, never answered before the shoe closes). ``core.rules(table)`` is the
+table's rule book's rules, read back from the options it recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+from domain.cards import DeckKind
+from domain.errors import FailedPrecondition, InvalidArgument, NotFound
+from domain.shuffle import Sabot, load_sabot
+from services import games
+from services.ledger.account import Account, AccountKind
+from services.ledger.actor import SYSTEM, Actor
+from services.ledger.application import LedgerApplication
+from services.ledger.attribution import Attributor
+from services.ledger.config import LedgerConfig
+from services.ledger.ids import account_uuid, check_name, parse_uuid, table_account, table_uuid
+from services.ledger.seal import unseal
+from services.ledger.shoe import Shoe
+from services.ledger.table import Table
+from services.ledger.writer import Command, UnitOfWork, Writer
+
+T = TypeVar("T")
+
+CASH_IN = "cash_in"  # entry kinds of the cage's movements (a game names its own kinds)
+CASH_OUT = "cash_out"
+DEFERRED = threading.local()  # ``on`` while ``Ledger.submit`` calls a command: answer a future
+
+__all__ = ["CASH_IN", "CASH_OUT", "Core", "UnitOfWork"]
+
+
+class Core:
+    """The game-neutral services of one ledger (thread-safe; ``decide`` functions run on the
+    writer's thread)."""
+
+    def __init__(self, app: LedgerApplication, writer: Writer, config: LedgerConfig) -> None:
+        self.app = app
+        self.writer = writer
+        self.config = config
+        self.attributor = Attributor(app.recorder)  # who caused each stored event
+        self._sabots: dict[tuple[UUID, str, int | None], Sabot] = {}
+        self._times: dict[UUID, tuple[int, dict[str, str]]] = {}  # see event_times
+
+    # --- running ----------------------------------------------------------------------------
+
+    def run(
+        self,
+        name: str,
+        request_id: str,
+        args: dict[str, Any],
+        decide: Callable[[UnitOfWork], T],
+        result_type: type[T],
+        actor: Actor = SYSTEM,
+    ) -> T:
+        """Run the command ``name`` in the writer (see the module's text): its answer, or (the
+        ledger's ``submit``) a future of it. ``args``: the command's arguments as stored (a
+        retry must give the same ones); ``result_type``: the answer's view class (a stored
+        answer is read back into it)."""
+        command = Command(name, request_id, args, decide, result_type, actor=actor)
+        if getattr(DEFERRED, "on", False):
+            return self.writer.submit(command)  # type: ignore[return-value]  # see submit
+        result: T = self.writer.execute(command)
+        return result
+
+    def read(self, fn: Callable[[UnitOfWork], T]) -> T:
+        """A query: ``fn(unit)`` over the committed state (it must trigger nothing)."""
+        return self.writer.read(fn)
+
+    def new_id(self) -> UUID:
+        return self.config.new_id()
+
+    # --- tables -----------------------------------------------------------------------------
+
+    def table(self, unit: UnitOfWork, table_id: str, field: str = "table_id",
+              game: str | None = None) -> Table:
+        """The table (NOT_FOUND ``UNKNOWN_TABLE``); with ``game``, one that plays it
+        (FAILED_PRECONDITION ``WRONG_GAME`` otherwise)."""
+        check_name(table_id, field)
+        table = unit.get(Table, table_uuid(table_id))
+        if table is None:
+            raise NotFound(field, "UNKNOWN_TABLE", f"no table {table_id!r}")
+        if game is not None and table.game != game:
+            raise FailedPrecondition(
+                field, "WRONG_GAME", f"table {table_id!r} plays {table.game}, not {game}")
+        return table
+
+    def game(self, table: Table) -> games.Game:
+        return games.get(table.game)
+
+    def rules(self, table: Table) -> Any:
+        """The table's rules (its rule book's rules class), as it recorded them."""
+        return _rules_of(table.game, tuple(sorted(table.options.items())))
+
+    def table_account(self, unit: UnitOfWork, table_id: str, role: str) -> Account:
+        """The table's account of ``role`` (one of its game's ``table_accounts``)."""
+        return self.account(unit, table_account(table_id, role))
+
+    # --- shoes ------------------------------------------------------------------------------
+
+    def shoe(self, unit: UnitOfWork, shoe_id: str, field: str = "shoe_id") -> Shoe:
+        shoe = unit.get(Shoe, parse_uuid(shoe_id, field))
+        if shoe is None:
+            raise NotFound(field, "UNKNOWN_SHOE", f"no shoe {shoe_id!r}")
+        return shoe
+
+    def cards(self, shoe: Shoe) -> Sabot:
+        """The shoe's cards in dealing order (after the cut), from its unsealed seed; ``.cards``
+        is the order. Only for the ledger's decisions: a card leaves the ledger only when a game
+        records it (face up, or shown)."""
+        key = (shoe.id, shoe.sealed_seed, shoe.cut_position)
+        sabot = self._sabots.get(key)
+        if sabot is None:
+            seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
+            sabot = load_sabot(seed, shoe.id, DeckKind(shoe.deck_kind), shoe.decks,
+                               shoe.cut_position)
+            if len(self._sabots) > 256:
+                self._sabots.clear()
+            self._sabots[key] = sabot
+        return sabot
+
+    # --- accounts ---------------------------------------------------------------------------
+
+    def account(self, unit: UnitOfWork, account_id: str, field: str = "account_id") -> Account:
+        """Any account by its id (NOT_FOUND ``UNKNOWN_ACCOUNT``)."""
+        if not isinstance(account_id, str) or not 1 <= len(account_id) <= 100:
+            raise InvalidArgument(field, "BAD_ID", "must be 1 to 100 characters")
+        account = unit.get(Account, account_uuid(account_id))
+        if account is None:
+            raise NotFound(field, "UNKNOWN_ACCOUNT", f"no account {account_id!r}")
+        return account
+
+    def player(self, unit: UnitOfWork, account_id: str, currency: str | None = None,
+               field: str = "account_id") -> Account:
+        """A player's account (FAILED_PRECONDITION ``NOT_A_PLAYER``), in ``currency`` if given
+        (``CURRENCY_MISMATCH``)."""
+        check_name(account_id, field)
+        account = self.account(unit, account_id, field)
+        if account.kind != AccountKind.PLAYER:
+            raise FailedPrecondition(field, "NOT_A_PLAYER", "not a player's account")
+        if currency is not None and account.currency != currency:
+            raise FailedPrecondition(
+                field,
+                "CURRENCY_MISMATCH",
+                f"the account is in {account.currency}, the table plays in {currency}",
+            )
+        return account
+
+    def open_account(self, unit: UnitOfWork, account_id: str, kind: str, currency: str,
+                     table_id: str | None = None) -> Account:
+        """A new account (the caller checked that none has the id), balance 0."""
+        account = Account._create(
+            Account.Opened, id=account_uuid(account_id), timestamp=unit.now,
+            account_id=account_id, kind=kind, currency=currency, table_id=table_id,
+        )
+        unit.add(account)
+        return account
+
+    def check_balances(self, unit: UnitOfWork, changes: Mapping[str, int], currency: str,
+                       field: str = "amount") -> None:
+        """Refuse (FAILED_PRECONDITION ``INSUFFICIENT_FUNDS`` naming ``field``) changes of
+        players' balances (account id -> signed amount) that would take one below zero."""
+        for player, change in changes.items():
+            account = self.player(unit, player, currency)
+            if account.balance + change < 0:
+                raise FailedPrecondition(
+                    field,
+                    "INSUFFICIENT_FUNDS",
+                    f"the balance of {player!r} is {account.balance}, {-change} needed",
+                )
+
+    def post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
+             stake_id: str | None, ts: datetime) -> None:
+        """One double-entry movement: ``amount`` from ``debit`` to ``credit``; ``kind`` names
+        it (the game's word), ``cause`` the round or request it belongs to, ``stake_id`` the
+        stake (or None)."""
+        debit_event = Account.CashWithdrawn if kind == CASH_OUT else Account.Debited
+        credit_event = Account.CashDeposited if kind == CASH_IN else Account.Credited
+        debit.trigger_event(
+            debit_event, timestamp=ts, amount=amount, counter_account=credit.account_id,
+            kind=kind, cause=cause, stake_id=stake_id, balance=debit.balance - amount,
+        )
+        credit.trigger_event(
+            credit_event, timestamp=ts, amount=amount, counter_account=debit.account_id,
+            kind=kind, cause=cause, stake_id=stake_id, balance=credit.balance + amount,
+        )
+
+    # --- reading the log --------------------------------------------------------------------
+
+    def event_times(self, agg: Aggregate, wanted: Mapping[str, str]) -> dict[str, str]:
+        """ISO times of the first event of each wanted topic (topic -> key) in the aggregate's
+        history, which must hold them all: its pending events, and its stored ones (read once
+        from the store, then remembered: stored events never change)."""
+        pending = list(agg.pending_events)
+        stored = agg.version - len(pending)
+        covered, known = self._times.get(agg.id, (0, {}))
+        found = {k: v for k, v in known.items() if k in wanted.values()}
+        for event in pending:
+            key = wanted.get(getattr(type(event), "TOPIC", ""))
+            if key is not None and key not in found:
+                found[key] = event.timestamp.isoformat()
+        if covered < stored and len(found) < len(set(wanted.values())):
+            known = dict(known)
+            for e in self.app.recorder.select_events(agg.id, gt=covered, lte=stored):
+                key = wanted.get(e.topic)
+                if key is not None and key not in known:
+                    known[key] = str(plain(json.loads(e.state))["timestamp"])
+            if len(self._times) > 20_000:
+                self._times.clear()
+            self._times[agg.id] = (stored, known)
+            found = {**found, **{k: v for k, v in known.items() if k in wanted.values()}}
+        return found
+
+    def actors_of(self, oid: UUID, events: list[tuple[int, str]]
+                  ) -> dict[int, tuple[int, dict[str, Any] | None]]:
+        """version -> (log position, actor) of an aggregate's stored events ``(version,
+        topic)``: who ran the command that caused each."""
+        if not events:
+            return {}
+        positions = self.attributor.positions(oid, [v for v, _ in events])
+        text = str(oid)
+        actors = self.attributor.actors(
+            (positions[v], text, v, topic, None) for v, topic in events if v in positions)
+        return {v: (positions.get(v, 0), actors.get((text, v))) for v, _ in events}
+
+
+@lru_cache(maxsize=1024)
+def _rules_of(game: str, options: tuple[tuple[str, str], ...]) -> Any:
+    return games.get(game).options.from_options(dict(options))
+
+
+def plain(data: Any) -> Any:
+    """Stored JSON with the transcoders' ``{"_type_", "_data_"}`` wrappers taken off."""
+    if isinstance(data, dict):
+        if set(data) == {"_type_", "_data_"}:
+            return plain(data["_data_"])
+        return {k: plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [plain(v) for v in data]
+    return data

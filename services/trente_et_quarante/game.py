@@ -1,0 +1,72 @@
+"""Trente et Quarante's entry in the registry of games (``services.games``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from domain.cards import DeckKind
+from domain.trente_et_quarante.rules import TABLE
+from services import topics
+from services.games import TRENTE_ET_QUARANTE, Game
+from services.ledger.account import AccountKind
+from services.ledger.methods import INT, OPT_STR, STR, Method, command, query
+from services.ledger.views import CoupSteps, CoupView, StakeResult
+
+# The accounts every table of the game has: its bank, its layout (the stakes on it) and the
+# house's revenue from insurance premiums, partages and prisoners.
+TABLE_ACCOUNTS = (
+    AccountKind.BANK,
+    AccountKind.LAYOUT,
+    AccountKind.HOUSE_INSURANCE,
+    AccountKind.HOUSE_PARTAGE,
+    AccountKind.HOUSE_PRISON,
+)
+
+_COUP = ("coup_id", STR)
+_STAKE = ("stake_id", STR)
+METHODS: dict[str, Method] = {
+    "open_coup": command(("table_id", STR), ("coup_id", OPT_STR), ("shoe_id", OPT_STR),
+                         answer=CoupView),
+    "place_stake": command(_COUP, ("account_id", STR), ("chance", STR), ("amount", INT),
+                           ("stake_id", OPT_STR), ("choice", OPT_STR), answer=StakeResult),
+    "raise_stake": command(_COUP, _STAKE, ("amount", INT), answer=StakeResult),
+    "withdraw_stake": command(_COUP, _STAKE, answer=StakeResult),
+    "insure": command(_COUP, _STAKE, answer=StakeResult),
+    "choose_refait31": command(_COUP, _STAKE, ("choice", STR), answer=StakeResult),
+    "half_withdraw": command(_COUP, _STAKE, answer=StakeResult),
+    "move_imprisoned": command(_COUP, _STAKE, ("chance", STR), answer=StakeResult),
+    "close_betting": command(_COUP, answer=CoupView),
+    "deal": command(_COUP, answer=CoupView),
+    "settle": command(_COUP, answer=CoupView),
+    "get_coup": query(_COUP, answer=CoupView),
+    "stake_account": query(_COUP, _STAKE, answer=str),
+    "list_coups": query(("table_id", STR), ("shoe_id", OPT_STR), ("page_size", INT),
+                        ("page_token", STR), answer=tuple[list[CoupView], str]),
+    "last_coups": query(("table_id", STR), ("n", INT), answer=list[CoupSteps]),
+}
+
+
+def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
+                  ) -> tuple[Any, ...]:
+    """The game's gRPC servicers on ``server``: the betting service (its coups' commands are in
+    the table service of ``sabot.v1``, which the core serves)."""
+    from services.api.betting import BettingServicer
+    from services.api.gen.sabot.v1 import betting_pb2_grpc
+
+    betting = BettingServicer(ledger, tokens, hub)
+    betting_pb2_grpc.add_BettingServiceServicer_to_server(betting, server)
+    return (betting,)
+
+
+GAME = Game(
+    name=TRENTE_ET_QUARANTE,
+    deck_kind=DeckKind.FRENCH_52,
+    options=TABLE,
+    table_accounts=TABLE_ACCOUNTS,
+    commands=None,  # its commands are still the Ledger's own methods (moved here next)
+    methods=METHODS,
+    servicers=add_servicers,
+    services=("sabot.v1.BettingService",),
+    topics=topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES,
+)

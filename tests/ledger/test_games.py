@@ -1,0 +1,236 @@
+"""The registry of games (``services.games``) and what the ledger's core gives a game's commands:
+a table records its game, ``open_table`` checks it against the registry, and a game registered
+here (a toy: a coin flip paid even money from the table's bank) runs its commands through the
+core (accounts, double-entry postings, its request stored with its answer and actor, its shoe's
+cards from the unsealed seed), on both stores, through the ledger socket's table too."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from domain.cards import DeckKind
+from domain.errors import FailedPrecondition, InvalidArgument, NotFound
+from domain.options import Option, OptionTable
+from domain.trente_et_quarante.rules import TABLE as TQ_OPTIONS
+from services import games
+from services.ledger import wire
+from services.ledger.actor import Actor
+from services.ledger.api import Ledger
+from services.ledger.core import Core, UnitOfWork
+from services.ledger.errors import PermissionDenied, RequestIdReused
+from services.ledger.ids import table_uuid
+from services.ledger.methods import INT, STR, command, query
+from services.ledger.table import Table
+
+from .play import FixedInputs
+
+TOY = "toy-coin"
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyRules:
+    preset: str
+    currency: str
+    decks: int
+
+
+def _check(rules: ToyRules, given: Any, prefix: str) -> None:
+    if not 1 <= rules.decks <= 2:
+        raise InvalidArgument(f"{prefix}.decks", "OUT_OF_RANGE", "1 or 2")
+
+
+TOY_OPTIONS: OptionTable[ToyRules] = OptionTable(
+    ToyRules, (Option("currency", "EUR"), Option("decks", 1)),
+    {"plain": {}, "double": {"decks": 2}}, "plain", _check)
+
+
+@dataclasses.dataclass(frozen=True)
+class Flip:
+    table_id: str
+    card: str  # the shoe's card at the position asked
+    won: bool
+    balance: int
+
+
+class ToyCommands:
+    """A game's commands: each validates, then runs its decision through ``Core.run``."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def flip(self, request_id: str, table_id: str, shoe_id: str, position: int,
+             account_id: str, amount: int, *, actor: Actor) -> Flip:
+        def decide(unit: UnitOfWork) -> Flip:
+            if not actor.acts_for(account_id):
+                raise PermissionDenied("account_id", "NOT_YOUR_ACCOUNT", "your own only")
+            table = self.core.table(unit, table_id, game=TOY)
+            rules = self.core.rules(table)
+            player = self.core.player(unit, account_id, rules.currency)
+            shoe = self.core.shoe(unit, shoe_id)
+            card = self.core.cards(shoe).cards[position]
+            won = card.colour == "red"
+            bank = self.core.table_account(unit, table_id, "bank")
+            if won:
+                self.core.post(bank, player, amount, "flip_won", request_id, None, unit.now)
+            else:
+                self.core.check_balances(unit, {account_id: -amount}, rules.currency)
+                self.core.post(player, bank, amount, "flip_lost", request_id, None, unit.now)
+            return Flip(table_id, card.code, won, player.balance)
+
+        args = {"table_id": table_id, "shoe_id": shoe_id, "position": position,
+                "account_id": account_id, "amount": amount}
+        return self.core.run("flip", request_id, args, decide, Flip, actor)
+
+    def bank_balance(self, table_id: str) -> int:
+        return self.core.read(lambda u: self.core.table_account(u, table_id, "bank").balance)
+
+
+TOY_GAME = games.Game(
+    name=TOY, deck_kind=DeckKind.FRENCH_40, options=TOY_OPTIONS, table_accounts=("bank",),
+    commands=ToyCommands,
+    methods={
+        "flip": command(("table_id", STR), ("shoe_id", STR), ("position", INT),
+                        ("account_id", STR), ("amount", INT), answer=Flip),
+        "bank_balance": query(("table_id", STR), answer=int),
+    },
+)
+
+
+@pytest.fixture
+def toy() -> Iterator[games.Game]:
+    games.register(TOY_GAME)
+    try:
+        yield TOY_GAME
+    finally:
+        games.unregister(TOY)
+
+
+def test_trente_et_quarante_is_registered() -> None:
+    tq = games.get("trente-et-quarante")
+    assert games.names()[0] == "trente-et-quarante" == games.DEFAULT_GAME
+    assert tq.deck_kind is DeckKind.FRENCH_52
+    assert tq.options is TQ_OPTIONS
+    assert set(tq.table_accounts) == {"bank", "layout", "house_insurance", "house_partage",
+                                      "house_prison"}
+    assert {"open_coup", "place_stake", "deal", "settle", "get_coup"} <= set(tq.methods)
+    assert "sabot.v1.BettingService" in tq.services
+    assert "sabot.ledger:Coup.StakePlaced" in tq.topics
+    assert games.game_of_method("place_stake") is tq
+    assert games.game_of_method("open_table") is None
+    # the socket serves the core's methods and every game's
+    assert "place_stake" in wire.COMMANDS and "get_coup" in wire.QUERIES
+    assert "open_table" in wire.COMMANDS and "get_coup" not in wire.COMMANDS
+
+
+def test_a_method_name_is_taken_once() -> None:
+    with pytest.raises(ValueError, match="taken"):
+        games.register(dataclasses.replace(TOY_GAME, methods={"place_stake": TOY_GAME.methods[
+            "flip"]}))
+    with pytest.raises(ValueError, match="taken"):
+        games.register(dataclasses.replace(TOY_GAME, methods={"open_table": TOY_GAME.methods[
+            "flip"]}))
+    with pytest.raises(ValueError, match="registered already"):
+        games.register(dataclasses.replace(TOY_GAME, name="trente-et-quarante", methods={}))
+    assert TOY not in games.names()
+
+
+def test_a_table_records_its_game(store_url: str) -> None:
+    ledger = Ledger(FixedInputs().config(store_url))
+    try:
+        ledger.open_table("t", "t1", "espanola")
+        table = ledger.app.repository.get(table_uuid("t1"))
+        assert table.game == "trente-et-quarante"
+        with pytest.raises(InvalidArgument) as refused:
+            ledger.open_table("t2", "t2", "francaise", game="whist")
+        assert (refused.value.field, refused.value.reason) == ("game", "UNKNOWN_GAME")
+        with pytest.raises(NotFound):
+            ledger.get_table("t2")
+        # a Trente et Quarante shoe is of 52-card decks only
+        with pytest.raises(InvalidArgument) as wrong:
+            ledger.open_shoe("s", "t1", deck_kind="SPANISH-40")
+        assert (wrong.value.field, wrong.value.reason) == ("deck_kind", "WRONG_DECK")
+        # the stored arguments name the game only for another game (older retries digest the
+        # same): the default preset is the game's
+        again = ledger.open_table("t", "t1", game="trente-et-quarante", preset="espanola")
+        assert again.preset == "espanola"
+    finally:
+        ledger.close()
+
+
+def test_an_older_table_opened_reads_trente_et_quarante() -> None:
+    state: dict[str, Any] = {"table_id": "t", "preset": "francaise", "options": {}}
+    Table.Opened.upcast_v1_v2(state)
+    Table.Opened.upcast_v2_v3(state)
+    assert state["game"] == "trente-et-quarante"
+    assert state["options"]["prisoners_at_close"] == "half_returned"
+    assert Table.Opened.class_version == 3
+
+
+def test_a_registered_game_runs_its_commands_through_the_core(
+        toy: games.Game, store_url: str) -> None:
+    ledger = Ledger(FixedInputs().config(store_url))
+    try:
+        view = ledger.open_table("t", "c1", overrides={"decks": "2"}, game=TOY)
+        assert (view.preset, view.options) == ("plain", {"preset": "plain", "currency": "EUR",
+                                                         "decks": "2"})
+        assert ledger.get_account("table:c1:bank").currency == "EUR"
+        with pytest.raises(NotFound):
+            ledger.get_account("table:c1:layout")  # only the game's own accounts
+        with pytest.raises(InvalidArgument) as bad:
+            ledger.open_table("t2", "c2", overrides={"decks": "3"}, game=TOY)
+        assert bad.value.field == "overrides.decks"
+        with pytest.raises(InvalidArgument) as wrong:
+            ledger.open_shoe("s0", "c1")  # FRENCH-52, the default: not this game's deck
+        assert wrong.value.reason == "WRONG_DECK"
+        shoe = ledger.open_shoe("s", "c1", deck_kind="FRENCH-40")
+        assert (shoe.deck_kind, shoe.decks) == ("FRENCH-40", 2)
+        ledger.cut("c", shoe.shoe_id, 10, "ana")
+        ledger.open_account("a", "ana")
+        ledger.deposit("d", "ana", 1000)
+        ana = Actor("ana-terminal", "player", "t-7", "ana")
+        first = ledger.flip("f1", "c1", shoe.shoe_id, 0, "ana", 100, actor=ana)
+        mark = ledger.app.recorder.max_notification_id()
+        assert ledger.flip("f1", "c1", shoe.shoe_id, 0, "ana", 100, actor=ana) == first
+        assert ledger.app.recorder.max_notification_id() == mark  # a retry stores nothing
+        with pytest.raises(RequestIdReused):
+            ledger.flip("f1", "c1", shoe.shoe_id, 0, "ana", 200, actor=ana)
+        with pytest.raises(PermissionDenied):
+            ledger.flip("f2", "c1", shoe.shoe_id, 1, "ana",
+                        100, actor=Actor("bob-terminal", "player", "t-8", "bob"))
+        with pytest.raises(FailedPrecondition) as broke:
+            for i in range(1, 40):
+                ledger.flip(f"g{i}", "c1", shoe.shoe_id, i, "ana", 1000, actor=ana)
+        assert broke.value.reason in ("INSUFFICIENT_FUNDS",)
+        balances = ledger.balances()
+        assert sum(balances.values()) == 0
+        assert balances["ana"] + balances["table:c1:bank"] == 1000
+        assert ledger.bank_balance("c1") == balances["table:c1:bank"]
+        statement = ledger.statement("ana")
+        flips = [e for e in statement.entries if e.kind.startswith("flip_")]
+        assert flips[0].actor is not None and flips[0].actor["principal"] == "ana-terminal"
+        assert flips[0].cause == "f1"
+        # the table plays the toy: Trente et Quarante's commands refuse it
+        with pytest.raises(FailedPrecondition) as other:
+            ledger.open_coup("oc", "c1")
+        assert (other.value.field, other.value.reason) == ("table_id", "WRONG_GAME")
+        # the socket's table declares the game's methods while it is registered
+        assert "flip" in wire.COMMANDS and "bank_balance" in wire.QUERIES
+        assert wire.ANSWERS["flip"]({"table_id": "c1", "card": "AS", "won": True,
+                                     "balance": 1}) == Flip("c1", "AS", True, 1)
+        # the submitted form (the ledger process's) answers a future
+        ledger.deposit("d2", "ana", 10)
+        future = ledger.submit("flip", "f9", "c1", shoe.shoe_id, 1, "ana", 1, actor=ana)
+        assert future.result() == ledger.flip("f9", "c1", shoe.shoe_id, 1, "ana", 1, actor=ana)
+    finally:
+        ledger.close()
+
+
+def test_a_game_unregistered_leaves_the_sockets_table() -> None:
+    games.register(TOY_GAME)
+    assert "flip" in wire.METHODS
+    games.unregister(TOY)
+    assert "flip" not in wire.METHODS and "flip" not in wire.COMMANDS
