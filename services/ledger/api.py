@@ -162,6 +162,11 @@ class Ledger:
                                   self._writer.step_down).start()
         self.core = Core(self.app, self._writer, config)  # what every game's commands use
         self._attributor = self.core.attributor
+        # the core's services under their names before the Core (for code that used them)
+        self._run = self.core.run
+        self._account = self.core.account
+        self._player = self.core.player
+        self._post = self.core.post
         # Each registered game's commands and queries (``services.games``), by name.
         self._game_methods: dict[str, Callable[..., Any]] = {}
         for game in games.games():
