@@ -38,7 +38,8 @@ def open_table(ledger: Ledger, table_id: str, **overrides: str) -> None:
     def decide(unit: UnitOfWork) -> TableView:
         ts = unit.now
         table = Table._create(Table.Opened, id=table_uuid(table_id), timestamp=ts,
-                              table_id=table_id, preset=rules.preset, options=rules.options())
+                              table_id=table_id, preset=rules.preset, options=rules.options(),
+                              game="treinta-y-una")
         unit.add(table)
         for role in ROLES:
             name = table_account(table_id, role)
