@@ -30,6 +30,7 @@ from sabot_verify.proofs import Bad, load_x25519, open_escrow
 from sabot_verify.shoe import commitment
 from sabot_verify.shoes import Verdict, verify_shoes
 from sabot_verify.topics import SHOE_CLOSED
+from sabot_verify.treinta_y_una import verify_rounds
 
 
 def _read_key(text: str, flag: str = "--checkpoint-key") -> bytes:
@@ -120,6 +121,7 @@ def run(
     shoes = exp.header.get("selection", {}).get("shoes")
     index_of = {r["position"]: r["index"] for r in exp.events}
     verdicts: list[Verdict] = verify_shoes(exp.events, shoes, seed_of, checkpoints, index_of)
+    verdicts += verify_rounds(exp.events, seed_of)  # Treinta y Una's rounds
     for v in verdicts:
         print(f"{'OK  ' if v.ok else 'FAIL'} {v.what}: {v.detail}", file=out)
     for line in actors.report(exp.events):  # who did what

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 from uuid import UUID
 
 from domain.cards import DeckKind
@@ -33,6 +33,7 @@ from domain.treinta_y_una.rules import TableRules
 from domain.treinta_y_una.stakes import Stake
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
+from services.ledger.config import LedgerConfig
 from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
 from services.ledger.ids import account_uuid, check_name, parse_uuid, table_account, table_uuid
@@ -58,17 +59,6 @@ ROLES = ("stakes", "bank", "house")  # the table's accounts (``table:<id>:<role>
 MAX_BANK = 10**15
 
 
-class Config(Protocol):
-    seal_key: bytes
-    regulator_key: bytes | None
-
-    @property
-    def new_id(self) -> Callable[[], UUID]: ...
-
-    @property
-    def new_seed(self) -> Callable[[], bytes]: ...
-
-
 Run = Callable[..., Any]  # (name, request_id, args, decide, result_type, actor) -> answer
 Read = Callable[[Callable[[UnitOfWork], Any]], Any]
 
@@ -82,7 +72,7 @@ class TreintaYUna:
     single writer, stored with its request and actor) and ``read`` (a query on committed
     state)."""
 
-    def __init__(self, run: Run, read: Read, config: Config) -> None:
+    def __init__(self, run: Run, read: Read, config: LedgerConfig) -> None:
         self._run = run
         self._read = read
         self.config = config

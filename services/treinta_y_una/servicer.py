@@ -1,0 +1,274 @@
+"""TreintaYUnaService: the game's gRPC servicer (``proto/sabot/treinta_y_una/v1``).
+
+The same errors, roles and idempotency as the Trente et Quarante servicers: every request field
+checked at the edge (INVALID_ARGUMENT naming it), every command run as the caller's actor with
+its request id (a retry answers the first answer), the ledger deciding ownership (a player acts
+on its own hand only: PERMISSION_DENIED ``player``) and the turn (FAILED_PRECONDITION ``player``
+naming whose turn it is). Answers, streams and recalls carry face-down cards by position only
+until shown; ``GetMyHand`` is the holder's alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import grpc
+
+from services import topics
+from services.api import errors, names
+from services.api.base import Base
+from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as pb
+from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc as pb_grpc
+from services.api.gen.sabot.v1 import common_pb2
+from services.api.hub import Hub
+from services.api.roles import Principal, Role
+from services.api.streams import MAX_BATCH, WAIT_SECONDS, _ended, _slot
+from services.ledger.api import Ledger
+from services.treinta_y_una.commands import TreintaYUna
+from services.treinta_y_una.views import (
+    HandView,
+    RoundRecall,
+    RoundStakeView,
+    RoundStep,
+    RoundView,
+)
+
+SERVICE = "sabot.treinta_y_una.v1.TreintaYUnaService"
+C, P, B = Role.CROUPIER, Role.PLAYER, Role.BACK_OFFICE
+_READERS = frozenset({C, P, B})
+# method -> (writes?, roles allowed besides admin; the regulator reads): as services/api/roles.py
+RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
+    f"/{SERVICE}/OpenRound": (True, frozenset({C})),
+    f"/{SERVICE}/PlaceStake": (True, frozenset({P})),
+    f"/{SERVICE}/Deal": (True, frozenset({C})),
+    f"/{SERVICE}/Carta": (True, frozenset({P})),
+    f"/{SERVICE}/MePlanto": (True, frozenset({P})),
+    f"/{SERVICE}/StandForAbsent": (True, frozenset({C})),
+    f"/{SERVICE}/SettleRound": (True, frozenset({C})),
+    f"/{SERVICE}/CancelRound": (True, frozenset({C})),
+    f"/{SERVICE}/GetRound": (False, _READERS),
+    f"/{SERVICE}/GetLatestRound": (False, _READERS),
+    f"/{SERVICE}/GetMyHand": (False, frozenset({P})),
+    f"/{SERVICE}/WatchRound": (False, _READERS),
+    f"/{SERVICE}/RecallRound": (False, _READERS),
+}
+_ROUND = {"round_id": "round", "player": "player", "amount": "amount.amount_minor",
+          "bank": "bank.amount_minor", "table_id": "parent", "seats": "seats"}
+
+
+def round_name(field: str, name: str) -> tuple[str, str]:
+    """``tables/{table}/rounds/{round}``: (table id, round id, a UUID)."""
+    if not name:
+        raise errors.invalid(field, "required")
+    parts = name.split("/")
+    if len(parts) != 4 or parts[0] != "tables" or parts[2] != "rounds":
+        raise errors.invalid(field, "expected tables/{table}/rounds/{round}")
+    table_id = names.check_id(field, parts[1])
+    from services.api.base import check_uuid
+
+    round_id = check_uuid(field, parts[3])
+    if round_id is None:
+        raise errors.invalid(field, "expected tables/{table}/rounds/{round}")
+    return table_id, round_id
+
+
+def player_name(field: str, value: str) -> str:
+    """``accounts/{account}`` or a bare account id."""
+    if value.startswith("accounts/"):
+        return names.account_name(field, value)
+    return names.check_id(field, value)
+
+
+def _money(amount: int, currency: str) -> common_pb2.Money:
+    return common_pb2.Money(currency_code=currency, amount_minor=amount)
+
+
+def _stake(s: RoundStakeView, currency: str) -> pb.Stake:
+    return pb.Stake(player=names.account(s.player), amount=_money(s.amount, currency),
+                    held=_money(s.held, currency), carried=s.carried)
+
+
+def _hand(h: HandView) -> pb.Hand:
+    return pb.Hand(
+        player=names.account(h.player),
+        cards=[pb.Card(position=s.position, face_down=s.face_down, code=s.code or "",
+                       commitment=s.commitment) for s in h.slots],
+        stood=h.stood, out=h.out, shown=h.total is not None, total=h.total or 0,
+        real=bool(h.real), bust=bool(h.bust),
+    )
+
+
+def round_message(v: RoundView) -> pb.Round:
+    cur = v.currency
+    return pb.Round(
+        name=f"tables/{v.table_id}/rounds/{v.round_id}", number=v.number,
+        shoe=names.shoe(v.table_id, v.shoe_id), commitment=v.commitment, phase=v.phase,
+        seats=list(v.seats), banker=v.banker, banker_reason=v.banker_reason,
+        lot_index=-1 if v.lot_index is None else v.lot_index, bank=_money(v.bank, cur),
+        mano=v.mano, whose_turn=v.whose_turn or "", turn_start_time=v.turn_since or "",
+        stakes=[_stake(s, cur) for s in v.stakes], hands=[_hand(h) for h in v.hands],
+        results=[pb.Result(player=r.player, outcome=r.outcome, amount=_money(r.amount, cur),
+                           multiple=r.multiple, paid=_money(r.paid, cur),
+                           short=_money(r.short, cur),
+                           commission=_money(r.commission, cur)) for r in v.results],
+        movements=[pb.RoundMovement(seq=m.seq, kind=m.kind, player=m.player,
+                                    amount=_money(m.amount, cur),
+                                    debit_account=m.debit_account,
+                                    credit_account=m.credit_account) for m in v.moved],
+        next_banker=v.next_banker or "", next_banker_reason=v.next_banker_reason or "",
+        carried=[_stake(s, cur) for s in v.carried], preset=v.preset, options=dict(v.options),
+    )
+
+
+def _step(s: RoundStep, position: int = 0) -> pb.RoundStep:
+    return pb.RoundStep(position=position, version=s.version, event=s.event, time=s.timestamp,
+                        data_json=json.dumps(s.data, sort_keys=True, default=str))
+
+
+class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
+    def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub,
+                 game: TreintaYUna) -> None:
+        super().__init__(ledger, tokens, hub)
+        self.game = game
+
+    def _round(self, field: str, name: str) -> tuple[str, str]:
+        table_id, round_id = round_name(field, name)
+        view = self.read({"round_id": field}, self.game.get_round, round_id)
+        if view.table_id != table_id:
+            raise errors.ApiError(grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND",
+                                  "no such round at this table")
+        return table_id, round_id
+
+    def _amount(self, field: str, money: common_pb2.Money, currency: str, present: bool) -> int:
+        if not present:
+            raise errors.invalid(field, "required")
+        names.check_amount(f"{field}.amount_minor", money.amount_minor)
+        if money.currency_code and money.currency_code != currency:
+            raise errors.invalid(f"{field}.currency_code", f"the table plays in {currency}")
+        return money.amount_minor
+
+    def OpenRound(self, request: pb.OpenRoundRequest,
+                  context: grpc.ServicerContext) -> pb.Round:
+        rid = names.check_request_id(request.request_id)
+        table_id = names.table_name("parent", request.parent)
+        if not 2 <= len(request.seats) <= 13:
+            raise errors.invalid("seats", "2 to 13 seats")
+        seats = [player_name(f"seats[{i}]", s) for i, s in enumerate(request.seats)]
+        from services.api.base import check_uuid
+
+        round_id = check_uuid("round_id", request.round_id)
+        currency = self.table_currency(table_id, "parent")
+        bank = self._amount("bank", request.bank, currency, request.HasField("bank"))
+        view = self.write(_ROUND, self.game.open_round, rid, table_id, ",".join(seats), bank,
+                          round_id, actor=self.actor(context))
+        return round_message(view)
+
+    def PlaceStake(self, request: pb.PlaceStakeRequest,
+                   context: grpc.ServicerContext) -> pb.Round:
+        rid = names.check_request_id(request.request_id)
+        table_id, round_id = self._round("round", request.round)
+        player = player_name("player", request.player)
+        amount = self._amount("amount", request.amount, self.table_currency(table_id, "round"),
+                              request.HasField("amount"))
+        return round_message(self.write(_ROUND, self.game.place_stake, rid, round_id, player,
+                                        amount, actor=self.actor(context)))
+
+    def _simple(self, fn: Any, request: Any, context: grpc.ServicerContext,
+                with_player: bool) -> pb.Round:
+        rid = names.check_request_id(request.request_id)
+        _, round_id = self._round("round", request.round)
+        args: list[Any] = [rid, round_id]
+        if with_player:
+            args.append(player_name("player", request.player))
+        return round_message(self.write(_ROUND, fn, *args, actor=self.actor(context)))
+
+    def Deal(self, request: pb.DealRequest, context: grpc.ServicerContext) -> pb.Round:
+        return self._simple(self.game.deal, request, context, False)
+
+    def Carta(self, request: pb.CartaRequest, context: grpc.ServicerContext) -> pb.Round:
+        return self._simple(self.game.carta, request, context, True)
+
+    def MePlanto(self, request: pb.MePlantoRequest, context: grpc.ServicerContext) -> pb.Round:
+        return self._simple(self.game.me_planto, request, context, True)
+
+    def StandForAbsent(self, request: pb.StandForAbsentRequest,
+                       context: grpc.ServicerContext) -> pb.Round:
+        return self._simple(self.game.stand_for_absent, request, context, True)
+
+    def SettleRound(self, request: pb.SettleRoundRequest,
+                    context: grpc.ServicerContext) -> pb.Round:
+        return self._simple(self.game.settle, request, context, False)
+
+    def CancelRound(self, request: pb.CancelRoundRequest,
+                    context: grpc.ServicerContext) -> pb.Round:
+        return self._simple(self.game.cancel_round, request, context, False)
+
+    def GetRound(self, request: pb.GetRoundRequest, context: grpc.ServicerContext) -> pb.Round:
+        _, round_id = self._round("name", request.name)
+        return round_message(self.read({"round_id": "name"}, self.game.get_round, round_id))
+
+    def GetLatestRound(self, request: pb.GetLatestRoundRequest,
+                       context: grpc.ServicerContext) -> pb.Round:
+        table_id = names.table_name("parent", request.parent)
+        view = self.read({"table_id": "parent"}, self.game.latest_round, table_id)
+        if view is None:
+            raise errors.ApiError(grpc.StatusCode.NOT_FOUND, "parent", "NO_ROUND",
+                                  "no round has opened at this table")
+        return round_message(view)
+
+    def GetMyHand(self, request: pb.GetMyHandRequest, context: grpc.ServicerContext) -> pb.Hand:
+        _, round_id = self._round("round", request.round)
+        player = player_name("player", request.player)
+        hand = self.read({"round_id": "round", "player": "player"}, self.game.my_hand,
+                         round_id, player, self.actor(context))
+        return _hand(hand)
+
+    def RecallRound(self, request: pb.RecallRoundRequest,
+                    context: grpc.ServicerContext) -> pb.RoundRecall:
+        _, round_id = self._round("name", request.name)
+        recall: RoundRecall = self.read({"round_id": "name"}, self.game.recall, round_id)
+        return pb.RoundRecall(round=round_message(recall.round),
+                              steps=[_step(s) for s in recall.steps])
+
+    def WatchRound(self, request: pb.WatchRoundRequest,
+                   context: grpc.ServicerContext) -> Iterator[pb.WatchRoundResponse]:
+        _, round_id = self._round("round", request.round)
+        if request.after_position < 0:
+            raise errors.invalid("after_position", "must not be negative")
+        position = request.after_position
+        ended = _ended(self, context)
+        with _slot(self):
+            while context.is_active() and not self.hub.closed:
+                batch = self.ledger.read_events(position, MAX_BATCH)
+                if not batch:
+                    self.hub.wait_beyond(position, WAIT_SECONDS, ended)
+                    continue
+                position = batch[-1].position
+                steps = [_stored_step(e) for e in batch if str(e.originator_id) == round_id]
+                if steps:
+                    yield pb.WatchRoundResponse(steps=steps)
+                if any(str(e.originator_id) == round_id and e.topic in _ENDS for e in batch):
+                    return
+
+
+_ENDS = frozenset({topics.TREINTA_Y_UNA_ROUND_SETTLED, topics.TREINTA_Y_UNA_ROUND_CANCELLED})
+
+
+def _stored_step(e: Any) -> pb.RoundStep:
+    state = {k: v for k, v in e.state.items()
+             if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}
+    return pb.RoundStep(position=e.position, version=e.version, event=topics.short(e.topic),
+                        time=e.timestamp.isoformat() if e.timestamp is not None else "",
+                        data_json=json.dumps(state, sort_keys=True, default=str))
+
+
+def add_to_server(server: grpc.Server, ledger: Ledger, tokens: Mapping[str, Principal],
+                  hub: Hub, game: TreintaYUna | None = None) -> Sequence[Any]:
+    """Add the servicer to ``server`` (``game``: the commands over ``ledger``)."""
+    if game is None:
+        game = TreintaYUna(ledger._run, ledger._writer.read, ledger.config)
+    servicer = TreintaYUnaServicer(ledger, tokens, hub, game)
+    pb_grpc.add_TreintaYUnaServiceServicer_to_server(servicer, server)
+    return (servicer,)
