@@ -22,7 +22,7 @@ run: install
 	$(BIN)/python -m services.cli.server serve --dev --demo --listen 127.0.0.1:50051 --store sqlite:///var/sabot.db
 
 # The same on the local PostgreSQL (trust auth): roles sabot_owner and sabot_server, the owner
-# sets the store up (sabot ledger-schema), the server connects as the role that may only read and
+# sets the store up (sabot store init), the server connects as the role that may only read and
 # insert (docs/postgres.md).
 PGHOST ?= 127.0.0.1
 PGPORT ?= 5432
@@ -30,7 +30,7 @@ PGDB ?= sabot_run
 run-postgres: install
 	psql -h $(PGHOST) -p $(PGPORT) -U postgres -X -q -v ON_ERROR_STOP=1 -v db=$(PGDB) \
 		-f ops/postgres/dev_roles.sql
-	$(BIN)/python -m services.cli.server ledger-schema --server-role sabot_server \
+	$(BIN)/python -m services.cli.server store init --server-role sabot_server \
 		--store postgresql://sabot_owner@$(PGHOST):$(PGPORT)/$(PGDB)
 	mkdir -p var
 	$(BIN)/python -m services.cli.server serve --dev --demo --listen 127.0.0.1:50051 \

@@ -1,10 +1,26 @@
-"""The ``sabot`` command. Each module of this package registers its own subcommands.
+"""The ``sabot`` command, grouped by what its user does (README.md, "Commands"):
+
+- over gRPC, a caller of a running server: ``table``, ``shoe``, ``coup`` (croupier), ``stake``
+  (player), ``account`` (cashier), ``report`` (back office), ``regulator``, ``health``, ``demo``;
+- on a store URL, offline: ``store init|events|balance-sheet|rerun|replay|checkpoint|export|
+  proof|reconcile|report …|projections …``;
+- the operator's: ``serve``, ``credentials …``, ``keys regulator|checkpoint|chain``;
+- the rule books, no server, no store: ``rules …``, ``odds``.
+
+Each module of ``COMMAND_MODULES`` defines ``register(sub)``: ``sub`` (a ``Commands``) is the
+top-level sub-commands, with argparse's ``add_parser`` and ``group(name)``, the sub-commands of
+a group (``sub.group("rules")``, ``sub.group("store")``; made on first use, so the order of the
+modules does not matter). A game adds its commands with a module ``services/cli/<game>.py``
+and one line in ``COMMAND_MODULES``; ``sabot demo --game GAME`` takes a game's demo from
+``services.cli.server.DEMOS`` (``add_demo``). ``OLD_NAMES`` keeps the names of the previous
+release working, hidden from ``--help``, for one release.
 
 Every error is one line on stderr and a non-zero exit, never a traceback: a usage error (exit 2,
 ``Parser``), an error of the rules or of a command (exit 2), a call the server refused (its
 status, exit 1), a file or a store that cannot be used (exit 1), and anything unforeseen (exit 1;
-``SABOT_DEBUG=1`` shows its traceback). Output to a reader that has gone (``sabot feed | head``)
-ends quietly, as the Python documentation's note on SIGPIPE does it.
+``SABOT_DEBUG=1`` shows its traceback). Output to a reader that has gone
+(``sabot report events | head``) ends quietly, as the Python documentation's note on SIGPIPE
+does it.
 """
 
 from __future__ import annotations
@@ -15,22 +31,71 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from domain.errors import RuleViolation
 
-# Modules that define ``register(subparsers) -> None``; each sub-parser sets ``func``.
+# Modules that define ``register(sub: Commands) -> None``; each sub-parser sets ``func``.
 COMMAND_MODULES = (
-    "services.cli.auditor",  # shuffle, deal
-    "services.cli.odds",  # odds (exact and Monte-Carlo), of every game (--game)
-    "services.cli.rules",  # rules GAME …: the rule books of the other games answer questions
-    "services.cli.regulator",  # export, replay, checkpoints, proofs, keys
+    "services.cli.client",  # table, shoe, coup, stake, account, report, regulator, health
     "services.cli.server",  # serve, demo
     "services.cli.credentials",  # credentials issue|revoke|list|hash: named principals
-    "services.cli.client",  # a command for every RPC
-    "services.cli.projections",  # projections rebuild|catch-up|run|lag, reconcile, report
-    "services.ledger.cli",  # ledger-schema, ledger-events, ledger-balances, ledger-replay
+    "services.ledger.cli",  # store init|events|balance-sheet|rerun
+    "services.cli.regulator",  # keys …; store replay|checkpoint|export|proof
+    "services.cli.projections",  # store projections …|reconcile|report …
+    "services.cli.auditor",  # rules shuffle, rules trente-et-quarante deal
+    "services.cli.rules",  # rules GAME …: the rule books answer questions
+    "services.cli.odds",  # odds (exact and Monte-Carlo), of every game (--game)
 )
+
+# The order ``sabot --help`` lists the commands in (a game's own come last).
+ORDER = ("table", "shoe", "coup", "stake", "account", "report", "regulator", "health", "demo",
+         "serve", "credentials", "keys", "store", "rules", "odds")
+
+# The groups' help.
+GROUPS: dict[str, str] = {
+    "table": "tables (croupier): open, close, get, list, watch",
+    "shoe": "shoes (croupier): open, get, cut, close",
+    "coup": "coups (croupier): open, get, list, close-betting, deal, settle",
+    "stake": "stakes (player): place, raise, withdraw, insure, choose, move, half-withdraw",
+    "account": "accounts (cashier): open, get, deposit, withdraw, statement",
+    "report": "the back office's reports from the server's read models: day, statement, "
+              "shoes, recall, reconcile, lag, balance-sheet, events",
+    "regulator": "the regulator's calls: replays, checkpoints, proofs, export",
+    "store": "offline, on a store URL: init, events, balance-sheet, rerun, checkpoint, "
+             "export, replay, proof, projections, reconcile, report",
+    "credentials": "issue, revoke and list the server's credentials (named principals; tokens "
+                   "kept hashed)",
+    "keys": "key pairs: the regulator's, the notary's checkpoint key, the evidence chain's",
+    "rules": "ask a game's rule book (the shuffle, a deal, hands, captures, points)",
+}
+
+# The previous release's names (tests/contracts/frozen.py), kept for one release as hidden
+# aliases: old name -> the command it now is (the same parser: same flags, same answers).
+OLD_NAMES: dict[str, str] = {
+    "shuffle": "rules shuffle",
+    "deal": "rules trente-et-quarante deal",
+    "regulator-keygen": "keys regulator",
+    "checkpoint-keygen": "keys checkpoint",
+    "chain-keygen": "keys chain",
+    "checkpoint": "store checkpoint",
+    "export": "store export",
+    "replay": "store replay",
+    "proof": "store proof",
+    "balance-sheet": "report balance-sheet",
+    "watch": "table watch",
+    "feed": "report events",
+    "reports": "report",
+    "projections": "store projections",
+    "reconcile": "store reconcile",
+    "ledger-schema": "store init",
+    "ledger-events": "store events",
+    "ledger-balances": "store balance-sheet",
+    "ledger-replay": "store rerun",
+}
+# ``sabot report day|statement|shoes --store URL …`` (the previous release's offline reports,
+# now ``sabot store report …``): given ``--store``, ``report X`` is ``store report X``.
+OFFLINE_REPORTS = ("day", "statement", "shoes")
 
 
 class CliError(Exception):
@@ -39,18 +104,124 @@ class CliError(Exception):
 
 class Parser(argparse.ArgumentParser):
     """A usage error as one line on stderr (argparse prints the usage first), exit code 2. Every
-    sub-parser is one too (``add_subparsers`` makes them of the parent's class)."""
+    sub-parser is one too (``add_subparsers`` makes them of the parent's class), and their
+    sub-commands are ``Commands``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", Commands)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"sabot: error: {self.prog}: {message} (see {self.prog} --help)\n")
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if isinstance(action, Commands) and value not in action.choices:
+            shown = ", ".join(repr(n) for n in action.visible())
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from "
+                                                 f"{shown})")
+        super()._check_value(action, value)
+
+
+class Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """A command's sub-commands: argparse's, plus ``group`` (a group's sub-commands, made on
+    first use), ``alias`` (an old name, hidden from --help) and ``when`` (a sub-command that
+    is another parser when its arguments say so)."""
+
+    def group(self, name: str, help: str | None = None) -> Commands:
+        """The sub-commands of the group ``name``, made if new with ``help`` (default: its
+        line in ``GROUPS``)."""
+        parser: argparse.ArgumentParser | None = self.choices.get(name)
+        if parser is None:
+            text = help or GROUPS.get(name) or name
+            parser = self.add_parser(name, help=text, description=text)
+        for action in parser._actions:
+            if isinstance(action, Commands):
+                return action
+        made = parser.add_subparsers(dest=f"{name.replace('-', '_')}_command", required=True,
+                                     metavar="COMMAND")
+        assert isinstance(made, Commands)
+        return made
+
+    def find(self, path: str) -> argparse.ArgumentParser:
+        """The parser of ``path`` ("store export"), below this one."""
+        first, _, rest = path.partition(" ")
+        parser: argparse.ArgumentParser = self.choices[first]
+        if not rest:
+            return parser
+        return _commands_of(parser).find(rest)
+
+    def alias(self, name: str, parser: argparse.ArgumentParser) -> None:
+        """``name`` also runs ``parser``, not shown in --help."""
+        if name in self.choices:
+            raise ValueError(f"sabot {name}: already a command")
+        self._name_parser_map[name] = parser
+
+    def when(self, name: str, test: Callable[[Sequence[str]], bool],
+             parser: argparse.ArgumentParser) -> None:
+        """``name`` runs ``parser`` instead when ``test`` holds for its arguments."""
+        self.__dict__.setdefault("_when", {})[name] = (test, parser)
+
+    def visible(self) -> list[str]:
+        """The names --help shows (those added with a help text)."""
+        return [a.dest for a in self._choices_actions]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        name, rest = values[0], values[1:]
+        test, other = self.__dict__.get("_when", {}).get(name, (None, None))
+        if test is None or not test(rest):
+            super().__call__(parser, namespace, values, option_string)
+            return
+        saved = self._name_parser_map[name]
+        self._name_parser_map[name] = other
+        try:
+            super().__call__(parser, namespace, values, option_string)
+        finally:
+            self._name_parser_map[name] = saved
+
+
+def _commands_of(parser: argparse.ArgumentParser) -> Commands:
+    for action in parser._actions:
+        if isinstance(action, Commands):
+            return action
+    raise KeyError(parser.prog)
+
+
+def _show_visible(parser: argparse.ArgumentParser, seen: set[int] | None = None) -> None:
+    """Every sub-command list's usage names only what --help shows (not the old names)."""
+    seen = set() if seen is None else seen
+    if id(parser) in seen:
+        return
+    seen.add(id(parser))
+    for action in parser._actions:
+        if isinstance(action, Commands):
+            action.metavar = "{" + ",".join(action.visible()) + "}"
+            for child in action.choices.values():
+                _show_visible(child, seen)
+
+
+def _has_store(argv: Sequence[str]) -> bool:
+    return any(a == "--store" or a.startswith("--store=") for a in argv)
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="sabot", description="Sabot gaming ledger")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="sabot", description="Sabot gaming ledger: the casino's commands, "
+                    "grouped by what you do (README.md, Commands). SABOT_* settings: flag, "
+                    "else environment, else .env, else default (README.md, Settings).")
+    sub: Commands = parser.add_subparsers(dest="command", required=True,  # type: ignore[assignment]
+                                          metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(name)
         module.register(sub)
+    for old, new in OLD_NAMES.items():
+        sub.alias(old, sub.find(new))
+    report = sub.group("report")
+    offline = sub.group("store").group("report")
+    for name in OFFLINE_REPORTS:
+        report.when(name, _has_store, offline.find(name))
+    sub._choices_actions.sort(key=lambda a: ORDER.index(a.dest) if a.dest in ORDER
+                              else len(ORDER))
+    _show_visible(parser)
     return parser
 
 

@@ -1,4 +1,5 @@
-"""Auditor's commands: ``sabot shuffle`` and ``sabot deal`` (the odds live in services.cli.odds)."""
+"""Auditor's commands: ``sabot rules shuffle`` and ``sabot rules trente-et-quarante deal`` (the
+odds live in services.cli.odds)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def _uuid(text: str) -> UUID:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("shuffle", help="rebuild a shoe per SABOT-SHUFFLE-1 and print it")
+    rules = sub.group("rules")
+    p = rules.add_parser("shuffle", help="rebuild a shoe per SABOT-SHUFFLE-1 and print it")
     p.add_argument("--seed", required=True, help="64 hex digits (32 bytes)")
     p.add_argument("--shoe-id", required=True, help="the shoe's UUID")
     p.add_argument("--deck", default="FRENCH-52", help="FRENCH-52, FRENCH-40 or SPANISH-40")
@@ -43,7 +45,8 @@ def register(sub: Any) -> None:
     p.add_argument("--cut", type=int, default=None, help="cut position, 1..N-1 (default: no cut)")
     p.set_defaults(func=cmd_shuffle)
 
-    d = sub.add_parser(
+    game = rules.group("trente-et-quarante", "Trente et Quarante: deal a shoe")
+    d = game.add_parser(
         "deal",
         help="deal every coup of a Trente et Quarante shoe up to the cut card",
         description="Rebuild a shoe per SABOT-SHUFFLE-1 and deal it coup by coup. Without --seed "

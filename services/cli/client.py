@@ -1,6 +1,6 @@
-"""Client commands for every sabot.v1 RPC: ``sabot table|shoe|coup|stake|account|watch|feed|
-recall|balance-sheet|regulator|health``. Common options: ``--target``, ``--token``,
-``--format table|json``, and TLS: ``--tls-ca FILE [--tls-cert FILE --tls-key FILE]``.
+"""Client commands for every sabot.v1 RPC: ``sabot table|shoe|coup|stake|account|report|
+regulator|health``. Common options: ``--target``, ``--token``, ``--format table|json``, and TLS:
+``--tls-ca FILE [--tls-client-cert FILE --tls-client-key FILE]``.
 """
 
 from __future__ import annotations
@@ -320,9 +320,11 @@ def _stream(responses: Iterable[Message], fmt: str) -> None:
 Setup = Callable[[argparse.ArgumentParser], object]
 
 
-def _add(sub: Any, name: str, help_text: str, build: Build, *, mutating: bool = False,
+def _add(sub: Any, name: str, help_text: str | None, build: Build, *, mutating: bool = False,
          setup: Setup | None = None) -> None:
-    p = sub.add_parser(name, help=help_text)
+    """``name`` in ``sub``, calling what ``build`` asks; ``help_text`` None: a command kept for
+    one release, not shown in --help."""
+    p = sub.add_parser(name, help=help_text) if help_text else sub.add_parser(name)
     if setup:
         setup(p)
     _common(p)
@@ -348,15 +350,14 @@ prisoners_at_close: half_returned (default, as a partage) or returned."""
 def register(sub: Any) -> None:
     _register_tables(sub)
     _register_stakes(sub)
+    _register_reports(sub)
     _register_accounts(sub)
     _register_streams(sub)
     _register_regulator(sub)
-    _register_reports(sub)
 
 
 def _register_tables(sub: Any) -> None:
-    table = sub.add_parser("table", help="tables (croupier)").add_subparsers(dest="action",
-                                                                              required=True)
+    table = sub.group("table")
 
     def open_setup(p: argparse.ArgumentParser) -> None:
         p.description = TABLE_OPEN_DESCRIPTION
@@ -392,8 +393,7 @@ def _register_tables(sub: Any) -> None:
          lambda a: ("tables", "ListTables", table_pb2.ListTablesRequest(
              page_size=a.page_size, page_token=a.page_token)), setup=_page_args)
 
-    shoe = sub.add_parser("shoe", help="shoes (croupier)").add_subparsers(dest="action",
-                                                                           required=True)
+    shoe = sub.group("shoe")
 
     def shoe_open(p: argparse.ArgumentParser) -> None:
         p.add_argument("table")
@@ -421,8 +421,7 @@ def _register_tables(sub: Any) -> None:
             request_id=_rid(a), name=_name("shoes", a.shoe))),
         mutating=True, setup=lambda p: p.add_argument("shoe"))
 
-    coup = sub.add_parser("coup", help="coups (croupier)").add_subparsers(dest="action",
-                                                                           required=True)
+    coup = sub.group("coup")
 
     def coup_open(p: argparse.ArgumentParser) -> None:
         p.add_argument("shoe")
@@ -466,8 +465,7 @@ def _coup_step(method: str, request_type: type[Message]) -> Build:
 
 
 def _register_stakes(sub: Any) -> None:
-    stake = sub.add_parser("stake", help="stakes (player)").add_subparsers(dest="action",
-                                                                            required=True)
+    stake = sub.group("stake")
 
     def place_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("coup")
@@ -535,8 +533,7 @@ def _register_stakes(sub: Any) -> None:
 
 
 def _register_accounts(sub: Any) -> None:
-    account = sub.add_parser("account", help="accounts (cashier)").add_subparsers(
-        dest="action", required=True)
+    account = sub.group("account")
 
     def open_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("account_id")
@@ -574,7 +571,8 @@ def _register_accounts(sub: Any) -> None:
             parent=_name("accounts", a.account), page_size=a.page_size,
             page_token=a.page_token)), setup=statement_setup)
 
-    _add(sub, "balance-sheet", "every account's balance and their (zero) sum (back office)",
+    _add(sub.group("report"), "balance-sheet",
+         "every account's balance and their (zero) sum (back office)",
          lambda a: ("reports", "GetBalanceSheet", cashier_pb2.GetBalanceSheetRequest()))
 
 
@@ -583,8 +581,9 @@ def _register_streams(sub: Any) -> None:
         p.add_argument("table")
         p.add_argument("--after", type=POSITION, default=0, help="log position (0: from now)")
 
-    _add(sub, "watch", "follow a table's events live", lambda a: ("watch", "WatchTable",
-         events_pb2.WatchTableRequest(table=_name("tables", a.table), after_position=a.after)),
+    _add(sub.group("table"), "watch", "follow a table's events live", lambda a: (
+         "watch", "WatchTable", events_pb2.WatchTableRequest(
+             table=_name("tables", a.table), after_position=a.after)),
          setup=watch_setup)
 
     def feed_setup(p: argparse.ArgumentParser) -> None:
@@ -593,7 +592,8 @@ def _register_streams(sub: Any) -> None:
         p.add_argument("--batch-size", type=PAGE_SIZE, default=0)
         p.add_argument("--follow", action="store_true", help="keep following the log")
 
-    _add(sub, "feed", "every event of the log, from a position", lambda a: (
+    _add(sub.group("report"), "events", "every event of the log, from a position (the back "
+         "office's feed)", lambda a: (
         "feed", "StreamEvents", events_pb2.StreamEventsRequest(
             after_position=a.after, batch_size=a.batch_size, stop_at_end=not a.follow)),
         setup=feed_setup)
@@ -604,7 +604,8 @@ def _register_streams(sub: Any) -> None:
                        help="how many coups (newest first)")
         p.add_argument("--page-token", default="")
 
-    _add(sub, "recall", "the last coups of a table, each step in order", lambda a: (
+    # the last coups of a table, each step in order: ``sabot report recall --table`` now
+    _add(sub, "recall", None, lambda a: (
         "recall", "ListRecalledCoups", events_pb2.ListRecalledCoupsRequest(
             parent=_name("tables", a.table), page_size=a.count, page_token=a.page_token)),
         setup=recall_setup)
@@ -617,9 +618,7 @@ def _register_streams(sub: Any) -> None:
 def _register_regulator(sub: Any) -> None:
     """``sabot regulator replay-coup|replay-shoe|checkpoint|inclusion-proof|consistency-proof|
     export``: the RegulatorService (regulator or admin token)."""
-    reg = sub.add_parser("regulator", help="the regulator's RPCs: replays, checkpoints, "
-                                           "proofs, export").add_subparsers(dest="action",
-                                                                            required=True)
+    reg = sub.group("regulator")
 
     def replay(method: str, kind: str) -> Callable[[argparse.Namespace], int]:
         def run(a: argparse.Namespace) -> int:
@@ -816,11 +815,9 @@ ReportBuild = Callable[[argparse.Namespace], tuple[str, Message]]
 
 
 def _register_reports(sub: Any) -> None:
-    """``sabot reports day|statement|shoes|recall|reconcile|lag``: the ReadModelService, the
-    server's read models (``sabot report`` reads a store directly)."""
-    rep = sub.add_parser("reports", help="reports from the server's read models (gRPC): day, "
-                                         "statement, shoes, recall, reconcile, lag"
-                         ).add_subparsers(dest="action", required=True)
+    """``sabot report day|statement|shoes|recall|reconcile|lag``: the ReadModelService, the
+    server's read models (``sabot store report`` reads a store directly)."""
+    rep = sub.group("report")
 
     def add(name: str, help_text: str, build: ReportBuild,
             setup: Setup | None = None, export: bool = False) -> None:

@@ -25,10 +25,7 @@ from services.cli import CliError
 
 
 def register(sub: Any) -> None:
-    cred = sub.add_parser(
-        "credentials", help="issue, revoke and list the server's credentials (named "
-                            "principals; tokens kept hashed)"
-    ).add_subparsers(dest="action", required=True)
+    cred = sub.group("credentials")
 
     def file_argument(p: argparse.ArgumentParser) -> None:
         p.add_argument("--file", default=os.environ.get("SABOT_CREDENTIALS"),

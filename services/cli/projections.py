@@ -1,5 +1,5 @@
-"""Read-model commands: ``sabot projections rebuild|catch-up|run|lag``, ``sabot reconcile`` and
-``sabot report day|statement|shoes`` (text, CSV or JSON)."""
+"""Read-model commands on a store: ``sabot store projections rebuild|catch-up|run|lag``,
+``sabot store reconcile`` and ``sabot store report day|statement|shoes`` (text, CSV or JSON)."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def _format_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    proj = sub.add_parser("projections", help="read models: rebuild, catch up, follow, lag")
-    psub = proj.add_subparsers(dest="projections_command", required=True)
+    store = sub.group("store")
+    psub = store.group("projections", "read models: rebuild, catch up, follow, lag")
     r = psub.add_parser("rebuild", help="drop every read model and rebuild it from position 0")
     _store_args(r)
     r.add_argument("--batch", type=int, default=5000, help="events per transaction")
@@ -56,14 +56,14 @@ def register(sub: Any) -> None:
     _store_args(lag)
     lag.set_defaults(func=cmd_lag)
 
-    rec = sub.add_parser("reconcile", help="read-model balances against the write side; "
+    rec = store.add_parser("reconcile", help="read-model balances against the write side; "
                          "exit 0 only when all agree")
     _store_args(rec)
     _format_args(rec)
     rec.set_defaults(func=cmd_reconcile)
 
-    rep = sub.add_parser("report", help="reports for accountants, players and auditors")
-    rsub = rep.add_subparsers(dest="report_command", required=True)
+    rsub = store.group("report", "reports for accountants, players and auditors: day, "
+                                 "statement, shoes (text, CSV, JSON)")
     d = rsub.add_parser("day", help="a gaming day's reconciliation per table and shift")
     _store_args(d)
     _format_args(d)

@@ -41,20 +41,25 @@ ORIGIN = "sabot"
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("regulator-keygen", help="a regulator's X25519 key pair for seed escrow")
+    keys = sub.group("keys")
+    store = sub.group("store")
+    p = keys.add_parser("regulator", help="the regulator's X25519 key pair for seed escrow "
+                                          "(NAME.pub: SABOT_REGULATOR_PUBLIC_KEY)")
     p.add_argument("--out", required=True, help="writes OUT.key (PEM, private) and OUT.pub (hex)")
     p.set_defaults(func=cmd_regulator_keygen)
 
-    p = sub.add_parser("checkpoint-keygen", help="the operator's Ed25519 checkpoint key pair")
+    p = keys.add_parser("checkpoint", help="the notary's Ed25519 checkpoint key pair "
+                                           "(NAME.key: SABOT_CHECKPOINT_KEY)")
     p.add_argument("--out", required=True, help="writes OUT.key (PEM, private) and OUT.pub (hex)")
     p.set_defaults(func=cmd_checkpoint_keygen)
 
-    p = sub.add_parser("chain-keygen", help="the ledger's Ed25519 evidence chain key pair "
-                                             "(SABOT_CHAIN_KEY)")
+    p = keys.add_parser("chain", help="the ledger's Ed25519 evidence chain key pair "
+                                      "(NAME.key: SABOT_CHAIN_KEY)")
     p.add_argument("--out", required=True, help="writes OUT.key (PEM, private) and OUT.pub (hex)")
     p.set_defaults(func=cmd_checkpoint_keygen)
 
-    p = sub.add_parser("checkpoint", help="notarise new events and sign the tree head")
+    p = store.add_parser("checkpoint", help="the notary: notarise new events and sign the "
+                                            "tree head")
     _store_args(p)
     _chain_arg(p)
     p.add_argument("--follow", action="store_true",
@@ -63,7 +68,8 @@ def register(sub: Any) -> None:
     _wait_arg(p)
     p.set_defaults(func=cmd_checkpoint)
 
-    p = sub.add_parser("export", help="canonical export (JSON Lines, docs/export-format.md)")
+    p = store.add_parser("export", help="the canonical export for regulators (JSON Lines, "
+                                        "docs/export-format.md)")
     _store_args(p)
     p.add_argument("--shoe", action="append", help="only this shoe (repeatable)")
     p.add_argument("--since", help="ISO 8601 time: events at or after it")
@@ -74,7 +80,7 @@ def register(sub: Any) -> None:
     quiet_argument(p)
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("replay", help="replay a coup or a shoe beside its recorded events")
+    p = store.add_parser("replay", help="replay a coup or a shoe beside its recorded events")
     _store_args(p, key_required=False)
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--coup", help="coup id")
@@ -85,7 +91,7 @@ def register(sub: Any) -> None:
     quiet_argument(p)
     p.set_defaults(func=cmd_replay)
 
-    p = sub.add_parser("proof", help="an inclusion or consistency proof (JSON)")
+    p = store.add_parser("proof", help="an inclusion or consistency proof (JSON)")
     _store_args(p, key_required=False)
     p.add_argument("--position", type=int, help="inclusion proof of the event at this position")
     p.add_argument("--from-size", type=int, help="consistency proof from this tree size")

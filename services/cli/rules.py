@@ -34,12 +34,7 @@ def games() -> tuple[str, ...]:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "rules",
-        help="ask a game's rule book (hands, captures, points)",
-        description="Ask a game's rule book: the value of a hand, the legal captures, points.",
-    )
-    games_ = p.add_subparsers(dest="game", required=True, metavar="GAME")
+    games_ = sub.group("rules")
     for game in GAME_MODULES:
         module = game_module(game)
         if module is not None:

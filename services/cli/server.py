@@ -140,7 +140,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         chain_key = _dev_seal_key(DEV_CHAIN_KEY_FILE)
     if chain_key is None:
         raise CliError("SABOT_CHAIN_KEY: the ledger's evidence key is required: 64 hex digits "
-                       "or a key file (`sabot chain-keygen`), or use --dev")
+                       "or a key file (`sabot keys chain`), or use --dev")
     if chain_head is None and args.dev:
         chain_head = _dev_chain_head(cfg.store)
     if cfg.store.startswith("sqlite:///"):
@@ -285,8 +285,8 @@ def _print_connect(target: str, tokens: dict[str, Principal], dev: bool,
     print("Try:")
     print(f"  export SABOT_TARGET={target}")
     print("  .venv/bin/sabot health")
-    print(f"  .venv/bin/sabot balance-sheet --token {back}")
-    print(f"  .venv/bin/sabot feed --token {back} --batch-size 100")
+    print(f"  .venv/bin/sabot report balance-sheet --token {back}")
+    print(f"  .venv/bin/sabot report events --token {back} --batch-size 100")
     print(f"  .venv/bin/sabot table open my-table --preset italiana --token {admin}")
     print(f"  .venv/bin/sabot demo --token {admin}")
     sys.stdout.flush()

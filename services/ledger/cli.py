@@ -1,4 +1,5 @@
-"""``sabot`` subcommands of the ledger: store setup and grants, the event log, balances, replay."""
+"""``sabot store init|events|balance-sheet|rerun``: the store's setup and grants, the event log,
+the balances, the stored commands run again."""
 
 from __future__ import annotations
 
@@ -151,8 +152,9 @@ def register(sub: Any) -> None:
         p.add_argument("--store", required=True, help="sqlite:///path or postgresql://u@h:p/db")
         p.add_argument("--seal-key", default=None, help="64 hex digits (or SABOT_SEAL_KEY)")
 
-    p = sub.add_parser(
-        "ledger-schema",
+    store_ = sub.group("store")
+    p = store_.add_parser(
+        "init",
         help="create the store, its append-only guards and the roles' grants (as the owner)",
         description="Run as the tables' owner role (--store's user). PostgreSQL: creates the "
                     "tables, their append-only triggers, the writer lease's lock function and "
@@ -168,16 +170,17 @@ def register(sub: Any) -> None:
     p.add_argument("--print", action="store_true",
                    help="print the SQL of the guards and grants, apply nothing")
     p.set_defaults(func=cmd_schema)
-    p = sub.add_parser("ledger-events", help="print the event log as JSON lines")
+    p = store_.add_parser("events", help="print the event log as JSON lines")
     store(p)
     p.add_argument("--after", type=int, default=0, help="log position to start after")
     p.add_argument("--limit", type=int, default=1000)
     p.set_defaults(func=cmd_events)
-    p = sub.add_parser("ledger-balances", help="every account's balance and their sum")
+    p = store_.add_parser("balance-sheet", help="every account's balance and their sum, from "
+                                                "the write side")
     store(p)
     p.set_defaults(func=cmd_balances)
-    p = sub.add_parser("ledger-replay", help="re-run the stored commands into an empty store "
-                       "and compare the events")
+    p = store_.add_parser("rerun", help="re-run the stored commands into an empty store and "
+                                        "compare the events")
     store(p)
     p.add_argument("--into", required=True, help="an empty store URL")
     p.set_defaults(func=cmd_replay)

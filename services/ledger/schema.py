@@ -4,12 +4,13 @@ PostgreSQL. An **owner** role owns the tables (events, snapshots, the notary's M
 and applies their guards: ``ops/postgres/append_only.sql`` (triggers refusing UPDATE, DELETE and
 TRUNCATE on the events and snapshots tables) and ``ops/postgres/writer_lease.sql`` (the save's
 table lock, fenced by the writer's lease; see ``services/ledger/lease.py``). The **server** role
-(``sabot serve``, ``sabot projections run``, ``sabot checkpoint --follow``) owns none of them: it
-may read them and insert into them, and call the lock function; it cannot update, delete,
-truncate, or switch a trigger off (only a table's owner can ``ALTER TABLE ... DISABLE TRIGGER``).
+(``sabot serve``, ``sabot store projections run``, ``sabot store checkpoint --follow``) owns
+none of them: it may read them and insert into them, and call the lock function; it cannot
+update, delete, truncate, or switch a trigger off (only a table's owner can
+``ALTER TABLE ... DISABLE TRIGGER``).
 It may create tables in the schema for its read models (``rm_*``), which it owns and rebuilds.
 A **reader** role (an auditor's export) may only read the event store and the Merkle tables.
-``sabot ledger-schema`` (``services/ledger/cli.py``) prints or applies all of it.
+``sabot store init`` (``services/ledger/cli.py``) prints or applies all of it.
 
 A ledger whose role owns the tables (a development store, the tests) creates them and applies
 the guards itself at start, as before; one whose role does not own them creates nothing
@@ -59,7 +60,7 @@ LEASE_CLASS = 0x5AB0_7E57
 
 
 class StoreNotReady(RuntimeError):
-    """The store is not set up for this role: its owner must run ``sabot ledger-schema``."""
+    """The store is not set up for this role: its owner must run ``sabot store init``."""
 
 
 def _int4(value: int) -> int:
@@ -210,11 +211,11 @@ def create_tables(env: dict[str, str]) -> bool:
             return True
         raise StoreNotReady(
             f"the store has no event table in schema {schema!r} and role {found.role!r} may not "
-            "create one: run `sabot ledger-schema` as the owner role first (docs/postgres.md)")
+            "create one: run `sabot store init` as the owner role first (docs/postgres.md)")
     if not found.guarded:
         raise StoreNotReady(
             f"the store's guards are incomplete ({'; '.join(found.missing)}) and role "
-            f"{found.role!r} does not own the tables: run `sabot ledger-schema` as the owner role "
+            f"{found.role!r} does not own the tables: run `sabot store init` as the owner role "
             "(docs/postgres.md)")
     return False
 
@@ -256,11 +257,11 @@ def grant_statements(schema: str, servers: Sequence[str] = (), readers: Sequence
 
 
 def setup_sql(schema: str, servers: Sequence[str] = (), readers: Sequence[str] = ()) -> str:
-    """Everything ``sabot ledger-schema`` applies once the tables exist, as one script for the
+    """Everything ``sabot store init`` applies once the tables exist, as one script for the
     owner role (``--print``)."""
     lines = [
         f"-- Sabot store setup for schema {schema!r}, to run as the tables' owner role once",
-        "-- the tables exist (`sabot ledger-schema --store URL` creates them, then runs this).",
+        "-- the tables exist (`sabot store init --store URL` creates them, then runs this).",
         "BEGIN;",
         "SET LOCAL search_path = pg_catalog, pg_temp;",
         guard_sql(schema),

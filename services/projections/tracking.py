@@ -38,7 +38,7 @@ class SchemaChanged(FailedPrecondition):
             "view", "READ_MODEL_REBUILT",
             f"the read model {view} was rebuilt by another process{setting} or by another "
             "version of the code; restart this process with the same settings as the others, "
-            "or run `sabot projections rebuild` with the settings wanted")
+            "or run `sabot store projections rebuild` with the settings wanted")
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,7 +189,7 @@ def write_export(
     key its first link introduces)."""
     anchor = notary.latest_checkpoint()
     if anchor is None:
-        raise ExportError("store", "no signed checkpoint yet: run `sabot checkpoint` first")
+        raise ExportError("store", "no signed checkpoint yet: run `sabot store checkpoint` first")
     summary = ExportSummary(anchor=anchor.size)
     whole = shoe_ids is None and since is None and until is None
     if since is not None or until is not None:

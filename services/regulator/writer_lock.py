@@ -25,7 +25,7 @@ class NotaryBusy(RuntimeError):
     def __init__(self, where: str) -> None:
         super().__init__(
             f"another notary is writing {where} (a server with a checkpoint key, or "
-            "`sabot checkpoint --follow`): only one notary may write a store"
+            "`sabot store checkpoint --follow`): only one notary may write a store"
         )
         self.where = where
 

@@ -140,6 +140,40 @@ BAD: dict[str, Case] = {
     "ledger-replay": _store("--into", "sqlite:///{tmp}/into.db"),
 }
 
+# The commands' names since issue 12 item 6 (the old ones above stay, hidden, for one release):
+# the same parsers, so the same bad inputs.
+BAD.update({new: BAD[old] for new, old in {
+    "rules shuffle": "shuffle",
+    "rules trente-et-quarante deal": "deal",
+    "keys regulator": "regulator-keygen",
+    "keys checkpoint": "checkpoint-keygen",
+    "keys chain": "chain-keygen",
+    "store checkpoint": "checkpoint",
+    "store export": "export",
+    "store replay": "replay",
+    "store proof": "proof",
+    "table watch": "watch",
+    "report balance-sheet": "balance-sheet",
+    "report events": "feed",
+    "reports balance-sheet": "balance-sheet",
+    "reports events": "feed",
+    "report recall": "reports recall",
+    "report reconcile": "reports reconcile",
+    "report lag": "reports lag",
+    "store projections rebuild": "projections rebuild",
+    "store projections catch-up": "projections catch-up",
+    "store projections run": "projections run",
+    "store projections lag": "projections lag",
+    "store reconcile": "reconcile",
+    "store report day": "report day",
+    "store report statement": "report statement",
+    "store report shoes": "report shoes",
+    "store init": "ledger-schema",
+    "store events": "ledger-events",
+    "store balance-sheet": "ledger-balances",
+    "store rerun": "ledger-replay",
+}.items()})
+
 
 def commands(parser: argparse.ArgumentParser | None = None, path: tuple[str, ...] = ()
              ) -> list[str]:

@@ -4,6 +4,7 @@ and enum values in the game's words as text; minor units and the proto's names i
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 
@@ -69,7 +70,7 @@ def test_every_client_command_takes_format_json() -> None:
     for command in client:
         p = parser
         for word in command.split():
-            p = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction"
+            p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)
                      ).choices[word]
         formats = [a for a in p._actions if "--format" in a.option_strings]
         assert formats and "json" in formats[0].choices, command
