@@ -135,12 +135,10 @@ class Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
             text = help or GROUPS.get(name) or name
             parser = self.add_parser(name, help=text, description=text)
         for action in parser._actions:
-            if isinstance(action, Commands):
-                return action
-        made = parser.add_subparsers(dest=f"{name.replace('-', '_')}_command", required=True,
-                                     metavar="COMMAND")
-        assert isinstance(made, Commands)
-        return made
+            if isinstance(action, argparse._SubParsersAction):
+                return commands(action)
+        return commands(parser.add_subparsers(dest=f"{name.replace('-', '_')}_command",
+                                              required=True, metavar="COMMAND"))
 
     def find(self, path: str) -> argparse.ArgumentParser:
         """The parser of ``path`` ("store export"), below this one."""
@@ -180,10 +178,31 @@ class Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
             self._name_parser_map[name] = saved
 
 
+def commands(sub: Any) -> Commands:
+    """``sub`` (the sub-commands a module's ``register`` is given) as ``Commands``: a plain
+    argparse one, as a test may make, becomes one."""
+    if not isinstance(sub, Commands):
+        sub.__class__ = Commands
+    return sub  # type: ignore[no-any-return]
+
+
+def keep_old_names(sub: Any) -> None:
+    """The old names (``OLD_NAMES``) of the commands ``sub`` holds, as hidden aliases (each
+    module calls it, so a parser of one module's commands knows their old names too)."""
+    sub = commands(sub)
+    for old, new in OLD_NAMES.items():
+        if old in sub.choices:
+            continue
+        try:
+            sub.alias(old, sub.find(new))
+        except KeyError:
+            continue
+
+
 def _commands_of(parser: argparse.ArgumentParser) -> Commands:
     for action in parser._actions:
-        if isinstance(action, Commands):
-            return action
+        if isinstance(action, argparse._SubParsersAction):
+            return commands(action)
     raise KeyError(parser.prog)
 
 
@@ -200,7 +219,8 @@ def _show_visible(parser: argparse.ArgumentParser, seen: set[int] | None = None)
                 _show_visible(child, seen)
 
 
-def _has_store(argv: Sequence[str]) -> bool:
+def has_store(argv: Sequence[str]) -> bool:
+    """Whether a command line gives ``--store``."""
     return any(a == "--store" or a.startswith("--store=") for a in argv)
 
 
@@ -213,12 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(name)
         module.register(sub)
-    for old, new in OLD_NAMES.items():
-        sub.alias(old, sub.find(new))
-    report = sub.group("report")
-    offline = sub.group("store").group("report")
-    for name in OFFLINE_REPORTS:
-        report.when(name, _has_store, offline.find(name))
+    keep_old_names(sub)
     sub._choices_actions.sort(key=lambda a: ORDER.index(a.dest) if a.dest in ORDER
                               else len(ORDER))
     _show_visible(parser)

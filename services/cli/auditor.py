@@ -25,7 +25,7 @@ from domain.shuffle import (
 from domain.trente_et_quarante.deal import CoupDeal, deal_shoe
 from domain.trente_et_quarante.outcome import Outcome, Result, judge
 from domain.trente_et_quarante.rules import PRESET_NAMES, HouseRules, house_rules
-from services.cli import CliError
+from services.cli import CliError, commands, keep_old_names
 
 
 def _uuid(text: str) -> UUID:
@@ -36,6 +36,7 @@ def _uuid(text: str) -> UUID:
 
 
 def register(sub: Any) -> None:
+    sub = commands(sub)
     rules = sub.group("rules")
     p = rules.add_parser("shuffle", help="rebuild a shoe per SABOT-SHUFFLE-1 and print it")
     p.add_argument("--seed", required=True, help="64 hex digits (32 bytes)")
@@ -67,6 +68,7 @@ def register(sub: Any) -> None:
     )
     d.add_argument("--format", choices=("table", "json"), default="table")
     d.set_defaults(func=cmd_deal)
+    keep_old_names(sub)
 
 
 def cmd_shuffle(args: argparse.Namespace) -> int:

@@ -33,7 +33,7 @@ from services.api.gen.sabot.v1 import (
     reports_pb2_grpc,
     table_pb2,
 )
-from services.cli import CliError
+from services.cli import CliError, commands, keep_old_names
 from services.cli.progress import Progress, quiet_argument
 
 DEFAULT_TARGET = "127.0.0.1:50051"
@@ -348,12 +348,14 @@ prisoners_at_close: half_returned (default, as a partage) or returned."""
 
 
 def register(sub: Any) -> None:
+    sub = commands(sub)
     _register_tables(sub)
     _register_stakes(sub)
     _register_reports(sub)
     _register_accounts(sub)
     _register_streams(sub)
     _register_regulator(sub)
+    keep_old_names(sub)
 
 
 def _register_tables(sub: Any) -> None:

@@ -21,10 +21,11 @@ from typing import Any
 from services.api import credentials
 from services.api.credentials import CredentialError
 from services.api.roles import Role
-from services.cli import CliError
+from services.cli import CliError, commands
 
 
 def register(sub: Any) -> None:
+    sub = commands(sub)
     cred = sub.group("credentials")
 
     def file_argument(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from eventsourcing.persistence import PersistenceError
 
-from services.cli import CliError
+from services.cli import OFFLINE_REPORTS, CliError, commands, has_store, keep_old_names
 from services.cli.progress import Progress, quiet_argument
 from services.projections import default_views
 from services.projections.export import Report, render
@@ -34,7 +34,7 @@ def _format_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    store = sub.group("store")
+    store = commands(sub).group("store")
     psub = store.group("projections", "read models: rebuild, catch up, follow, lag")
     r = psub.add_parser("rebuild", help="drop every read model and rebuild it from position 0")
     _store_args(r)
@@ -82,6 +82,15 @@ def register(sub: Any) -> None:
     _format_args(h)
     h.add_argument("--table", required=True)
     h.set_defaults(func=cmd_report_shoes)
+    # the previous release's ``sabot report day|statement|shoes --store URL`` (now ``sabot store
+    # report …``): ``sabot report`` is the server's reports, unless given --store
+    if "report" in sub.choices:
+        online = commands(sub).group("report")
+        for name in OFFLINE_REPORTS:
+            online.when(name, has_store, rsub.find(name))
+    else:
+        commands(sub).alias("report", store.find("report"))
+    keep_old_names(sub)
 
 
 def _projector(args: argparse.Namespace) -> Projector:

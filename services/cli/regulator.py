@@ -24,7 +24,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from services.cli import CliError
+from services.cli import CliError, commands, keep_old_names
 from services.cli.progress import Progress, quiet_argument
 from services.regulator.chain import ChainProblem, pinned_keys
 from services.regulator.checkpoint import public_key_bytes
@@ -41,6 +41,7 @@ ORIGIN = "sabot"
 
 
 def register(sub: Any) -> None:
+    sub = commands(sub)
     keys = sub.group("keys")
     store = sub.group("store")
     p = keys.add_parser("regulator", help="the regulator's X25519 key pair for seed escrow "
@@ -97,6 +98,7 @@ def register(sub: Any) -> None:
     p.add_argument("--from-size", type=int, help="consistency proof from this tree size")
     p.add_argument("--size", type=int, help="tree size (default: the latest checkpoint's)")
     p.set_defaults(func=cmd_proof)
+    keep_old_names(sub)
 
 
 def _store_args(p: argparse.ArgumentParser, key_required: bool = True) -> None:

@@ -12,6 +12,8 @@ import importlib.util
 from types import ModuleType
 from typing import Any
 
+from services.cli import commands
+
 # the game's name on the command line -> the module of its rule-book commands
 GAME_MODULES = {
     "treinta-y-una": "services.cli.rules_treinta_y_una",
@@ -34,6 +36,7 @@ def games() -> tuple[str, ...]:
 
 
 def register(sub: Any) -> None:
+    sub = commands(sub)
     games_ = sub.group("rules")
     for game in GAME_MODULES:
         module = game_module(game)

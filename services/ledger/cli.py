@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from domain.errors import InvalidArgument
-from services.cli import CliError
+from services.cli import CliError, commands, keep_old_names
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig, store_env
 
@@ -152,6 +152,7 @@ def register(sub: Any) -> None:
         p.add_argument("--store", required=True, help="sqlite:///path or postgresql://u@h:p/db")
         p.add_argument("--seal-key", default=None, help="64 hex digits (or SABOT_SEAL_KEY)")
 
+    sub = commands(sub)
     store_ = sub.group("store")
     p = store_.add_parser(
         "init",
@@ -184,3 +185,4 @@ def register(sub: Any) -> None:
     store(p)
     p.add_argument("--into", required=True, help="an empty store URL")
     p.set_defaults(func=cmd_replay)
+    keep_old_names(sub)

@@ -241,7 +241,7 @@ def test_a_change_of_setting_rebuilds_and_stops_the_old_writer(store_env: dict[s
         with pytest.raises(SchemaChanged) as info:
             utc.catch_up()
         message = str(info.value)
-        assert "SABOT_GAMING_DAY" in message and "sabot projections rebuild" in message
+        assert "SABOT_GAMING_DAY" in message and "sabot store projections rebuild" in message
         assert "06:00 Europe/Paris" in message and isinstance(info.value, RuleViolation)
         assert paris.catch_up() >= 1  # the old writer wrote nothing: all still to apply
         # Back to the default: the rows are those of before (the digest of the rows).
