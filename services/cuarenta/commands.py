@@ -57,10 +57,11 @@ from services.ledger.writer import UnitOfWork
 T = TypeVar("T")
 
 DECK = DeckKind.FRENCH_40
-STAKES = "stakes"  # the table's account holding the stakes of its matches
-COMMISSION = "commission"  # the house's commission on them
-STAKES_KIND = "cuarenta_stakes"
-COMMISSION_KIND = "house_commission"
+# The table's accounts (role = kind, id ``table:<table>:<role>``): the stakes of its matches
+# while they run, and the house's commission on them.
+STAKES = "stakes"
+COMMISSION = "house_commission"
+TABLE_ACCOUNTS = (STAKES, COMMISSION)
 MAX_STAKE = 10**15
 
 COMMANDS = frozenset({"cuarenta_open_match", "cuarenta_deal", "cuarenta_play",
@@ -68,22 +69,58 @@ COMMANDS = frozenset({"cuarenta_open_match", "cuarenta_deal", "cuarenta_play",
 
 
 class Core(Protocol):
-    """What a game needs of the ledger's core (``services.ledger.api.Ledger`` provides it)."""
+    """What a game's commands need of the ledger's core (``services.ledger.core.Core`` once the
+    seam lands; ``LedgerCore`` adapts the Trente et Quarante ``Ledger`` until then)."""
 
     config: Any
 
-    def _run(self, name: str, request_id: str, args: dict[str, Any],
-             decide: Callable[[UnitOfWork], T], result_type: type[T],
-             actor: Actor = SYSTEM) -> T: ...
+    def run(self, name: str, request_id: str, args: dict[str, Any],
+            decide: Callable[[UnitOfWork], T], result_type: type[T],
+            actor: Actor = SYSTEM) -> T: ...
 
-    def _account(self, unit: UnitOfWork, account_id: str, field: str = "account_id"
-                 ) -> Account: ...
+    def read(self, fn: Callable[[UnitOfWork], T]) -> T: ...
 
-    def _player(self, unit: UnitOfWork, account_id: str, currency: str | None = None
+    def account(self, unit: UnitOfWork, account_id: str, field: str = "account_id"
                 ) -> Account: ...
 
-    def _post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
-              stake_id: str | None, ts: datetime) -> None: ...
+    def player(self, unit: UnitOfWork, account_id: str, currency: str | None = None,
+               field: str = "account_id") -> Account: ...
+
+    def post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
+             stake_id: str | None, ts: datetime) -> None: ...
+
+
+class LedgerCore:
+    """The ``Core`` of a ``services.ledger.api.Ledger`` (its own methods, by their old names)."""
+
+    def __init__(self, ledger: Any) -> None:
+        self.ledger = ledger
+        self.config = ledger.config
+        self.app = ledger.app
+
+    def run(self, name: str, request_id: str, args: dict[str, Any],
+            decide: Callable[[UnitOfWork], T], result_type: type[T],
+            actor: Actor = SYSTEM) -> T:
+        result: T = self.ledger._run(name, request_id, args, decide, result_type, actor)
+        return result
+
+    def read(self, fn: Callable[[UnitOfWork], T]) -> T:
+        result: T = self.ledger._writer.read(fn)
+        return result
+
+    def account(self, unit: UnitOfWork, account_id: str, field: str = "account_id"
+                ) -> Account:
+        found: Account = self.ledger._account(unit, account_id, field)
+        return found
+
+    def player(self, unit: UnitOfWork, account_id: str, currency: str | None = None,
+               field: str = "account_id") -> Account:
+        found: Account = self.ledger._player(unit, account_id, currency)
+        return found
+
+    def post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
+             stake_id: str | None, ts: datetime) -> None:
+        self.ledger._post(debit, credit, amount, kind, cause, stake_id, ts)
 
 
 def stakes_account(table_id: str) -> str:
@@ -95,22 +132,18 @@ def commission_account(table_id: str) -> str:
 
 
 class Cuarenta:
-    """Cuarenta's commands on a ledger: ``Cuarenta(ledger).open_match(...)``."""
+    """Cuarenta's commands and queries on a ledger's core: ``Cuarenta(core).open_match(...)``
+    (each also under its ledger-wide name, ``cuarenta_open_match`` …: ``METHODS``)."""
 
-    def __init__(self, ledger: Core, read: Callable[[Callable[[UnitOfWork], Any]], Any]
-                 | None = None) -> None:
-        self.ledger = ledger
-        self.config = ledger.config
-        writer = getattr(ledger, "_writer", None)
-        self._read = read if read is not None else writer.read if writer is not None else None
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.config = core.config
         self.faces = Faces(self.config.seal_key)
 
     # --- plumbing -------------------------------------------------------------------------
 
     def read(self, fn: Callable[[UnitOfWork], T]) -> T:
-        assert self._read is not None
-        result: T = self._read(fn)
-        return result
+        return self.core.read(fn)
 
     def _match(self, unit: UnitOfWork, match_id: str) -> CuarentaMatch:
         agg = unit.get(CuarentaMatch, parse_uuid(match_id, "match_id"))
@@ -147,9 +180,9 @@ class Cuarenta:
         self,
         request_id: str,
         table_id: str,
-        seats: Sequence[str],
-        stake: int = 0,
-        preset: str = "seed",
+        seats: Sequence[str] | str,
+        stake: int | None = None,
+        preset: str | None = None,
         overrides: Mapping[str, str] | None = None,
         dealer: int | None = None,
         match_id: str | None = None,
@@ -157,25 +190,26 @@ class Cuarenta:
         actor: Actor = SYSTEM,
     ) -> MatchStep:
         """A match at ``table_id`` between the players ``seats`` (two, or four: seats 0 and 2
-        against 1 and 3), each side staking ``stake`` (minor units), under ``preset`` with
-        ``overrides``. The stakes are held on the table; the first hand's shoe is shuffled and
-        committed. FAILED_PRECONDITION ``INSUFFICIENT_FUNDS`` when a player cannot stake."""
-        seat_list = list(seats) if isinstance(seats, list | tuple) else seats
+        against 1 and 3; a list, or one text of account ids), each side staking ``stake``
+        (minor units; None: 0), under ``preset`` (None: ``seed``) with ``overrides``. The
+        stakes are held on the table; the first hand's shoe is shuffled and committed.
+        FAILED_PRECONDITION ``INSUFFICIENT_FUNDS`` when a player cannot stake."""
+        seat_list = _words(seats)
         over = dict(overrides or {})
 
         def decide(unit: UnitOfWork) -> MatchStep:
             check_name(table_id, "table_id")
             accounts = _seats(seat_list)
-            amount = _stake(stake)
+            amount = _stake(0 if stake is None else stake)
             for key in ("players", "stake"):
                 if key in over:
                     raise InvalidArgument(
                         f"overrides.{key}", "SET_BY_THE_MATCH",
                         f"{key} is given by the match's {'seats' if key == 'players' else key}")
             rules = cuarenta_rules(
-                preset, {**over, "players": str(len(accounts)), "stake": str(amount)})
+                preset or "seed", {**over, "players": str(len(accounts)), "stake": str(amount)})
             for account in accounts:
-                self.ledger._player(unit, account, rules.currency)
+                self.core.player(unit, account, rules.currency)
             if match_id is not None:
                 mid = parse_uuid(match_id, "match_id")
                 if unit.get(CuarentaMatch, mid) is not None:
@@ -200,7 +234,7 @@ class Cuarenta:
 
         args = {"table_id": table_id, "seats": list(seat_list), "stake": stake,
                 "preset": preset, "overrides": over, "dealer": dealer, "match_id": match_id}
-        return self.ledger._run("cuarenta_open_match", request_id, args, decide, MatchStep,
+        return self.core.run("cuarenta_open_match", request_id, args, decide, MatchStep,
                                 actor)
 
     def deal(self, request_id: str, match_id: str, *, actor: Actor = SYSTEM) -> MatchStep:
@@ -212,7 +246,7 @@ class Cuarenta:
             step = rulebook.deal(m)
             return self._record(unit, agg, step, unit.now)
 
-        return self.ledger._run("cuarenta_deal", request_id, {"match_id": match_id}, decide,
+        return self.core.run("cuarenta_deal", request_id, {"match_id": match_id}, decide,
                                 MatchStep, actor)
 
     def play(
@@ -221,7 +255,7 @@ class Cuarenta:
         match_id: str,
         seat: int,
         card: str,
-        capture: Sequence[str] | None = None,
+        capture: Sequence[str] | str | None = None,
         *,
         actor: Actor = SYSTEM,
     ) -> MatchStep:
@@ -230,7 +264,7 @@ class Cuarenta:
         its own seat only (PERMISSION_DENIED ``NOT_YOUR_SEAT``); the rule book refuses a play
         out of turn, of a card not held, or an illegal capture (FAILED_PRECONDITION naming the
         rule), and nothing is stored."""
-        named = None if capture is None else list(capture)
+        named = None if capture is None else _words(capture)
 
         def decide(unit: UnitOfWork) -> MatchStep:
             agg = self._match(unit, match_id)
@@ -243,7 +277,7 @@ class Cuarenta:
 
         args: dict[str, Any] = {"match_id": match_id, "seat": seat, "card": card,
                                 "capture": named}
-        return self.ledger._run("cuarenta_play", request_id, args, decide, MatchStep, actor)
+        return self.core.run("cuarenta_play", request_id, args, decide, MatchStep, actor)
 
     def forfeit(self, request_id: str, match_id: str, seat: int, reason: str = "abandoned",
                 *, actor: Actor = SYSTEM) -> MatchStep:
@@ -280,7 +314,7 @@ class Cuarenta:
             return self._record(unit, agg, step, unit.now, elapsed)
 
         args = {"match_id": match_id, "seat": seat, "reason": reason}
-        return self.ledger._run("cuarenta_forfeit", request_id, args, decide, MatchStep, actor)
+        return self.core.run("cuarenta_forfeit", request_id, args, decide, MatchStep, actor)
 
     # --- queries --------------------------------------------------------------------------
 
@@ -326,7 +360,7 @@ class Cuarenta:
 
         def read(unit: UnitOfWork) -> tuple[MoveView, ...]:
             agg = self._match(unit, match_id)
-            events = self.ledger.app.events.get(agg.id)  # type: ignore[attr-defined]
+            events = self.core.app.events.get(agg.id)  # type: ignore[attr-defined]
             return tuple(m for e in events for m in moves_of(e))
 
         return self.read(read)
@@ -343,7 +377,7 @@ class Cuarenta:
                      movements: tuple[Movement, ...]) -> None:
         for mv in movements:
             if mv.source is Role.PLAYER and mv.seat is not None:
-                account = self.ledger._account(unit, accounts[mv.seat])
+                account = self.core.account(unit, accounts[mv.seat])
                 if account.balance < mv.amount:
                     raise FailedPrecondition(
                         "stake", "INSUFFICIENT_FUNDS",
@@ -353,8 +387,8 @@ class Cuarenta:
     def _house_accounts(self, unit: UnitOfWork, table_id: str, currency: str, ts: datetime
                         ) -> dict[Role, Account]:
         out: dict[Role, Account] = {}
-        for role, name, kind in ((Role.TABLE, stakes_account(table_id), STAKES_KIND),
-                                 (Role.HOUSE, commission_account(table_id), COMMISSION_KIND)):
+        for role, name, kind in ((Role.TABLE, stakes_account(table_id), STAKES),
+                                 (Role.HOUSE, commission_account(table_id), COMMISSION)):
             account = unit.get(Account, account_uuid(name))
             if account is None:
                 account = Account._create(
@@ -382,7 +416,7 @@ class Cuarenta:
                 CuarentaMatch.MoneyMoved, timestamp=ts, seq=seq, kind=mv.kind.value,
                 seat=mv.seat, amount=mv.amount, debit_account=debit.account_id,
                 credit_account=credit.account_id)
-            self.ledger._post(debit, credit, mv.amount, "cuarenta_" + mv.kind.value,
+            self.core.post(debit, credit, mv.amount, "cuarenta_" + mv.kind.value,
                               str(agg.id), None, ts)
             moves.append(MoveView("money", seat=mv.seat, reason=mv.kind.value, amount=mv.amount,
                                   debit_account=debit.account_id,
@@ -393,12 +427,12 @@ class Cuarenta:
               role: Role, seat: int | None) -> Account:
         if role is Role.PLAYER:
             assert seat is not None
-            return self.ledger._account(unit, agg.seats[seat])
+            return self.core.account(unit, agg.seats[seat])
         return house[role]
 
     def _house(self, unit: UnitOfWork, agg: CuarentaMatch) -> dict[Role, Account]:
-        return {Role.TABLE: self.ledger._account(unit, stakes_account(agg.table_id)),
-                Role.HOUSE: self.ledger._account(unit, commission_account(agg.table_id))}
+        return {Role.TABLE: self.core.account(unit, stakes_account(agg.table_id)),
+                Role.HOUSE: self.core.account(unit, commission_account(agg.table_id))}
 
     def _begin_hand(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
                     ts: datetime, moves: list[MoveView]) -> rulebook.Match:
@@ -547,6 +581,16 @@ class Cuarenta:
             commission_account=commission_account(agg.table_id),
         )
 
+    # the ledger-wide names of the commands and queries (``services.games``: unique across
+    # the core and every game)
+    cuarenta_open_match = open_match
+    cuarenta_deal = deal
+    cuarenta_play = play
+    cuarenta_forfeit = forfeit
+    cuarenta_match = get_match
+    cuarenta_hand = hand
+    cuarenta_moves = history
+
 
 # --- the rule book's match, from the inputs ---------------------------------------------------
 
@@ -618,6 +662,17 @@ def moves_of(event: Any) -> list[MoveView]:
 
 
 # --- inputs -----------------------------------------------------------------------------------
+
+
+def _words(value: object) -> Any:
+    """A list of words given as a list, or as one text of words (over the ledger's socket):
+    ``"ana beto"``, ``"2C 3D"``; anything else is left for the checks to refuse."""
+    if isinstance(value, str):
+        return value.replace(",", " ").split()
+    if isinstance(value, list | tuple):
+        return list(value)
+    return value
+
 
 
 def _seats(seats: object) -> list[str]:

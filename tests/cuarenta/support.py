@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from uuid import UUID
 
-from services.cuarenta.commands import Cuarenta
+from services.cuarenta.commands import Cuarenta, LedgerCore
 from services.cuarenta.views import HandView, MatchStep, MatchView
 from services.ledger.actor import PLAYER, Actor
 from services.ledger.api import Ledger
@@ -48,7 +48,7 @@ class Inputs:
 def ledger_on(url: str, inputs: Inputs | None = None) -> Iterator[tuple[Ledger, Cuarenta]]:
     ledger = Ledger((inputs or Inputs()).config(url))
     try:
-        yield ledger, Cuarenta(ledger)
+        yield ledger, Cuarenta(LedgerCore(ledger))
     finally:
         ledger.close()
 
