@@ -88,6 +88,17 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.v1.ReadModelService/RecallCoups": (False, frozenset({B})),
     "/sabot.v1.ReadModelService/Reconcile": (False, frozenset({B})),
     "/sabot.v1.ReadModelService/GetProjectionLag": (False, frozenset({B})),
+    # Cuarenta (issue 14): the croupier opens and deals; a player plays (its own seat: the
+    # ledger decides) and abandons; the croupier or an opponent claims the turn time; a hand's
+    # faces are its holder's only (GetHand: the ledger refuses anyone else)
+    "/sabot.cuarenta.v1.CuarentaService/OpenMatch": (True, frozenset({C})),
+    "/sabot.cuarenta.v1.CuarentaService/Deal": (True, frozenset({C})),
+    "/sabot.cuarenta.v1.CuarentaService/PlayCard": (True, frozenset({P})),
+    "/sabot.cuarenta.v1.CuarentaService/Forfeit": (True, frozenset({C, P})),
+    "/sabot.cuarenta.v1.CuarentaService/GetMatch": (False, _READERS),
+    "/sabot.cuarenta.v1.CuarentaService/GetHand": (False, frozenset({P})),
+    "/sabot.cuarenta.v1.CuarentaService/ListMoves": (False, _READERS),
+    "/sabot.cuarenta.v1.CuarentaService/WatchMatch": (False, _READERS),
 }
 
 # Served to anyone, without a token (probes and tooling).

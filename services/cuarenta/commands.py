@@ -18,15 +18,15 @@ the previous hand ends (or the match opens); the seed is revealed (``Shoe.Closed
 hand ends, or the match (every card of a hand is played by then, or the match is over). A card
 in a hand is recorded by its position in that shoe; its face only in ``Played``.
 
-The core services come through ``Core`` (the Trente et Quarante ``Ledger``'s, until the
-seam's game-neutral core lands).
+The core services come through the ledger's ``services.ledger.core.Core``; the game is
+registered in ``services/cuarenta/game.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 from uuid import UUID
 
 from domain.cards import Card, DeckKind
@@ -47,9 +47,10 @@ from services.cuarenta.views import (
 )
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
+from services.ledger.core import Core
 from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard
-from services.ledger.ids import account_uuid, check_name, parse_uuid, table_account
+from services.ledger.ids import check_name, parse_uuid, table_account
 from services.ledger.seal import seal, unseal
 from services.ledger.shoe import Shoe
 from services.ledger.writer import UnitOfWork
@@ -62,65 +63,12 @@ DECK = DeckKind.FRENCH_40
 STAKES = "stakes"
 COMMISSION = "house_commission"
 TABLE_ACCOUNTS = (STAKES, COMMISSION)
+GAME_NAME = "cuarenta"  # services/cuarenta/game.py
+_SET_BY = {"players": "seats", "stake": "stake", "currency": "table's"}
 MAX_STAKE = 10**15
 
 COMMANDS = frozenset({"cuarenta_open_match", "cuarenta_deal", "cuarenta_play",
                       "cuarenta_forfeit"})
-
-
-class Core(Protocol):
-    """What a game's commands need of the ledger's core (``services.ledger.core.Core`` once the
-    seam lands; ``LedgerCore`` adapts the Trente et Quarante ``Ledger`` until then)."""
-
-    config: Any
-
-    def run(self, name: str, request_id: str, args: dict[str, Any],
-            decide: Callable[[UnitOfWork], T], result_type: type[T],
-            actor: Actor = SYSTEM) -> T: ...
-
-    def read(self, fn: Callable[[UnitOfWork], T]) -> T: ...
-
-    def account(self, unit: UnitOfWork, account_id: str, field: str = "account_id"
-                ) -> Account: ...
-
-    def player(self, unit: UnitOfWork, account_id: str, currency: str | None = None,
-               field: str = "account_id") -> Account: ...
-
-    def post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
-             stake_id: str | None, ts: datetime) -> None: ...
-
-
-class LedgerCore:
-    """The ``Core`` of a ``services.ledger.api.Ledger`` (its own methods, by their old names)."""
-
-    def __init__(self, ledger: Any) -> None:
-        self.ledger = ledger
-        self.config = ledger.config
-        self.app = ledger.app
-
-    def run(self, name: str, request_id: str, args: dict[str, Any],
-            decide: Callable[[UnitOfWork], T], result_type: type[T],
-            actor: Actor = SYSTEM) -> T:
-        result: T = self.ledger._run(name, request_id, args, decide, result_type, actor)
-        return result
-
-    def read(self, fn: Callable[[UnitOfWork], T]) -> T:
-        result: T = self.ledger._writer.read(fn)
-        return result
-
-    def account(self, unit: UnitOfWork, account_id: str, field: str = "account_id"
-                ) -> Account:
-        found: Account = self.ledger._account(unit, account_id, field)
-        return found
-
-    def player(self, unit: UnitOfWork, account_id: str, currency: str | None = None,
-               field: str = "account_id") -> Account:
-        found: Account = self.ledger._player(unit, account_id, currency)
-        return found
-
-    def post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
-             stake_id: str | None, ts: datetime) -> None:
-        self.ledger._post(debit, credit, amount, kind, cause, stake_id, ts)
 
 
 def stakes_account(table_id: str) -> str:
@@ -198,18 +146,23 @@ class Cuarenta:
         over = dict(overrides or {})
 
         def decide(unit: UnitOfWork) -> MatchStep:
-            check_name(table_id, "table_id")
+            table = self.core.table(unit, table_id, game=GAME_NAME)
             accounts = _seats(seat_list)
-            amount = _stake(0 if stake is None else stake)
-            for key in ("players", "stake"):
+            for key in ("players", "stake", "currency"):
                 if key in over:
                     raise InvalidArgument(
                         f"overrides.{key}", "SET_BY_THE_MATCH",
-                        f"{key} is given by the match's {'seats' if key == 'players' else key}")
+                        f"{key} is the match's {_SET_BY[key]}, not an option")
+            base: CuarentaRules = self.core.rules(table)
+            amount = _stake(base.stake if stake is None else stake)
+            options = {k: v for k, v in table.options.items() if k != "preset"}
+            if preset is not None:  # another preset: its options, not the table's
+                options = {"currency": base.currency}
             rules = cuarenta_rules(
-                preset or "seed", {**over, "players": str(len(accounts)), "stake": str(amount)})
-            for account in accounts:
-                self.core.player(unit, account, rules.currency)
+                base.preset if preset is None else preset,
+                {**options, **over, "players": str(len(accounts)), "stake": str(amount)})
+            for i, account in enumerate(accounts):
+                self.core.player(unit, account, rules.currency, f"seats[{i}]")
             if match_id is not None:
                 mid = parse_uuid(match_id, "match_id")
                 if unit.get(CuarentaMatch, mid) is not None:
@@ -219,7 +172,7 @@ class Cuarenta:
             step = rulebook.open_match(rules, dealer)
             self._check_funds(unit, accounts, step.movements)
             ts = unit.now
-            house = self._house_accounts(unit, table_id, rules.currency, ts)
+            house = self._house(unit, table_id)
             agg = CuarentaMatch._create(
                 CuarentaMatch.Opened, id=mid, timestamp=ts, table_id=table_id,
                 seats=accounts, players=rules.players, preset=rules.preset,
@@ -325,7 +278,7 @@ class Cuarenta:
 
         return self.read(read)
 
-    def hand(self, match_id: str, seat: int, *, actor: Actor = SYSTEM) -> HandView:
+    def hand(self, match_id: str, seat: int, actor: Actor = SYSTEM) -> HandView:
         """The seat's own cards (with their positions) and, on its turn, its legal plays: for
         the seat's player only (``hidden.Faces.for_holder``: PERMISSION_DENIED
         ``NOT_YOUR_HAND`` for anyone else, the house's staff included)."""
@@ -355,13 +308,12 @@ class Cuarenta:
 
         return self.read(read)
 
-    def history(self, match_id: str) -> tuple[MoveView, ...]:
+    def history(self, match_id: str) -> list[MoveView]:
         """Every move of the match, in order, as anyone may see it (no card in a hand)."""
 
-        def read(unit: UnitOfWork) -> tuple[MoveView, ...]:
+        def read(unit: UnitOfWork) -> list[MoveView]:
             agg = self._match(unit, match_id)
-            events = self.core.app.events.get(agg.id)  # type: ignore[attr-defined]
-            return tuple(m for e in events for m in moves_of(e))
+            return [m for e in self.core.app.events.get(agg.id) for m in moves_of(e)]
 
         return self.read(read)
 
@@ -383,27 +335,6 @@ class Cuarenta:
                         "stake", "INSUFFICIENT_FUNDS",
                         f"the balance of {account.account_id!r} is {account.balance}, "
                         f"{mv.amount} needed")
-
-    def _house_accounts(self, unit: UnitOfWork, table_id: str, currency: str, ts: datetime
-                        ) -> dict[Role, Account]:
-        out: dict[Role, Account] = {}
-        for role, name, kind in ((Role.TABLE, stakes_account(table_id), STAKES),
-                                 (Role.HOUSE, commission_account(table_id), COMMISSION)):
-            account = unit.get(Account, account_uuid(name))
-            if account is None:
-                account = Account._create(
-                    Account.Opened, id=account_uuid(name), timestamp=ts, account_id=name,
-                    kind=kind, currency=currency, table_id=table_id)
-                unit.add(account)
-            elif account.kind != kind:
-                raise FailedPrecondition(
-                    "table_id", "NOT_A_CUARENTA_TABLE", f"{name} is not a Cuarenta account")
-            elif account.currency != currency:
-                raise FailedPrecondition(
-                    "table_id", "CURRENCY_MISMATCH",
-                    f"the table's accounts are in {account.currency}, the match in {currency}")
-            out[role] = account
-        return out
 
     def _move_money(self, unit: UnitOfWork, agg: CuarentaMatch, house: dict[Role, Account],
                     movements: tuple[Movement, ...], ts: datetime) -> list[MoveView]:
@@ -430,9 +361,10 @@ class Cuarenta:
             return self.core.account(unit, agg.seats[seat])
         return house[role]
 
-    def _house(self, unit: UnitOfWork, agg: CuarentaMatch) -> dict[Role, Account]:
-        return {Role.TABLE: self.core.account(unit, stakes_account(agg.table_id)),
-                Role.HOUSE: self.core.account(unit, commission_account(agg.table_id))}
+    def _house(self, unit: UnitOfWork, table_id: str) -> dict[Role, Account]:
+        """The table's accounts (opened with it: ``TABLE_ACCOUNTS``)."""
+        return {Role.TABLE: self.core.table_account(unit, table_id, STAKES),
+                Role.HOUSE: self.core.table_account(unit, table_id, COMMISSION)}
 
     def _begin_hand(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
                     ts: datetime, moves: list[MoveView]) -> rulebook.Match:
@@ -552,8 +484,8 @@ class Cuarenta:
                                   reason=fact.reason.value, totals=list(fact.totals))
                 moves.append(MoveView("won", side=fact.side, reason=fact.reason.value,
                                       totals=fact.totals, time=when))
-                moves += self._move_money(unit, agg, self._house(unit, agg), step.movements,
-                                          ts)
+                house = self._house(unit, agg.table_id)
+                moves += self._move_money(unit, agg, house, step.movements, ts)
         self._keep(agg, step.match)
         m = step.match
         if m.phase is rulebook.Phase.AWAITING_PACK:

@@ -21,7 +21,6 @@ from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
 from services.api.streams import WAIT_SECONDS, _ended, _slot
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
 
-SERVICE = "sabot.cuarenta.v1.CuarentaService"
 _FIELDS = {
     "table_id": "table",
     "match_id": "match",

@@ -28,6 +28,7 @@ from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health_pb2
 
 from services.api import logs
+from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2
 from services.api.gen.sabot.v1 import (
     betting_pb2,
     cashier_pb2,
@@ -43,7 +44,8 @@ from .support import Api, open_coup, open_shoe, open_table
 
 TOTAL = 10_000
 SEED = 20261201
-MODULES = (table_pb2, betting_pb2, cashier_pb2, events_pb2, regulator_pb2, reports_pb2)
+MODULES = (table_pb2, betting_pb2, cashier_pb2, events_pb2, regulator_pb2, reports_pb2,
+           cuarenta_pb2)
 NEVER = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
 # A request id no one- to three-bit change can make valid: a write never gets through.
 BAD_ID = "! ! ! ! !"
@@ -242,7 +244,7 @@ def names(api: Api) -> list[str]:
 def test_fuzzed_requests_are_never_internal_store_nothing_and_are_logged(
         api: Api, names: list[str]) -> None:
     targets = rpcs()
-    # every RPC of sabot.v1 (and the health check)
+    # every RPC of sabot.v1 and of the games' services (and the health check)
     assert {r.path for r in targets} == {*RPC_ROLES, "/grpc.health.v1.Health/Check"}
     ledger = api.running.ledger
     end = api.running.hub.catch_up()  # the log's last position

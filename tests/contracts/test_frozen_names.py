@@ -179,10 +179,10 @@ def test_checkpoint_body() -> None:
 
 def _served_methods() -> set[str]:
     names: set[str] = set()
-    gen = importlib.import_module("services.api.gen.sabot.v1")
-    for info in pkgutil.iter_modules(gen.__path__):
+    gen = importlib.import_module("services.api.gen.sabot")  # sabot.v1 and each game's
+    for info in pkgutil.walk_packages(gen.__path__, gen.__name__ + "."):
         if info.name.endswith("_pb2"):
-            module = importlib.import_module(f"{gen.__name__}.{info.name}")
+            module = importlib.import_module(info.name)
             for service in module.DESCRIPTOR.services_by_name.values():
                 names |= {f"/{service.full_name}/{m.name}" for m in service.methods}
     return names

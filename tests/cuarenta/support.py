@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import count
+from typing import Any, ClassVar
 from uuid import UUID
 
-from services.cuarenta.commands import Cuarenta, LedgerCore
 from services.cuarenta.views import HandView, MatchStep, MatchView
 from services.ledger.actor import PLAYER, Actor
 from services.ledger.api import Ledger
@@ -44,11 +44,27 @@ class Inputs:
                             new_seed=self.new_seed, chain_key=CHAIN_KEY)
 
 
+class Game:
+    """The ledger's ``cuarenta_*`` methods (the registered game's), by their short names."""
+
+    NAMES: ClassVar[dict[str, str]] = {"get_match": "cuarenta_match", "history": "cuarenta_moves"}
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ledger, self.NAMES.get(name, "cuarenta_" + name))
+
+
 @contextmanager
-def ledger_on(url: str, inputs: Inputs | None = None) -> Iterator[tuple[Ledger, Cuarenta]]:
+def ledger_on(url: str, inputs: Inputs | None = None, tables: tuple[str, ...] = ("mesa-1",),
+              overrides: dict[str, str] | None = None) -> Iterator[tuple[Ledger, Any]]:
+    """A ledger with Cuarenta tables open (``overrides``: the tables' options)."""
     ledger = Ledger((inputs or Inputs()).config(url))
     try:
-        yield ledger, Cuarenta(LedgerCore(ledger))
+        for t in tables:
+            ledger.open_table(f"table-{t}", t, None, overrides, game="cuarenta")
+        yield ledger, Game(ledger)
     finally:
         ledger.close()
 
@@ -67,7 +83,7 @@ class Referee:
     """Plays a match to its end through the commands, each seat as its own player: the seat to
     act asks for its hand and plays the policy's choice among its legal plays."""
 
-    def __init__(self, game: Cuarenta, match: MatchView, prefix: str = "r") -> None:
+    def __init__(self, game: Any, match: MatchView, prefix: str = "r") -> None:
         self.game = game
         self.match = match
         self.n = count(1)

@@ -50,7 +50,7 @@ def test_a_two_player_match_to_the_end(store_url: str) -> None:
 
 
 def test_two_teams_of_two(store_url: str) -> None:
-    with ledger_on(store_url) as (ledger, game):
+    with ledger_on(store_url, tables=("mesa-4",)) as (ledger, game):
         seats = ["ana", "beto", "carla", "dani"]
         fund(ledger, seats)
         m = game.open_match("open4", "mesa-4", seats, stake=1_001).match

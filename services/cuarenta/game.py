@@ -1,0 +1,68 @@
+"""Cuarenta's entry in the registry of games (``services.games``): a table opened with
+``game="cuarenta"`` holds the match defaults (the rule book's options: ``domain/cuarenta/``),
+its stakes account and the house's commission account; its matches are ``CuarentaMatch``
+aggregates, each hand dealt from its own committed FRENCH-40 shoe."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from domain.cards import DeckKind
+from domain.cuarenta.rules import TABLE
+from services import topics
+from services.cuarenta.commands import GAME_NAME, TABLE_ACCOUNTS, Cuarenta
+from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
+from services.games import Game
+from services.ledger.methods import (
+    ACTOR,
+    INT,
+    OPT_INT,
+    OPT_MAP,
+    OPT_STR,
+    STR,
+    Method,
+    command,
+    query,
+)
+
+CUARENTA = GAME_NAME
+
+_MATCH = ("match_id", STR)
+# Lists travel over the ledger's socket as one text of words: seats "ana beto", a capture
+# "2C 3D" ("" leaves the card on the table, None takes what it takes when there is no choice).
+METHODS: dict[str, Method] = {
+    "cuarenta_open_match": command(
+        ("table_id", STR), ("seats", STR), ("stake", OPT_INT), ("preset", OPT_STR),
+        ("overrides", OPT_MAP), ("dealer", OPT_INT), ("match_id", OPT_STR), answer=MatchStep),
+    "cuarenta_deal": command(_MATCH, answer=MatchStep),
+    "cuarenta_play": command(_MATCH, ("seat", INT), ("card", STR), ("capture", OPT_STR),
+                             answer=MatchStep),
+    "cuarenta_forfeit": command(_MATCH, ("seat", INT), ("reason", STR), answer=MatchStep),
+    "cuarenta_match": query(_MATCH, answer=MatchView),
+    "cuarenta_hand": query(_MATCH, ("seat", INT), ("actor", ACTOR), answer=HandView),
+    "cuarenta_moves": query(_MATCH, answer=list[MoveView]),
+}
+
+SERVICE = "sabot.cuarenta.v1.CuarentaService"
+
+
+def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
+                  ) -> tuple[Any, ...]:
+    """The game's gRPC servicer on ``server`` (``services/cuarenta/servicer.py``)."""
+    from services.cuarenta.servicer import add_servicers as add
+
+    return add(server, ledger, tokens, hub)
+
+
+GAME = Game(
+    name=CUARENTA,
+    deck_kind=DeckKind.FRENCH_40,
+    options=TABLE,
+    table_accounts=TABLE_ACCOUNTS,
+    commands=Cuarenta,
+    methods=METHODS,
+    servicers=add_servicers,
+    services=(SERVICE,),
+    topics=topics.CUARENTA | topics.CUARENTA_AGGREGATES,
+)
