@@ -13,6 +13,7 @@ import grpc
 
 from domain.errors import NotFound
 from domain.trente_et_quarante.rules import PRESET_NAMES
+from services import games
 from services.api import convert, names
 from services.api.base import Base, check_uuid
 from services.api.errors import invalid
@@ -29,9 +30,13 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
     ) -> table_pb2.Table:
         rid = names.check_request_id(request.request_id)
         table_id = names.check_id("table_id", request.table_id)
-        preset = request.preset or "francaise"
-        if preset not in PRESET_NAMES:
-            raise invalid("preset", f"unknown preset (one of {', '.join(PRESET_NAMES)})")
+        game = names.check_text("game", request.game, limit=64) or None
+        if game is None:
+            preset = request.preset or "francaise"
+            if preset not in PRESET_NAMES:
+                raise invalid("preset", f"unknown preset (one of {', '.join(PRESET_NAMES)})")
+        else:  # another game's rule book checks its own presets and options
+            preset = request.preset or games.get(game).options.default_preset
         if len(request.overrides) > names.MAX_OVERRIDES:
             raise invalid("overrides", f"at most {names.MAX_OVERRIDES} options")
         for key, value in request.overrides.items():
@@ -44,6 +49,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
             table_id,
             preset,
             dict(request.overrides),
+            game,
             actor=self.actor(context),
         )
         return convert.table(view)

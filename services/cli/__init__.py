@@ -46,6 +46,7 @@ COMMAND_MODULES = (
     "services.cli.auditor",  # rules shuffle, rules trente-et-quarante deal
     "services.cli.rules",  # rules GAME …: the rule books answer questions
     "services.cli.odds",  # odds (exact and Monte-Carlo), of every game (--game)
+    "services.cli.cuarenta",  # demo --game cuarenta
 )
 
 # The order ``sabot --help`` lists the commands in (a game's own come last).

@@ -15,7 +15,7 @@ from api.support import Api, failure, money
 from services.api.client import _Authed, new_request_id
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2 as pb
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2_grpc
-from services.api.gen.sabot.v1 import events_pb2
+from services.api.gen.sabot.v1 import events_pb2, table_pb2
 
 SERVICE = "/sabot.cuarenta.v1.CuarentaService/"
 
@@ -28,10 +28,12 @@ def game(api: Api, who: str) -> Any:
 
 
 def cuarenta_table(api: Api, overrides: dict[str, str] | None = None) -> str:
-    """A Cuarenta table (opened through the ledger: OpenTable names no game yet)."""
+    """A Cuarenta table, opened by the croupier (OpenTable with its game)."""
     table_id = f"c-{uuid.uuid4().hex[:10]}"
-    api.running.ledger.open_table(new_request_id(), table_id, "seed", overrides,
-                                  game="cuarenta")
+    table = api.as_("croupier").tables.OpenTable(table_pb2.OpenTableRequest(
+        request_id=new_request_id(), table_id=table_id, game="cuarenta",
+        overrides=overrides or {}))
+    assert table.preset == "seed" and table.options["players"] == "2"
     return table_id
 
 
@@ -166,6 +168,13 @@ def test_refusals_name_the_rule_and_store_nothing(api: Api) -> None:
     assert refused("anne", "Deal", pb.DealRequest(request_id=new_request_id(),
                                                   match=m.name))[0] == (
         grpc.StatusCode.PERMISSION_DENIED)
+    assert failure(api.as_("croupier").tables.OpenTable, table_pb2.OpenTableRequest(
+        request_id=new_request_id(), table_id="c-bad", game="cuarenta",
+        overrides={"players": "3"}))[:2] == (grpc.StatusCode.INVALID_ARGUMENT,
+                                             "overrides.players")
+    assert failure(api.as_("croupier").tables.OpenTable, table_pb2.OpenTableRequest(
+        request_id=new_request_id(), table_id="c-bad", game="mus"))[:2] == (
+        grpc.StatusCode.INVALID_ARGUMENT, "game")
     assert refused("croupier", "Deal", pb.DealRequest(
         request_id=new_request_id(), match=m.name.replace(table, "elsewhere")))[0] == (
         grpc.StatusCode.NOT_FOUND)

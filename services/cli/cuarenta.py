@@ -1,0 +1,184 @@
+"""``sabot demo --game cuarenta``: a whole two-player Cuarenta match through the API, narrated.
+
+The croupier opens a Cuarenta table (a 5 % house commission) and a match between two players,
+each staking 50.00; the croupier deals, and each player, with its own token, asks for its own
+hand and plays the rule book's simple policy (the capture worth most, else its lowest card left
+on the table); the narration says every capture and the score, each hand's cartón, the winner
+and what was paid. The players need their own tokens (a hand is shown to its holder only):
+``sabot serve --dev`` makes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from domain.currency import format_minor
+from services.api import demo
+from services.api.client import Client, _Authed, new_request_id
+from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2 as pb
+from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2_grpc
+from services.api.gen.sabot.v1 import cashier_pb2, common_pb2, table_pb2
+
+GAME = "cuarenta"
+STAKE = 5_000  # minor units, each side
+DEPOSIT = 100_000
+KINDS = {"capture": "", "caida": "caída", "limpia": "limpia", "caida_limpia": "caída y limpia"}
+
+
+def _stub(base: Client, token: str) -> Any:
+    return _Authed(cuarenta_pb2_grpc.CuarentaServiceStub(base.channel), token, 30.0)
+
+
+def _fund(cashier: Client, account: str, currency: str) -> None:
+    try:
+        cashier.cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
+            request_id=new_request_id(), account_id=account, currency_code=currency))
+    except grpc.RpcError as exc:
+        if exc.code() is not grpc.StatusCode.ALREADY_EXISTS:
+            raise
+    cashier.cashier.Deposit(cashier_pb2.DepositRequest(
+        request_id=new_request_id(), name=f"accounts/{account}",
+        amount=common_pb2.Money(currency_code=currency, amount_minor=DEPOSIT)))
+
+
+def play(target: str, cast: demo.Cast, say: Callable[[str], None] = print,
+         channel: grpc.Channel | None = None) -> pb.Match:
+    """Play one match; the match at its end."""
+    base = Client(target, channel=channel)
+    try:
+        return _play(base, cast, say)
+    finally:
+        base.close()
+        if channel is not None:
+            channel.close()
+
+
+def _play(base: Client, cast: demo.Cast, say: Callable[[str], None]) -> pb.Match:
+    croupier, cashier = base.as_(cast.croupier), base.as_(cast.cashier)
+    (t0, a0), (t1, a1) = cast.players[:2]
+    names = {0: a0, 1: a1}
+    games = {a0: _stub(base, t0), a1: _stub(base, t1)}
+    house = _stub(base, cast.croupier)
+    table_id = f"cuarenta-{secrets.token_hex(3)}"
+    table = croupier.tables.OpenTable(table_pb2.OpenTableRequest(
+        request_id=new_request_id(), table_id=table_id, game=GAME,
+        overrides={"commission_rate": "5%"}))
+    currency = table.currency_code
+
+    def money(amount: int) -> str:
+        return format_minor(amount, currency)
+
+    for account in (a0, a1):
+        _fund(cashier, account, currency)
+    say(f"Cuarenta at table {table_id}: {a0} against {a1}, {money(STAKE)} each, "
+        f"house commission {table.options['commission_rate']}")
+    step = house.OpenMatch(pb.OpenMatchRequest(
+        request_id=new_request_id(), table=f"tables/{table_id}", seats=[f"accounts/{a0}",
+                                                                          f"accounts/{a1}"],
+        stake=common_pb2.Money(currency_code=currency, amount_minor=STAKE)))
+    m = step.match
+    _narrate(step.moves, names, money, say)
+    while m.phase != "over":
+        if m.phase == "awaiting_deal":
+            step = house.Deal(pb.DealRequest(request_id=new_request_id(), match=m.name))
+        else:
+            who = names[m.to_act]
+            try:
+                hand = games[who].GetHand(pb.GetHandRequest(match=m.name, seat=m.to_act))
+            except grpc.RpcError as exc:
+                if exc.code() is grpc.StatusCode.PERMISSION_DENIED:
+                    raise ValueError("the Cuarenta demo needs two player tokens (a hand is "
+                                     "shown to its holder only): sabot serve --dev makes "
+                                     "them") from None
+                raise
+            best = max(hand.legal, key=lambda p: (p.points, len(p.capture)))
+            if not best.capture:
+                best = min(hand.legal, key=lambda p: (len(p.capture) > 0, p.card))
+            step = games[who].PlayCard(pb.PlayCardRequest(
+                request_id=new_request_id(), match=m.name, seat=m.to_act, card=best.card,
+                capture=list(best.capture), leave_on_table=not best.capture))
+        m = step.match
+        _narrate(step.moves, names, money, say)
+    end: pb.Match = m
+    return end
+
+
+def _narrate(moves: Any, names: dict[int, str], money: Callable[[int], str],
+             say: Callable[[str], None]) -> None:
+    for mv in moves:
+        who = names.get(mv.seat % 2 if mv.seat >= 0 else -1, "")
+        if mv.kind == "hand_begun":
+            say(f"hand {mv.hand}: a new shoe, commitment {mv.commitment[:16]}…; "
+                f"{names[mv.seat % 2]} deals")
+        elif mv.kind == "ronda":
+            say(f"  {who}: ronda, {mv.points} points ({mv.total})")
+        elif mv.kind == "four_of_a_kind":
+            say(f"  {who}: four {mv.card}s dealt: the match is won")
+        elif mv.kind == "captured":
+            kind = KINDS.get(mv.capture_kind, mv.capture_kind)
+            points = f" — {kind}, {mv.points} points" if mv.points else ""
+            held = f" ({mv.withheld} withheld at 38)" if mv.withheld else ""
+            say(f"  {who} plays {mv.card}, takes {' '.join(mv.taken)}{points}{held}; "
+                f"score {mv.total}")
+        elif mv.kind == "hand_scored":
+            say(f"hand {mv.hand} ends: cards won {mv.cards[0]}–{mv.cards[1]}, cartón "
+                f"{mv.carton[0]}–{mv.carton[1]}; score {names[0]} {mv.totals[0]}, "
+                f"{names[1]} {mv.totals[1]}")
+        elif mv.kind == "forfeited":
+            say(f"  {who} forfeits ({mv.reason})")
+        elif mv.kind == "won":
+            say(f"{names[mv.side]} wins the match ({mv.reason}), "
+                f"{mv.totals[0]}–{mv.totals[1]}")
+        elif mv.kind == "money" and mv.reason != "stake":
+            to = mv.credit_account if mv.reason == "payout" else "the house"
+            say(f"  {mv.reason}: {money(mv.amount.amount_minor)} to {to}")
+
+
+def cmd_demo(args: argparse.Namespace, fallback: Callable[[argparse.Namespace], int]) -> int:
+    """``sabot demo --game cuarenta`` (another game: ``fallback``, the demo it had)."""
+    if getattr(args, "game", None) in (None, "", "trente-et-quarante"):
+        return fallback(args)
+    if args.game != GAME:
+        from services.cli import CliError
+
+        raise CliError(f"--game: no demo for {args.game!r} (trente-et-quarante, cuarenta)")
+    import os
+    from pathlib import Path
+
+    from services.api import config as api_config
+    from services.api.roles import Principal, Role
+    from services.cli import CliError
+    from services.cli.client import channel_of
+
+    try:
+        text = args.tokens if args.tokens is not None else (
+            os.environ.get("SABOT_TOKENS")
+            or api_config.read_dotenv(Path(".env")).get("SABOT_TOKENS", ""))
+        tokens = api_config.parse_tokens(text) if text else {}
+        if args.token:
+            tokens[args.token] = Principal(Role.ADMIN, None, "admin")
+        cast = demo.cast_from(tokens, secrets.token_hex(2))
+        play(args.target, cast, channel=channel_of(args))
+    except (ValueError, api_config.ConfigError) as exc:
+        raise CliError(str(exc)) from None
+    except grpc.RpcError as exc:
+        raise CliError(f"{exc.code().name}: {exc.details()}") from None
+    return 0
+
+
+def register(sub: Any) -> None:
+    """``--game`` on ``sabot demo`` (until the demos have their registry)."""
+    try:
+        parser = sub.find("demo")
+    except KeyError:  # the demo command is not registered (a module registered alone)
+        return
+    if not any("--game" in a.option_strings for a in parser._actions):
+        parser.add_argument("--game", default=None,
+                            help="the game to play: trente-et-quarante (default), cuarenta")
+    fallback = parser.get_default("func")
+    parser.set_defaults(func=lambda args: cmd_demo(args, fallback))
