@@ -50,6 +50,7 @@ DEFAULT_GAME = TRENTE_ET_QUARANTE  # what a table opened before games were recor
 # The modules that define a ``GAME`` (one line per game; imported on first use).
 MODULES: tuple[str, ...] = (
     "services.trente_et_quarante.game",
+    "services.treinta_y_una.game",
     "services.cuarenta.game",
 )
 

@@ -101,6 +101,10 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.cuarenta.v1.CuarentaService/WatchMatch": (False, _READERS),
 }
 
+# The methods of each game's own services (``services.games``): a game's servicer module adds
+# its table here, in the same form as ``RPC_ROLES`` (which holds ``sabot.v1``'s).
+GAME_RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {}
+
 # Served to anyone, without a token (probes and tooling).
 PUBLIC_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.v1alpha.ServerReflection/",
                    "/grpc.reflection.v1.ServerReflection/")
@@ -110,7 +114,7 @@ def allowed(method: str, role: Role) -> bool:
     """Whether ``role`` may call ``method`` (an unknown method is refused to all but admin)."""
     if role is Role.ADMIN:
         return True
-    entry = RPC_ROLES.get(method)
+    entry = RPC_ROLES.get(method) or GAME_RPC_ROLES.get(method)
     if entry is None:
         return False
     writes, roles = entry

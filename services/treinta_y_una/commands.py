@@ -33,10 +33,10 @@ from domain.treinta_y_una.rules import TableRules
 from domain.treinta_y_una.stakes import Stake
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
-from services.ledger.config import LedgerConfig
+from services.ledger.core import Core
 from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
-from services.ledger.ids import account_uuid, check_name, parse_uuid, table_account, table_uuid
+from services.ledger.ids import check_name, parse_uuid, table_account, table_uuid
 from services.ledger.seal import seal, unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
@@ -59,8 +59,7 @@ ROLES = ("stakes", "bank", "house")  # the table's accounts (``table:<id>:<role>
 MAX_BANK = 10**15
 
 
-Run = Callable[..., Any]  # (name, request_id, args, decide, result_type, actor) -> answer
-Read = Callable[[Callable[[UnitOfWork], Any]], Any]
+GAME = "treinta-y-una"  # its name in services.games
 
 
 def rules_of(options: dict[str, str]) -> TableRules:
@@ -68,23 +67,22 @@ def rules_of(options: dict[str, str]) -> TableRules:
 
 
 class TreintaYUna:
-    """The game's commands and queries over the ledger's ``run`` (a command: decided in the
-    single writer, stored with its request and actor) and ``read`` (a query on committed
-    state)."""
+    """The game's commands and queries over the ledger's ``Core``: ``core.run`` (a command:
+    decided in the single writer, stored with its request and actor), ``core.read`` (a query
+    on committed state), the accounts and postings. Each method is also the ledger's own
+    under its ``tyu_`` name (``services/treinta_y_una/game.py`` declares them)."""
 
-    def __init__(self, run: Run, read: Read, config: LedgerConfig) -> None:
-        self._run = run
-        self._read = read
-        self.config = config
-        self.faces = Faces(config.seal_key)
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self._run = core.run
+        self._read = core.read
+        self.config = core.config
+        self.faces = Faces(core.config.seal_key)
 
     # --- plumbing ---------------------------------------------------------------------------
 
     def _table(self, unit: UnitOfWork, table_id: str) -> Table:
-        check_name(table_id, "table_id")
-        table = unit.get(Table, table_uuid(table_id))
-        if table is None:
-            raise NotFound("table_id", "UNKNOWN_TABLE", f"no table {table_id!r}")
+        table = self.core.table(unit, table_id, game=GAME)
         if table.closed:
             raise FailedPrecondition("table_id", "TABLE_CLOSED", f"table {table_id!r} is closed")
         return table
@@ -101,10 +99,7 @@ class TreintaYUna:
         return shoe
 
     def _account(self, unit: UnitOfWork, name: str, field: str = "player") -> Account:
-        account = unit.get(Account, account_uuid(name))
-        if account is None:
-            raise NotFound(field, "UNKNOWN_ACCOUNT", f"no account {name!r}")
-        return account
+        return self.core.account(unit, name, field)
 
     def _derive(self, unit: UnitOfWork, agg: TreintaYUnaRound) -> R.Round:
         """The rule book's round: the recorded inputs replayed on the round's shoe."""
@@ -154,24 +149,11 @@ class TreintaYUna:
                 net[m.player] = net.get(m.player, 0) - m.amount
             if m.destination is Role.PLAYER:
                 net[m.player] = net.get(m.player, 0) + m.amount
-        for player, change in net.items():
-            account = self._player(unit, player, currency)
-            if account.balance + change < 0:
-                raise FailedPrecondition(
-                    field, "INSUFFICIENT_FUNDS",
-                    f"the balance of {player!r} is {account.balance}, {-change} needed",
-                )
+        self.core.check_balances(unit, net, currency, field)
 
     def _player(self, unit: UnitOfWork, player: str, currency: str,
                 field: str = "player") -> Account:
-        account = self._account(unit, player, field)
-        if account.kind != "player":
-            raise FailedPrecondition(field, "NOT_A_PLAYER", f"{player!r} is not a player")
-        if account.currency != currency:
-            raise FailedPrecondition(
-                field, "CURRENCY_MISMATCH",
-                f"{player!r} is in {account.currency}, the table plays in {currency}")
-        return account
+        return self.core.player(unit, player, currency, field)
 
     def _move(self, unit: UnitOfWork, agg: TreintaYUnaRound, movements: Sequence[Movement],
               ts: datetime) -> list[RoundMovementView]:
@@ -187,14 +169,7 @@ class TreintaYUna:
                 player=m.player, amount=m.amount, debit_account=debit_name,
                 credit_account=credit_name,
             )
-            for account, event, counter, balance in (
-                (debit, Account.Debited, credit_name, debit.balance - m.amount),
-                (credit, Account.Credited, debit_name, credit.balance + m.amount),
-            ):
-                account.trigger_event(
-                    event, timestamp=ts, amount=m.amount, counter_account=counter,
-                    kind=m.kind.value, cause=str(agg.id), stake_id=None, balance=balance,
-                )
+            self.core.post(debit, credit, m.amount, m.kind.value, str(agg.id), None, ts)
             moved.append(RoundMovementView(seq, m.kind.value, m.player, m.amount, debit_name,
                                            credit_name))
         return moved
@@ -482,17 +457,17 @@ class TreintaYUna:
     # --- queries ------------------------------------------------------------------------------
 
     def get_round(self, round_id: str) -> RoundView:
-        return self._read(lambda u: self.view(u, self._round(u, round_id)))  # type: ignore[no-any-return]
+        return self._read(lambda u: self.view(u, self._round(u, round_id)))
 
     def latest_round(self, table_id: str) -> RoundView | None:
         def read(unit: UnitOfWork) -> RoundView | None:
             ids = round_ids(self._table(unit, table_id))
             return self.view(unit, self._round(unit, ids[-1])) if ids else None
 
-        return self._read(read)  # type: ignore[no-any-return]
+        return self._read(read)
 
     def list_rounds(self, table_id: str) -> list[str]:
-        return self._read(lambda u: list(round_ids(self._table(u, table_id))))  # type: ignore[no-any-return]
+        return self._read(lambda u: list(round_ids(self._table(u, table_id))))
 
     def my_hand(self, round_id: str, player: str, actor: Actor) -> HandView:
         """The holder's own hand, his face-down cards' faces filled in: for the player's own
@@ -518,7 +493,7 @@ class TreintaYUna:
             return HandView(player, slots, hand["stood"], hand["out"], value.total,
                             value.real, value.bust)
 
-        return self._read(read)  # type: ignore[no-any-return]
+        return self._read(read)
 
     def own_proofs(self, round_id: str, player: str, actor: Actor) -> tuple[ShownCard, ...]:
         """The holder's face-down cards with their salts (he can check each commitment)."""
@@ -528,7 +503,7 @@ class TreintaYUna:
             return self.faces.for_holder(self._shoe(unit, agg), self._hidden(agg, player),
                                          actor, player)
 
-        return self._read(read)  # type: ignore[no-any-return]
+        return self._read(read)
 
     def recall(self, round_id: str) -> RoundRecall:
         """The round and every recorded step in order (public: positions until shown)."""
@@ -545,7 +520,22 @@ class TreintaYUna:
                                        e.timestamp.isoformat(), _plain(data)))
             return RoundRecall(self.view(unit, agg), tuple(steps))
 
-        return self._read(read)  # type: ignore[no-any-return]
+        return self._read(read)
+
+    # the ledger's names of the game's methods (unique across the core and every game)
+    tyu_open_round = open_round
+    tyu_place_stake = place_stake
+    tyu_deal = deal
+    tyu_carta = carta
+    tyu_me_planto = me_planto
+    tyu_stand_for_absent = stand_for_absent
+    tyu_settle = settle
+    tyu_cancel_round = cancel_round
+    tyu_get_round = get_round
+    tyu_latest_round = latest_round
+    tyu_list_rounds = list_rounds
+    tyu_my_hand = my_hand
+    tyu_recall = recall
 
 
 def _any(value: Any) -> Any:

@@ -11,11 +11,12 @@ until shown; ``GetMyHand`` is the holder's alone.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import grpc
 
+from domain.treinta_y_una.rules import TABLE
 from services import topics
 from services.api import errors, names
 from services.api.base import Base
@@ -23,10 +24,10 @@ from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as pb
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc as pb_grpc
 from services.api.gen.sabot.v1 import common_pb2
 from services.api.hub import Hub
-from services.api.roles import Principal, Role
+from services.api.roles import GAME_RPC_ROLES, Principal, Role
 from services.api.streams import MAX_BATCH, WAIT_SECONDS, _ended, _slot
 from services.ledger.api import Ledger
-from services.treinta_y_una.commands import TreintaYUna
+from services.treinta_y_una.commands import GAME
 from services.treinta_y_una.views import (
     HandView,
     RoundRecall,
@@ -40,6 +41,7 @@ C, P, B = Role.CROUPIER, Role.PLAYER, Role.BACK_OFFICE
 _READERS = frozenset({C, P, B})
 # method -> (writes?, roles allowed besides admin; the regulator reads): as services/api/roles.py
 RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
+    f"/{SERVICE}/OpenTable": (True, frozenset({C})),
     f"/{SERVICE}/OpenRound": (True, frozenset({C})),
     f"/{SERVICE}/PlaceStake": (True, frozenset({P})),
     f"/{SERVICE}/Deal": (True, frozenset({C})),
@@ -54,6 +56,7 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     f"/{SERVICE}/WatchRound": (False, _READERS),
     f"/{SERVICE}/RecallRound": (False, _READERS),
 }
+GAME_RPC_ROLES.update(RPC_ROLES)
 _ROUND = {"round_id": "round", "player": "player", "amount": "amount.amount_minor",
           "bank": "bank.amount_minor", "table_id": "parent", "seats": "seats"}
 
@@ -128,14 +131,9 @@ def _step(s: RoundStep, position: int = 0) -> pb.RoundStep:
 
 
 class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
-    def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub,
-                 game: TreintaYUna) -> None:
-        super().__init__(ledger, tokens, hub)
-        self.game = game
-
     def _round(self, field: str, name: str) -> tuple[str, str]:
         table_id, round_id = round_name(field, name)
-        view = self.read({"round_id": field}, self.game.get_round, round_id)
+        view = self.read({"round_id": field}, self.ledger.tyu_get_round, round_id)
         if view.table_id != table_id:
             raise errors.ApiError(grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND",
                                   "no such round at this table")
@@ -149,6 +147,23 @@ class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
             raise errors.invalid(f"{field}.currency_code", f"the table plays in {currency}")
         return money.amount_minor
 
+    def OpenTable(self, request: pb.OpenTableRequest,
+                  context: grpc.ServicerContext) -> pb.Table:
+        rid = names.check_request_id(request.request_id)
+        table_id = names.check_id("table_id", request.table_id)
+        preset = request.preset or TABLE.default_preset
+        if preset not in TABLE.presets:
+            raise errors.invalid("preset", f"unknown preset (one of {', '.join(TABLE.presets)})")
+        if len(request.overrides) > names.MAX_OVERRIDES:
+            raise errors.invalid("overrides", f"at most {names.MAX_OVERRIDES} options")
+        for key, value in request.overrides.items():
+            names.check_text("overrides", key, required=True, limit=64)
+            names.check_text(f"overrides.{key}", value, required=True, limit=64)
+        view = self.write({"table_id": "table_id"}, self.ledger.open_table, rid, table_id,
+                          preset, dict(request.overrides), GAME, actor=self.actor(context))
+        return pb.Table(name=names.table(view.table_id), game=GAME, preset=view.preset,
+                        options=dict(view.options), currency_code=view.currency)
+
     def OpenRound(self, request: pb.OpenRoundRequest,
                   context: grpc.ServicerContext) -> pb.Round:
         rid = names.check_request_id(request.request_id)
@@ -161,7 +176,7 @@ class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
         round_id = check_uuid("round_id", request.round_id)
         currency = self.table_currency(table_id, "parent")
         bank = self._amount("bank", request.bank, currency, request.HasField("bank"))
-        view = self.write(_ROUND, self.game.open_round, rid, table_id, ",".join(seats), bank,
+        view = self.write(_ROUND, self.ledger.tyu_open_round, rid, table_id, ",".join(seats), bank,
                           round_id, actor=self.actor(context))
         return round_message(view)
 
@@ -172,7 +187,7 @@ class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
         player = player_name("player", request.player)
         amount = self._amount("amount", request.amount, self.table_currency(table_id, "round"),
                               request.HasField("amount"))
-        return round_message(self.write(_ROUND, self.game.place_stake, rid, round_id, player,
+        return round_message(self.write(_ROUND, self.ledger.tyu_place_stake, rid, round_id, player,
                                         amount, actor=self.actor(context)))
 
     def _simple(self, fn: Any, request: Any, context: grpc.ServicerContext,
@@ -185,34 +200,34 @@ class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
         return round_message(self.write(_ROUND, fn, *args, actor=self.actor(context)))
 
     def Deal(self, request: pb.DealRequest, context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.game.deal, request, context, False)
+        return self._simple(self.ledger.tyu_deal, request, context, False)
 
     def Carta(self, request: pb.CartaRequest, context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.game.carta, request, context, True)
+        return self._simple(self.ledger.tyu_carta, request, context, True)
 
     def MePlanto(self, request: pb.MePlantoRequest, context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.game.me_planto, request, context, True)
+        return self._simple(self.ledger.tyu_me_planto, request, context, True)
 
     def StandForAbsent(self, request: pb.StandForAbsentRequest,
                        context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.game.stand_for_absent, request, context, True)
+        return self._simple(self.ledger.tyu_stand_for_absent, request, context, True)
 
     def SettleRound(self, request: pb.SettleRoundRequest,
                     context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.game.settle, request, context, False)
+        return self._simple(self.ledger.tyu_settle, request, context, False)
 
     def CancelRound(self, request: pb.CancelRoundRequest,
                     context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.game.cancel_round, request, context, False)
+        return self._simple(self.ledger.tyu_cancel_round, request, context, False)
 
     def GetRound(self, request: pb.GetRoundRequest, context: grpc.ServicerContext) -> pb.Round:
         _, round_id = self._round("name", request.name)
-        return round_message(self.read({"round_id": "name"}, self.game.get_round, round_id))
+        return round_message(self.read({"round_id": "name"}, self.ledger.tyu_get_round, round_id))
 
     def GetLatestRound(self, request: pb.GetLatestRoundRequest,
                        context: grpc.ServicerContext) -> pb.Round:
         table_id = names.table_name("parent", request.parent)
-        view = self.read({"table_id": "parent"}, self.game.latest_round, table_id)
+        view = self.read({"table_id": "parent"}, self.ledger.tyu_latest_round, table_id)
         if view is None:
             raise errors.ApiError(grpc.StatusCode.NOT_FOUND, "parent", "NO_ROUND",
                                   "no round has opened at this table")
@@ -221,14 +236,14 @@ class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
     def GetMyHand(self, request: pb.GetMyHandRequest, context: grpc.ServicerContext) -> pb.Hand:
         _, round_id = self._round("round", request.round)
         player = player_name("player", request.player)
-        hand = self.read({"round_id": "round", "player": "player"}, self.game.my_hand,
+        hand = self.read({"round_id": "round", "player": "player"}, self.ledger.tyu_my_hand,
                          round_id, player, self.actor(context))
         return _hand(hand)
 
     def RecallRound(self, request: pb.RecallRoundRequest,
                     context: grpc.ServicerContext) -> pb.RoundRecall:
         _, round_id = self._round("name", request.name)
-        recall: RoundRecall = self.read({"round_id": "name"}, self.game.recall, round_id)
+        recall: RoundRecall = self.read({"round_id": "name"}, self.ledger.tyu_recall, round_id)
         return pb.RoundRecall(round=round_message(recall.round),
                               steps=[_step(s) for s in recall.steps])
 
@@ -264,11 +279,9 @@ def _stored_step(e: Any) -> pb.RoundStep:
                         data_json=json.dumps(state, sort_keys=True, default=str))
 
 
-def add_to_server(server: grpc.Server, ledger: Ledger, tokens: Mapping[str, Principal],
-                  hub: Hub, game: TreintaYUna | None = None) -> Sequence[Any]:
-    """Add the servicer to ``server`` (``game``: the commands over ``ledger``)."""
-    if game is None:
-        game = TreintaYUna(ledger._run, ledger._writer.read, ledger.config)
-    servicer = TreintaYUnaServicer(ledger, tokens, hub, game)
+def add_servicers(server: grpc.Server, ledger: Ledger, tokens: Mapping[str, Principal],
+                  hub: Hub) -> tuple[Any, ...]:
+    """The game's servicer on ``server`` (its commands are the ledger's ``tyu_*`` methods)."""
+    servicer = TreintaYUnaServicer(ledger, tokens, hub)
     pb_grpc.add_TreintaYUnaServiceServicer_to_server(servicer, server)
     return (servicer,)

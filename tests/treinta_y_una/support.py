@@ -6,16 +6,10 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
-from domain.treinta_y_una.rules import table_rules
-from services.ledger.account import Account
 from services.ledger.actor import Actor
 from services.ledger.api import Ledger
-from services.ledger.ids import account_uuid, table_account, table_uuid
-from services.ledger.table import Table
-from services.ledger.views import TableView
-from services.ledger.writer import UnitOfWork
-from services.treinta_y_una.commands import ROLES, TreintaYUna
 from services.treinta_y_una.views import RoundView
 from tests.ledger.play import FixedInputs
 
@@ -27,34 +21,27 @@ def player(name: str) -> Actor:
     return Actor(name, "player", "test", account=name)
 
 
-def game(ledger: Ledger) -> TreintaYUna:
-    return TreintaYUna(ledger._run, ledger._writer.read, ledger.config)
+def game(ledger: Ledger) -> Any:
+    """The game's commands as the ledger serves them (``tyu_*``), under their short names."""
+    return _Game(ledger)
+
+
+class _Game:
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ledger, "tyu_" + name)
 
 
 def open_table(ledger: Ledger, table_id: str, **overrides: str) -> None:
     """A Treinta y Una table: its ruleset recorded, its stakes, bank and house accounts."""
-    rules = table_rules("clasica", overrides)
-
-    def decide(unit: UnitOfWork) -> TableView:
-        ts = unit.now
-        table = Table._create(Table.Opened, id=table_uuid(table_id), timestamp=ts,
-                              table_id=table_id, preset=rules.preset, options=rules.options(),
-                              game="treinta-y-una")
-        unit.add(table)
-        for role in ROLES:
-            name = table_account(table_id, role)
-            unit.add(Account._create(Account.Opened, id=account_uuid(name), timestamp=ts,
-                                     account_id=name, kind=role, currency=rules.currency,
-                                     table_id=table_id))
-        return TableView(table_id, rules.preset, rules.options(), rules.currency, None, None,
-                         0, 0, (), "", "")
-
-    ledger._run("open_table", f"open-{table_id}", {"table_id": table_id}, decide, TableView)
+    ledger.open_table(f"open-{table_id}", table_id, "clasica", overrides, "treinta-y-una")
 
 
 @contextmanager
 def table_ledger(url: str, table_id: str = "tyu-1", funds: int = 1_000_000,
-                 **overrides: str) -> Iterator[tuple[Ledger, TreintaYUna]]:
+                 **overrides: str) -> Iterator[tuple[Ledger, Any]]:
     ledger = Ledger(FixedInputs().config(url))
     try:
         open_table(ledger, table_id, **overrides)
@@ -72,7 +59,7 @@ class Croupier:
     as himself), the banker at 25."""
 
     ledger: Ledger
-    tyu: TreintaYUna
+    tyu: Any
     table_id: str = "tyu-1"
     stand_at: int = 21
     n: int = 0

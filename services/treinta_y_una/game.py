@@ -1,0 +1,52 @@
+"""Treinta y Una's entry in the registry of games (``services.games``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.cards import DeckKind
+from domain.treinta_y_una.rules import TABLE
+from services import topics
+from services.games import Game
+from services.ledger.methods import ACTOR, INT, OPT_STR, STR, Method, command, query
+from services.treinta_y_una.commands import GAME as NAME
+from services.treinta_y_una.commands import ROLES, TreintaYUna
+from services.treinta_y_una.views import HandView, RoundRecall, RoundView
+
+_ROUND = ("round_id", STR)
+_PLAYER = ("player", STR)
+METHODS: dict[str, Method] = {
+    "tyu_open_round": command(("table_id", STR), ("seats", STR), ("bank", INT),
+                              ("round_id", OPT_STR), answer=RoundView),
+    "tyu_place_stake": command(_ROUND, _PLAYER, ("amount", INT), answer=RoundView),
+    "tyu_deal": command(_ROUND, answer=RoundView),
+    "tyu_carta": command(_ROUND, _PLAYER, answer=RoundView),
+    "tyu_me_planto": command(_ROUND, _PLAYER, answer=RoundView),
+    "tyu_stand_for_absent": command(_ROUND, _PLAYER, answer=RoundView),
+    "tyu_settle": command(_ROUND, answer=RoundView),
+    "tyu_cancel_round": command(_ROUND, answer=RoundView),
+    "tyu_get_round": query(_ROUND, answer=RoundView),
+    "tyu_latest_round": query(("table_id", STR), answer=RoundView | None),
+    "tyu_list_rounds": query(("table_id", STR), answer=list[str]),
+    "tyu_my_hand": query(_ROUND, _PLAYER, ("actor", ACTOR), answer=HandView),
+    "tyu_recall": query(_ROUND, answer=RoundRecall),
+}
+
+
+def add_servicers(*deps: Any) -> tuple[Any, ...]:
+    from services.treinta_y_una.servicer import add_servicers as add
+
+    return add(*deps)
+
+
+GAME = Game(
+    name=NAME,
+    deck_kind=DeckKind.SPANISH_40,
+    options=TABLE,
+    table_accounts=ROLES,
+    commands=TreintaYUna,
+    methods=METHODS,
+    servicers=add_servicers,
+    services=("sabot.treinta_y_una.v1.TreintaYUnaService",),
+    topics=topics.TREINTA_Y_UNA | topics.TREINTA_Y_UNA_AGGREGATES,
+)
