@@ -99,11 +99,24 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.cuarenta.v1.CuarentaService/GetHand": (False, frozenset({P})),
     "/sabot.cuarenta.v1.CuarentaService/ListMoves": (False, _READERS),
     "/sabot.cuarenta.v1.CuarentaService/WatchMatch": (False, _READERS),
+    # Treinta y Una (issue 13): the croupier opens, deals, stands for an absent player and
+    # settles; a player stakes and says "carta" or "me planto" (its own hand, in its turn: the
+    # ledger decides); a hand's face-down cards are its holder's only (GetMyHand)
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/OpenTable": (True, frozenset({C})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/OpenRound": (True, frozenset({C})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/PlaceStake": (True, frozenset({P})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/Deal": (True, frozenset({C})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/Carta": (True, frozenset({P})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/MePlanto": (True, frozenset({P})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/StandForAbsent": (True, frozenset({C})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/SettleRound": (True, frozenset({C})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/CancelRound": (True, frozenset({C})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/GetRound": (False, _READERS),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/GetLatestRound": (False, _READERS),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/GetMyHand": (False, frozenset({P})),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/WatchRound": (False, _READERS),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/RecallRound": (False, _READERS),
 }
-
-# The methods of each game's own services (``services.games``): a game's servicer module adds
-# its table here, in the same form as ``RPC_ROLES`` (which holds ``sabot.v1``'s).
-GAME_RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {}
 
 # Served to anyone, without a token (probes and tooling).
 PUBLIC_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.v1alpha.ServerReflection/",
@@ -114,7 +127,7 @@ def allowed(method: str, role: Role) -> bool:
     """Whether ``role`` may call ``method`` (an unknown method is refused to all but admin)."""
     if role is Role.ADMIN:
         return True
-    entry = RPC_ROLES.get(method) or GAME_RPC_ROLES.get(method)
+    entry = RPC_ROLES.get(method)
     if entry is None:
         return False
     writes, roles = entry

@@ -24,7 +24,7 @@ from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as pb
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc as pb_grpc
 from services.api.gen.sabot.v1 import common_pb2
 from services.api.hub import Hub
-from services.api.roles import GAME_RPC_ROLES, Principal, Role
+from services.api.roles import Principal
 from services.api.streams import MAX_BATCH, WAIT_SECONDS, _ended, _slot
 from services.ledger.api import Ledger
 from services.treinta_y_una.commands import GAME
@@ -37,26 +37,6 @@ from services.treinta_y_una.views import (
 )
 
 SERVICE = "sabot.treinta_y_una.v1.TreintaYUnaService"
-C, P, B = Role.CROUPIER, Role.PLAYER, Role.BACK_OFFICE
-_READERS = frozenset({C, P, B})
-# method -> (writes?, roles allowed besides admin; the regulator reads): as services/api/roles.py
-RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
-    f"/{SERVICE}/OpenTable": (True, frozenset({C})),
-    f"/{SERVICE}/OpenRound": (True, frozenset({C})),
-    f"/{SERVICE}/PlaceStake": (True, frozenset({P})),
-    f"/{SERVICE}/Deal": (True, frozenset({C})),
-    f"/{SERVICE}/Carta": (True, frozenset({P})),
-    f"/{SERVICE}/MePlanto": (True, frozenset({P})),
-    f"/{SERVICE}/StandForAbsent": (True, frozenset({C})),
-    f"/{SERVICE}/SettleRound": (True, frozenset({C})),
-    f"/{SERVICE}/CancelRound": (True, frozenset({C})),
-    f"/{SERVICE}/GetRound": (False, _READERS),
-    f"/{SERVICE}/GetLatestRound": (False, _READERS),
-    f"/{SERVICE}/GetMyHand": (False, frozenset({P})),
-    f"/{SERVICE}/WatchRound": (False, _READERS),
-    f"/{SERVICE}/RecallRound": (False, _READERS),
-}
-GAME_RPC_ROLES.update(RPC_ROLES)
 _ROUND = {"round_id": "round", "player": "player", "amount": "amount.amount_minor",
           "bank": "bank.amount_minor", "table_id": "parent", "seats": "seats"}
 

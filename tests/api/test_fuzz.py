@@ -29,6 +29,7 @@ from grpc_health.v1 import health_pb2
 
 from services.api import logs
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2
+from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2
 from services.api.gen.sabot.v1 import (
     betting_pb2,
     cashier_pb2,
@@ -45,7 +46,7 @@ from .support import Api, open_coup, open_shoe, open_table
 TOTAL = 10_000
 SEED = 20261201
 MODULES = (table_pb2, betting_pb2, cashier_pb2, events_pb2, regulator_pb2, reports_pb2,
-           cuarenta_pb2)
+           cuarenta_pb2, treinta_y_una_pb2)
 NEVER = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
 # A request id no one- to three-bit change can make valid: a write never gets through.
 BAD_ID = "! ! ! ! !"

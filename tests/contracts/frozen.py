@@ -433,6 +433,25 @@ RPC_ROLES: dict[str, tuple[bool, tuple[str, ...]]] = {
     "/sabot.v1.TableService/OpenTable": (True, ("croupier",)),
     "/sabot.v1.TableService/SettleCoup": (True, ("croupier",)),
     "/sabot.v1.WatchService/WatchTable": (False, ("back_office", "croupier", "player")),
+    # Treinta y Una (issue 13)
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/OpenTable": (True, ("croupier",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/OpenRound": (True, ("croupier",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/PlaceStake": (True, ("player",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/Deal": (True, ("croupier",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/Carta": (True, ("player",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/MePlanto": (True, ("player",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/StandForAbsent": (True, ("croupier",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/SettleRound": (True, ("croupier",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/CancelRound": (True, ("croupier",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/GetRound": (
+        False, ("back_office", "croupier", "player")),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/GetLatestRound": (
+        False, ("back_office", "croupier", "player")),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/GetMyHand": (False, ("player",)),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/WatchRound": (
+        False, ("back_office", "croupier", "player")),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/RecallRound": (
+        False, ("back_office", "croupier", "player")),
 }
 
 # Every ``sabot`` command path (old names stay, as hidden aliases at least).
