@@ -32,7 +32,8 @@ from services.ledger.actor import SYSTEM, Actor
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.remote import LedgerHost, RemoteLedger
-from services.ledger.views import MovementView, StakeResult, StakeView
+from services.ledger.views import MovementView, StakeView
+from services.trente_et_quarante.views import StakeResult
 
 Row = tuple[str, float]
 KEY = bytes(range(32))

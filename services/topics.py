@@ -60,7 +60,7 @@ CORE = frozenset({
     CHAIN_LINKED,
 })
 
-# --- Trente et Quarante: services/ledger/coup.py, and two events of core aggregates -------------
+# --- Trente et Quarante: services/trente_et_quarante/coup.py, and two events of core aggregates --
 
 TABLE_COUP_STARTED = P + "Table.CoupStarted"  # the table's next coup (``coup_id``)
 SHOE_COUP_DEALT = P + "Shoe.CoupDealt"  # a coup's cards taken from the shoe (``next_position``)

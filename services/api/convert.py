@@ -26,6 +26,7 @@ from services.api.gen.sabot.v1 import (
 )
 from services.api.roles import Principal, Role
 from services.ledger import views
+from services.trente_et_quarante import views as tq_views
 
 CHANCES: dict[str, common_pb2.Chance.ValueType] = {
     "noir": common_pb2.CHANCE_NOIR,
@@ -142,7 +143,7 @@ def movement(
     )
 
 
-def fate(table_id: str, view: views.FateView, viewer: str | None = None) -> common_pb2.StakeFate:
+def fate(table_id: str, view: tq_views.FateView, viewer: str | None = None) -> common_pb2.StakeFate:
     return common_pb2.StakeFate(
         stake=names.stake(table_id, view.stake_id),
         account=_account(view.account_id, viewer),
@@ -198,7 +199,7 @@ def shoe(view: views.ShoeView, viewer: str | None = None) -> table_pb2.Shoe:
     )
 
 
-def coup(view: views.CoupView, currency: str, viewer: str | None = None) -> table_pb2.Coup:
+def coup(view: tq_views.CoupView, currency: str, viewer: str | None = None) -> table_pb2.Coup:
     t = view.table_id
     colour = "" if view.couleur is None else ("couleur" if view.couleur else "inverse")
     return table_pb2.Coup(
@@ -231,7 +232,7 @@ def coup(view: views.CoupView, currency: str, viewer: str | None = None) -> tabl
     )
 
 
-def stake_result(table_id: str, result: views.StakeResult, currency: str,
+def stake_result(table_id: str, result: tq_views.StakeResult, currency: str,
                  shoe_id: str) -> betting_pb2.StakeResult:
     return betting_pb2.StakeResult(
         coup=names.coup(table_id, shoe_id, result.coup_id),

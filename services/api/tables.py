@@ -18,7 +18,7 @@ from services.api import convert, names
 from services.api.base import Base, check_uuid
 from services.api.errors import invalid
 from services.api.gen.sabot.v1 import table_pb2, table_pb2_grpc
-from services.ledger.views import CoupView
+from services.trente_et_quarante.views import CoupView
 
 _SHOE = {"shoe_id": "name", "position": "cut_position", "table_id": "name"}
 _COUP = {"coup_id": "name", "table_id": "name", "shoe_id": "name"}

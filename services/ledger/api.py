@@ -1,4 +1,7 @@
-"""The ledger's Python API, used by the gRPC layer and the CLI.
+"""The ledger's Python API, used by the gRPC layer and the CLI: the game-neutral core (tables,
+shoes, accounts, the log) and, as methods of the same object, every registered game's commands
+and queries (``services.games``: Trente et Quarante's ``open_coup``, ``place_stake``, ...
+are ``services.trente_et_quarante.commands``'s).
 
 Every mutating method takes ``request_id`` first: a retry with the same id and the same
 arguments returns the first answer and stores nothing more; the same id with other arguments
@@ -17,83 +20,58 @@ committed state. ``LedgerConfig.from_environ()`` reads SABOT_STORE_URL and SABOT
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from datetime import datetime
-from functools import lru_cache
 from typing import Any, TypeVar
-from uuid import UUID
 
-from domain.cards import canonical_shoe, parse_deck_kind
+from domain.cards import parse_deck_kind
 from domain.currency import check_currency
-from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import ALGORITHM_ID, check_cut, commitment, order_digest
-from domain.trente_et_quarante.chances import Chance
-from domain.trente_et_quarante.deal import deal_coup
-from domain.trente_et_quarante.layout import (
-    Layout,
-    Movement,
-    MovementKind,
-    Refait31Choice,
-    Role,
-    Stake,
-    Step,
-    close_betting,
-    close_table,
-    end_of_shoe,
-    half_withdraw,
-    insure,
-    move_imprisoned,
-    place_stake,
-    raise_stake,
-    withdraw_stake,
-)
-from domain.trente_et_quarante.layout import choose_refait31 as choose_refait31_step
-from domain.trente_et_quarante.outcome import Outcome, Result, judge
-from domain.trente_et_quarante.rules import HouseRules
-from domain.trente_et_quarante.settlement import settle
+from domain.errors import FailedPrecondition, InvalidArgument
+from domain.shuffle import ALGORITHM_ID, check_cut, order_digest
 from services import games
-from services.games import DEFAULT_GAME, TRENTE_ET_QUARANTE
+from services.games import DEFAULT_GAME
 from services.ledger import schema, wire
 from services.ledger.account import DEBIT_TOPICS, ENTRY_TOPICS, Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
 from services.ledger.config import APP_NAME, LedgerConfig, store_env
-from services.ledger.core import CASH_IN, CASH_OUT, DEFERRED, Core, plain
-from services.ledger.coup import FATE_EVENTS, Coup, Phase
-from services.ledger.errors import AlreadyExists, PermissionDenied
+from services.ledger.core import (
+    CASH_IN,
+    CASH_OUT,
+    DEFERRED,
+    Core,
+    TableClosing,
+    check_amount,
+    check_open,
+    make_token,
+    page_size_of,
+    plain,
+    read_token,
+)
+from services.ledger.errors import AlreadyExists
 from services.ledger.evidence import ChainKey, ChainWriter
 from services.ledger.ids import (
     account_uuid,
     cage_account,
     check_name,
     parse_uuid,
-    stake_uuid,
     table_account,
     table_uuid,
 )
 from services.ledger.lease import Keeper, lease_from_env
-from services.ledger.seal import seal, unseal
+from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.views import (
     AccountView,
-    CardView,
-    CoupSteps,
-    CoupView,
     Entry,
-    FateView,
     MovementView,
     ShoeClosed,
     ShoeOpened,
     ShoeView,
-    StakeResult,
-    StakeView,
     Statement,
-    StepView,
     StoredEvent,
     TableClosed,
     TableView,
@@ -106,26 +84,34 @@ T = TypeVar("T")
 # them without waiting. (Live: a game registered later is in it.)
 COMMANDS = wire.COMMANDS
 
-MAX_AMOUNT = 10**15
 
 __all__ = [
     "AccountView",
-    "CoupSteps",
-    "CoupView",
     "Ledger",
     "LedgerConfig",
     "ShoeClosed",
     "ShoeOpened",
     "ShoeView",
-    "StakeResult",
     "Statement",
     "StoredEvent",
     "TableView",
 ]
 
 
-class Ledger:
-    """The Trente et Quarante ledger over one event store (``LedgerConfig.store_url``)."""
+class _Games(type):
+    """The ledger's class answers a registered game's method by name as if it were its own
+    (``Ledger.place_stake``: its signature and answer type, for the code that reads them)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        game = games.game_of_method(name)
+        if game is None or game.commands is None:
+            raise AttributeError(name)
+        return getattr(game.commands, name)
+
+
+class Ledger(metaclass=_Games):
+    """The ledger over one event store (``LedgerConfig.store_url``): the core's commands and
+    queries, and every registered game's."""
 
     def __init__(self, config: LedgerConfig, batching: bool = False,
                  standby: bool = False) -> None:
@@ -168,11 +154,12 @@ class Ledger:
         self._player = self.core.player
         self._post = self.core.post
         # Each registered game's commands and queries (``services.games``), by name.
+        self._handlers: dict[str, object] = {}
         self._game_methods: dict[str, Callable[..., Any]] = {}
         for game in games.games():
             if game.commands is None:
                 continue
-            handler = game.commands(self.core)
+            handler = self._handlers[game.name] = game.commands(self.core)
             for name in game.methods:
                 self._game_methods[name] = getattr(handler, name)
 
@@ -220,78 +207,6 @@ class Ledger:
         if found is None:
             raise AttributeError(name)
         return found  # type: ignore[no-any-return]
-
-    def _coup(self, unit: UnitOfWork, coup_id: str) -> Coup:
-        coup = unit.get(Coup, parse_uuid(coup_id, "coup_id"))
-        if coup is None:
-            raise NotFound("coup_id", "UNKNOWN_COUP", f"no coup {coup_id!r}")
-        return coup
-
-    def _rules(self, table: Table) -> HouseRules:
-        return _rules_of(tuple(sorted(table.options.items())))
-
-    def _role_account(self, unit: UnitOfWork, table_id: str, role: Role, player: str) -> Account:
-        name = player if role is Role.PLAYER else table_account(table_id, role.value)
-        return self.core.account(unit, name)
-
-    def _check_funds(self, unit: UnitOfWork, table_id: str, movements: tuple[Movement, ...],
-                     currency: str) -> None:
-        """Refuse a step that would take a player's balance below zero (field ``amount``)."""
-        net: dict[str, int] = {}
-        for m in movements:
-            if m.source is Role.PLAYER:
-                net[m.player] = net.get(m.player, 0) - m.amount
-            if m.destination is Role.PLAYER:
-                net[m.player] = net.get(m.player, 0) + m.amount
-        self.core.check_balances(unit, net, currency)
-
-    def _apply_step(self, unit: UnitOfWork, table: Table, coup: Coup, step: Step, ts: datetime,
-                    record_movements: bool,
-                    command_event: tuple[str, type[Coup.StakeChanged]] | None = None,
-                    ) -> list[MovementView]:
-        """Record a domain step on the coup: movements (as MoneyMoved when ``record_movements``)
-        with their double entries, then each stake's fate (``command_event``: the event class
-        for the commanded stake's fate), then the layout if it differs."""
-        moved: list[MovementView] = []
-        coup_id = str(coup.id)
-        seq = coup.movement_seq
-        for m in step.movements:
-            debit = self._role_account(unit, table.table_id, m.source, m.player)
-            credit = self._role_account(unit, table.table_id, m.destination, m.player)
-            seq += 1
-            view = MovementView(seq, m.kind.value, m.stake_id, m.player, m.chance.value, m.amount,
-                                debit.account_id, credit.account_id)
-            if record_movements:
-                coup.trigger_event(
-                    Coup.MoneyMoved, timestamp=ts, seq=seq, kind=view.kind,
-                    stake_id=view.stake_id, account_id=view.account_id, chance=view.chance,
-                    amount=view.amount, debit_account=view.debit_account,
-                    credit_account=view.credit_account,
-                )
-            self.core.post(debit, credit, m.amount, m.kind.value, coup_id, m.stake_id, ts)
-            moved.append(view)
-        after = step.layout
-        for f in step.fates:
-            event_class = FATE_EVENTS[f.fate]
-            if command_event is not None and command_event[0] == f.stake_id:
-                event_class = command_event[1]
-            extra: dict[str, Any] = {}
-            if event_class is Coup.InsuranceBought:
-                extra["premium"] = sum(
-                    m.amount for m in step.movements
-                    if m.stake_id == f.stake_id and m.kind is MovementKind.PREMIUM
-                )
-            coup.trigger_event(
-                event_class, timestamp=ts, **extra, stake_id=f.stake_id, account_id=f.player,
-                chance=f.chance.value, fate=f.fate.value, amount_before=f.amount_before,
-                amount_after=f.amount_after,
-                status_after=f.status_after.value if f.status_after is not None else None,
-                stake=after.find(f.stake_id) if f.status_after is not None else None,
-            )
-        if coup.layout != step.layout.stakes:
-            coup.trigger_event(Coup.LayoutRestated, timestamp=ts, stakes=step.layout.stakes)
-        coup.adopt(step.layout)  # the coup's layout equals the step's now: keep its index
-        return moved
 
     # --- tables and shoes -------------------------------------------------------------------
 
@@ -355,7 +270,7 @@ class Ledger:
                 raise InvalidArgument(
                     "deck_kind", "WRONG_DECK",
                     f"{played.name} is played with {played.deck_kind.value}, not {kind.value}")
-            _check_open(table)
+            check_open(table)
             if table.shoe_id is not None:
                 raise FailedPrecondition(
                     "table_id", "SHOE_OPEN", f"shoe {table.shoe_id} is still open at the table"
@@ -367,21 +282,8 @@ class Ledger:
             else:
                 sid = self.config.new_id()
             decks = played.decks(self.core.rules(table))
-            size = len(canonical_shoe(kind, decks))
-            seed = self.config.new_seed()
-            escrowed = ""  # the seed sealed to the regulator (deterministic bytes), if keyed
-            if self.config.regulator_key is not None:
-                from services.regulator.escrow import seal_to_regulator
-
-                escrowed = seal_to_regulator(seed, sid, self.config.regulator_key).hex()
+            shoe = self.core.shuffle(unit, table.table_id, kind, decks, sid)
             ts = unit.now
-            shoe = Shoe._create(
-                Shoe.Shuffled, id=sid, timestamp=ts, table_id=table.table_id,
-                algorithm=ALGORITHM_ID, deck_kind=kind.value, decks=decks, size=size,
-                commitment=commitment(seed, sid), sealed_seed=seal(self.config.seal_key, seed, sid),
-                escrowed_seed=escrowed,
-            )
-            unit.add(shoe)
             table.trigger_event(Table.ShoeStarted, timestamp=ts, shoe_id=str(sid))
             return ShoeOpened(str(sid), table.table_id, shoe.commitment, ALGORITHM_ID,
                               kind.value, decks)
@@ -413,24 +315,20 @@ class Ledger:
 
     def close_shoe(self, request_id: str, shoe_id: str, *, actor: Actor = SYSTEM
                    ) -> ShoeClosed:
-        """Close the shoe between coups: free stakes go back to their players (prisoners stay on
-        the layout); the seed is revealed."""
+        """Close the shoe between rounds (the game's ``shoe_closing``: Trente et Quarante's
+        free stakes go back to their players, prisoners stay on the layout); the seed is
+        revealed."""
 
         def decide(unit: UnitOfWork) -> ShoeClosed:
             shoe = self.core.shoe(unit, shoe_id)
             if shoe.closed:
                 raise FailedPrecondition("shoe_id", "SHOE_CLOSED", "the shoe is closed already")
             table = self.core.table(unit, shoe.table_id)
-            last = self._last_coup(unit, table)
-            if last is not None and last.phase != Phase.SETTLED:
-                raise FailedPrecondition(
-                    "shoe_id", "COUP_IN_PROGRESS", f"coup {last.id} is not settled yet"
-                )
+            hook = getattr(self._handler(table), "shoe_closing", None)
             ts = unit.now
-            returned: list[MovementView] = []
-            if last is not None:
-                step = end_of_shoe(last.domain_layout())
-                returned = self._apply_step(unit, table, last, step, ts, record_movements=True)
+            # the game's part (Trente et Quarante: its free stakes back to their players)
+            returned: tuple[MovementView, ...] = (
+                () if hook is None else tuple(hook(unit, table, shoe, ts)))
             seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
             digest = (
                 order_digest(self.core.cards(shoe).cards) if shoe.cut_position is not None else None
@@ -438,7 +336,7 @@ class Ledger:
             shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(), order_digest=digest)
             table.trigger_event(Table.ShoeEnded, timestamp=ts, shoe_id=str(shoe.id))
             return ShoeClosed(str(shoe.id), seed.hex(), shoe.commitment, shoe.cut_position,
-                              digest, tuple(returned))
+                              digest, returned)
 
         return self.core.run("close_shoe", request_id, {"shoe_id": shoe_id}, decide, ShoeClosed,
                          actor)
@@ -446,334 +344,32 @@ class Ledger:
     def close_table(self, request_id: str, table_id: str, *, actor: Actor = SYSTEM
                     ) -> TableClosed:
         """Close the table for good, between shoes (FAILED_PRECONDITION ``SHOE_OPEN`` while one
-        is open): every stake left on its layout leaves it, free stakes returned and prisoners
-        settled per the table's ``prisoners_at_close``
-        (``domain.trente_et_quarante.layout.close_table``), recorded on the table's latest coup
-        as a shoe's end is; then ``Table.Closed``. A closed table
-        opens no more shoes (FAILED_PRECONDITION ``TABLE_CLOSED``)."""
+        is open): the game's ``table_closing`` settles what is left (Trente et Quarante: every
+        stake left on its layout leaves it, free stakes returned and prisoners settled per the
+        table's ``prisoners_at_close``, recorded on the table's latest coup as a shoe's end
+        is); then ``Table.Closed``. A closed table opens no more shoes (FAILED_PRECONDITION
+        ``TABLE_CLOSED``)."""
 
         def decide(unit: UnitOfWork) -> TableClosed:
             table = self.core.table(unit, table_id)
-            _check_open(table)
+            check_open(table)
             if table.shoe_id is not None:
                 raise FailedPrecondition(
                     "table_id", "SHOE_OPEN", f"shoe {table.shoe_id} is open: close it first"
                 )
-            rules = self._rules(table)
-            last = self._last_coup(unit, table)
+            hook = getattr(self._handler(table), "table_closing", None)
             ts = unit.now
-            settled: list[MovementView] = []
-            stakes = 0
-            if last is not None:
-                step = close_table(rules, last.domain_layout())
-                stakes = len(step.fates)
-                settled = self._apply_step(unit, table, last, step, ts, record_movements=True)
-            option = rules.prisoners_at_close.value
+            # the game's part: what it settled, on which round, under which option
+            closing = TableClosing() if hook is None else hook(unit, table, ts)
+            option, settled = closing.prisoners_at_close, closing.settled
             table.trigger_event(
-                Table.Closed, timestamp=ts, coup_id=str(last.id) if last is not None else None,
-                prisoners_at_close=option, stakes=stakes,
+                Table.Closed, timestamp=ts, coup_id=closing.round_id,
+                prisoners_at_close=option, stakes=closing.stakes,
             )
             return TableClosed(table.table_id, table.last_coup_id, option, tuple(settled))
 
         return self.core.run("close_table", request_id, {"table_id": table_id}, decide, TableClosed,
                          actor)
-
-    # --- coups ------------------------------------------------------------------------------
-
-    def _last_coup(self, unit: UnitOfWork, table: Table) -> Coup | None:
-        last = table.last_coup_id
-        return None if last is None else self._coup(unit, last)
-
-    def open_coup(
-        self, request_id: str, table_id: str, coup_id: str | None = None,
-        shoe_id: str | None = None, *, actor: Actor = SYSTEM,
-    ) -> CoupView:
-        """Open the next coup at the table (betting open); the layout is carried over.
-        ``shoe_id``, when given, must be the table's open shoe (FAILED_PRECONDITION
-        ``SHOE_NOT_OPEN``): checked in the decision, so a retry gets the first answer."""
-
-        def decide(unit: UnitOfWork) -> CoupView:
-            table = self.core.table(unit, table_id, game=TRENTE_ET_QUARANTE)
-            _check_open(table)
-            if table.shoe_id is None:
-                raise FailedPrecondition("table_id", "NO_SHOE", "no shoe is open at the table")
-            if shoe_id is not None and str(parse_uuid(shoe_id, "shoe_id")) != table.shoe_id:
-                raise FailedPrecondition(
-                    "shoe_id", "SHOE_NOT_OPEN", f"shoe {shoe_id} is not the table's open shoe"
-                )
-            shoe = self.core.shoe(unit, table.shoe_id)
-            if shoe.cut_position is None:
-                raise FailedPrecondition("table_id", "SHOE_NOT_CUT", "the shoe is not cut yet")
-            if shoe.cut_card_reached:
-                raise FailedPrecondition(
-                    "table_id", "SHOE_MUST_CLOSE", "the cut card came out: close the shoe"
-                )
-            last = self._last_coup(unit, table)
-            if last is not None and last.phase != Phase.SETTLED:
-                raise FailedPrecondition(
-                    "table_id", "COUP_IN_PROGRESS", f"coup {last.id} is not settled yet"
-                )
-            if coup_id is not None:
-                cid = parse_uuid(coup_id, "coup_id")
-                if unit.get(Coup, cid) is not None:
-                    raise AlreadyExists("coup_id", "COUP_EXISTS", f"coup {coup_id} exists")
-            else:
-                cid = self.config.new_id()
-            ts = unit.now
-            coup = Coup._create(
-                Coup.Opened, id=cid, timestamp=ts, table_id=table.table_id,
-                shoe_id=str(shoe.id), number=len(table.coup_ids) + 1,
-                number_in_shoe=shoe.coups + 1, start_position=shoe.position,
-            )
-            unit.add(coup)
-            if last is not None:
-                for stake in last.layout:
-                    coup.trigger_event(
-                        Coup.StakeCarriedOver, timestamp=ts, from_coup_id=str(last.id),
-                        stake=stake,
-                    )
-            table.trigger_event(Table.CoupStarted, timestamp=ts, coup_id=str(cid))
-            return self._coup_view(coup)
-
-        args = {"table_id": table_id, "coup_id": coup_id}
-        if shoe_id is not None:
-            args["shoe_id"] = shoe_id
-        return self.core.run("open_coup", request_id, args, decide, CoupView, actor)
-
-    def _betting(
-        self,
-        name: str,
-        request_id: str,
-        args: dict[str, Any],
-        coup_id: str,
-        stake_id: Callable[[], str],
-        step_of: Callable[[UnitOfWork, HouseRules, Layout, str], Step],
-        actor: Actor,
-        command_event: type[Coup.StakeChanged] | None = None,
-        account_id: str | None = None,
-    ) -> StakeResult:
-        """A betting command: ``account_id`` for a new stake (else the stake ``stake_id()``
-        exists). The owner is decided here, from the actor, before anything else: a player
-        acts on its own account's stakes only (PERMISSION_DENIED naming ``account_id`` or
-        ``stake_id``), whatever the stake's state and whoever asks the server."""
-
-        def decide(unit: UnitOfWork) -> StakeResult:
-            if account_id is not None and not actor.acts_for(account_id):
-                raise PermissionDenied(
-                    "account_id", "NOT_YOUR_ACCOUNT", "a player stakes from its own account only"
-                )
-            coup = self._coup(unit, coup_id)
-            sid = stake_id()
-            if account_id is None and actor.is_player:
-                owner = coup.owner(sid)
-                if owner is not None and not actor.acts_for(owner):
-                    raise PermissionDenied(
-                        "stake_id", "NOT_YOUR_STAKE", "the stake is another player's"
-                    )
-            if coup.phase != Phase.BETTING:
-                raise FailedPrecondition(
-                    "coup_id", "BETTING_CLOSED", f"betting is closed for coup {coup_id}"
-                )
-            table = self.core.table(unit, coup.table_id)
-            rules = self._rules(table)
-            step = step_of(unit, rules, coup.domain_layout(), sid)
-            self._check_funds(unit, table.table_id, step.movements, rules.currency)
-            ts = unit.now
-            fate_player = next((f.player for f in step.fates if f.stake_id == sid), None)
-            before = coup.stake(sid) if fate_player is None else None
-            moved = self._apply_step(
-                unit, table, coup, step, ts, record_movements=False,
-                command_event=(sid, command_event) if command_event is not None else None,
-            )
-            stake = coup.stake(sid)
-            player = (
-                stake.player if stake is not None
-                else fate_player or (before.player if before else "")
-            )
-            balance = self.core.account(unit, player).balance if player else 0
-            return StakeResult(
-                str(coup.id), _stake_view(stake) if stake else None, tuple(moved), balance
-            )
-
-        return self.core.run(name, request_id, args, decide, StakeResult, actor)
-
-    def place_stake(
-        self,
-        request_id: str,
-        coup_id: str,
-        account_id: str,
-        chance: str,
-        amount: int,
-        stake_id: str | None = None,
-        choice: str | None = None,
-        *,
-        actor: Actor = SYSTEM,
-    ) -> StakeResult:
-        """A new stake (player -> layout). FAILED_PRECONDITION field ``amount`` beyond the
-        player's balance. The stake's id is the ledger's: a fresh one, or, when the client
-        gives ``stake_id`` (a UUID), ``ids.stake_uuid(coup_id, account_id, stake_id)``: the
-        client's id then only keeps the account from placing that stake twice on the coup
-        (ALREADY_EXISTS ``STAKE_EXISTS``), and ids never collide across coups or tables."""
-        chosen: list[str] = []
-
-        def new_stake_id() -> str:
-            if stake_id is not None:
-                client = str(parse_uuid(stake_id, "stake_id"))
-                return str(stake_uuid(str(parse_uuid(coup_id, "coup_id")), account_id, client))
-            if not chosen:
-                chosen.append(str(self.config.new_id()))
-            return chosen[-1]
-
-        def step_of(unit: UnitOfWork, rules: HouseRules, layout: Layout, sid: str) -> Step:
-            self.core.player(unit, account_id, rules.currency)
-            c = _chance(chance)
-            amt = _amount(amount)
-            ch = _choice(choice) if choice is not None else None
-            if stake_id is not None and self._coup(unit, coup_id).owner(sid) is not None:
-                raise AlreadyExists("stake_id", "STAKE_EXISTS",
-                                    f"stake {stake_id} was placed on the coup already")
-            return place_stake(rules, layout, sid, account_id, c, amt, ch)
-
-        args = {"coup_id": coup_id, "account_id": account_id, "chance": chance,
-                "amount": amount, "stake_id": stake_id, "choice": choice}
-        return self._betting("place_stake", request_id, args, coup_id, new_stake_id, step_of,
-                             actor, account_id=account_id)
-
-    def raise_stake(self, request_id: str, coup_id: str, stake_id: str, amount: int, *,
-                    actor: Actor = SYSTEM) -> StakeResult:
-        """Add ``amount`` to a free stake."""
-        return self._betting(
-            "raise_stake", request_id, {"coup_id": coup_id, "stake_id": stake_id,
-                                        "amount": amount},
-            coup_id, lambda: stake_id,
-            lambda u, r, lay, sid: raise_stake(r, lay, sid, _amount(amount)), actor,
-        )
-
-    def withdraw_stake(self, request_id: str, coup_id: str, stake_id: str, *,
-                       actor: Actor = SYSTEM) -> StakeResult:
-        """Take a free stake back, whole."""
-        return self._betting(
-            "withdraw_stake", request_id, {"coup_id": coup_id, "stake_id": stake_id},
-            coup_id, lambda: stake_id, lambda u, r, lay, sid: withdraw_stake(r, lay, sid), actor,
-        )
-
-    def insure(self, request_id: str, coup_id: str, stake_id: str, *,
-               actor: Actor = SYSTEM) -> StakeResult:
-        """Buy insurance on a stake for this coup (premium player -> house insurance)."""
-        return self._betting(
-            "insure", request_id, {"coup_id": coup_id, "stake_id": stake_id},
-            coup_id, lambda: stake_id, lambda u, r, lay, sid: insure(r, lay, sid), actor,
-        )
-
-    def choose_refait31(
-        self, request_id: str, coup_id: str, stake_id: str, choice: str, *,
-        actor: Actor = SYSTEM,
-    ) -> StakeResult:
-        """``partage`` or ``prison`` (under refait31 ``player_choice``)."""
-        return self._betting(
-            "choose_refait31", request_id,
-            {"coup_id": coup_id, "stake_id": stake_id, "choice": choice},
-            coup_id, lambda: stake_id,
-            lambda u, r, lay, sid: choose_refait31_step(r, lay, sid, _choice(choice)), actor,
-            command_event=Coup.Refait31Chosen,
-        )
-
-    def half_withdraw(self, request_id: str, coup_id: str, stake_id: str, *,
-                      actor: Actor = SYSTEM) -> StakeResult:
-        """An imprisoned stake: the house takes half, the player gets the rest back."""
-        return self._betting(
-            "half_withdraw", request_id, {"coup_id": coup_id, "stake_id": stake_id},
-            coup_id, lambda: stake_id, lambda u, r, lay, sid: half_withdraw(r, lay, sid), actor,
-        )
-
-    def move_imprisoned(
-        self, request_id: str, coup_id: str, stake_id: str, chance: str, *,
-        actor: Actor = SYSTEM,
-    ) -> StakeResult:
-        """An imprisoned stake: the house takes half, the rest goes (still in prison) to
-        ``chance``."""
-        return self._betting(
-            "move_imprisoned", request_id,
-            {"coup_id": coup_id, "stake_id": stake_id, "chance": chance},
-            coup_id, lambda: stake_id,
-            lambda u, r, lay, sid: move_imprisoned(r, lay, sid, _chance(chance)), actor,
-        )
-
-    def _close_betting(self, unit: UnitOfWork, table: Table, coup: Coup, ts: datetime) -> None:
-        step = close_betting(self._rules(table), coup.domain_layout())
-        self._apply_step(unit, table, coup, step, ts, record_movements=True)
-        coup.trigger_event(Coup.BettingClosed, timestamp=ts)
-
-    def close_betting(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM
-                      ) -> CoupView:
-        """No more stakes; stakes still awaiting a choice stay in prison."""
-
-        def decide(unit: UnitOfWork) -> CoupView:
-            coup = self._coup(unit, coup_id)
-            if coup.phase != Phase.BETTING:
-                raise FailedPrecondition("coup_id", "BETTING_CLOSED", "betting is closed already")
-            table = self.core.table(unit, coup.table_id)
-            self._close_betting(unit, table, coup, unit.now)
-            return self._coup_view(coup)
-
-        return self.core.run("close_betting", request_id, {"coup_id": coup_id}, decide, CoupView,
-                         actor)
-
-    def deal(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
-        """Deal the coup: one event per card, then the coup resolved (totals, outcome,
-        announcement). Closes betting first if still open."""
-
-        def decide(unit: UnitOfWork) -> CoupView:
-            coup = self._coup(unit, coup_id)
-            if coup.phase not in (Phase.BETTING, Phase.CLOSED):
-                raise FailedPrecondition("coup_id", "ALREADY_DEALT", "the coup was dealt already")
-            table = self.core.table(unit, coup.table_id)
-            shoe = self.core.shoe(unit, coup.shoe_id)
-            rules = self._rules(table)
-            dealt = deal_coup(self.core.cards(shoe).cards, shoe.position, rules.cut_card)
-            outcome = judge(dealt)
-            ts = unit.now
-            if coup.phase == Phase.BETTING:
-                self._close_betting(unit, table, coup, ts)
-            for card in dealt.cards:
-                coup.trigger_event(
-                    Coup.CardDealt, timestamp=ts, row=card.row.value, code=card.card.code,
-                    position=card.position, running_total=card.running_total,
-                )
-            coup.trigger_event(
-                Coup.Resolved, timestamp=ts, noir_total=outcome.noir_total,
-                rouge_total=outcome.rouge_total, result=outcome.result.value,
-                refait_total=outcome.refait_total, couleur=outcome.couleur,
-                winning_chances=tuple(sorted(c.value for c in outcome.winning_chances)),
-                announcement=outcome.announcement, cut_card_reached=dealt.cut_card_reached,
-                next_position=dealt.next_position,
-            )
-            shoe.trigger_event(
-                Shoe.CoupDealt, timestamp=ts, coup_id=str(coup.id),
-                next_position=dealt.next_position, cut_card_reached=dealt.cut_card_reached,
-            )
-            return self._coup_view(coup)
-
-        return self.core.run("deal", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
-
-    def settle(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
-        """Settle the dealt coup: every movement in RULES.md order, then each stake's fate."""
-
-        def decide(unit: UnitOfWork) -> CoupView:
-            coup = self._coup(unit, coup_id)
-            if coup.phase != Phase.DEALT:
-                raise FailedPrecondition(
-                    "coup_id", "NOT_DEALT" if coup.phase != Phase.SETTLED else "ALREADY_SETTLED",
-                    f"the coup is {coup.phase}, it must be dealt",
-                )
-            table = self.core.table(unit, coup.table_id)
-            step = settle(self._rules(table), coup.domain_layout(), _outcome(coup))
-            ts = unit.now
-            self._apply_step(unit, table, coup, step, ts, record_movements=True)
-            coup.trigger_event(Coup.Settled, timestamp=ts)
-            return self._coup_view(coup)
-
-        return self.core.run("settle", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
 
     # --- accounts ---------------------------------------------------------------------------
 
@@ -811,7 +407,7 @@ class Ledger:
 
         def decide(unit: UnitOfWork) -> AccountView:
             player = self.core.player(unit, account_id)
-            amt = _amount(amount)
+            amt = check_amount(amount)
             ts = unit.now
             cage = self._cage(unit, player.currency, ts)
             self.core.post(cage, player, amt, CASH_IN, request_id, None, ts)
@@ -827,7 +423,7 @@ class Ledger:
 
         def decide(unit: UnitOfWork) -> AccountView:
             player = self.core.player(unit, account_id)
-            amt = _amount(amount)
+            amt = check_amount(amount)
             if amt > player.balance:
                 raise FailedPrecondition(
                     "amount", "INSUFFICIENT_FUNDS", f"the balance is {player.balance}"
@@ -842,17 +438,22 @@ class Ledger:
 
     # --- queries ----------------------------------------------------------------------------
 
+    def _handler(self, table: Table) -> object | None:
+        """The commands object of the table's game (None: a game without commands)."""
+        return self._handlers.get(table.game)
+
     def _table_view(self, unit: UnitOfWork, table: Table) -> TableView:
-        last = self._last_coup(unit, table)
+        hook = getattr(self._handler(table), "table_layout", None)
+        layout, coup_shoe_id = ((), None) if hook is None else hook(unit, table)
         return TableView(
             table_id=table.table_id, preset=table.preset, options=dict(table.options),
             currency=table.options.get("currency", ""), shoe_id=table.shoe_id,
             coup_id=table.last_coup_id, coups=len(table.coup_ids), shoes=table.shoes,
-            layout=tuple(_stake_view(s) for s in last.layout) if last is not None else (),
+            layout=layout,
             bank_account=table_account(table.table_id, AccountKind.BANK),
             layout_account=table_account(table.table_id, AccountKind.LAYOUT),
             create_time=table.created_on.isoformat(),
-            coup_shoe_id=last.shoe_id if last is not None else None,
+            coup_shoe_id=coup_shoe_id,
             closed=table.closed,
             close_time=(self.core.event_times(table, {Table.Closed.TOPIC: "close"}).get("close")
                         if table.closed else None),
@@ -875,102 +476,25 @@ class Ledger:
             close_time=times.get("close"),
         )
 
-    def _coup_view(self, coup: Coup) -> CoupView:
-        reached = _PHASES.index(coup.phase) if coup.phase in _PHASES else 0
-        wanted = {topic: key for topic, key in _PHASE_EVENTS[:reached]}
-        times = self.core.event_times(coup, wanted) if wanted else {}
-        return CoupView(
-            coup_id=str(coup.id), table_id=coup.table_id, shoe_id=coup.shoe_id,
-            number=coup.number, number_in_shoe=coup.number_in_shoe, phase=coup.phase,
-            start_position=coup.start_position,
-            cards=tuple(CardView(*c) for c in coup.cards),
-            noir_total=coup.noir_total, rouge_total=coup.rouge_total, result=coup.result,
-            refait_total=coup.refait_total, couleur=coup.couleur,
-            winning_chances=tuple(coup.winning_chances), announcement=coup.announcement,
-            cut_card_reached=coup.cut_card_reached,
-            layout=tuple(_stake_view(s) for s in coup.layout),
-            movements=tuple(MovementView(**m) for m in coup.movements),
-            fates=tuple(FateView(**f) for f in coup.fates),
-            create_time=coup.created_on.isoformat(),
-            betting_close_time=times.get("closed"), deal_time=times.get("dealt"),
-            settle_time=times.get("settled"),
-        )
-
     def get_table(self, table_id: str) -> TableView:
         return self._writer.read(lambda u: self._table_view(u, self.core.table(u, table_id)))
 
     def get_shoe(self, shoe_id: str) -> ShoeView:
         return self._writer.read(lambda u: self._shoe_view(self.core.shoe(u, shoe_id)))
 
-    def get_coup(self, coup_id: str) -> CoupView:
-        return self._writer.read(lambda u: self._coup_view(self._coup(u, coup_id)))
-
-    def stake_account(self, coup_id: str, stake_id: str) -> str:
-        """The account of a stake that is or was on the coup's layout (it never changes: an
-        owner check on it holds for a retry even after the stake left the layout). NOT_FOUND
-        field ``stake_id`` if the stake never was on this coup."""
-
-        def read(unit: UnitOfWork) -> str:
-            owner = self._coup(unit, coup_id).owner(stake_id)
-            if owner is None:
-                raise NotFound("stake_id", "UNKNOWN_STAKE",
-                               f"stake {stake_id} was never on the coup")
-            return owner
-
-        return self._writer.read(read)
-
     def list_tables(self, page_size: int = 50, page_token: str = "") -> tuple[list[TableView], str]:
         """Tables in the order they opened: at most ``page_size`` (1..1000), after the page
         ``page_token`` ended (opaque; "" for the first page). Returns the tables and the next
         page's token ("" on the last page). Found by the log's ``Table.Opened`` events."""
-        size = _page_size(page_size)
-        after = int(_read_token(page_token, "tables", "")) if page_token else 0
+        size = page_size_of(page_size)
+        after = int(read_token(page_token, "tables", "")) if page_token else 0
         notes = self.app.recorder.select_notifications(
             after, size + 1, inclusive_of_start=False, topics=(Table.Opened.TOPIC,)
         )
         page = notes[:size]
         tables = [self.get_table(str(json.loads(n.state)["table_id"])) for n in page]
-        token = _make_token("tables", "", str(page[-1].id)) if len(notes) > size else ""
+        token = make_token("tables", "", str(page[-1].id)) if len(notes) > size else ""
         return tables, token
-
-    def list_coups(
-        self, table_id: str, shoe_id: str | None = None, page_size: int = 50, page_token: str = ""
-    ) -> tuple[list[CoupView], str]:
-        """The coups of a table (or of one of its shoes) in the order they were played, at most
-        ``page_size`` (1..1000) after the page ``page_token`` ended (opaque, bound to the same
-        table and shoe). Returns the coups and the next page's token ("" on the last page)."""
-        size = _page_size(page_size)
-        scope = f"{table_id}/{shoe_id or '-'}"
-        offset = int(_read_token(page_token, "coups", scope)) if page_token else 0
-
-        def ids(unit: UnitOfWork) -> list[str]:
-            table = self.core.table(unit, table_id)
-            if shoe_id is None:
-                return list(table.coup_ids)
-            shoe = self.core.shoe(unit, shoe_id)
-            if shoe.table_id != table.table_id:
-                raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id!r} at the table")
-            return self._shoe_coups(unit, table, shoe)
-
-        coup_ids = self._writer.read(ids)
-        # one coup per read: a long page does not hold the writer up
-        coups = [self.get_coup(c) for c in coup_ids[offset : offset + size]]
-        more = offset + size < len(coup_ids)
-        token = _make_token("coups", scope, str(offset + size)) if more else ""
-        return coups, token
-
-    def _shoe_coups(self, unit: UnitOfWork, table: Table, shoe: Shoe) -> list[str]:
-        """The shoe's coups in order: the dealt ones (from the shoe's events), then the
-        table's latest coup if it belongs to the shoe and is not dealt yet."""
-        ids = [
-            str(json.loads(e.state)["coup_id"])
-            for e in self.app.recorder.select_events(shoe.id, lte=shoe.version)
-            if e.topic == Shoe.CoupDealt.TOPIC
-        ]
-        last = self._last_coup(unit, table)
-        if last is not None and last.shoe_id == str(shoe.id) and str(last.id) not in ids:
-            ids.append(str(last.id))
-        return ids
 
     def get_account(self, account_id: str) -> AccountView:
         """Any account: a player's id, ``table:<id>:bank|layout|house_insurance|house_partage|
@@ -1000,28 +524,6 @@ class Ledger:
                 actor=actors.get(e.originator_version, (0, None))[1],
             ))
         return Statement(view, tuple(entries))
-
-    def last_coups(self, table_id: str, n: int = 10) -> list[CoupSteps]:
-        """The table's last ``n`` coups, newest first, each with every recorded step in order,
-        its position in the log and who caused it (the actor of its command), and who dealt."""
-        if not isinstance(n, int) or not 1 <= n <= 100:
-            raise InvalidArgument("n", "OUT_OF_RANGE", "must be 1 to 100")
-        coup_ids = self._writer.read(lambda u: list(self.core.table(u, table_id).coup_ids))
-        answer = []
-        for cid in reversed(coup_ids[-n:]):
-            coup = self.get_coup(cid)
-            stored = self.app.recorder.select_events(UUID(cid))
-            actors = self.core.actors_of(UUID(cid),
-                                         [(e.originator_version, e.topic) for e in stored])
-            steps = tuple(
-                StepView(e.originator_version, e.topic, str(state.get("timestamp")), state,
-                         *actors.get(e.originator_version, (0, None)))
-                for e in stored
-                for state in [plain(json.loads(e.state))]
-            )
-            dealt_by = next((s.actor for s in steps if s.topic == Coup.Resolved.TOPIC), None)
-            answer.append(CoupSteps(coup, steps, dealt_by))
-        return answer
 
     def read_events(self, after_position: int = 0, limit: int = 100) -> list[StoredEvent]:
         """Events of the whole log with position > ``after_position``, at most ``limit``
@@ -1071,56 +573,6 @@ class Ledger:
         return {names[k]: v for k, v in totals.items()}
 
 
-_PHASES = (Phase.BETTING, Phase.CLOSED, Phase.DEALT, Phase.SETTLED)
-_PHASE_EVENTS = (  # the event that ends each phase, and the key of its time
-    (Coup.BettingClosed.TOPIC, "closed"),
-    (Coup.Resolved.TOPIC, "dealt"),
-    (Coup.Settled.TOPIC, "settled"),
-)
-MAX_PAGE_SIZE = 1000
-
-
-def _page_size(page_size: int) -> int:
-    if not isinstance(page_size, int) or isinstance(page_size, bool) or page_size < 1:
-        raise InvalidArgument("page_size", "OUT_OF_RANGE", f"must be 1 to {MAX_PAGE_SIZE}")
-    return min(page_size, MAX_PAGE_SIZE)
-
-
-def _make_token(kind: str, scope: str, value: str) -> str:
-    """An opaque page token: where the page ended, bound to the list it belongs to."""
-    text = json.dumps([kind, scope, value], separators=(",", ":"))
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
-
-
-def _read_token(token: str, kind: str, scope: str) -> str:
-    bad = InvalidArgument("page_token", "BAD_PAGE_TOKEN", "not a token of this list")
-    if not isinstance(token, str) or len(token) > 400:
-        raise bad
-    try:
-        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
-        found_kind, found_scope, value = json.loads(text)
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
-        raise bad from None
-    if [found_kind, found_scope] != [kind, scope] or not isinstance(value, str):
-        raise bad
-    if not (value.isascii() and value.isdigit()) or len(value) > 18:
-        raise bad
-    return value
-
-
-@lru_cache(maxsize=1024)
-def _rules_of(options: tuple[tuple[str, str], ...]) -> HouseRules:
-    return HouseRules.from_options(dict(options))
-
-
-def _check_open(table: Table) -> None:
-    if table.closed:
-        raise FailedPrecondition(
-            "table_id", "TABLE_CLOSED",
-            f"table {table.table_id!r} is closed: it opens no more shoes",
-        )
-
-
 def schema_owner(app: LedgerApplication) -> bool:
     """Whether the application's role created (owns) the tables (the library's CREATE_TABLE,
     decided in ``LedgerApplication.construct_env``)."""
@@ -1167,49 +619,10 @@ def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100
     return out
 
 
-def _amount(amount: int) -> int:
-    if not isinstance(amount, int) or isinstance(amount, bool) or not 0 < amount <= MAX_AMOUNT:
-        raise InvalidArgument("amount", "OUT_OF_RANGE", f"must be 1 to {MAX_AMOUNT} minor units")
-    return amount
-
-
-def _chance(text: str) -> Chance:
-    try:
-        return Chance(text)
-    except ValueError:
-        raise InvalidArgument(
-            "chance", "UNKNOWN_CHANCE", "must be noir, rouge, couleur or inverse"
-        ) from None
-
-
-def _choice(text: str) -> Refait31Choice:
-    try:
-        return Refait31Choice(text)
-    except ValueError:
-        raise InvalidArgument("choice", "UNKNOWN_CHOICE", "must be partage or prison") from None
-
-
 def _currency(text: str) -> str:
     """A currency of ``domain.currency``'s table (ISO 4217, its minor unit known)."""
     return check_currency(text, "currency")
 
 
-def _stake_view(s: Stake) -> StakeView:
-    return StakeView(
-        s.stake_id, s.player, s.chance.value, s.amount, s.status.value, s.insured,
-        s.choice.value if s.choice is not None else None, s.awaiting_choice,
-    )
-
-
 def _account_view(a: Account) -> AccountView:
     return AccountView(a.account_id, a.kind, a.currency, a.balance, a.entries)
-
-
-def _outcome(coup: Coup) -> Outcome:
-    assert coup.result is not None and coup.announcement is not None
-    return Outcome(
-        result=Result(coup.result), noir_total=coup.noir_total, rouge_total=coup.rouge_total,
-        refait_total=coup.refait_total, couleur=coup.couleur,
-        winning_chances=frozenset(Chance(c) for c in coup.winning_chances),
-        announcement=coup.announcement,
-    )

@@ -21,9 +21,12 @@ table's rule book's rules, read back from the options it recorded.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -31,17 +34,18 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from domain.cards import DeckKind
+from domain.cards import DeckKind, canonical_shoe
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import Sabot, load_sabot
+from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot
 from services import games
 from services.ledger.account import Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
 from services.ledger.attribution import Attributor
 from services.ledger.config import LedgerConfig
+from services.ledger.escrow import seal_to_regulator
 from services.ledger.ids import account_uuid, check_name, parse_uuid, table_account, table_uuid
-from services.ledger.seal import unseal
+from services.ledger.seal import seal, unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.writer import Command, UnitOfWork, Writer
@@ -52,7 +56,23 @@ CASH_IN = "cash_in"  # entry kinds of the cage's movements (a game names its own
 CASH_OUT = "cash_out"
 DEFERRED = threading.local()  # ``on`` while ``Ledger.submit`` calls a command: answer a future
 
-__all__ = ["CASH_IN", "CASH_OUT", "Core", "UnitOfWork"]
+MAX_AMOUNT = 10**15
+MAX_PAGE_SIZE = 1000
+
+__all__ = ["CASH_IN", "CASH_OUT", "MAX_AMOUNT", "Core", "TableClosing", "UnitOfWork"]
+
+
+@dataclass(frozen=True)
+class TableClosing:
+    """What a game's ``table_closing(unit, table, ts)`` settled when its table closes: the
+    movements (as the answer shows them), on which round (None: none), how many stakes, and
+    under which option (``prisoners_at_close``: Trente et Quarante's; "" for a game without
+    one)."""
+
+    round_id: str | None = None
+    prisoners_at_close: str = ""
+    stakes: int = 0
+    settled: tuple[Any, ...] = ()
 
 
 class Core:
@@ -127,6 +147,27 @@ class Core:
         shoe = unit.get(Shoe, parse_uuid(shoe_id, field))
         if shoe is None:
             raise NotFound(field, "UNKNOWN_SHOE", f"no shoe {shoe_id!r}")
+        return shoe
+
+    def shuffle(self, unit: UnitOfWork, table_id: str, kind: DeckKind, decks: int = 1,
+                shoe_id: UUID | None = None) -> Shoe:
+        """A new shoe of ``decks`` decks of ``kind`` for the table (SABOT-SHUFFLE-1): a fresh
+        32-byte seed, its commitment published, the seed sealed under the ledger's key and, when
+        the ledger has the regulator's key, escrowed to it (SABOT-ESCROW-1) in
+        ``Shoe.Shuffled``; to be cut (``Shoe.Cut``) before its cards are dealt. ``shoe_id``: its
+        id (the caller checked none has it; None: a fresh one)."""
+        sid = self.config.new_id() if shoe_id is None else shoe_id
+        seed = self.config.new_seed()
+        escrowed = ""  # the seed sealed to the regulator (deterministic bytes), if keyed
+        if self.config.regulator_key is not None:
+            escrowed = seal_to_regulator(seed, sid, self.config.regulator_key).hex()
+        shoe = Shoe._create(
+            Shoe.Shuffled, id=sid, timestamp=unit.now, table_id=table_id,
+            algorithm=ALGORITHM_ID, deck_kind=kind.value, decks=decks,
+            size=len(canonical_shoe(kind, decks)), commitment=commitment(seed, sid),
+            sealed_seed=seal(self.config.seal_key, seed, sid), escrowed_seed=escrowed,
+        )
+        unit.add(shoe)
         return shoe
 
     def cards(self, shoe: Shoe) -> Sabot:
@@ -247,6 +288,54 @@ class Core:
         actors = self.attributor.actors(
             (positions[v], text, v, topic, None) for v, topic in events if v in positions)
         return {v: (positions.get(v, 0), actors.get((text, v))) for v, _ in events}
+
+
+def check_open(table: Table) -> None:
+    """A closed table (``close_table``) opens no more shoes or rounds (FAILED_PRECONDITION
+    ``TABLE_CLOSED``)."""
+    if table.closed:
+        raise FailedPrecondition(
+            "table_id", "TABLE_CLOSED",
+            f"table {table.table_id!r} is closed: it opens no more shoes",
+        )
+
+
+def check_amount(amount: int, field: str = "amount") -> int:
+    """An amount of money: 1 to ``MAX_AMOUNT`` minor units (INVALID_ARGUMENT otherwise)."""
+    if not isinstance(amount, int) or isinstance(amount, bool) or not 0 < amount <= MAX_AMOUNT:
+        raise InvalidArgument(field, "OUT_OF_RANGE", f"must be 1 to {MAX_AMOUNT} minor units")
+    return amount
+
+
+def page_size_of(page_size: int) -> int:
+    """A list's page size: at least 1, at most ``MAX_PAGE_SIZE`` (more reads as the most)."""
+    if not isinstance(page_size, int) or isinstance(page_size, bool) or page_size < 1:
+        raise InvalidArgument("page_size", "OUT_OF_RANGE", f"must be 1 to {MAX_PAGE_SIZE}")
+    return min(page_size, MAX_PAGE_SIZE)
+
+
+def make_token(kind: str, scope: str, value: str) -> str:
+    """An opaque page token: where the page ended, bound to the list it belongs to."""
+    text = json.dumps([kind, scope, value], separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def read_token(token: str, kind: str, scope: str) -> str:
+    """The value of a ``make_token`` token of the list ``(kind, scope)`` (INVALID_ARGUMENT
+    ``BAD_PAGE_TOKEN`` otherwise)."""
+    bad = InvalidArgument("page_token", "BAD_PAGE_TOKEN", "not a token of this list")
+    if not isinstance(token, str) or len(token) > 400:
+        raise bad
+    try:
+        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        found_kind, found_scope, value = json.loads(text)
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        raise bad from None
+    if [found_kind, found_scope] != [kind, scope] or not isinstance(value, str):
+        raise bad
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise bad
+    return value
 
 
 @lru_cache(maxsize=1024)

@@ -72,14 +72,6 @@ class ShoeView:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class CardView:
-    row: str  # noir | rouge
-    code: str  # AS, TD, ...
-    position: int  # sabot position
-    running_total: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class MovementView:
     """One double-entry movement: ``amount`` leaves ``debit_account`` for ``credit_account``."""
 
@@ -94,17 +86,6 @@ class MovementView:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class FateView:
-    stake_id: str
-    account_id: str
-    chance: str
-    fate: str  # domain.trente_et_quarante.layout.Fate value
-    amount_before: int
-    amount_after: int
-    status_after: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class StepView:
     """One recorded event of a coup, in order (for recall: the last game plus nine)."""
 
@@ -114,50 +95,6 @@ class StepView:
     state: dict[str, Any]
     position: int = 0  # in the log
     actor: dict[str, Any] | None = None  # who ran the command that caused it (Actor.to_dict)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class CoupView:
-    coup_id: str
-    table_id: str
-    shoe_id: str
-    number: int  # 1-based at the table
-    number_in_shoe: int  # 1-based in the shoe
-    phase: str  # betting | closed | dealt | settled
-    start_position: int
-    cards: tuple[CardView, ...]
-    noir_total: int | None
-    rouge_total: int | None
-    result: str | None  # noir | rouge | refait | void (None until dealt)
-    refait_total: int | None
-    couleur: bool | None
-    winning_chances: tuple[str, ...]
-    announcement: str | None
-    cut_card_reached: bool
-    layout: tuple[StakeView, ...]  # the layout now (after settlement: what stays for next coup)
-    movements: tuple[MovementView, ...]  # settlement movements, in RULES.md order
-    fates: tuple[FateView, ...]  # settlement fates
-    create_time: str | None = None  # opened for betting
-    betting_close_time: str | None = None
-    deal_time: str | None = None
-    settle_time: str | None = None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class CoupSteps:
-    coup: CoupView
-    steps: tuple[StepView, ...]
-    dealt_by: dict[str, Any] | None = None  # the actor of the deal (None: not dealt yet)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StakeResult:
-    """The answer to a betting command."""
-
-    coup_id: str
-    stake: StakeView | None  # the stake after the command (None when it left the layout)
-    movements: tuple[MovementView, ...]  # money moved by the command
-    balance: int  # the player's balance after the command
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

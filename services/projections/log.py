@@ -10,7 +10,6 @@ from services.ledger.config import APP_NAME, store_env
 # Importing the aggregates registers their explicit topics for decoding.
 _AGGREGATE_MODULES = (
     "services.ledger.account",
-    "services.ledger.coup",
     "services.ledger.request",
     "services.ledger.shoe",
     "services.ledger.table",
@@ -18,8 +17,12 @@ _AGGREGATE_MODULES = (
 
 
 def register_topics() -> None:
+    """The core's aggregates, and every registered game's (its module imports them)."""
+    from services import games
+
     for name in _AGGREGATE_MODULES:
         importlib.import_module(name)
+    games.games()
 
 
 def open_log(store_url: str, extra_env: dict[str, str] | None = None, pool_size: int = 3) -> Any:

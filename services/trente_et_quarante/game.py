@@ -11,7 +11,8 @@ from services import topics
 from services.games import TRENTE_ET_QUARANTE, Game
 from services.ledger.account import AccountKind
 from services.ledger.methods import INT, OPT_STR, STR, Method, command, query
-from services.ledger.views import CoupSteps, CoupView, StakeResult
+from services.trente_et_quarante.commands import TrenteEtQuarante
+from services.trente_et_quarante.views import CoupSteps, CoupView, StakeResult
 
 # The accounts every table of the game has: its bank, its layout (the stakes on it) and the
 # house's revenue from insurance premiums, partages and prisoners.
@@ -51,8 +52,8 @@ def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
                   ) -> tuple[Any, ...]:
     """The game's gRPC servicers on ``server``: the betting service (its coups' commands are in
     the table service of ``sabot.v1``, which the core serves)."""
-    from services.api.betting import BettingServicer
     from services.api.gen.sabot.v1 import betting_pb2_grpc
+    from services.trente_et_quarante.betting import BettingServicer
 
     betting = BettingServicer(ledger, tokens, hub)
     betting_pb2_grpc.add_BettingServiceServicer_to_server(betting, server)
@@ -64,7 +65,7 @@ GAME = Game(
     deck_kind=DeckKind.FRENCH_52,
     options=TABLE,
     table_accounts=TABLE_ACCOUNTS,
-    commands=None,  # its commands are still the Ledger's own methods (moved here next)
+    commands=TrenteEtQuarante,
     methods=METHODS,
     servicers=add_servicers,
     services=("sabot.v1.BettingService",),

@@ -12,7 +12,7 @@ from uuid import UUID
 from domain.errors import RuleViolation
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
-from services.ledger.views import CoupView
+from services.trente_et_quarante.views import CoupView
 
 KEY = bytes(range(32))
 CHAIN_KEY = bytes(range(100, 132))  # the evidence chain's signing key (fixed: same links)

@@ -9,7 +9,7 @@ import pytest
 from domain.cards import DeckKind
 from domain.shuffle import commitment, load_sabot, order_digest
 from services.ledger.api import Ledger
-from services.ledger.views import CoupView
+from services.trente_et_quarante.views import CoupView
 
 from .play import Croupier, FixedInputs
 

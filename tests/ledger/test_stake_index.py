@@ -1,4 +1,4 @@
-"""The coup's stake index (services/ledger/coup.py) gives the layout a scan of it gives."""
+"""The coup's stake index (services/trente_et_quarante/coup.py) gives the layout a scan gives."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from domain.trente_et_quarante.chances import Chance
 from domain.trente_et_quarante.layout import Stake
-from services.ledger.coup import Coup, _put, _restate
+from services.trente_et_quarante.coup import Coup, _put, _restate
 
 
 def _put_by_scan(layout: tuple[Any, ...], stake_id: str, stake: Any) -> tuple[Any, ...]:

@@ -301,8 +301,9 @@ def test_plain_answers_equal_to_dict() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from services.ledger.views import MovementView, StakeResult, StakeView, to_dict
+    from services.ledger.views import MovementView, StakeView, to_dict
     from services.ledger.writer import plain
+    from services.trente_et_quarante.views import StakeResult
 
     text = st.text(max_size=8)
     stakes = st.builds(StakeView, text, text, text, st.integers(), text, st.booleans(),

@@ -14,7 +14,7 @@ from services.api import convert, errors, names
 from services.api.base import Base, check_uuid
 from services.api.gen.sabot.v1 import betting_pb2, betting_pb2_grpc, common_pb2
 from services.api.roles import Role
-from services.ledger.views import StakeResult
+from services.trente_et_quarante.views import StakeResult
 
 _PLACE = {
     "coup_id": "coup",
