@@ -1,0 +1,77 @@
+"""The composition root (``services/bootstrap.py``): the ledger, its log, the read models and the
+notary built from ``Settings`` (the one settings reader), on both stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from services import bootstrap
+from services.ledger.evidence import ChainKey
+from services.settings import SettingError, Settings
+
+SEAL = "11" * 32
+CHAIN = "22" * 32
+CHECKPOINT = "33" * 32
+REGULATOR_PUBLIC = "44" * 32
+
+
+def settings(store_url: str, tmp_path: Path, **env: str) -> Settings:
+    return Settings.load(env={"SABOT_STORE": store_url, **env}, env_file=None)
+
+
+def test_the_ledger_its_log_and_read_models_from_settings(store_url: str, tmp_path: Path
+                                                          ) -> None:
+    given = settings(store_url, tmp_path, SABOT_SEAL_KEY=SEAL, SABOT_CHAIN_KEY=CHAIN,
+                     SABOT_REGULATOR_PUBLIC_KEY=REGULATOR_PUBLIC)
+    config = bootstrap.ledger_config(given)
+    assert (config.store_url, config.seal_key, config.chain_key, config.regulator_key) == (
+        store_url, bytes.fromhex(SEAL), bytes.fromhex(CHAIN), bytes.fromhex(REGULATOR_PUBLIC))
+    ledger = bootstrap.open_ledger(given)
+    try:
+        ledger.open_table("t", "t1", "francaise")
+        shoe = ledger.open_shoe("s", "t1")
+        ledger.cut("c", shoe.shoe_id, 50, "ana")
+        coup = ledger.open_coup("oc", "t1")  # a registered game's command on the built ledger
+        assert coup.table_id == "t1"
+        # the seed escrowed to the regulator's key from the settings
+        stored = ledger.app.repository.get(UUID(shoe.shoe_id))
+        assert stored.escrowed_seed != ""
+        # the evidence links signed by the settings' chain key
+        assert ledger.app.evidence is not None
+        assert ledger.app.evidence.key.key_id == ChainKey.from_raw(bytes.fromhex(CHAIN)).key_id
+        # a reader (standby) needs no seal key and reads what the writer stored
+        reader = bootstrap.open_ledger(settings(store_url, tmp_path), standby=True)
+        try:
+            assert reader.get_table("t1").coup_id == coup.coup_id
+        finally:
+            reader.close()
+        log = bootstrap.open_log(given)
+        try:
+            models = bootstrap.read_models(given, log)
+            assert models.catch_up() > 0
+        finally:
+            log.close()
+    finally:
+        ledger.close()
+
+
+def test_a_missing_seal_key_names_its_setting(store_url: str, tmp_path: Path) -> None:
+    with pytest.raises(SettingError, match="SABOT_SEAL_KEY") as missing:
+        bootstrap.open_ledger(settings(store_url, tmp_path))
+    assert "--seal-key" in str(missing.value)
+    with pytest.raises(SettingError, match="SABOT_SEAL_KEY"):
+        bootstrap.open_ledger_process(settings(store_url, tmp_path))
+
+
+def test_the_notary_from_settings(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/n.db"
+    assert bootstrap.notary(settings(url, tmp_path)) is None
+    follower = bootstrap.notary(settings(url, tmp_path, SABOT_CHECKPOINT_KEY=CHECKPOINT,
+                                         SABOT_CHAIN_KEY=CHAIN))
+    assert follower is not None
+    expected = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(CHECKPOINT)).public_key()
+    assert follower.key.public_key().public_bytes_raw() == expected.public_bytes_raw()
