@@ -171,14 +171,67 @@ def cmd_demo(args: argparse.Namespace, fallback: Callable[[argparse.Namespace], 
     return 0
 
 
+def cmd_replay(args: argparse.Namespace, fallback: Callable[[argparse.Namespace], int]) -> int:
+    """``sabot store replay --match ID``: the regulator's replay of a Cuarenta match (every
+    step beside the recorded event; the first difference at its position); exit 0 only when
+    identical. ``--coup``/``--shoe``: ``fallback``."""
+    if not getattr(args, "match", None):
+        return fallback(args)
+    from pathlib import Path
+
+    from services.cli import CliError
+    from services.cuarenta.replay import replay_match
+    from services.regulator.escrow import load_private_key
+    from services.regulator.replay import verdict
+    from services.regulator.source import Database, EventTable
+
+    reg = None
+    if args.regulator_key:
+        try:
+            reg = load_private_key(Path(args.regulator_key).read_bytes())
+        except (OSError, ValueError) as exc:
+            raise CliError(f"--regulator-key: {exc}") from None
+    db = Database(args.store)
+    try:
+        from services.ledger.ids import parse_uuid
+
+        parse_uuid(args.match, "match")
+        shown = []
+        for step in replay_match(EventTable(db), args.match, regulator_key=reg):
+            if args.all or not step.same:
+                mark = "=" if step.same else "≠"
+                print(f"{step.position!s:>8} {mark} {step.what}: {step.recorded!r} | "
+                      f"{step.replayed!r}")
+            shown.append(step)
+        v = verdict(shown)
+    finally:
+        db.close()
+    print(f"verdict: {v}")
+    return 0 if v.identical else 1
+
+
+def _wrap(parser: argparse.ArgumentParser, command: Callable[..., int]) -> None:
+    fallback = parser.get_default("func")
+    parser.set_defaults(func=lambda args: command(args, fallback))
+
+
 def register(sub: Any) -> None:
-    """``--game`` on ``sabot demo`` (until the demos have their registry)."""
+    """``--game`` on ``sabot demo`` and ``--match`` on ``sabot store replay`` (until the demos
+    and the replays have their registries)."""
     try:
         parser = sub.find("demo")
     except KeyError:  # the demo command is not registered (a module registered alone)
+        parser = None
+    if parser is not None:
+        if not any("--game" in a.option_strings for a in parser._actions):
+            parser.add_argument("--game", default=None,
+                                help="the game to play: trente-et-quarante (default), cuarenta")
+        _wrap(parser, cmd_demo)
+    try:
+        replay = sub.find("store replay")
+    except KeyError:
         return
-    if not any("--game" in a.option_strings for a in parser._actions):
-        parser.add_argument("--game", default=None,
-                            help="the game to play: trente-et-quarante (default), cuarenta")
-    fallback = parser.get_default("func")
-    parser.set_defaults(func=lambda args: cmd_demo(args, fallback))
+    groups = replay._mutually_exclusive_groups
+    if groups and not any("--match" in a.option_strings for a in replay._actions):
+        groups[0].add_argument("--match", help="a Cuarenta match's id")
+        _wrap(replay, cmd_replay)

@@ -55,6 +55,13 @@ def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
     return add(server, ledger, tokens, hub)
 
 
+def _replay(*args: Any, **kwargs: Any) -> Any:
+    """The regulator's replay of one match (``services/cuarenta/replay.py``)."""
+    from services.cuarenta.replay import replay_match
+
+    return replay_match(*args, **kwargs)
+
+
 GAME = Game(
     name=CUARENTA,
     deck_kind=DeckKind.FRENCH_40,
@@ -65,4 +72,5 @@ GAME = Game(
     servicers=add_servicers,
     services=(SERVICE,),
     topics=topics.CUARENTA | topics.CUARENTA_AGGREGATES,
+    replay=_replay,
 )
