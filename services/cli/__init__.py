@@ -47,6 +47,7 @@ COMMAND_MODULES = (
     "services.cli.rules",  # rules GAME …: the rule books answer questions
     "services.cli.odds",  # odds (exact and Monte-Carlo), of every game (--game)
     "services.cli.cuarenta",  # demo --game cuarenta
+    "services.cli.treinta_y_una",  # demo --game treinta-y-una
 )
 
 # The order ``sabot --help`` lists the commands in (a game's own come last).

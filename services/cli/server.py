@@ -126,7 +126,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     suffix = secrets.token_hex(2)
     configured = bool(tokens or cfg.credentials or cfg.credentials_file)
     if args.dev and not configured:
-        tokens = api_config.demo_tokens(tuple(f"{n}-{suffix}" for n in ("anne", "bruno", "chiara")))
+        tokens = api_config.demo_tokens(tuple(f"{n}-{suffix}"
+                                              for n in ("anne", "bruno", "chiara", "dora")))
     if not (tokens or cfg.credentials or cfg.credentials_file):
         raise CliError("no credentials: nobody could call the server (SABOT_CREDENTIALS, "
                        "SABOT_TOKENS, or --dev)")
@@ -206,6 +207,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             with logs.muted():
                 demo.play(target, demo.cast_from(tokens, suffix), preset=args.preset,
                           channel=channel)
+                _other_games(target, tokens, running.tls)
         _print_connect(target, tokens, args.dev, running.tls)
     except (grpc.RpcError, CliError) as exc:
         running.stop()
@@ -222,6 +224,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
                        "the server stopped: restart it")
     return 0
+
+
+def _other_games(target: str, tokens: dict[str, Principal], tls: bool) -> None:
+    """``serve --demo``: after Trente et Quarante's shoe, rounds of Treinta y Una (when two
+    player tokens or more are configured: a face-down card is its holder's only)."""
+    from services.cli import treinta_y_una
+
+    try:
+        cast = treinta_y_una.cast_of(tokens)
+    except ValueError as exc:
+        print(f"(no Treinta y Una demo: {exc})")
+        return
+    channel = None
+    if tls:
+        from services.cli.client import channel_of_env
+
+        channel = channel_of_env(target)
+    print()
+    treinta_y_una.play(target, *cast, channel=channel)
 
 
 def _writer_name(listen: str) -> str:
