@@ -31,6 +31,7 @@ from domain.treinta_y_una.hand import evaluate
 from domain.treinta_y_una.movements import Movement, Role
 from domain.treinta_y_una.rules import TableRules
 from domain.treinta_y_una.stakes import Stake
+from services import topics
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import Core
@@ -41,6 +42,7 @@ from services.ledger.seal import seal, unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.writer import UnitOfWork
+from services.treinta_y_una.reconcile import DayReconciliation, reconcile
 from services.treinta_y_una.round import RoundStarted, TreintaYUnaRound, round_ids
 from services.treinta_y_una.views import (
     HandView,
@@ -522,6 +524,21 @@ class TreintaYUna:
 
         return self._read(read)
 
+    def reconcile(self, table_id: str) -> list[DayReconciliation]:
+        """The table's reconciliation per gaming day (``reconcile.py``), from the log."""
+        from services.ledger.api import read_log
+
+        check_name(table_id, "table_id")
+        events = []
+        after = 0
+        while True:
+            batch = read_log(self.core.app, after, 10_000)
+            if not batch:
+                break
+            events += [e for e in batch if e.topic.startswith(topics.TREINTA_Y_UNA_ROUND + ".")]
+            after = batch[-1].position
+        return reconcile(events, table_id)
+
     # the ledger's names of the game's methods (unique across the core and every game)
     tyu_open_round = open_round
     tyu_place_stake = place_stake
@@ -536,6 +553,7 @@ class TreintaYUna:
     tyu_list_rounds = list_rounds
     tyu_my_hand = my_hand
     tyu_recall = recall
+    tyu_reconcile = reconcile
 
 
 def _any(value: Any) -> Any:

@@ -11,6 +11,7 @@ from services.games import Game
 from services.ledger.methods import ACTOR, INT, OPT_STR, STR, Method, command, query
 from services.treinta_y_una.commands import GAME as NAME
 from services.treinta_y_una.commands import ROLES, TreintaYUna
+from services.treinta_y_una.reconcile import DayReconciliation
 from services.treinta_y_una.views import HandView, RoundRecall, RoundView
 
 _ROUND = ("round_id", STR)
@@ -30,6 +31,7 @@ METHODS: dict[str, Method] = {
     "tyu_list_rounds": query(("table_id", STR), answer=list[str]),
     "tyu_my_hand": query(_ROUND, _PLAYER, ("actor", ACTOR), answer=HandView),
     "tyu_recall": query(_ROUND, answer=RoundRecall),
+    "tyu_reconcile": query(("table_id", STR), answer=list[DayReconciliation]),
 }
 
 

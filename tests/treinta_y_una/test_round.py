@@ -237,3 +237,10 @@ def test_the_commission_is_its_own_movement(sqlite_store_url: str) -> None:
         assert total > 0
         assert ledger.balances()["table:tyu-1:house"] == total
         assert _players_total(ledger) + total == 4 * FUNDS
+        # the reconciliation of the table's gaming day closes, commission included
+        (day,) = tyu.reconcile("tyu-1")
+        assert day.rounds == 4 and day.balanced and day.commission == total
+        assert day.players_net == -total and day.stakes == 4 * 3 * 1_000
+        statement = ledger.statement("table:tyu-1:house")
+        assert [e.kind for e in statement.entries] and all(
+            e.kind in ("commission", "bank_commission") for e in statement.entries)
