@@ -197,61 +197,13 @@ class TreintaYUna:
 
     def _fact(self, agg: TreintaYUnaRound, shoe: Shoe, step: R.Step, fact: F.Fact,
               ts: datetime, waited: int) -> None:
-        E = TreintaYUnaRound
-        if isinstance(fact, F.RoundOpened):
-            return  # the aggregate's ``Opened``, made by ``open_round``
-        if isinstance(fact, F.StakeCarried):
-            stake = step.round.stake_of(fact.player)
-            assert stake is not None
-            agg.trigger_event(E.StakeCarried, timestamp=ts, player=fact.player,
-                              amount=fact.amount, held=stake.held)
-        elif isinstance(fact, F.CarriedStakeReturned):
-            agg.trigger_event(E.CarriedStakeReturned, timestamp=ts, player=fact.player,
-                              amount=fact.amount, reason=fact.reason.value)
-        elif isinstance(fact, F.StakePlaced):
-            agg.trigger_event(E.StakePlaced, timestamp=ts, player=fact.player,
-                              amount=fact.amount, held=fact.held)
-        elif isinstance(fact, F.StakeReturned):
-            agg.trigger_event(E.StakeReturned, timestamp=ts, player=fact.player,
-                              amount=fact.amount)
-        elif isinstance(fact, F.RoundCancelled):
-            agg.trigger_event(E.Cancelled, timestamp=ts, next_banker=fact.next_banker.player,
-                              reason=fact.next_banker.reason.value)
-        elif isinstance(fact, F.CardDealt):
-            hidden = self.faces.hide(shoe, fact.position, fact.player)
-            agg.trigger_event(E.CardDealt, timestamp=ts, player=fact.player,
-                              position=fact.position, commitment=hidden.commitment)
-        elif isinstance(fact, F.TurnBegan):
-            agg.trigger_event(E.TurnBegan, timestamp=ts, player=fact.player)
-        elif isinstance(fact, F.CardDrawn):
-            agg.trigger_event(E.CardDrawn, timestamp=ts, player=fact.player,
-                              position=fact.position, code=fact.card.code)
-        elif isinstance(fact, F.Planted):
-            agg.trigger_event(E.Planted, timestamp=ts, player=fact.player,
-                              for_absent=fact.for_absent,
-                              waited_seconds=waited if fact.for_absent else 0)
-        elif isinstance(fact, F.HandBust):
-            agg.trigger_event(E.HandBust, timestamp=ts, player=fact.player,
-                              shown=self._shown(agg, shoe, fact.player),
-                              cards=[c.code for c in fact.cards], total=fact.total)
-        elif isinstance(fact, F.ShowdownDue):
-            agg.trigger_event(E.ShowdownDue, timestamp=ts)
-        elif isinstance(fact, F.HandShown):
-            agg.trigger_event(E.HandShown, timestamp=ts, player=fact.player,
-                              shown=self._shown(agg, shoe, fact.player),
-                              cards=[c.code for c in fact.cards], total=fact.total,
-                              real=fact.real, bust=fact.bust)
-        elif isinstance(fact, F.StakeSettled):
-            agg.trigger_event(E.StakeSettled, timestamp=ts, player=fact.player,
-                              outcome=fact.outcome.value, amount=fact.amount,
-                              multiple=fact.multiple, paid=fact.paid, short=fact.short,
-                              commission=fact.commission)
-        elif isinstance(fact, F.RoundSettled):
-            carried = [[s.player, s.amount, s.held] for s in step.round.carried]
-            agg.trigger_event(E.Settled, timestamp=ts, next_banker=fact.next_banker.player,
-                              reason=fact.next_banker.reason.value, carried=carried)
-        else:  # pragma: no cover - every fact of the rule book is mapped above
-            raise AssertionError(f"unmapped fact {fact!r}")
+        found = fact_event(
+            fact, step, waited,
+            lambda p, who: self.faces.hide(shoe, p, who).commitment,
+            lambda p, who: self.faces.show(shoe, HiddenCard(p, who, "")).to_dict(),
+        )
+        if found is not None:
+            agg.trigger_event(found[0], timestamp=ts, **found[1])
 
     def _hidden(self, agg: TreintaYUnaRound, player: str) -> list[HiddenCard]:
         for hand in agg.hands:
@@ -554,6 +506,71 @@ class TreintaYUna:
     tyu_my_hand = my_hand
     tyu_recall = recall
     tyu_reconcile = reconcile
+
+
+Commit = Callable[[int, str], str]  # (position, holder) -> the commitment of its face
+Show = Callable[[int, str], dict[str, Any]]  # (position, holder) -> the shown card's record
+
+
+def fact_event(fact: F.Fact, step: R.Step, waited: int, commit: Commit, show: Show
+               ) -> tuple[type[TreintaYUnaRound.Event], dict[str, Any]] | None:
+    """The event (class and fields) that records a fact of the rule book (None: the round's
+    opening, made by ``open_round`` itself); the ledger and the regulator's replay both use
+    it. ``step``: the step the fact belongs to (for a stake's cover, a hand's face-down
+    positions, the stakes carried)."""
+    E = TreintaYUnaRound
+
+    def shown(player: str) -> list[dict[str, Any]]:
+        hand = step.round.hand_of(player)
+        return [show(p, player) for p in hand.positions[:R.CARDS_DEALT]]
+
+    if isinstance(fact, F.RoundOpened):
+        return None
+    if isinstance(fact, F.StakeCarried):
+        stake = step.round.stake_of(fact.player)
+        assert stake is not None
+        return E.StakeCarried, {"player": fact.player, "amount": fact.amount,
+                                "held": stake.held}
+    if isinstance(fact, F.CarriedStakeReturned):
+        return E.CarriedStakeReturned, {"player": fact.player, "amount": fact.amount,
+                                        "reason": fact.reason.value}
+    if isinstance(fact, F.StakePlaced):
+        return E.StakePlaced, {"player": fact.player, "amount": fact.amount, "held": fact.held}
+    if isinstance(fact, F.StakeReturned):
+        return E.StakeReturned, {"player": fact.player, "amount": fact.amount}
+    if isinstance(fact, F.RoundCancelled):
+        return E.Cancelled, {"next_banker": fact.next_banker.player,
+                             "reason": fact.next_banker.reason.value}
+    if isinstance(fact, F.CardDealt):
+        return E.CardDealt, {"player": fact.player, "position": fact.position,
+                             "commitment": commit(fact.position, fact.player)}
+    if isinstance(fact, F.TurnBegan):
+        return E.TurnBegan, {"player": fact.player}
+    if isinstance(fact, F.CardDrawn):
+        return E.CardDrawn, {"player": fact.player, "position": fact.position,
+                             "code": fact.card.code}
+    if isinstance(fact, F.Planted):
+        return E.Planted, {"player": fact.player, "for_absent": fact.for_absent,
+                           "waited_seconds": waited if fact.for_absent else 0}
+    if isinstance(fact, F.HandBust):
+        return E.HandBust, {"player": fact.player, "shown": shown(fact.player),
+                            "cards": [c.code for c in fact.cards], "total": fact.total}
+    if isinstance(fact, F.ShowdownDue):
+        return E.ShowdownDue, {}
+    if isinstance(fact, F.HandShown):
+        return E.HandShown, {"player": fact.player, "shown": shown(fact.player),
+                             "cards": [c.code for c in fact.cards], "total": fact.total,
+                             "real": fact.real, "bust": fact.bust}
+    if isinstance(fact, F.StakeSettled):
+        return E.StakeSettled, {"player": fact.player, "outcome": fact.outcome.value,
+                                "amount": fact.amount, "multiple": fact.multiple,
+                                "paid": fact.paid, "short": fact.short,
+                                "commission": fact.commission}
+    if isinstance(fact, F.RoundSettled):
+        carried = [[c.player, c.amount, c.held] for c in step.round.carried]
+        return E.Settled, {"next_banker": fact.next_banker.player,
+                           "reason": fact.next_banker.reason.value, "carried": carried}
+    raise AssertionError(f"unmapped fact {fact!r}")  # pragma: no cover
 
 
 def _any(value: Any) -> Any:

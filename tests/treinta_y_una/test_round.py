@@ -244,3 +244,34 @@ def test_the_commission_is_its_own_movement(sqlite_store_url: str) -> None:
         statement = ledger.statement("table:tyu-1:house")
         assert [e.kind for e in statement.entries] and all(
             e.kind in ("commission", "bank_commission") for e in statement.entries)
+
+
+def test_the_regulators_replay_is_identical_and_finds_a_change(store_url: str) -> None:
+    import dataclasses
+
+    from services.treinta_y_una.replay import replay_round
+
+    with table_ledger(store_url, tie="void_carry_over", commission="5%") as (ledger, tyu):
+        croupier = Croupier(ledger, tyu)
+        views = [croupier.play() for _ in range(4)]
+        events = []
+        after = 0
+        while batch := ledger.read_events(after, 1000):
+            events += batch
+            after = batch[-1].position
+        for view in views:
+            seed = bytes.fromhex(ledger.get_shoe(view.shoe_id).seed or "")
+            mine = [e for e in events if e.originator_id == view.round_id]
+            verdict = replay_round(mine, seed)
+            assert verdict.identical, str(verdict)
+            assert len(verdict.steps) == len(mine) - 1
+        view = views[0]
+        mine = [e for e in events if e.originator_id == view.round_id]
+        seed = bytes.fromhex(ledger.get_shoe(view.shoe_id).seed or "")
+        i = next(i for i, e in enumerate(mine) if e.topic == TreintaYUnaRound.HandShown.TOPIC)
+        state = dict(mine[i].state)
+        state["total"] = state["total"] + 1
+        changed = [*mine[:i], dataclasses.replace(mine[i], state=state), *mine[i + 1:]]
+        verdict = replay_round(changed, seed)
+        assert not verdict.identical
+        assert f"position {mine[i].position}" in verdict.detail and "total" in verdict.detail
