@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from sabot_verify import actors
 from sabot_verify.chain import key_id, load_head, walk_export
+from sabot_verify.cuarenta import verify_matches
 from sabot_verify.integrity import Export, Problem, check, parse
 from sabot_verify.money import check_money
 from sabot_verify.proofs import Bad, load_x25519, open_escrow
@@ -122,6 +123,7 @@ def run(
     index_of = {r["position"]: r["index"] for r in exp.events}
     verdicts: list[Verdict] = verify_shoes(exp.events, shoes, seed_of, checkpoints, index_of)
     verdicts += verify_rounds(exp.events, seed_of)  # Treinta y Una's rounds
+    verdicts += verify_matches(exp.events, seed_of)  # Cuarenta's matches
     for v in verdicts:
         print(f"{'OK  ' if v.ok else 'FAIL'} {v.what}: {v.detail}", file=out)
     for line in actors.report(exp.events):  # who did what
