@@ -146,7 +146,7 @@ def cmd_demo(args: argparse.Namespace, fallback: Callable[[argparse.Namespace], 
     if args.game != GAME:
         from services.cli import CliError
 
-        raise CliError(f"--game: no demo for {args.game!r} (trente-et-quarante, cuarenta)")
+        raise CliError(f"--game: no demo for {args.game!r}")
     import os
     from pathlib import Path
 
