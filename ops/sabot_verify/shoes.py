@@ -5,6 +5,7 @@ The ledger's event topics (docs/export-format.md) are the only thing shared with
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,6 @@ from sabot_verify.topics import (
     COUP_LAYOUT_RESTATED,
     COUP_MONEY_MOVED,
     COUP_OPENED,
-    COUP_PREFIX,
     COUP_RESOLVED,
     COUP_SETTLED,
     COUP_STAKE_CARRIED_OVER,
@@ -87,6 +87,71 @@ def _events(records: list[dict[str, Any]]) -> list[Ev]:
     return out
 
 
+@dataclass
+class Pending:
+    """A shoe the export holds whose card checks wait: in play (or closed after the anchor),
+    its seed not revealed in the export and no regulator key to open its escrow. Its events
+    are still checked as every event is (leaf hashes, proofs, the chain, the money)."""
+
+    shoe_id: str
+    table_id: str
+    game: str
+    position: int  # its Shoe.Shuffled
+    coups: int  # coups opened so far
+    settled: int  # of them, settled
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shoe_id": self.shoe_id, "table_id": self.table_id, "game": self.game,
+                "position": self.position, "coups": self.coups, "settled": self.settled,
+                "reason": self.reason}
+
+
+@dataclass
+class ShoeContext:
+    """What a game's check of one shoe is given, once the shoe itself (seed, commitment,
+    shuffle, size, cut, order digest) has verified."""
+
+    shoe_id: str
+    table_id: str
+    options: dict[str, str]  # the table's house rules, as text (its Table.Opened)
+    cards: list[str]  # the shoe in dealing order, after the cut
+    shoe_events: list[Ev]
+    children: dict[str, list[Ev]]  # aggregates whose first event names the shoe (its coups)
+    checkpoints: dict[str, dict[str, Any]]  # by the coup (or round) whose end they mark
+    index_of: dict[int, int]  # position -> leaf index
+    closing: set[str]  # coups on which a table's close settled what was left
+    in_play: bool  # no Shoe.Closed in the export (checked with the escrowed seed)
+
+
+GameCheck = Callable[[ShoeContext], list[Verdict]]  # the shoe's verdict line first
+TRENTE_ET_QUARANTE = "trente_et_quarante"
+GAMES: dict[str, GameCheck] = {}
+
+
+def register_game(game: str, check: GameCheck) -> None:
+    """A game's per-shoe check (its own module registers it; ``Table.Opened.game`` picks it,
+    Trente et Quarante when the event names no game)."""
+    GAMES[game] = check
+
+
+def game_check(game: str) -> GameCheck | None:
+    """The check registered for ``game``; a game's module named after it
+    (``sabot_verify/<game>.py``) is imported on first use, and registers itself."""
+    if game not in GAMES and game.isidentifier() and not game.startswith("_"):
+        try:
+            importlib.import_module(f"sabot_verify.{game}")
+        except ImportError:
+            return None
+    return GAMES.get(game)
+
+
+IN_PLAY = ("in play: seed not revealed until Shoe.Closed; card checks deferred "
+           "(give --regulator-key to open the escrowed seed)")
+NO_ESCROW = ("in play: seed not revealed until Shoe.Closed, and none escrowed (shuffled "
+             "without the regulator's key); card checks deferred")
+
+
 def verify_shoes(
     records: list[dict[str, Any]],
     shoes: list[str] | None,
@@ -94,56 +159,91 @@ def verify_shoes(
     checkpoints: dict[int, dict[str, Any]],
     index_of: dict[int, int],
 ) -> list[Verdict]:
-    """A verdict for every shoe (the listed ones, else every shoe shuffled in the export)."""
+    """A verdict for every shoe (the listed ones, else every shoe shuffled in the export); a
+    shoe in play without its seed is a failure here (``check_shoes`` lists it as pending)."""
+    verdicts, pending = check_shoes(records, shoes, seed_of, checkpoints, index_of)
+    return verdicts + [Verdict(f"shoe {p.shoe_id}", False, None, IN_PLAY) for p in pending]
+
+
+def check_shoes(
+    records: list[dict[str, Any]],
+    shoes: list[str] | None,
+    seed_of: SeedSource,
+    checkpoints: dict[int, dict[str, Any]],
+    index_of: dict[int, int],
+) -> tuple[list[Verdict], list[Pending]]:
+    """A verdict for every shoe checked (the listed ones, else every shoe shuffled in the
+    export), and the shoes in play whose seed is not at hand: pending, not failed."""
     evs = _events(records)
-    tables: dict[str, dict[str, str]] = {}
+    tables: dict[str, dict[str, Any]] = {}
     shoe_evs: dict[str, list[Ev]] = {}
-    coups: dict[str, list[Ev]] = {}
+    children: dict[str, dict[str, list[Ev]]] = {}  # shoe id -> its coups' (rounds') events
+    by_originator: dict[str, list[Ev]] = {}
     closing: set[str] = set()  # coups on which a table's close settled what was left
     for e in evs:
         if e.topic == TABLE_OPENED:
-            tables[e.state["table_id"]] = dict(e.state["options"])
+            tables[e.state["table_id"]] = e.state
         elif e.topic == TABLE_CLOSED:
             closing.add(str(e.state.get("coup_id")))
         elif e.topic.startswith(SHOE_PREFIX):
             shoe_evs.setdefault(e.originator, []).append(e)
-        elif e.topic.startswith(COUP_PREFIX):
-            coups.setdefault(e.originator, []).append(e)
+            continue
+        mine = by_originator.setdefault(e.originator, [])
+        mine.append(e)
+        if len(mine) == 1 and isinstance(e.state.get("shoe_id"), str) and e.version == 1:
+            children.setdefault(e.state["shoe_id"], {})[e.originator] = mine
     wanted = shoes if shoes is not None else [
         s for s, lst in shoe_evs.items() if lst[0].topic == SHOE_SHUFFLED
     ]
     coup_cps = {cp["coup"]: cp for cp in checkpoints.values() if cp.get("coup")}
     verdicts: list[Verdict] = []
-    for sid in wanted:
-        verdicts += _shoe(sid, shoe_evs.get(sid, []), coups, tables, seed_of, coup_cps, index_of,
-                          closing)
-    return verdicts
+    pending: list[Pending] = []
+    for sid in dict.fromkeys(wanted):
+        sevs = shoe_evs.get(sid, [])
+        found = _shoe(sid, sevs, children.get(sid, {}), tables, seed_of, coup_cps, index_of,
+                      closing)
+        if isinstance(found, Pending):
+            pending.append(found)
+        else:
+            verdicts += found
+    return verdicts, pending
 
 
 def _shoe(
     sid: str,
     sevs: list[Ev],
-    coups: dict[str, list[Ev]],
-    tables: dict[str, dict[str, str]],
+    children: dict[str, list[Ev]],
+    tables: dict[str, dict[str, Any]],
     seed_of: SeedSource,
     coup_cps: dict[str, dict[str, Any]],
     index_of: dict[int, int],
-    closing: frozenset[str] | set[str] = frozenset(),
-) -> list[Verdict]:
+    closing: set[str],
+) -> list[Verdict] | Pending:
+    """The shoe itself (game-neutral), then its game's check; Pending when in play and its
+    seed cannot be had."""
     name = f"shoe {sid}"
     if not sevs or sevs[0].topic != SHOE_SHUFFLED:
         return [Verdict(name, False, None, "its Shuffled event is not in the export")]
     sh = sevs[0]
     s = sh.state
-    options = tables.get(s["table_id"])
-    if options is None:
+    opened = tables.get(s["table_id"])
+    if opened is None:
         return [Verdict(name, False, None, "its table's Opened event is not in the export")]
+    game = str(opened.get("game") or TRENTE_ET_QUARANTE)
     if s.get("algorithm") != ALGORITHM_ID:
         return [Verdict(name, False, sh.position, f"unknown algorithm {s.get('algorithm')!r}")]
+    in_play = not any(e.topic == SHOE_CLOSED for e in sevs)
     seed = seed_of(sid, s)
+    if seed is None and in_play:  # its events are checked all the same; its cards wait
+        rounds = [c for c in children.values() if c[0].topic.endswith("Opened")]
+        settled = sum(1 for c in rounds if any(e.topic.endswith("Settled") for e in c))
+        reason = IN_PLAY if s.get("escrowed_seed") else NO_ESCROW
+        return Pending(sid, str(s["table_id"]), game, sh.position, len(rounds), settled, reason)
+    check = game_check(game)
+    if check is None:
+        return [Verdict(name, False, sh.position, f"no check for the game {game!r}")]
     if seed is None:
-        return [Verdict(name, False, None, "seed not revealed (shoe in play): "
-                        "give --regulator-key to open the escrowed seed")]
+        return [Verdict(name, False, None, "its Shoe.Closed reveals no seed")]
     if commitment(seed, UUID(sid)) != s["commitment"]:
         return [Verdict(name, False, sh.position, "the seed does not match the commitment")]
     cards = shuffled(seed, UUID(sid), s["deck_kind"], int(s["decks"]))
@@ -157,43 +257,55 @@ def _shoe(
             want = e.state.get("order_digest")
             if want is not None and want != digest(cut(cards, cut_pos)):
                 return [Verdict(name, False, e.position, "order digest differs")]
-    sabot = cut(cards, cut_pos)
+    ctx = ShoeContext(sid, str(s["table_id"]), dict(opened.get("options") or {}),
+                      cut(cards, cut_pos), sevs, children, coup_cps, index_of, closing, in_play)
+    return check(ctx)
+
+
+def trente_et_quarante(ctx: ShoeContext) -> list[Verdict]:
+    """Every coup of the shoe in order: deal, outcome, settlement, carried stakes, the
+    shoe's end and the table's close, each coup's end under a signed checkpoint."""
+    sid, coups, options, sabot = ctx.shoe_id, ctx.children, ctx.options, ctx.cards
     mine = sorted(
-        (c for c, lst in coups.items() if lst and lst[0].state.get("shoe_id") == sid),
+        (c for c, lst in coups.items() if lst[0].topic == COUP_OPENED),
         key=lambda c: coups[c][0].state["number_in_shoe"],
     )
-    out = [Verdict(name, True, None, f"commitment, shuffle and cut verified ({len(mine)} coups)")]
+    so_far = "; in play: checked with the escrowed seed, so far" if ctx.in_play else ""
+    out = [Verdict(f"shoe {sid}", True, None,
+                   f"commitment, shuffle and cut verified ({len(mine)} coups){so_far}")]
     position = 0
     carried: list[Stake] | None = None
-    dealt = [e for e in sevs if e.topic == SHOE_COUP_DEALT]
+    dealt = [e for e in ctx.shoe_events if e.topic == SHOE_COUP_DEALT]
     for n, cid in enumerate(mine, 1):
         cevs = coups[cid]
         label = f"coup {cid} (shoe {sid[:8]} #{n})"
         try:
             position, carried = _coup(options, sabot, cevs, position, carried, n,
-                                      cid in closing)
+                                      cid in ctx.closing)
             rec = next((d for d in dealt if d.state["coup_id"] == cid), None)
             if rec is not None and rec.state["next_position"] != position:
                 raise Mismatch(rec.position, "shoe next position", rec.state["next_position"],
                                position)
             settled = [e for e in cevs if e.topic == COUP_SETTLED]
             if settled:
-                cp = coup_cps.get(cid)
+                cp = ctx.checkpoints.get(cid)
                 if cp is None:
                     raise Mismatch(settled[0].position, "checkpoint at the coup's end", None,
                                    "a signed checkpoint")
-                if index_of.get(settled[0].position, cp["size"]) >= cp["size"]:
+                if ctx.index_of.get(settled[0].position, cp["size"]) >= cp["size"]:
                     raise Mismatch(settled[0].position, "coup end inside its checkpoint",
                                    cp["size"], "a larger tree")
             out.append(Verdict(label, True, None, "identical" if settled else "identical so far"))
         except Mismatch as m:
             out.append(Verdict(label, False, m.position, str(m)))
-            position = None  # type: ignore[assignment]
             break
         except (KeyError, TypeError, ValueError) as exc:
             out.append(Verdict(label, False, cevs[0].position, f"malformed event: {exc!r}"))
             break
     return out
+
+
+register_game(TRENTE_ET_QUARANTE, trente_et_quarante)
 
 
 def _stake(d: dict[str, Any]) -> Stake:

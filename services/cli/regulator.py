@@ -280,6 +280,11 @@ def _export_with(args: argparse.Namespace, notary: Notary) -> int:
         summary = _export(args, notary, notary.key)
     print(f"exported {summary.events} events, {summary.checkpoints} checkpoints "
           f"(anchor {summary.anchor})", file=sys.stderr)
+    if summary.pending:  # held for the chain and the money, listed in the header's "pending"
+        n = len(summary.pending)
+        print(f"{n} shoe{'s' if n > 1 else ''} in play, pending (card checks deferred until "
+              f"closed): {', '.join(str(x['shoe_id']) for x in summary.pending)}",
+              file=sys.stderr)
     _say_chain(summary.chain_problems)
     return 0
 

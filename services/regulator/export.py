@@ -1,19 +1,22 @@
 """The canonical export (SABOT-EXPORT-1, docs/export-format.md): leaves and checkpoints, JSONL.
 
-The default export covers the whole log up to the anchor: every leaf (account openings, cash
-in and out before the first shoe, every shoe closed or in play), the stored snapshots, and
-the closed shoes listed for the verifier to replay. A narrower export covers ranges of the
-Merkle log's leaves: for a shoe, every leaf from its first event to its last (and on past it,
-over any leaves whose events are gone from the store before the next stored event; for a shoe
-not closed in the store, every later leaf whose event is gone), plus its table's ``Opened``
-event; for a time range, every leaf whose event's timestamp falls in it. Every range is widened
-to whole batches of the evidence chain (from the link before it to the link after it), so the
-verifier can check each batch against its signed link. Each leaf is written with its position,
-its notarised hash, the stored content and an inclusion proof against the anchor checkpoint; a
-leaf whose event is gone from the store is written with ``"event": null``, and a stored event
-that was never notarised is written too, so the verifier can name the first tampered position.
-When the anchor ends inside a batch (a checkpoint at a coup's end, while a server writes), the
-stored events after it up to that batch's link follow as ``tail`` records.
+The default export covers the whole log up to the anchor: every leaf (account openings, cash in
+and out before the first shoe, every shoe closed or in play), the stored snapshots, and the
+closed shoes listed for the verifier to replay. A shoe in play at the anchor (its seed not
+revealed yet) is held all the same, so that the chain and the money stay whole, and listed in
+the header's ``pending``: its id, table, game, coups so far and why its card checks wait. A
+narrower export covers ranges of the Merkle log's leaves: for a shoe, every leaf from its first
+event to its last (and on past it, over any leaves whose events are gone from the store before
+the next stored event; for a shoe not closed in the store, every later leaf whose event is
+gone), plus its table's ``Opened`` event; for a time range, every leaf whose event's timestamp
+falls in it. Every range is widened to whole batches of the evidence chain (from the link
+before it to the link after it), so the verifier can check each batch against its signed link.
+Each leaf is written with its position, its notarised hash, the stored content and an inclusion
+proof against the anchor checkpoint; a leaf whose event is gone from the store is written with
+``"event": null``, and a stored event that was never notarised is written too, so the verifier
+can name the first tampered position. When the anchor ends inside a batch (a checkpoint at a
+coup's end, while a server writes), the stored events after it up to that batch's link follow
+as ``tail`` records.
 """
 
 from __future__ import annotations
@@ -40,13 +43,15 @@ from services.regulator.checkpoint import Checkpoint
 from services.regulator.merkle import MemoryTree, ProofError
 from services.regulator.notary import Notary, missing_leaves
 from services.regulator.source import EventTable, RawEvent, SnapshotTable
-from services.regulator.vocabulary import closed_shoes, shoe_events, shoe_of_coup, state
+from services.regulator.vocabulary import shoe_events, shoe_of_coup, state
 from services.topics import (
     CHAIN_LINKED,
     COUP_EVENTS,
+    COUP_OPENED,
     COUP_SETTLED,
     SHOE_CLOSED,
     SHOE_EVENTS,
+    SHOE_SHUFFLED,
     TABLE_OPENED,
 )
 
@@ -78,6 +83,7 @@ class ExportSummary:
     checkpoints: int = 0
     anchor: int = 0
     shoes: list[str] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)  # shoes in play at the anchor
     settled: set[str] = field(default_factory=set)  # coups whose end is exported
     chain_problems: list[ChainProblem] = field(default_factory=list)  # found while exporting
 
@@ -120,10 +126,13 @@ def _missing_tail(events: EventTable, notary: Notary, position: int) -> int:
 
 
 def time_ranges(
-    events: EventTable, notary: Notary, since: datetime | None, until: datetime | None
-) -> tuple[list[tuple[int, int]], list[str]]:
-    """The leaf range whose events' timestamps are in [since, until) (a scan of the log), and
-    the closed shoes it touches (exported whole, so that their coups can be verified)."""
+    events: EventTable, notary: Notary, since: datetime | None, until: datetime | None,
+    limit: int | None = None,
+) -> tuple[list[tuple[int, int]], list[str], list[str]]:
+    """The leaf range whose events' timestamps are in [since, until) (a scan of the log), the
+    closed shoes it touches and the shoes in play it touches (closed or not at the anchor's
+    position ``limit``; both exported whole, so that their coups can be verified: a shoe in
+    play with the regulator's key)."""
     first = last = None
     touched: set[str] = set()
     coups: set[str] = set()
@@ -139,17 +148,65 @@ def time_ranges(
         elif ev.topic in COUP_EVENTS:
             coups.add(ev.originator_id)
     if first is None or last is None:
-        return [], []
+        return [], [], []
     for cid in coups:
         sid = shoe_of_coup(events, cid)
         if sid is not None:
             touched.add(sid)
-    closed = [s for s in closed_shoes(events) if s in touched]
+    closed, in_play = shoes_at(events, limit)
+    closed = [s for s in closed if s in touched]
+    in_play = [s for s in in_play if s in touched]
     a, b = notary.index_at_or_after(first), notary.index_at_or_after(last)
     if b >= notary.size or notary.leaves(b, b + 1)[0][1] != last:
         b -= 1
     ranges = [(a, b)] if a <= b else []
-    return ranges + [r for sid in closed for r in shoe_ranges(events, notary, sid)], closed
+    whole = [r for sid in closed + in_play for r in shoe_ranges(events, notary, sid)]
+    return ranges + whole, closed, in_play
+
+
+def shoes_at(events: EventTable, limit: int | None) -> tuple[list[str], list[str]]:
+    """The shoes closed at log position ``limit`` (the anchor's last leaf; None: the whole
+    store), in the order they closed, and the shoes in play there (shuffled, not closed by
+    then), in the order they were shuffled."""
+    closed = [e.originator_id for e in events.by_topic(SHOE_CLOSED)
+              if limit is None or e.position <= limit]
+    done = set(closed)
+    in_play = [e.originator_id for e in events.by_topic(SHOE_SHUFFLED)
+               if (limit is None or e.position <= limit) and e.originator_id not in done]
+    return closed, in_play
+
+
+PENDING_IN_PLAY = ("in play: its seed is revealed when it closes (Shoe.Closed); its card "
+                   "checks are deferred (the regulator's key opens the escrowed seed)")
+PENDING_CLOSED_LATER = ("in play at the anchor (closed after it): its card checks are deferred "
+                        "to an export anchored after its close")
+
+
+def pending_shoe(events: EventTable, shoe_id: str, limit: int | None) -> dict[str, Any] | None:
+    """What the export says about a shoe it holds whose seed it does not reveal (in play at
+    the anchor's position ``limit``): its id, table, game, coups so far and why; None for a
+    shoe closed by then (or no shoe)."""
+    found = shoe_events(events, shoe_id)
+    if found is None:
+        return None
+    shuffled = found.shoe[0]
+    if limit is not None and shuffled.position > limit:
+        return None
+    seen = [e for e in found.all_events() if limit is None or e.position <= limit]
+    closed = [e for e in found.shoe if e.topic == SHOE_CLOSED]
+    if any(e.topic == SHOE_CLOSED for e in seen):
+        return None
+    opened = [e for e in found.table if e.topic == TABLE_OPENED]
+    game = state(opened[0]).get("game", "trente_et_quarante") if opened else None
+    return {
+        "shoe_id": found.shoe_id,
+        "table_id": found.table_id,
+        "game": game,
+        "position": shuffled.position,  # of its Shoe.Shuffled
+        "coups": sum(1 for e in seen if e.topic == COUP_OPENED),
+        "settled": sum(1 for e in seen if e.topic == COUP_SETTLED),
+        "reason": PENDING_CLOSED_LATER if closed else PENDING_IN_PLAY,
+    }
 
 
 def _timestamp(ev: RawEvent) -> datetime | None:
@@ -192,8 +249,9 @@ def write_export(
         raise ExportError("store", "no signed checkpoint yet: run `sabot store checkpoint` first")
     summary = ExportSummary(anchor=anchor.size)
     whole = shoe_ids is None and since is None and until is None
+    limit = anchor.position  # the log's position at the anchor: later events are not exported
     if since is not None or until is not None:
-        ranges, shoes = time_ranges(events, notary, since, until)
+        ranges, shoes, in_play = time_ranges(events, notary, since, until, limit)
         summary.shoes = shoes
         selection: dict[str, Any] = {
             "since": since.isoformat() if since else None,
@@ -201,7 +259,10 @@ def write_export(
             "shoes": shoes,
         }
     else:
-        shoes = list(shoe_ids) if shoe_ids is not None else closed_shoes(events)
+        closed, in_play = shoes_at(events, limit)
+        shoes = list(shoe_ids) if shoe_ids is not None else closed
+        if shoe_ids is not None:
+            in_play = shoes
         summary.shoes = shoes
         if whole:  # every leaf: all the money, every shoe (its closed ones are replayed)
             ranges = [(0, anchor.size - 1)]
@@ -224,6 +285,10 @@ def write_export(
         "anchor": anchor.size,
         "ranges": [[a, b] for a, b in ranges],
     }
+    # the shoes the export holds without their seed: listed, their card checks deferred
+    found = (pending_shoe(events, sid, limit) for sid in in_play)
+    summary.pending = [held for held in found if held is not None]
+    header["pending"] = summary.pending
     if first_link is not None and "public_key" in first_link.body:
         header["chain_key"] = str(first_link.body["public_key"])
     _line(out, header)
@@ -258,7 +323,8 @@ def write_export(
         prev = cp
         summary.checkpoints += 1
     counts = {k: v for k, v in vars(summary).items()
-              if k not in ("shoes", "settled", "chain_problems")}
+              if k not in ("shoes", "settled", "chain_problems", "pending")}
+    counts["pending"] = len(summary.pending)
     _line(out, {"kind": "end", **counts})
     summary.chain_problems = _check_chain(events, notary, ranges, deleted, anchor,
                                           chain_keys)

@@ -402,7 +402,9 @@ def test_a_shoe_in_play_is_replayed_offline_from_the_escrow(scene: Scene) -> Non
     stub = scene.reg()
     lines = _export(stub, shoes=[scene.open_shoe])
     code, text = _verify(lines)
-    assert code == 1 and "seed not revealed" in text  # no reveal yet, no regulator key
+    # no reveal yet, no regulator key: VERIFIED, the shoe pending (docs/export-format.md)
+    assert code == 0 and "seed not revealed" in text and "1 shoe(s) pending" in text, text
+    assert "PENDING shoe " in text and "OK   coup" not in text
     code, text = _verify(lines, regulator_key=REGULATOR_PEM)
     assert code == 0, text
     assert text.count("OK   coup") == len(scene.open_coups)

@@ -87,7 +87,9 @@ def test_verifier_opens_the_escrow(played_sqlite: Played, tmp_path: Any) -> None
     assert p.open_shoe is not None
     lines = export_lines(p, shoe_ids=[p.open_shoe])
     code, text = verify(lines, checkpoint_key=p.public_key)
-    assert code == 1 and "seed not revealed" in text
+    # without the key: VERIFIED, the shoe listed as pending (its cards unchecked), exit 0
+    assert code == 0 and f"PENDING shoe {p.open_shoe}" in text and "seed not revealed" in text
+    assert "1 shoe(s) pending" in text and "OK   coup" not in text
     from cryptography.hazmat.primitives import serialization
 
     pem = p.regulator.private_bytes(
