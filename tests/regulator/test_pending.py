@@ -75,7 +75,7 @@ def test_a_live_export_verifies_with_the_shoe_in_play_pending(live: Played) -> N
     # every existing field kept; the shoe in play listed apart, with what it holds so far
     assert header["selection"] == {"shoes": p.shoes} and header["coverage"] == "log"
     assert header["pending"] == [{
-        "shoe_id": p.open_shoe, "table_id": "t-live", "game": "trente_et_quarante",
+        "shoe_id": p.open_shoe, "table_id": "t-live", "game": "trente-et-quarante",
         "position": header["pending"][0]["position"], "coups": 2, "settled": 2,
         "reason": PENDING_IN_PLAY,
     }]
@@ -92,7 +92,7 @@ def test_a_live_export_verifies_with_the_shoe_in_play_pending(live: Played) -> N
     assert "FAIL" not in text and "OK   evidence chain" in text and "OK   money" in text
     pending = [ln for ln in text.splitlines() if ln.startswith("PENDING")]
     assert pending == [
-        f"PENDING shoe {p.open_shoe} (table t-live, trente_et_quarante): 2 coups so far "
+        f"PENDING shoe {p.open_shoe} (table t-live, trente-et-quarante): 2 coups so far "
         "(2 settled); in play: seed not revealed until Shoe.Closed; card checks deferred "
         "(give --regulator-key to open the escrowed seed)"]
     assert summary["verdict"] == "VERIFIED" and summary["exit"] == 0
@@ -262,15 +262,15 @@ def test_the_per_shoe_check_is_chosen_by_game() -> None:
     """Trente et Quarante's is built in; another game's module registers its own."""
     from sabot_verify import shoes
 
-    assert shoes.game_check("trente_et_quarante") is shoes.trente_et_quarante
+    assert shoes.game_check("trente-et-quarante") is shoes.trente_et_quarante
     assert shoes.game_check("no_such_game") is None
     assert shoes.game_check("__main__") is None
 
     def fake(ctx: shoes.ShoeContext) -> list[shoes.Verdict]:
         return [shoes.Verdict(f"shoe {ctx.shoe_id}", True)]
 
-    shoes.register_game("a_test_game", fake)
+    shoes.register_game("a-test-game", fake)
     try:
-        assert shoes.game_check("a_test_game") is fake
+        assert shoes.game_check("a-test-game") is fake
     finally:
-        del shoes.GAMES["a_test_game"]
+        del shoes.GAMES["a-test-game"]
