@@ -22,8 +22,12 @@ everything game-specific from here:
   servicers to the server and returns them; ``services``: their full gRPC service names (for
   health and reflection);
 - ``topics``: every topic its aggregates store (also in ``services/topics.py``);
-- ``replay`` and ``verify``: the regulator's replay and the verifier's check of one of its
-  rounds (None until the game has them).
+- ``replay``: the regulator's replay of a shoe's rounds (``services.regulator.replay``):
+  ``replay(found, opened, only)`` (the shoe's events, grouped by ``services.regulator.vocabulary
+  .shoe_events``; the table's ``Table.Opened`` state; one round's id or None) reads the table's
+  rules and returns ``rounds(sabot)``, which yields a ``ReplayStep`` per recorded value beside
+  the recomputed one (the core checks the events' integrity, the chain, the algorithm and the
+  commitment first); ``verify``: the verifier's check (None until the game has them).
 
 See docs/architecture.md, "What adding a game takes".
 """

@@ -60,6 +60,13 @@ def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
     return (betting,)
 
 
+def replay(found: Any, opened: Mapping[str, Any], only: str | None) -> Any:
+    """The regulator's replay of a shoe's coups (``services/trente_et_quarante/replay.py``)."""
+    from services.trente_et_quarante.replay import replay as replay_coups
+
+    return replay_coups(found, dict(opened), only)
+
+
 GAME = Game(
     name=TRENTE_ET_QUARANTE,
     deck_kind=DeckKind.FRENCH_52,
@@ -70,4 +77,5 @@ GAME = Game(
     servicers=add_servicers,
     services=("sabot.v1.BettingService",),
     topics=topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES,
+    replay=replay,
 )
