@@ -22,10 +22,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
+import grpc
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -285,6 +288,127 @@ class _CheckpointAge(Collector):
         return [family]
 
 
+# --- the RPCs: an interceptor ------------------------------------------------------------------
+
+NO_DEADLINE = 1e8  # seconds: gRPC's time_remaining() without a deadline is about forever
+HANDLER_CACHE_LIMIT = 4096
+
+
+class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
+    """The outermost interceptor: each RPC counted and timed by method and status code
+    (``sabot_rpc_duration_seconds``), the RPCs in flight and the streams open; the call's
+    deadline (a ``time.monotonic()`` instant, None without one) put in ``deadline`` for the
+    ledger to bound its waits by; and ``pools``: methods answered on a thread pool of their own
+    (grpc's ``experimental_thread_pool``, e.g. the health service's ``Check``), set on the
+    handler the server finally runs (inner interceptors wrap it anew)."""
+
+    def __init__(self, metrics: ServerMetrics, deadline: ContextVar[float | None] | None = None,
+                 pools: Mapping[str, ThreadPoolExecutor] | None = None) -> None:
+        self.metrics = metrics
+        self.deadline = deadline
+        self.pools = dict(pools or {})
+        self._wrapped: dict[tuple[str, int], tuple[Any, Any]] = {}
+
+    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], Any],
+                          details: grpc.HandlerCallDetails) -> Any:
+        handler = continuation(details)
+        if handler is None:
+            return None
+        method: str = details.method
+        key = (method, id(handler))
+        known = self._wrapped.get(key)
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = self._wrap(method, handler)
+        if len(self._wrapped) >= HANDLER_CACHE_LIMIT:
+            self._wrapped.clear()
+        self._wrapped[key] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: Any) -> Any:
+        m = self.metrics
+        deadline = self.deadline
+        perf_counter, monotonic = time.perf_counter, time.monotonic
+        in_flight, observe = m.in_flight, m.observe
+
+        def begin(context: grpc.ServicerContext) -> None:
+            if deadline is not None:
+                left = context.time_remaining()
+                deadline.set(None if left is None or left > NO_DEADLINE else monotonic() + left)
+
+        if handler.unary_unary is not None:
+            behavior = handler.unary_unary
+
+            def unary(request: Any, context: grpc.ServicerContext) -> Any:
+                started = perf_counter()
+                in_flight.inc()
+                begin(context)
+                code = "OK"
+                try:
+                    return behavior(request, context)
+                except BaseException:
+                    code = _code(context, "UNKNOWN")
+                    raise
+                finally:
+                    in_flight.dec()
+                    observe(method, code, perf_counter() - started)
+
+            pool = self.pools.get(method)
+            if pool is not None:
+                unary.experimental_thread_pool = pool  # type: ignore[attr-defined]
+            return grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                self._streamed(method, handler.unary_stream, begin),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        if handler.stream_stream is not None:
+            return grpc.stream_stream_rpc_method_handler(
+                self._streamed(method, handler.stream_stream, begin),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        return handler
+
+    def _streamed(self, method: str, behavior: Callable[..., Iterator[Any]],
+                  begin: Callable[[grpc.ServicerContext], None]
+                  ) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
+        m = self.metrics
+
+        def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+            started = time.perf_counter()
+            m.in_flight.inc()
+            m.streams.inc()
+            begin(context)
+            code = "OK"
+            try:
+                yield from behavior(request, context)
+                if not context.is_active():
+                    code = "CANCELLED"
+            except GeneratorExit:
+                code = "CANCELLED"
+                raise
+            except BaseException:
+                code = _code(context, "UNKNOWN")
+                raise
+            finally:
+                m.streams.dec()
+                m.in_flight.dec()
+                m.observe(method, code, time.perf_counter() - started)
+
+        return stream
+
+
+def _code(context: grpc.ServicerContext, default: str) -> str:
+    """The status code an aborted call leaves with (its name)."""
+    try:
+        code = context.code()  # type: ignore[attr-defined]
+    except Exception:
+        return default
+    return code.name if isinstance(code, grpc.StatusCode) else default
+
+
 # --- the HTTP endpoint -----------------------------------------------------------------------
 
 
@@ -366,5 +490,5 @@ def split_address(listen: str) -> tuple[str, int]:
     return host, int(port)
 
 
-__all__ = ["SERIES", "Endpoint", "RemoteSeries", "ServerMetrics", "WriterMetrics",
-           "split_address"]
+__all__ = ["SERIES", "Endpoint", "MetricsInterceptor", "RemoteSeries", "ServerMetrics",
+           "WriterMetrics", "split_address"]

@@ -406,8 +406,9 @@ SETTINGS: tuple[Setting, ...] = (
             DEFAULT_ENV_FILE, (EVERY_COMMAND,), _path, metavar="FILE",
             help="read the settings from this file too"),
     Setting("metrics_listen", "SABOT_METRICS_LISTEN", "--metrics-listen", "HOST:PORT",
-            "off", (), _address, metavar="HOST:PORT",
-            help="serve metrics at this address (issue 15: not read yet)"),
+            "off", _SERVE, _address, metavar="HOST:PORT",
+            help="serve Prometheus metrics (/metrics) and the health (/health) over HTTP at "
+                 "this address"),
     Setting("tls_cert", "SABOT_TLS_CERT", "--tls-cert", _PEM + ": the certificate chain",
             "none: plaintext, loopback only", _SERVE, _path, metavar="FILE",
             help="serve TLS with this certificate chain"),

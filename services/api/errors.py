@@ -4,7 +4,9 @@ Details follow AIP-193 via ``google.rpc.Status``: an ``ErrorInfo`` (reason, and 
 metadata) always, a ``BadRequest`` field violation naming the field, a ``PreconditionFailure``
 for FAILED_PRECONDITION, a ``ResourceInfo`` for NOT_FOUND / ALREADY_EXISTS (the resource's type,
 e.g. ``sabot.v1.Coup``, and name, e.g. ``tables/t1/shoes/S/coups/C``, from the request) and a
-``RetryInfo`` for ABORTED. A standby's answer to a command (``NotTheWriter``) is UNAVAILABLE with an
+``RetryInfo`` for ABORTED and UNAVAILABLE. A store that cannot be reached
+(``StoreUnavailable``, or the store's own errors) is UNAVAILABLE, "retry with the same request
+id". A standby's answer to a command (``NotTheWriter``) is UNAVAILABLE with an
 ``ErrorInfo`` (reason ``NOT_THE_WRITER``, metadata ``active_writer``: the server that writes the
 store now, as it names itself) and a ``RetryInfo``.
 """
@@ -22,7 +24,13 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 from grpc_status import rpc_status
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
-from services.ledger.errors import AlreadyExists, Conflict, NotTheWriter, PermissionDenied
+from services.ledger.errors import (
+    AlreadyExists,
+    Conflict,
+    NotTheWriter,
+    PermissionDenied,
+    StoreUnavailable,
+)
 
 DOMAIN = "sabot.casino"
 # The store cannot be reached now: the client may retry (with the same request id).
@@ -79,7 +87,7 @@ def code_of(exc: BaseException) -> grpc.StatusCode:
         return grpc.StatusCode.PERMISSION_DENIED
     if isinstance(exc, Conflict):
         return grpc.StatusCode.ABORTED
-    if isinstance(exc, NotTheWriter):
+    if isinstance(exc, NotTheWriter | StoreUnavailable):
         return grpc.StatusCode.UNAVAILABLE
     if isinstance(exc, RuleViolation):
         return grpc.StatusCode.FAILED_PRECONDITION
@@ -153,9 +161,17 @@ def to_status(exc: BaseException, field_names: dict[str, str] | None = None,
         status = status_pb2.Status(code=code.value[0], message=message)
         info = error_details_pb2.ErrorInfo(reason=code.name, domain=DOMAIN)
         status.details.append(_pack(info))
+        if code is grpc.StatusCode.UNAVAILABLE:
+            status.details.append(_pack(_retry_info(StoreUnavailable.retry_after)))
         return rpc_status.to_status(status)
     if isinstance(exc, NotTheWriter):
         return _standby(exc)
+    if isinstance(exc, StoreUnavailable):
+        status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=exc.message)
+        status.details.append(_pack(error_details_pb2.ErrorInfo(reason=exc.reason,
+                                                                domain=DOMAIN)))
+        status.details.append(_pack(_retry_info(exc.retry_after)))
+        return rpc_status.to_status(status)
     field = (field_names or {}).get(exc.field, exc.field)
     message = f"{field}: {exc.message}" if field else exc.message
     status = status_pb2.Status(code=code.value[0], message=message)
@@ -183,6 +199,12 @@ def to_status(exc: BaseException, field_names: dict[str, str] | None = None,
         retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=50_000_000))
         status.details.append(_pack(retry))
     return rpc_status.to_status(status)
+
+
+def _retry_info(seconds: float) -> error_details_pb2.RetryInfo:
+    delay = duration_pb2.Duration()
+    delay.FromNanoseconds(int(seconds * 1e9))
+    return error_details_pb2.RetryInfo(retry_delay=delay)
 
 
 def _standby(exc: NotTheWriter) -> grpc.Status:

@@ -186,6 +186,7 @@ class StoreProbe:
         self.timeout = timeout
         self.postgres = self.env["PERSISTENCE_MODULE"] == "eventsourcing.postgres"
         self._conn: Any = None
+        self._checkpoint: tuple[int, float] | None = None  # the latest one's size, signed at
 
     def check(self) -> float:
         if not self.postgres:
@@ -209,12 +210,83 @@ class StoreProbe:
         from services.ledger.schema import conninfo
 
         ms = int(self.timeout * 1000)
+        schema = self.env.get("POSTGRES_SCHEMA") or "public"
         return psycopg.connect(
             conninfo(self.env), autocommit=True,
             connect_timeout=max(2, int(self.timeout + 0.999)),  # libpq: whole seconds, >= 2
             application_name="sabot-health", keepalives=1, keepalives_idle=1,
             keepalives_interval=1, keepalives_count=2, tcp_user_timeout=ms,
-            options=f"-c statement_timeout={ms} -c idle_session_timeout=0")
+            options=f"-c statement_timeout={ms} -c idle_session_timeout=0 "
+                    f"-c search_path={schema}")
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a query on the probe's connection (SQLite: a read-only one of its own)."""
+        if self.postgres:
+            import psycopg
+
+            try:
+                if self._conn is None or self._conn.closed:
+                    self._conn = self._connect()
+                return list(self._conn.execute(sql.replace("?", "%s"), params).fetchall())
+            except psycopg.errors.UndefinedTable:
+                return []
+            except (psycopg.Error, OSError):
+                self.close()
+                raise
+        import sqlite3
+
+        path = self.env["SQLITE_DBNAME"]
+        if path == ":memory:" or "mode=memory" in path:
+            return []
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=self.timeout)
+        try:
+            return list(conn.execute(sql, params).fetchall())
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+        finally:
+            conn.close()
+
+    def notary(self, active: bool) -> NotaryState:
+        """The notary's state from the store: the last position it notarised and when its
+        latest checkpoint was signed (seen changing by this probe; at its first look, the time
+        of the event the checkpoint ends at)."""
+        leaves = self._rows("SELECT max(position) FROM regulator_leaves")
+        position = int(leaves[0][0] or 0) if leaves else 0
+        latest = self._rows("SELECT size, position FROM regulator_checkpoints "
+                            "ORDER BY size DESC LIMIT 1")
+        at = 0.0
+        if latest:
+            size, where = int(latest[0][0]), latest[0][1]
+            known = self._checkpoint
+            if known is not None and known[0] == size:
+                at = known[1]
+            elif known is None and where is not None:
+                at = self._event_time(int(where)) or time.time()
+            else:
+                at = time.time()
+            self._checkpoint = (size, at)
+        return NotaryState(active=active, position=position, checkpoint_at=at)
+
+    def _event_time(self, position: int) -> float:
+        import json
+        from datetime import datetime
+
+        rows = self._rows("SELECT state FROM sabot_events WHERE notification_id = ?",
+                          (position,))
+        if not rows:
+            return 0.0
+        state = rows[0][0]
+        try:
+            data = json.loads(bytes(state).decode("utf-8") if not isinstance(state, str)
+                              else state)
+            stamp = data.get("timestamp")
+            if isinstance(stamp, dict):  # the transcoder's {"_type_", "_data_"}
+                stamp = stamp.get("_data_")
+            return datetime.fromisoformat(str(stamp)).timestamp() if stamp else 0.0
+        except (ValueError, TypeError, AttributeError):
+            return 0.0
 
     def _sqlite(self) -> float:
         import sqlite3
@@ -278,6 +350,7 @@ class HealthMonitor:
         self.looks = 0
         self._head_clock = LagClock()
         self._down_since: float | None = None
+        self._notary: NotaryState | None = None
         self._stopping = False
         self._stop = threading.Event()
         self._changed = threading.Condition()
@@ -350,7 +423,7 @@ class HealthMonitor:
         head = 0
         if src.head is not None:
             with contextlib.suppress(Exception):
-                head = int(src.head())
+                head = int(src.head())  # from memory
         clock = self._head_clock
         clock.sample(now, head)
         views: dict[str, tuple[int, float]] = {}
@@ -360,9 +433,12 @@ class HealthMonitor:
                     views[view] = (max(0, head - position), clock.behind(now, position))
         notary: NotaryState | None = None
         notary_lag = (0, 0.0)
-        if src.notary is not None:
+        if src.notary is not None and store_up:  # it reads the store: on the probe's threads
             with contextlib.suppress(Exception):
-                notary = src.notary()
+                notary = within(self._pool, src.notary, STORE_TIMEOUT + 1.0)
+                self._notary = notary
+        elif src.notary is not None:
+            notary = self._notary  # as last seen
             if notary is not None:
                 notary_lag = (max(0, head - notary.position), clock.behind(now, notary.position))
         return Facts(at=now, store_up=store_up, store_why=why, store_round_trip=round_trip,

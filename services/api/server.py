@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health
 from grpc_reflection.v1alpha import reflection
 
 from services import games
+from services import metrics as series
 from services.api import credentials, logs, tls
+from services.api import health as monitoring
 from services.api.base import Base
 from services.api.cashier import CashierServicer, ReportServicer
 from services.api.config import Config, ConfigError
@@ -39,6 +43,8 @@ from services.api.stream_quota import StreamQuota
 from services.api.streams import FeedServicer, RecallServicer, WatchServicer
 from services.api.tables import TableServicer
 from services.ledger.api import Ledger
+from services.ledger.remote import observer
+from services.ledger.writer import call_deadline
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.notary import Follower
 
@@ -74,6 +80,15 @@ class Running:
     credentials: credentials.Keyring | None = None  # who may call; reload() re-reads the file
     streams: StreamQuota | None = None  # the streams each principal holds
     tls: bool = False
+    monitor: monitoring.HealthMonitor | None = None  # keeps the health statuses true
+    metrics: series.ServerMetrics | None = None
+    endpoint: series.Endpoint | None = None  # /metrics and /health over HTTP (--metrics-listen)
+    pools: tuple[ThreadPoolExecutor, ...] = ()  # the health checks' own threads
+
+    @property
+    def metrics_port(self) -> int:
+        """The metrics endpoint's port (0: none)."""
+        return self.endpoint.port if self.endpoint is not None else 0
 
     def reload(self) -> None:
         """SIGHUP: read the credentials file again (the TLS files are re-read at the next
@@ -92,9 +107,15 @@ class Running:
         if self.stopped.is_set():
             return
         self.stopped.set()
+        if self.monitor is not None:
+            self.monitor.stop()
         self.health.enter_graceful_shutdown()
         self.hub.close()
         self.server.stop(grace).wait()
+        if self.endpoint is not None:
+            self.endpoint.stop()
+        for pool in self.pools:
+            pool.shutdown(wait=False, cancel_futures=True)
         if self.credentials is not None:
             self.credentials.stop()
         if self.projections is not None:
@@ -134,10 +155,15 @@ def _tls_files(config: Config) -> tls.ServerFiles | None:
     return tls.ServerFiles(config.tls_cert, config.tls_key, config.tls_client_ca)
 
 
-def start(config: Config, ledger: Ledger) -> Running:
-    """Start serving ``ledger`` on ``config.listen`` (port 0: a free port, see ``Running.port``).
-    ConfigError for settings that cannot serve (a plaintext listener beyond loopback without
-    ``insecure``, half a TLS pair, a credentials file that does not parse)."""
+def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
+          limits: monitoring.Limits | None = None,
+          interval: float = monitoring.INTERVAL) -> Running:
+    """Start serving ``ledger`` on ``config.listen`` (port 0: a free port, see ``Running.port``),
+    its health kept true by a monitor (``services/api/health.py``: every ``interval`` s, with
+    ``limits``), and with ``metrics_listen`` (HOST:PORT) the Prometheus metrics and the health
+    over HTTP (``services/metrics.py``). ConfigError for settings that cannot serve (a
+    plaintext listener beyond loopback without ``insecure``, half a TLS pair, a credentials
+    file that does not parse, a metrics address that is not HOST:PORT)."""
     files = _tls_files(config)
     if files is None and not config.insecure and not tls.is_loopback(config.listen):
         raise ConfigError(f"refusing plaintext on {config.listen} (not loopback): give "
@@ -146,6 +172,11 @@ def start(config: Config, ledger: Ledger) -> Running:
         server_tls = None if files is None else tls.server_credentials(files, _event)
     except tls.TlsError as exc:
         raise ConfigError(str(exc)) from None
+    if metrics_listen is not None:
+        try:
+            series.split_address(metrics_listen)
+        except ValueError as exc:
+            raise ConfigError(f"SABOT_METRICS_LISTEN (--metrics-listen): {exc}") from None
     keyring = keyring_of(config)
     stream_slots = max(1, config.workers // 2)  # unary calls keep the rest
     quota = StreamQuota(config.streams_per_principal, total=stream_slots)
@@ -154,9 +185,15 @@ def start(config: Config, ledger: Ledger) -> Running:
     saved = getattr(ledger, "saved_position", None)
     hub = Hub(ledger, streams=stream_slots, end=end, saved=saved)
     hub.start()
+    metrics = series.ServerMetrics()
+    metrics.stream_slots.set(stream_slots)
+    health_servicer = health.HealthServicer()
+    checks, check_pool = monitoring.serve_checks(health_servicer)
+    pools = {f"/{health.SERVICE_NAME}/Check": check_pool}
     server = grpc.server(
         ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="sabot-rpc"),
-        interceptors=[ApiInterceptor(keyring, quota)],
+        interceptors=[series.MetricsInterceptor(metrics, call_deadline, pools),
+                      ApiInterceptor(keyring, quota)],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.so_reuseport", 0),
@@ -186,8 +223,7 @@ def start(config: Config, ledger: Ledger) -> Running:
                                    gaming_day=config.gaming_day)
     read_models = ReadModelServicer(*deps, keeper=projections)
     reports_pb2_grpc.add_ReadModelServiceServicer_to_server(read_models, server)
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    server.add_generic_rpc_handlers((checks,))  # Check on threads of its own
     reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME,
                                          reflection.SERVICE_NAME), server)
     try:
@@ -199,23 +235,70 @@ def start(config: Config, ledger: Ledger) -> Running:
         port = 0
     if port == 0:
         hub.close()
+        check_pool.shutdown(wait=False)
         raise OSError(f"cannot listen on {config.listen} (in use, or not an address here)")
+    state, writer_series = observer(ledger)
+    metrics.registry.register(series.RemoteSeries(writer_series))
+    monitor = monitoring.HealthMonitor(
+        health_servicer, SERVICES, _sources(config, ledger, hub, projections, notary, state),
+        metrics, limits=limits or monitoring.Limits(), interval=interval,
+        commands=(*monitoring.COMMAND_SERVICES,  # and every game's: they take commands
+                  *(name for game in games.games() for name in game.services)))
+    endpoint = None
+    if metrics_listen is not None:
+        try:
+            endpoint = series.Endpoint(metrics_listen, metrics.registry, monitor.check).start()
+        except OSError as exc:
+            hub.close()
+            check_pool.shutdown(wait=False)
+            raise OSError(f"--metrics-listen {metrics_listen}: cannot listen: "
+                          f"{exc.strerror or exc}") from None
     keyring.watch()
     if notary is not None:
         notary.start()
     projections.start()
     server.start()
-    for name in ("", *SERVICES):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    monitor.start()  # its first look sets every status before it returns
     get_logger().info("server started", listen=config.listen, port=port, store=_safe(config.store),
                       tls="off" if files is None else (
                           "mtls" if files.client_ca is not None else "on"),
                       credentials=str(config.credentials_file or ""))
     servicers = (tables, *played, cashier, report, watch, feed, recall, regulator, read_models)
+    if endpoint is not None:
+        get_logger().info("metrics served", listen=metrics_listen, port=endpoint.port)
     return Running(server, port, health_servicer, hub, ledger, threading.Event(), notary,
                    regulator, projections,
                    tuple(s for s in servicers if isinstance(s, Base)), keyring, quota,
-                   files is not None)
+                   files is not None, monitor, metrics, endpoint, (check_pool,))
+
+
+def _sources(config: Config, ledger: Ledger, hub: Hub, projections: ProjectionKeeper,
+             notary: Follower | None, state: Callable[[], dict[str, Any]]
+             ) -> monitoring.Sources:
+    """Where the health monitor looks: the store (a probe of its own), the ledger's writer
+    (from its memory, in whichever process), the log's end as the hub saw it, the read models'
+    positions (when this server keeps them) and the notary."""
+    probe = monitoring.StoreProbe(config.store)
+
+    def ledger_state() -> monitoring.LedgerState:
+        found = state()  # a writer that found the store down decides nothing: not active
+        return monitoring.LedgerState(alive=True, active=bool(found.get("active", True))
+                                      and not found.get("store_down", False))
+
+    views = None
+    if config.projections:
+        def views() -> dict[str, int]:
+            return dict(projections.models.projector.positions)
+
+    notary_state = None
+    if notary is not None:
+        follower = notary
+
+        def notary_state() -> monitoring.NotaryState | None:
+            return probe.notary(follower.active.is_set())
+
+    return monitoring.Sources(store=probe.check, ledger=ledger_state,
+                              head=lambda: hub.position, views=views, notary=notary_state)
 
 
 def _notary(config: Config) -> Follower | None:

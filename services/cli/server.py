@@ -55,6 +55,10 @@ def register(sub: Any) -> None:
     p.add_argument("--checkpoint-key", default=None,
                    help="the notary's Ed25519 key: 64 hex digits or a key file (default: "
                         "SABOT_CHECKPOINT_KEY; --dev keeps one in var/)")
+    p.add_argument("--metrics-listen", default=None, metavar="HOST:PORT",
+                   help="serve Prometheus metrics (/metrics) and the health (/health, "
+                        "/health/SERVICE) over HTTP at this address; port 0: any free port "
+                        "(env SABOT_METRICS_LISTEN; default: off)")
     p.add_argument("--regulator-key", default=None,
                    help="the regulator's X25519 public key (64 hex digits or NAME.pub): every "
                         "seed is escrowed to it (default: SABOT_REGULATOR_KEY)")
@@ -116,6 +120,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except api_config.ConfigError as exc:
         raise CliError(str(exc)) from None
     _check_listen(cfg.listen)  # before the ledger process starts: nothing to undo
+    metrics_listen = _metrics_listen(args)
+    if metrics_listen is not None:
+        _check_listen(metrics_listen, "--metrics-listen")
     overrides: dict[str, Any] = {"insecure": args.insecure}
     for flag in ("credentials", "tls_cert", "tls_key", "tls_client_ca"):
         value = getattr(args, flag)
@@ -182,7 +189,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except ChainBroken as exc:
             raise CliError(str(exc)) from None
     try:
-        running = server.start(cfg, ledger)
+        running = server.start(cfg, ledger, metrics_listen=metrics_listen)
     except (OSError, api_config.ConfigError) as exc:
         ledger.close()
         raise CliError(str(exc)) from None
@@ -209,6 +216,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           channel=channel)
                 _other_games(target, tokens, running.tls)
         _print_connect(target, tokens, args.dev, running.tls)
+        if running.endpoint is not None:
+            metrics_host = metrics_listen.rsplit(":", 1)[0] if metrics_listen else host
+            print(f"Metrics: http://{metrics_host}:{running.metrics_port}/metrics (health: "
+                  f"/health, /health/sabot.writer)")
+            sys.stdout.flush()
     except (grpc.RpcError, CliError) as exc:
         running.stop()
         signals.restore()
@@ -261,7 +273,29 @@ def _writer_name(listen: str) -> str:
     return f"{host}:{port}"
 
 
-def _check_listen(listen: str) -> None:
+def _metrics_listen(args: argparse.Namespace) -> str | None:
+    """``--metrics-listen``, else ``SABOT_METRICS_LISTEN`` (environment, then the env file);
+    None: no metrics endpoint."""
+    from services.settings import SettingError, Settings
+
+    try:
+        settings = Settings.load({"metrics_listen": args.metrics_listen},
+                                 env_file=args.env_file, only=("metrics_listen",))
+    except SettingError as exc:
+        raise CliError(str(exc)) from None
+    if settings.metrics_listen is None:
+        return None
+    from services.metrics import split_address
+
+    try:
+        split_address(settings.metrics_listen)
+    except ValueError as exc:
+        raise CliError(f"{settings.sources.get('metrics_listen', '--metrics-listen')}: "
+                       f"{exc}") from None
+    return settings.metrics_listen
+
+
+def _check_listen(listen: str, flag: str = "--listen") -> None:
     """CliError if ``listen`` (HOST:PORT) cannot be bound now: a port in use is said in one
     line, before anything starts (gRPC would add a log line of its own)."""
     host, _, port = listen.rpartition(":")
@@ -271,14 +305,14 @@ def _check_listen(listen: str) -> None:
         found = socket.getaddrinfo(host.strip("[]") or None, int(port), type=socket.SOCK_STREAM,
                                    flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError) as exc:
-        raise CliError(f"--listen {listen}: {exc}") from None
+        raise CliError(f"{flag} {listen}: {exc}") from None
     for family, kind, proto, _, address in found[:1]:
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
             try:
                 probe.bind(address)
             except OSError as exc:
-                raise CliError(f"--listen {listen}: cannot listen: {exc.strerror}") from None
+                raise CliError(f"{flag} {listen}: cannot listen: {exc.strerror}") from None
 
 
 def _ledger_lost(code: int) -> None:

@@ -6,12 +6,26 @@ transaction, but psycopg dumps plain arrays in C where it quotes composites in P
 whole transaction (begin, lock, notify, insert, commit) goes to the server in one round trip:
 the library syncs once before the commit, which costs a second wait on a busy machine. A key
 collision still aborts the transaction and raises ``IntegrityError``.
+
+Timeouts (issue 15: a store that is down or cut off is answered UNAVAILABLE within the call's
+deadline, never waited for): ``STORE_TIMEOUT`` (seconds, default ``STORE_TIMEOUT``) bounds what
+a caller waits for the store. Every PostgreSQL connection of the pool is made with libpq's
+``connect_timeout`` and TCP keepalives and user timeout derived from it, and with
+``statement_timeout`` and ``lock_timeout`` as a backstop (``BACKSTOP`` times it: a read
+model's catch-up may read long; the library sets ``idle_in_transaction_session_timeout``, 5 s
+by default); the pool's wait for a
+connection is that bound; each save sets ``statement_timeout`` and ``lock_timeout`` for its own
+transaction from what is left of its batch's earliest deadline (``ArrayInsertRecorder.budget``,
+set by the writer), and is tried again once, only while that leaves time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import math
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, cast
@@ -31,7 +45,7 @@ from eventsourcing.persistence import (
     Transcoder,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
-from eventsourcing.utils import Environment, get_topic, retry
+from eventsourcing.utils import Environment, get_topic
 from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier
@@ -44,6 +58,9 @@ from services.ledger.schema import CREATE_TABLE, LOCK_FUNCTION, create_tables
 
 STORE_SETTINGS = ("POSTGRES_DBNAME", "POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_USER",
                   "POSTGRES_PASSWORD", "POSTGRES_SCHEMA", "POSTGRES_CONNECT_TIMEOUT")
+STORE_TIMEOUT = 5.0  # seconds: the default bound of a wait for the store (env STORE_TIMEOUT)
+BACKSTOP = 6  # connection-wide statement and lock timeouts: this many times the bound
+MIN_BUDGET = 0.1  # seconds: a save is given at least this long
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +74,8 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
     insert cannot take it), and the save fails unless that connection still holds the lease."""
 
     fence: Any = None
+    budget: float | None = None  # seconds left for the next save (the writer sets it)
+    bound: float = STORE_TIMEOUT
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,12 +92,28 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
             id_type=Identifier(self.datastore.originator_id_type),
         )
 
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
+        """Insert in one transaction; tried again once after a connection error if that
+        leaves time within the budget (a connection cut by a failover), never waited for."""
+        budget = self.budget if self.budget is not None else self.bound
+        started = time.monotonic()
+        try:
+            return self._insert_once(stored_events, budget, **kwargs)
+        except (InterfaceError, OperationalError):
+            left = budget - (time.monotonic() - started)
+            if left < max(MIN_BUDGET, budget / 2):
+                raise
+            time.sleep(0.05)
+            return self._insert_once(stored_events, left, **kwargs)
+
+    def _insert_once(
+        self, stored_events: Sequence[StoredEvent], budget: float, **kwargs: Any
+    ) -> Sequence[int] | None:
         if not stored_events:
             return None
+        kwargs["budget_ms"] = max(int(MIN_BUDGET * 1000), int(budget * 1000))
         with self.datastore.get_connection() as conn:
             exc: Exception | None = None
             with conn.cursor() as first, conn.cursor() as curs:
@@ -106,6 +141,9 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
     def _insert_stored_events(
         self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> None:
+        ms = int(kwargs.get("budget_ms") or self.bound * 1000)
+        curs.execute(SQL("SET LOCAL statement_timeout = {}").format(ms), prepare=False)
+        curs.execute(SQL("SET LOCAL lock_timeout = {}").format(ms), prepare=False)
         self._lock_table(curs)
         self._notify_channel(curs)
         curs.execute(
@@ -195,8 +233,62 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
             except Exception:
                 log.exception("snapshot not stored")
 
+    @property
+    def store_timeout(self) -> float:
+        """Seconds a caller waits for the store at most (env ``STORE_TIMEOUT``)."""
+        return store_timeout(self.env)
+
+    def construct_factory(self, env: Environment) -> Any:
+        """The library's factory; on PostgreSQL, its pool's connections get the timeouts of
+        the module's doc (set before the pool opens: every connection has them)."""
+        factory = super().construct_factory(env)
+        datastore = getattr(factory, "datastore", None)
+        pool = getattr(datastore, "pool", None)
+        if pool is not None and isinstance(getattr(pool, "kwargs", None), dict):
+            bound = store_timeout(env)
+            pool.kwargs.update(connection_timeouts(bound))
+            pool.timeout = bound  # the wait for a free connection
+        return factory
+
+    def construct_recorder(self) -> Any:
+        recorder = super().construct_recorder()
+        if isinstance(recorder, ArrayInsertRecorder):
+            recorder.bound = self.store_timeout
+        return recorder
+
+    def store_probe(self) -> Any:
+        """A check that the store answers (raises if not), on a connection of its own with
+        the bound's timeouts; None for SQLite (a file: no outage to wait out)."""
+        if self.env.get("PERSISTENCE_MODULE") != "eventsourcing.postgres":
+            return None
+        from services.ledger.schema import conninfo
+
+        settings = {k: v for k in STORE_SETTINGS if (v := self.env.get(k)) is not None}
+        text = conninfo(settings)
+        options = connection_timeouts(min(self.store_timeout, 2.0))
+        held: list[Any] = []
+
+        def probe() -> None:
+            try:
+                if not held or held[0].closed:
+                    held[:] = [psycopg.connect(text, autocommit=True,
+                                               application_name="sabot-writer-probe",
+                                               **options)]
+                held[0].execute("SELECT 1").fetchone()
+            except BaseException:
+                if held:
+                    with contextlib.suppress(Exception):  # already broken
+                        held.pop().close()
+                raise
+
+        return probe
+
     def construct_env(self, name: str, env: Any = None) -> Environment:
         constructed = super().construct_env(name, env)
+        if constructed.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
+            bound = store_timeout(constructed)
+            if not constructed.get("POSTGRES_CONNECT_TIMEOUT"):  # the pool's wait, whole s
+                constructed["POSTGRES_CONNECT_TIMEOUT"] = str(max(1, math.ceil(bound)))
         if (
             constructed.get("PERSISTENCE_MODULE") == "eventsourcing.postgres"
             and not constructed.get("APPLICATION_RECORDER_TOPIC")
@@ -281,6 +373,30 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
             topic=link.topic, state=link.state, id=ids[-1])))
         self._put_stored_snapshots(chained)
         return recordings
+
+
+def store_timeout(env: Any) -> float:
+    """``STORE_TIMEOUT`` of a library environment (seconds), or the default."""
+    text = str(env.get("STORE_TIMEOUT") or "").strip()
+    try:
+        value = float(text) if text else STORE_TIMEOUT
+    except ValueError:
+        return STORE_TIMEOUT
+    return value if 0 < value <= 3600 else STORE_TIMEOUT
+
+
+def connection_timeouts(bound: float) -> dict[str, Any]:
+    """libpq's parameters for a connection whose waits are bounded by ``bound`` seconds: the
+    connect timeout (whole seconds, at least 2: libpq's floor), TCP keepalives and user timeout
+    (a peer gone silent is noticed), and the server-side backstops."""
+    ms = int(bound * 1000)
+    backstop = BACKSTOP * ms
+    return {
+        "connect_timeout": max(2, math.ceil(bound)),
+        "keepalives": 1, "keepalives_idle": max(1, int(bound)), "keepalives_interval": 1,
+        "keepalives_count": 3, "tcp_user_timeout": max(1000, ms),
+        "options": f"-c statement_timeout={backstop} -c lock_timeout={backstop}",
+    }
 
 
 def new_application(env: dict[str, Any]) -> LedgerApplication:

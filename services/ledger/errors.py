@@ -21,6 +21,7 @@ __all__ = [
     "PermissionDenied",
     "RequestIdReused",
     "RuleViolation",
+    "StoreUnavailable",
 ]
 
 
@@ -60,3 +61,20 @@ class NotTheWriter(RuleViolation):
 
     def __reduce__(self) -> tuple[object, tuple[str, float]]:  # type: ignore[override]
         return (NotTheWriter, (self.holder, self.retry_after))
+
+
+class StoreUnavailable(RuleViolation):
+    """The store could not be reached, or did not answer within the call's deadline (or the
+    writer's bound, ``STORE_TIMEOUT``): the command may or may not have been stored. UNAVAILABLE
+    with a ``RetryInfo``: retry it with the same request id (a retry gives its first answer if
+    it was stored, else runs it once)."""
+
+    retry_after = 0.5  # seconds (kept by a copy made without __init__: the socket's)
+
+    def __init__(self, message: str = "", retry_after: float = 0.5) -> None:
+        super().__init__("", "STORE_UNAVAILABLE",
+                         message or "the store is unavailable; retry with the same request id")
+        self.retry_after = retry_after
+
+    def __reduce__(self) -> tuple[object, tuple[str, float]]:  # type: ignore[override]
+        return (StoreUnavailable, (self.message, self.retry_after))

@@ -73,5 +73,8 @@ CORE_METHODS: dict[str, Method] = {
     "balances": query(answer=dict[str, int]),
     "audit_balances": query(answer=dict[str, int]),
     "writer_status": query(answer=dict[str, Any]),
+    # answered from the ledger process's memory, at once (the health monitor, the metrics)
+    "writer_state": query(answer=dict[str, Any]),
+    "writer_metrics": query(answer=str),
 }
 CORE_NAMES = frozenset(CORE_METHODS)

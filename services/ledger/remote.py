@@ -41,23 +41,29 @@ import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from services.ledger import wire
 from services.ledger.api import Ledger, read_log
-from services.ledger.application import LedgerApplication
+from services.ledger.application import BACKSTOP, LedgerApplication
 from services.ledger.config import LedgerConfig, regulator_public_key, store_env
+from services.ledger.errors import StoreUnavailable
 from services.ledger.evidence import ChainBroken
 from services.ledger.views import StoredEvent
 from services.ledger.wire import COMMANDS, QUERIES, HostGone, ProtocolError, RemoteFailure
+from services.ledger.writer import Writer, call_deadline, wait_bound, writer_of
 
 __all__ = ["COMMANDS", "QUERIES", "HostGone", "LedgerHost", "LedgerProcess", "RemoteFailure",
-           "RemoteLedger"]
+           "RemoteLedger", "observer"]
 
 log = logging.getLogger("sabot.ledger.remote")
 QUERY_THREADS = 8
 HOST_SWITCH_INTERVAL = 0.0005  # seconds (CPython's default: 0.005)
 HANDSHAKE_SECONDS = 5.0
+# Queries the host answers from its writer's memory in the connection's reader thread: never
+# queued behind queries waiting for the store (the health monitor asks them while it is down).
+INSTANT = frozenset({"writer_state", "writer_metrics"})
 _PEERCRED = struct.Struct("3i")  # pid, uid, gid
 
 
@@ -93,6 +99,13 @@ class LedgerHost:
     def start(self) -> LedgerHost:
         self._thread.start()
         return self
+
+    def instant(self, method: str) -> tuple[bool, Any]:
+        """An ``INSTANT`` query's answer: (ok, value or error)."""
+        writer = writer_of(self.ledger)
+        if writer is None:
+            return False, RemoteFailure(f"{method}: this ledger has no writer")
+        return True, (writer.state() if method == "writer_state" else writer.metrics.text())
 
     def close(self) -> None:
         self._closed.set()
@@ -160,7 +173,9 @@ class _Connection:
                 if frame is None:
                     break
                 call_id, method, kwargs = wire.read_call(frame)
-                if method in COMMANDS:
+                if method in INSTANT:
+                    self.answers.put((call_id, *self.host.instant(method)))
+                elif method in COMMANDS:
                     try:
                         future = ledger.submit(method, **kwargs)
                     except Exception as exc:
@@ -244,6 +259,7 @@ class RemoteLedger:
             self._sock.close()
             raise OSError(f"the ledger socket refused this process: {exc}") from None
         self.app = LedgerApplication(env=store_env(store_url, pool_size))
+        self.bound = self.app.store_timeout  # what a call waits for the ledger at most
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
         self._waiting: dict[int, tuple[Future[Any], str]] = {}
@@ -288,7 +304,44 @@ class RemoteLedger:
             with self._lock:
                 self._waiting.pop(call_id, None)
             raise
-        return future.result()
+        command = method in COMMANDS  # a query may read long: the backstop, or its deadline
+        timeout = wait_bound(self.bound if command else BACKSTOP * self.bound,
+                             call_deadline.get())
+        try:
+            return future.result(timeout)
+        except FutureTimeout:
+            with self._lock:
+                self._waiting.pop(call_id, None)
+            if future.done():  # answered just now
+                return future.result()
+            raise StoreUnavailable(
+                f"the ledger did not answer within {timeout:.1f} s (the store is slow or "
+                "cannot be reached)" + ("; the command may be stored later: retry with the "
+                                        "same request id" if command else ": retry")) from None
+
+    def ask(self, method: str, timeout: float) -> Any:
+        """A query waited for at most ``timeout`` seconds (TimeoutError; the answer, if it comes
+        later, is dropped)."""
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._gone is not None:
+                raise HostGone("request_id", "NOT_STORED", f"{self._gone}; the query did not "
+                               "end: retry it")
+            self._next += 1
+            call_id = self._next
+            self._waiting[call_id] = (future, method)
+        try:
+            with self._send_lock:
+                wire.send(self._sock, wire.call_frame(call_id, method, (), {}))
+            return future.result(timeout)
+        finally:
+            with self._lock:
+                self._waiting.pop(call_id, None)
+
+    @property
+    def gone(self) -> str | None:
+        """Why the ledger process cannot be reached (None: it answers)."""
+        return self._gone
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -420,6 +473,33 @@ class LedgerProcess(RemoteLedger):
             self.process.kill()
             self.process.wait()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def observer(ledger: Any, timeout: float = 2.0
+             ) -> tuple[Callable[[], dict[str, Any]], Callable[[], str]]:
+    """What the health monitor and the metrics read of a ledger's writer, in this process or
+    in the ledger process (asked with ``timeout``): its state (``Writer.state``: active, queue)
+    and its series (the text exposition format). Either raises when the writer cannot say."""
+    if isinstance(ledger, RemoteLedger):
+        remote = ledger
+
+        def state() -> dict[str, Any]:
+            lost = getattr(remote, "lost", None)
+            if lost is not None:
+                raise HostGone("request_id", "NOT_STORED",
+                               f"the ledger process ended (exit code {lost})")
+            found: dict[str, Any] = remote.ask("writer_state", timeout)
+            return found
+
+        def text() -> str:
+            found: str = remote.ask("writer_metrics", timeout)
+            return found
+
+        return state, text
+    writer = writer_of(ledger)
+    if not isinstance(writer, Writer):
+        return (lambda: {"active": True, "queue": 0}), (lambda: "")
+    return writer.state, writer.metrics.text
 
 
 def _readline(stream: Any, timeout: float) -> str:

@@ -50,6 +50,7 @@ from services.ledger.errors import (
     NotTheWriter,
     PermissionDenied,
     RequestIdReused,
+    StoreUnavailable,
 )
 from services.ledger.methods import (
     ACTOR,
@@ -379,7 +380,8 @@ def read_call(frame: Any) -> tuple[int, str, dict[str, Any]]:
 ERRORS: dict[str, type[RuleViolation]] = {
     cls.__name__: cls
     for cls in (RuleViolation, InvalidArgument, FailedPrecondition, NotFound, AlreadyExists,
-                RequestIdReused, PermissionDenied, Conflict, HostGone, NotTheWriter)
+                RequestIdReused, PermissionDenied, Conflict, HostGone, NotTheWriter,
+                StoreUnavailable)
 }
 _UNAVAILABLE = (persistence.OperationalError, persistence.InterfaceError,
                 persistence.ConnectionUnavailableError, persistence.ConnectionPoolClosedError)

@@ -19,7 +19,17 @@ the request's UUID and the digest of its arguments are computed before the comma
 
 With a ``lease`` (``services/ledger/lease.py``) the writer decides only while it holds the
 store's writer lease: otherwise every command gets ``NotTheWriter`` at once and queries read the
-store without caching (``take_over`` forgets the cache when the lease is taken). A batch that
+store without caching (``take_over`` forgets the cache when the lease is taken).
+
+Failing fast (issue 15): a caller waits for its command at most until its call's deadline
+(``call_deadline``, set by the server's interceptor) or the store's bound (``STORE_TIMEOUT``, 5 s
+by default), then gets ``StoreUnavailable`` (UNAVAILABLE, "retry with the same request id"); a
+command whose caller gave up before it was decided is not decided. A save or a read that cannot
+reach the store, or a save in flight longer than the bound, trips the writer's ``StoreWatch``:
+from then on every command and query is answered ``StoreUnavailable`` at once, without touching
+the store, until a probe of its own finds the store answering again (every 0.5 s); then the
+writer forgets everything it cached (aggregates, recent requests, the evidence chain's head)
+before it decides the next command. A batch that
 refuses commands and stores nothing confirms the lease before it answers: a refusal is not
 stored, so it must have been decided on the latest state (a batch that stores passed the lease's
 fence in its own transaction).
@@ -37,6 +47,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -50,11 +62,12 @@ from eventsourcing.persistence import IntegrityError
 from domain.errors import RuleViolation
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
-from services.ledger.errors import Conflict, NotTheWriter, RequestIdReused
+from services.ledger.errors import Conflict, NotTheWriter, RequestIdReused, StoreUnavailable
 from services.ledger.ids import check_request_id, request_uuid
 from services.ledger.lease import POLL, Lease
 from services.ledger.request import Request
 from services.ledger.views import from_dict
+from services.metrics import WriterMetrics
 
 log = logging.getLogger(__name__)
 A = TypeVar("A", bound=Aggregate)
@@ -62,6 +75,116 @@ T = TypeVar("T")
 
 CACHE_SIZE = 20_000
 RECENT_REQUESTS = 100_000
+
+# The deadline of the gRPC call being served (a ``time.monotonic()`` instant; None: none), set
+# by the server's outermost interceptor (``services.metrics.MetricsInterceptor``).
+call_deadline: ContextVar[float | None] = ContextVar("sabot_call_deadline", default=None)
+MARGIN = 0.05  # seconds: the answer leaves this long before the caller's deadline
+PROBE_INTERVAL = 0.5  # seconds between looks at a store found unreachable
+PROBE_TIMEOUT = 2.0  # seconds a look may take
+
+
+def store_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the store could not be reached (a connection refused, cut or timed
+    out; the pool's wait for a connection; a statement cancelled by its timeout)."""
+    import psycopg
+    from eventsourcing import persistence
+
+    if isinstance(exc, persistence.OperationalError | persistence.InterfaceError
+                  | persistence.ConnectionUnavailableError
+                  | persistence.ConnectionPoolClosedError | psycopg.OperationalError
+                  | psycopg.InterfaceError | TimeoutError):
+        return True
+    cause = exc.__cause__ or exc.__context__
+    return cause is not None and cause is not exc and isinstance(
+        cause, psycopg.OperationalError | psycopg.InterfaceError)
+
+
+def wait_bound(bound: float, deadline: float | None) -> float:
+    """Seconds a caller may wait: ``bound``, or less to answer before its ``deadline``."""
+    if deadline is None:
+        return bound
+    return max(0.0, min(bound, deadline - time.monotonic() - MARGIN))
+
+
+class StoreWatch:
+    """Whether the store answers, as the writer found it: ``trip`` when a save or a read could
+    not reach it; then a probe (``probe``, raising when the store does not answer) looks every
+    ``interval`` s on a thread of its own, and once it answers ``on_back`` runs and the watch
+    is clear. A clear watch costs nothing: the writer's own saves say the store answers."""
+
+    def __init__(self, probe: Callable[[], None], on_back: Callable[[], None],
+                 metrics: WriterMetrics | None = None, interval: float = PROBE_INTERVAL,
+                 timeout: float = PROBE_TIMEOUT) -> None:
+        self.probe = probe
+        self.on_back = on_back
+        self.metrics = metrics
+        self.interval = interval
+        self.timeout = timeout
+        self.down_since: float | None = None  # time.monotonic() when tripped
+        self.why = ""
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._looking: Future[None] | None = None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sabot-store-probe")
+
+    @property
+    def down(self) -> bool:
+        return self.down_since is not None
+
+    def trip(self, exc: BaseException | str) -> None:
+        with self._lock:
+            if self.down_since is not None or self._closed.is_set():
+                return
+            self.down_since = time.monotonic()
+            self.why = exc if isinstance(exc, str) else f"{type(exc).__name__}: " + (
+                str(exc).strip().splitlines() or [""])[0][:200]
+        if self.metrics is not None:
+            self.metrics.outage()
+        log.error("ledger writer: the store cannot be reached (%s); failing fast until it "
+                  "answers again", self.why)
+        threading.Thread(target=self._watch, name="sabot-store-watch", daemon=True).start()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def look_now(self, why: str) -> None:
+        """Probe the store now, on a thread of its own, and trip if it does not answer."""
+        def look() -> None:
+            if not self.down and not self._answers():
+                self.trip(why)
+
+        threading.Thread(target=look, name="sabot-store-look", daemon=True).start()
+
+    def _watch(self) -> None:
+        while not self._closed.wait(self.interval):
+            if not self._answers():
+                continue
+            try:
+                self.on_back()
+            except Exception:  # keep failing fast, and look again
+                log.exception("ledger writer: could not start afresh after the outage")
+                continue
+            down_for = time.monotonic() - (self.down_since or time.monotonic())
+            with self._lock:
+                self.down_since, self.why = None, ""
+            log.warning("ledger writer: the store answers again after %.1f s; the cache was "
+                        "emptied, commands are decided again", down_for)
+            return
+
+    def _answers(self) -> bool:
+        looking = self._looking
+        if looking is None or looking.done():  # a look still hanging is waited for, not doubled
+            try:
+                looking = self._looking = self._pool.submit(self.probe)
+            except RuntimeError:  # closed
+                return False
+        try:
+            looking.result(self.timeout)
+        except Exception:
+            return False
+        return True
 
 
 class AggregateCache:
@@ -180,6 +303,8 @@ class Command:
     result_type: type[Any]
     future: Future[Any] = field(default_factory=Future)
     actor: Actor = SYSTEM
+    deadline: float | None = None  # the caller's (time.monotonic()); None: the writer's bound
+    abandoned: bool = False  # its caller stopped waiting: not decided if not yet
 
     @cached_property
     def digest(self) -> str:
@@ -209,6 +334,8 @@ class Decided:
     events: list[Any] = field(default_factory=list)
     snapshots: list[Any] = field(default_factory=list)
     collected: list[tuple[Aggregate, int]] = field(default_factory=list)  # pending until stored
+    seconds: float = 0.0  # the time its save took
+    started: float = 0.0  # time.monotonic() when its save began
 
     @property
     def requests(self) -> dict[UUID, Request]:
@@ -250,39 +377,113 @@ class Writer:
         self.saved_position = 0  # the log position of the last event this writer saved
         self.max_batch = max_batch
         self.linger = linger  # seconds to wait for more commands once one is queued
+        self.metrics = WriterMetrics()  # its series (services/metrics.py), read when scraped
+        bound = getattr(app, "store_timeout", None)
+        self.bound = float(bound) if isinstance(bound, int | float) else 5.0
+        probe = getattr(app, "store_probe", None)
+        check = probe() if callable(probe) else None
+        self.watch = StoreWatch(check, self._afresh, self.metrics) if check else None
+        self._stale = False  # the store came back: forget the cache before deciding again
         self._queue: queue.Queue[Any] | None = None
         self._thread: threading.Thread | None = None
         self._committer: ThreadPoolExecutor | None = None
         if batching:
-            self._queue = queue.Queue()
+            commands: queue.Queue[Any] = queue.Queue()
+            self._queue = commands
+            self.metrics.queue(commands.qsize)
             self._committer = ThreadPoolExecutor(1, thread_name_prefix="sabot-commit")
             self._thread = threading.Thread(target=self._loop, name="sabot-writer", daemon=True)
             self._thread.start()
 
     def execute(self, command: Command) -> Any:
-        return self.submit(command).result()
+        """Submit and wait: at most until the call's deadline or the bound, then
+        ``StoreUnavailable`` (the command is not decided if it was not yet)."""
+        future = self.submit(command)
+        try:
+            return future.result(wait_bound(self.bound, command.deadline))
+        except FutureTimeout:
+            command.abandoned = True
+            if future.done():  # answered just now
+                return future.result()
+            self.metrics.outcome("unavailable")
+            raise StoreUnavailable(
+                "the store did not answer within the call's deadline; the command may be "
+                "stored later: retry with the same request id") from None
 
     def submit(self, command: Command) -> Future[Any]:
         """Queue a command (decided and answered now when not batching); its future answers
         once its batch is stored. Raises at once for a malformed request id."""
         command.prepare()
+        if command.deadline is None:
+            command.deadline = call_deadline.get()
+        if self.store_down():
+            self._unavailable([command])
+            return command.future
         if not self.active:
             command.future.set_exception(self.not_the_writer())
             return command.future
         if self._queue is None:
             with self.lock:
+                self._forget_if_stale()
                 self._run_batch([command])
         else:
             self._queue.put(command)
         return command.future
 
+    # --- the store's outages ------------------------------------------------------------------
+
+    def store_down(self) -> bool:
+        watch = self.watch
+        return watch is not None and watch.down_since is not None
+
+    def _unavailable(self, commands: list[Command]) -> None:
+        """Answer ``StoreUnavailable`` now (the store is known to be down)."""
+        watch = self.watch
+        why = f" ({watch.why})" if watch is not None and watch.why else ""
+        for command in commands:
+            if not command.future.done():
+                command.future.set_exception(StoreUnavailable(
+                    f"the store cannot be reached{why}; nothing was stored: retry with the "
+                    "same request id"))
+                self.metrics.outcome("unavailable")
+
+    def _afresh(self) -> None:
+        """The store answers again: the pool's connections cut by the outage replaced, and the
+        cache forgotten before the next command (the writer thread does, between batches; or
+        now, when nothing is being decided)."""
+        pool = getattr(getattr(self.app.recorder, "datastore", None), "pool", None)
+        check = getattr(pool, "check", None)
+        if callable(check):
+            check()  # psycopg_pool: every idle connection tried, the broken ones replaced
+        self._stale = True
+        if self.lock.acquire(timeout=PROBE_TIMEOUT):
+            try:
+                if self._inflight is None and not self._dirty:
+                    self._forget_if_stale()
+            finally:
+                self.lock.release()
+
+    def _forget_if_stale(self) -> None:
+        """(Holding the lock, nothing decided and unstored.)"""
+        if not self._stale:
+            return
+        self._stale = False
+        self.cache.clear()
+        self.recent.clear()
+        evidence = getattr(self.app, "evidence", None)
+        if evidence is not None:
+            evidence.forget()
+
     def read(self, fn: Callable[[UnitOfWork], T]) -> T:
         """Run a query against committed state (no batch half-decided or in flight)."""
+        if self.store_down():
+            self._refuse_read()
         with self.lock:
             self._readers += 1
             try:
                 while self._dirty:
                     self._changed.wait()
+                self._forget_if_stale()
                 # a standby caches nothing: the active writer changes the store under it
                 unit = UnitOfWork(self.app, self.cache if self.active else AggregateCache(256))
                 return fn(unit)
@@ -290,7 +491,14 @@ class Writer:
                 self._readers -= 1
                 self._changed.notify_all()
 
+    def _refuse_read(self) -> None:
+        watch = self.watch
+        why = f" ({watch.why})" if watch is not None and watch.why else ""
+        raise StoreUnavailable(f"the store cannot be reached{why}: retry")
+
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
         if self._queue is not None and self._thread is not None:
             self._queue.put(None)
             self._thread.join(timeout=10)
@@ -321,6 +529,15 @@ class Writer:
             if self.active:
                 log.warning("ledger writer: the store's writer lease was lost; standing by")
             self.active = False
+        if self.watch is not None:  # lost to an outage? then say so, not "a standby"
+            self.watch.look_now("the writer lease was lost and the store does not answer")
+
+    def state(self) -> dict[str, Any]:
+        """What the health monitor asks, from memory (never the store): whether this writer
+        decides commands (holds the lease) and how many wait for it."""
+        q = self._queue
+        return {"active": self.active, "queue": q.qsize() if q is not None else 0,
+                "store_down": self.store_down()}
 
     def not_the_writer(self) -> NotTheWriter:
         """The answer of a standby, naming the active writer (read at most every POLL s)."""
@@ -344,9 +561,17 @@ class Writer:
         nxt: Decided | None = None  # being decided (while ``inflight`` commits)
         stopping = False
         while True:
-            item = q.get()
+            try:
+                item = q.get(timeout=None if inflight is None else PROBE_INTERVAL)
+            except queue.Empty:
+                item = _WAKE
+                if inflight is not None and self.watch is not None and (
+                        time.monotonic() - inflight[1].started > self.bound):
+                    self.watch.trip(f"a save has waited more than {self.bound:g} s")
             if item is None:
                 stopping = True
+            elif item is not _WAKE and (item.abandoned or self.store_down()):
+                self._unavailable([item])  # its caller gave up, or the store is down
             elif item is not _WAKE:
                 try:
                     with self.lock:
@@ -354,6 +579,7 @@ class Writer:
                             if inflight is None:
                                 while self._readers:  # queries first, while nothing is unstored
                                     self._changed.wait()
+                                self._forget_if_stale()
                             nxt = Decided(UnitOfWork(self.app, self.cache))
                             self._dirty = True
                         if not self._decide_into(nxt, [item]):
@@ -361,7 +587,7 @@ class Writer:
                             self._dirty = inflight is not None
                 except BaseException as exc:  # never leave a caller waiting
                     log.exception("ledger writer failed on a command")
-                    _fail_all([item], exc)
+                    self._fail_all([item], exc)
             if inflight is not None and (inflight[0].done() or stopping):
                 stored = self._finish(*inflight, after=nxt)
                 inflight = None
@@ -373,7 +599,7 @@ class Writer:
                             self._run_batch(commands)
                         except BaseException as exc:  # never leave a caller waiting
                             log.exception("ledger writer failed deciding a batch again")
-                            _fail_all(commands, exc)
+                            self._fail_all(commands, exc)
                         finally:
                             self._dirty = False
                             self._changed.notify_all()
@@ -388,7 +614,7 @@ class Writer:
                     inflight = self._ship(committer, decided)
                 except BaseException as exc:
                     log.exception("ledger writer failed storing a batch")
-                    _fail_all(decided.commands, exc)
+                    self._fail_all(decided.commands, exc)
             if stopping and inflight is None and nxt is None:
                 return
 
@@ -403,6 +629,7 @@ class Writer:
                     self._store_now(decided)
                     return None
                 self._inflight = decided
+                decided.started = time.monotonic()
                 saving = committer.submit(self._save, decided)
                 saving.add_done_callback(self._wake)
                 return saving, decided
@@ -435,7 +662,7 @@ class Writer:
                     self._failed(decided, error)
             except BaseException as exc:
                 log.exception("ledger writer failed answering a batch")
-                _fail_all(decided.commands, exc)
+                self._fail_all(decided.commands, exc)
             finally:
                 self._dirty = after is not None and error is None
                 self._changed.notify_all()
@@ -445,6 +672,9 @@ class Writer:
 
     def _run_batch(self, batch: list[Command], lookup: bool = False) -> None:
         """Decide, store and answer a batch in the calling thread (holding the lock)."""
+        if self.store_down():
+            self._unavailable(batch)
+            return
         decided = self._decide_batch(batch, lookup)
         if decided is not None:
             self._store_now(decided, lookup)
@@ -484,7 +714,7 @@ class Writer:
         except Exception as exc:
             unit.forget()
             log.exception("ledger batch of %d commands not decided", len(decided.commands))
-            _fail_all(decided.commands, exc)
+            self._fail_all(decided.commands, exc)
             return False
         return True
 
@@ -501,7 +731,7 @@ class Writer:
         except Exception as exc:
             unit.forget()
             log.exception("ledger batch of %d commands not collected", len(decided.commands))
-            _fail_all(decided.commands, exc)
+            self._fail_all(decided.commands, exc)
             return False
         unit.commit()  # the next batch is decided on top of this one
         return True
@@ -509,7 +739,13 @@ class Writer:
     def _save(self, decided: Decided) -> None:
         """One transaction: the batch's events (and, with evidence, the link closing them);
         then the snapshots taken with it, which that link names."""
+        recorder = self.app.recorder
+        if hasattr(recorder, "budget"):  # what is left of the batch's earliest deadline
+            deadlines = [c.deadline for c in decided.commands if c.deadline is not None]
+            recorder.budget = wait_bound(self.bound, min(deadlines) if deadlines else None)
+        started = time.perf_counter()
         recordings = self.app.save(*decided.events, snapshots=decided.snapshots)
+        decided.seconds = time.perf_counter() - started
         last = max((r.notification.id for r in recordings), default=0)
         if last > self.saved_position:
             self.saved_position = last
@@ -527,6 +763,11 @@ class Writer:
             self.recent[rid] = request
         while len(self.recent) > RECENT_REQUESTS:
             self.recent.popitem(last=False)
+        metrics = self.metrics
+        if decided.events:
+            metrics.stored(len(decided.commands), len(decided.events), decided.seconds)
+        metrics.outcome("stored", len(decided.results))
+        metrics.outcome("refused", len(decided.refused))
         for command, exc in decided.refused:
             command.future.set_exception(exc)
         for command, result in decided.results:
@@ -556,7 +797,28 @@ class Writer:
                   exc_info=error)
         if self.lease is not None and not self.lease.confirm():  # fenced off: stand by
             self.step_down()
-        _fail_all([c for c, _ in decided.results], error)
+        self._fail_all([c for c, _ in decided.results], error)
+
+    def _fail_all(self, commands: list[Command], exc: BaseException) -> None:
+        """Answer every command not answered yet: nothing of it was stored, or (the store cut
+        off during the commit) it is not known: ``StoreUnavailable`` when the store could not
+        be reached (and the watch tripped), else ``Conflict``."""
+        unreachable = store_unreachable(exc)
+        if unreachable and self.watch is not None:
+            self.watch.trip(exc)
+        for command in commands:
+            if command.future.done():
+                continue
+            if unreachable:
+                command.future.set_exception(StoreUnavailable(
+                    f"the store could not be reached ({type(exc).__name__}); the command may "
+                    "not have been stored: retry with the same request id"))
+                self.metrics.outcome("unavailable")
+            else:
+                command.future.set_exception(
+                    Conflict("request_id", "NOT_STORED",
+                             f"nothing was stored ({type(exc).__name__}); retry the command"))
+                self.metrics.outcome("failed")
 
     def _stored_request(self, rid: UUID) -> Request | None:
         try:
@@ -620,14 +882,12 @@ class Writer:
 _WAKE: Any = object()  # queued when a commit ends: the writer thread looks at it
 
 
-def _fail_all(commands: list[Command], exc: BaseException) -> None:
-    """Answer every command not answered yet: nothing of it was stored."""
-    for command in commands:
-        if not command.future.done():
-            command.future.set_exception(
-                Conflict("request_id", "NOT_STORED",
-                         f"nothing was stored ({type(exc).__name__}); retry the command")
-            )
+def writer_of(ledger: Any) -> Writer | None:
+    """The writer of a ``Ledger`` (None for one that has none here: a ``RemoteLedger``)."""
+    found = getattr(ledger, "_writer", None)
+    return found if isinstance(found, Writer) else None
+
+
 
 
 _ATOMS: frozenset[type[Any]] = frozenset({str, int, bool, float, type(None)})

@@ -112,8 +112,12 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
 
 
 def _reset(sock: socket.socket) -> None:
-    """Close with a RST (as a crashed or stopped peer's kernel would answer)."""
+    """Close with a RST (as a crashed or stopped peer's kernel would answer). Shut down first:
+    a pump blocked reading the socket holds it open in the kernel (close alone would wait for
+    that read, and PostgreSQL would keep the session, and its locks, until a timeout)."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
     with contextlib.suppress(OSError):
         sock.close()

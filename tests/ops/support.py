@@ -98,18 +98,23 @@ def drop_database(name: str) -> None:
 
 
 class Served:
-    """``sabot serve`` in a process of its own; its output lines are read as they come."""
+    """``sabot serve`` in a process of its own; its output lines are read as they come.
+    ``keys`` None: ``--dev`` (it makes its keys in ``folder``/var and prints its tokens)."""
 
-    def __init__(self, store: str, keys: Keys, folder: Path, *args: str,
+    def __init__(self, store: str, keys: Keys | None, folder: Path, *args: str,
                  env: dict[str, str] | None = None) -> None:
         self.folder = folder
         self.env = env or clean_env()
-        self.env.update({
-            "SABOT_STORE": store, "SABOT_SEAL_KEY": keys.seal,
-            "SABOT_CHAIN_KEY": str(keys.chain), "SABOT_CHECKPOINT_KEY": str(keys.checkpoint),
-            "SABOT_CHAIN_HEAD": str(folder / "chain-head.json"),
-            "SABOT_TOKENS": f"{ADMIN_TOKEN}:admin",
-        })
+        self.env["SABOT_STORE"] = store
+        if keys is not None:
+            self.env.update({
+                "SABOT_SEAL_KEY": keys.seal,
+                "SABOT_CHAIN_KEY": str(keys.chain), "SABOT_CHECKPOINT_KEY": str(keys.checkpoint),
+                "SABOT_CHAIN_HEAD": str(folder / "chain-head.json"),
+                "SABOT_TOKENS": f"{ADMIN_TOKEN}:admin",
+            })
+        else:
+            args = ("--dev", *args)
         self.log = open(folder / "server.log", "a")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "services.cli.server", "serve", "--listen", "127.0.0.1:0",
@@ -139,6 +144,28 @@ class Served:
                 if "The server is listening on" in line:
                     self.target = line.split(" on ", 1)[1].split(" ", 1)[0]
                     return self.target
+
+    @classmethod
+    def dev(cls, store: str, folder: Path, *args: str) -> Served:
+        return cls(store, None, folder, *args)
+
+    def metrics_port(self, timeout: float = 10) -> int:
+        """The port of "Metrics: http://HOST:PORT/metrics", printed after "listening on"."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.stdout:
+                if line.startswith("Metrics: http://"):
+                    return int(line.split("/metrics", 1)[0].rsplit(":", 1)[1])
+            time.sleep(0.05)
+        raise AssertionError("no metrics line:\n" + "".join(self.stdout))
+
+    def admin_token(self) -> str:
+        """The admin token: ``ADMIN_TOKEN``, or the one ``--dev`` printed."""
+        for line in self.stdout:
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "admin":
+                return parts[1]
+        return ADMIN_TOKEN
 
     def stop(self) -> int:
         if self.process.poll() is None:

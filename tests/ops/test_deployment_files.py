@@ -28,8 +28,8 @@ OPS = ROOT / "ops"
 SABOT = "/opt/sabot/venv/bin/sabot"
 VARIABLES = {s.variable: s for s in SETTINGS if s.variable}
 ALIASES = {a: s for s in SETTINGS for a in s.aliases}
-# Settings the server reads only once issue 15's wiring lands (settings.py says "not read yet").
-NOT_READ_YET = {"SABOT_METRICS_LISTEN"}
+# Settings no command reads yet (none: issue 15 wired SABOT_METRICS_LISTEN into sabot serve).
+NOT_READ_YET: set[str] = set()
 # Variables of other programs that the files set on purpose.
 OTHERS = {"PGPASSFILE", "POSTGRES_USER", "POSTGRES_PASSWORD_FILE", "PATH",
           "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PIP_NO_CACHE_DIR",
@@ -269,3 +269,64 @@ def test_the_runbook_lists_every_series() -> None:
     runbook = (ROOT / "docs" / "operations.md").read_text()
     missing = [name for name in metrics.SERIES if f"`{name}`" not in runbook]
     assert not missing, f"docs/operations.md does not explain {missing}"
+
+
+# --- the metrics address, the same everywhere ----------------------------------------------------
+
+
+def _metrics_port(text: str, where: str) -> int:
+    from services.metrics import split_address
+
+    try:
+        return split_address(text)[1]
+    except ValueError:
+        pytest.fail(f"{where}: SABOT_METRICS_LISTEN={text!r} is not HOST:PORT")
+
+
+def test_sabot_serve_reads_the_metrics_address_from_its_flag_its_variable_and_its_file(
+        tmp_path: Path) -> None:
+    """``--metrics-listen`` is a serve flag; SABOT_METRICS_LISTEN is read by serve, from the
+    environment or the env file (.env.example's value, as the unit's EnvironmentFile gives
+    it), the flag first."""
+    from services.cli.server import _metrics_listen
+
+    parses(["serve", "--metrics-listen", "127.0.0.1:9464"])
+    assert "serve" in VARIABLES["SABOT_METRICS_LISTEN"].read_by
+    parser = build_parser()
+    help_text = parser._subparsers._group_actions[0].choices["serve"].format_help()  # type: ignore[union-attr]
+    assert "--metrics-listen" in help_text and "SABOT_METRICS_LISTEN" in help_text
+    example = ROOT / ".env.example"
+    args = parser.parse_args(["serve", "--env-file", str(example)])
+    assert _metrics_listen(args) == env_example()["SABOT_METRICS_LISTEN"]
+    args = parser.parse_args(["serve", "--env-file", str(example),
+                              "--metrics-listen", "127.0.0.1:9999"])
+    assert _metrics_listen(args) == "127.0.0.1:9999"
+    args = parser.parse_args(["serve", "--env-file", str(tmp_path / "none.env")])
+    assert _metrics_listen(args) is None  # off unless given
+
+
+def test_every_file_serves_and_probes_the_metrics_on_one_port() -> None:
+    """.env.example, the image, the compose file, the scrape config and the runbook's HAProxy
+    probe agree on the metrics port; the unit serves what its env file says."""
+    port = _metrics_port(env_example()["SABOT_METRICS_LISTEN"], ".env.example")
+    instructions = dockerfile()
+    for word, rest in instructions:
+        if word == "ENV" and "SABOT_METRICS_LISTEN=" in rest:
+            value = rest.split("SABOT_METRICS_LISTEN=", 1)[1].split()[0]
+            assert _metrics_port(value, "Dockerfile") == port
+        if word == "EXPOSE":
+            assert str(port) in rest.split(), "Dockerfile: the metrics port is not exposed"
+    assert f":{port}/health" in dict(instructions)["HEALTHCHECK"]
+    compose = yaml.safe_load((OPS / "container" / "compose.yaml").read_text())
+    sabot_service = compose["services"]["sabot"]
+    assert _metrics_port(sabot_service["environment"]["SABOT_METRICS_LISTEN"],
+                         "compose.yaml") == port
+    assert any(str(p).endswith(f":{port}") for p in sabot_service.get("ports", ()))
+    config = yaml.safe_load((OPS / "prometheus" / "prometheus.yml").read_text())
+    targets = [t for job in config["scrape_configs"] for c in job.get("static_configs", ())
+               for t in c["targets"]]
+    assert targets and all(t.endswith(f":{port}") for t in targets), targets
+    assert f"check port {port}" in (ROOT / "docs" / "operations.md").read_text()
+    service = dict(unit(OPS / "systemd" / "sabot.service")["Service"])
+    assert "--env-file /etc/sabot/sabot.env" in service["ExecStart"]
+    assert service["EnvironmentFile"] == "/etc/sabot/sabot.env"
