@@ -149,13 +149,10 @@ class StoreWatch:
         self._closed.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def look_now(self, why: str) -> None:
-        """Probe the store now, on a thread of its own, and trip if it does not answer."""
-        def look() -> None:
-            if not self.down and not self._answers():
-                self.trip(why)
-
-        threading.Thread(target=look, name="sabot-store-look", daemon=True).start()
+    def check(self, why: str, timeout: float = 1.0) -> None:
+        """Probe the store now (waiting ``timeout`` s at most) and trip if it does not answer."""
+        if not self.down and not self._answers(timeout):
+            self.trip(why)
 
     def _watch(self) -> None:
         while not self._closed.wait(self.interval):
@@ -173,7 +170,7 @@ class StoreWatch:
                         "emptied, commands are decided again", down_for)
             return
 
-    def _answers(self) -> bool:
+    def _answers(self, timeout: float | None = None) -> bool:
         looking = self._looking
         if looking is None or looking.done():  # a look still hanging is waited for, not doubled
             try:
@@ -181,7 +178,7 @@ class StoreWatch:
             except RuntimeError:  # closed
                 return False
         try:
-            looking.result(self.timeout)
+            looking.result(self.timeout if timeout is None else timeout)
         except Exception:
             return False
         return True
@@ -525,12 +522,12 @@ class Writer:
 
     def step_down(self) -> None:
         """The lease was lost: decide nothing more until it is taken again."""
+        if self.watch is not None:  # lost to an outage? then say so, not "a standby"
+            self.watch.check("the writer lease was lost and the store does not answer")
         with self.lock:
             if self.active:
                 log.warning("ledger writer: the store's writer lease was lost; standing by")
             self.active = False
-        if self.watch is not None:  # lost to an outage? then say so, not "a standby"
-            self.watch.look_now("the writer lease was lost and the store does not answer")
 
     def state(self) -> dict[str, Any]:
         """What the health monitor asks, from memory (never the store): whether this writer

@@ -149,7 +149,7 @@ def test_health_and_writes_follow_the_store_down_and_up_again(site: Site) -> Non
         assert refused.value.code() is grpc.StatusCode.UNAVAILABLE, refused.value.details()
         assert "retry with the same request id" in (refused.value.details() or "")
         reason, delay = unavailable_details(refused.value)
-        assert reason in ("STORE_UNAVAILABLE", "UNAVAILABLE", "NOT_THE_WRITER"), reason
+        assert reason == "STORE_UNAVAILABLE", reason
         assert delay > 0
     assert max(latencies) < 2.0  # within the deadline, every one
     page = site.metrics()
