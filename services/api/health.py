@@ -433,12 +433,12 @@ class HealthMonitor:
                     views[view] = (max(0, head - position), clock.behind(now, position))
         notary: NotaryState | None = None
         notary_lag = (0, 0.0)
-        if src.notary is not None and store_up:  # it reads the store: on the probe's threads
-            with contextlib.suppress(Exception):
-                notary = within(self._pool, src.notary, STORE_TIMEOUT + 1.0)
-                self._notary = notary
-        elif src.notary is not None:
-            notary = self._notary  # as last seen
+        if src.notary is not None:
+            notary = self._notary  # as last seen, unless seen again now
+            if store_up:  # it reads the store: on the probe's threads
+                with contextlib.suppress(Exception):
+                    notary = self._notary = within(self._pool, src.notary,
+                                                   STORE_TIMEOUT + 1.0)
             if notary is not None:
                 notary_lag = (max(0, head - notary.position), clock.behind(now, notary.position))
         return Facts(at=now, store_up=store_up, store_why=why, store_round_trip=round_trip,

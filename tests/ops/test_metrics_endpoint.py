@@ -63,7 +63,9 @@ def test_the_metrics_after_a_demo(store: str, tmp_path: Path) -> None:
         deadline = time.monotonic() + 20
         while True:  # the read models and the notary catch up within a few looks
             found = scrape(port)
-            caught_up = all(v == 0 for _, v in found.get("sabot_projection_lag_events", [])) \
+            lags = found.get("sabot_projection_lag_events", [])
+            caught_up = bool(lags) and all(v == 0 for _, v in lags) \
+                and "sabot_notary_last_checkpoint_age_seconds" in found \
                 and value(found, "sabot_notary_lag_events") == 0
             if caught_up or time.monotonic() > deadline:
                 break
