@@ -285,6 +285,19 @@ def _whole(low: int, high: int) -> Parse:
     return parse
 
 
+def _seconds(low: float, high: float) -> Parse:
+    def parse(value: str) -> float:
+        try:
+            seconds = float(value.strip())
+        except ValueError:
+            raise ValueError(f"seconds {low:g}..{high:g}, got {value[:20]!r}") from None
+        if not low <= seconds <= high:
+            raise ValueError(f"seconds {low:g}..{high:g}, got {value[:20]!r}")
+        return seconds
+
+    return parse
+
+
 def _on_off(meaning: str) -> Parse:
     def parse(value: str) -> bool:
         text = value.strip().lower() or "on"
@@ -409,6 +422,11 @@ SETTINGS: tuple[Setting, ...] = (
             "off", _SERVE, _address, metavar="HOST:PORT",
             help="serve Prometheus metrics (/metrics) and the health (/health) over HTTP at "
                  "this address"),
+    Setting("store_timeout", "SABOT_STORE_TIMEOUT", "--store-timeout", "seconds, 0.5..600",
+            "5", _SERVE, _seconds(0.5, 600), metavar="SECONDS",
+            help="the longest a call waits for the store before it is answered UNAVAILABLE "
+                 "(retry with the same request id); the PostgreSQL connect, lock and statement "
+                 "timeouts are derived from it"),
     Setting("tls_cert", "SABOT_TLS_CERT", "--tls-cert", _PEM + ": the certificate chain",
             "none: plaintext, loopback only", _SERVE, _path, metavar="FILE",
             help="serve TLS with this certificate chain"),
@@ -483,6 +501,7 @@ class Settings:
     gaming_day: GamingDay | None = None  # None: as the read models were built
     env_file: Path = Path(DEFAULT_ENV_FILE)
     metrics_listen: str | None = None
+    store_timeout: float = 5.0
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_client_ca: Path | None = None

@@ -355,6 +355,8 @@ class HealthMonitor:
         self._stop = threading.Event()
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(2, thread_name_prefix="sabot-health-probe")
+        # the ledger asked apart: a store that hangs holds the store's threads, not these
+        self._ledger_pool = ThreadPoolExecutor(1, thread_name_prefix="sabot-health-ledger")
         self._thread = threading.Thread(target=self._run, name="sabot-health", daemon=True)
 
     def start(self) -> HealthMonitor:
@@ -369,6 +371,7 @@ class HealthMonitor:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._ledger_pool.shutdown(wait=False, cancel_futures=True)
 
     def check(self, service: str) -> tuple[bool, dict[str, Any]] | None:
         """The status of ``service`` and the facts behind it (None: not a service here)."""
@@ -417,7 +420,7 @@ class HealthMonitor:
         ledger = LedgerState(alive=True, active=True)
         if src.ledger is not None:
             try:
-                ledger = within(self._pool, src.ledger, LEDGER_TIMEOUT)
+                ledger = within(self._ledger_pool, src.ledger, LEDGER_TIMEOUT)
             except Exception as exc:
                 ledger = LedgerState(alive=False, why=_why(exc))
         head = 0

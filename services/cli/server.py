@@ -59,6 +59,11 @@ def register(sub: Any) -> None:
                    help="serve Prometheus metrics (/metrics) and the health (/health, "
                         "/health/SERVICE) over HTTP at this address; port 0: any free port "
                         "(env SABOT_METRICS_LISTEN; default: off)")
+    p.add_argument("--store-timeout", default=None, metavar="SECONDS",
+                   help="the longest a call waits for the store before it is answered "
+                        "UNAVAILABLE, retry with the same request id; the PostgreSQL connect, "
+                        "lock and statement timeouts are derived from it (env "
+                        "SABOT_STORE_TIMEOUT; default 5)")
     p.add_argument("--regulator-key", default=None,
                    help="the regulator's X25519 public key (64 hex digits or NAME.pub): every "
                         "seed is escrowed to it (default: SABOT_REGULATOR_KEY)")
@@ -120,7 +125,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except api_config.ConfigError as exc:
         raise CliError(str(exc)) from None
     _check_listen(cfg.listen)  # before the ledger process starts: nothing to undo
-    metrics_listen = _metrics_listen(args)
+    metrics_listen, store_timeout = _metrics_listen(args)
     if metrics_listen is not None:
         _check_listen(metrics_listen, "--metrics-listen")
     overrides: dict[str, Any] = {"insecure": args.insecure}
@@ -175,7 +180,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         try:  # the same API, forwarded to the writer's own process
             ledger_process = LedgerProcess(cfg.store, seal_key, regulator_key, pool_size,
                                            on_lost=_ledger_lost, writer_name=writer_name,
-                                           chain_key=chain_key, chain_head=chain_head)
+                                           chain_key=chain_key, chain_head=chain_head,
+                                           store_timeout=store_timeout)
         except OSError as exc:
             raise CliError(str(exc)) from None
         ledger = cast(Ledger, ledger_process)
@@ -184,7 +190,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key,
                                          pool_size=pool_size, regulator_key=regulator_key,
                                          writer_name=writer_name, chain_key=chain_key,
-                                         chain_head=chain_head),
+                                         chain_head=chain_head,
+                                         extra_env={"STORE_TIMEOUT": str(store_timeout)}),
                             batching=True)
         except ChainBroken as exc:
             raise CliError(str(exc)) from None
@@ -273,18 +280,20 @@ def _writer_name(listen: str) -> str:
     return f"{host}:{port}"
 
 
-def _metrics_listen(args: argparse.Namespace) -> str | None:
-    """``--metrics-listen``, else ``SABOT_METRICS_LISTEN`` (environment, then the env file);
-    None: no metrics endpoint."""
+def _metrics_listen(args: argparse.Namespace) -> tuple[str | None, float]:
+    """``--metrics-listen`` (else ``SABOT_METRICS_LISTEN``, from the environment, then the env
+    file; None: no metrics endpoint) and ``--store-timeout`` (``SABOT_STORE_TIMEOUT``)."""
     from services.settings import SettingError, Settings
 
     try:
-        settings = Settings.load({"metrics_listen": args.metrics_listen},
-                                 env_file=args.env_file, only=("metrics_listen",))
+        settings = Settings.load({"metrics_listen": args.metrics_listen,
+                                  "store_timeout": getattr(args, "store_timeout", None)},
+                                 env_file=args.env_file,
+                                 only=("metrics_listen", "store_timeout"))
     except SettingError as exc:
         raise CliError(str(exc)) from None
     if settings.metrics_listen is None:
-        return None
+        return None, settings.store_timeout
     from services.metrics import split_address
 
     try:
@@ -292,7 +301,7 @@ def _metrics_listen(args: argparse.Namespace) -> str | None:
     except ValueError as exc:
         raise CliError(f"{settings.sources.get('metrics_listen', '--metrics-listen')}: "
                        f"{exc}") from None
-    return settings.metrics_listen
+    return settings.metrics_listen, settings.store_timeout
 
 
 def _check_listen(listen: str, flag: str = "--listen") -> None:

@@ -244,7 +244,7 @@ class RemoteLedger:
     log) use ``app``, a store connection of this process's own. ``secret``: the host's."""
 
     def __init__(self, path: str, store_url: str, pool_size: int = 5, *,
-                 secret: bytes) -> None:
+                 secret: bytes, store_timeout: float | None = None) -> None:
         self.path = path
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect(path)
@@ -258,7 +258,10 @@ class RemoteLedger:
         except (ProtocolError, OSError) as exc:
             self._sock.close()
             raise OSError(f"the ledger socket refused this process: {exc}") from None
-        self.app = LedgerApplication(env=store_env(store_url, pool_size))
+        env = store_env(store_url, pool_size)
+        if store_timeout is not None:
+            env["STORE_TIMEOUT"] = str(store_timeout)
+        self.app = LedgerApplication(env=env)
         self.bound = self.app.store_timeout  # what a call waits for the ledger at most
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -410,7 +413,8 @@ class LedgerProcess(RemoteLedger):
     def __init__(self, store_url: str, seal_key: bytes, regulator_key: bytes | None = None,
                  pool_size: int = 5, start_timeout: float = 60.0,
                  on_lost: Callable[[int], None] | None = None, writer_name: str = "",
-                 chain_key: bytes | None = None, chain_head: str | None = None) -> None:
+                 chain_key: bytes | None = None, chain_head: str | None = None,
+                 store_timeout: float | None = None) -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
         self.process = subprocess.Popen(  # --own-dir: the child removes _dir whenever it ends
@@ -427,7 +431,8 @@ class LedgerProcess(RemoteLedger):
                     "pool_size": pool_size, "secret": secret.hex(),
                     "writer_name": writer_name,
                     "chain_key": chain_key.hex() if chain_key else "",
-                    "chain_head": chain_head or ""}
+                    "chain_head": chain_head or "",
+                    "store_timeout": store_timeout or ""}
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(settings) + "\n")
@@ -440,7 +445,8 @@ class LedgerProcess(RemoteLedger):
             self._end(0)
             raise OSError("the ledger process did not start (its error is above)")
         try:
-            super().__init__(path, store_url, pool_size, secret=secret)
+            super().__init__(path, store_url, pool_size, secret=secret,
+                             store_timeout=store_timeout)
         except BaseException:
             self._end(0)
             raise
@@ -553,6 +559,8 @@ def _host(path: str) -> int:
         writer_name=str(settings.get("writer_name", "")),
         chain_key=bytes.fromhex(str(settings.get("chain_key") or "")) or None,
         chain_head=str(settings.get("chain_head") or "") or None,
+        extra_env={"STORE_TIMEOUT": str(settings["store_timeout"])}
+        if settings.get("store_timeout") else {},
     )
     secret = bytes.fromhex(str(settings.get("secret", "")))
     if len(secret) < 16:

@@ -297,12 +297,15 @@ def test_sabot_serve_reads_the_metrics_address_from_its_flag_its_variable_and_it
     assert "--metrics-listen" in help_text and "SABOT_METRICS_LISTEN" in help_text
     example = ROOT / ".env.example"
     args = parser.parse_args(["serve", "--env-file", str(example)])
-    assert _metrics_listen(args) == env_example()["SABOT_METRICS_LISTEN"]
+    assert _metrics_listen(args) == (env_example()["SABOT_METRICS_LISTEN"], 5.0)
     args = parser.parse_args(["serve", "--env-file", str(example),
                               "--metrics-listen", "127.0.0.1:9999"])
-    assert _metrics_listen(args) == "127.0.0.1:9999"
+    assert _metrics_listen(args)[0] == "127.0.0.1:9999"
     args = parser.parse_args(["serve", "--env-file", str(tmp_path / "none.env")])
-    assert _metrics_listen(args) is None  # off unless given
+    assert _metrics_listen(args) == (None, 5.0)  # off unless given; the bound's default
+    args = parser.parse_args(["serve", "--env-file", str(tmp_path / "none.env"),
+                              "--store-timeout", "1.5"])
+    assert _metrics_listen(args) == (None, 1.5)
 
 
 def test_every_file_serves_and_probes_the_metrics_on_one_port() -> None:

@@ -282,3 +282,54 @@ def test_80_writers_through_a_10_s_outage_leave_the_health_answering_and_lose_no
           f"{ordered[-1]*1000:.0f} ms (deadline 3 s); {len(checks)} health checks, all "
           f"answered; NOT_SERVING {first_down - cut_at:.2f} s after the cut; sabot.writer "
           f"SERVING {back:.2f} s after the store came back")
+
+
+def test_a_store_that_hangs_is_answered_within_the_deadline_and_the_bound(
+        tmp_path: Path) -> None:
+    """The network drops everything (connections open, nothing answers: no reset to notice):
+    a write is answered UNAVAILABLE within its deadline, one without a deadline within the
+    server's bound (``--store-timeout``), the health says NOT_SERVING within a few seconds, and
+    when the network comes back everything is as before, nothing lost."""
+    keys = Keys(tmp_path)
+    database = create_store()
+    proxy = Proxy((PG_HOST, PG_PORT))
+    served = Served(url(database, port=proxy.port), keys, tmp_path, "--store-timeout", "1.5")
+    try:
+        served.wait_listening()
+        site = Site(served, proxy, database)
+        site.open_account("h-1")
+        assert site.deposit("h-before", "h-1").balance.amount_minor == 1
+        proxy.hang()
+        hung_at = time.monotonic()
+        took = []
+        for i, deadline in enumerate((1.0, None, 1.0, None)):
+            started = time.monotonic()
+            with pytest.raises(grpc.RpcError) as refused:
+                site.deposit(f"h-{i}", "h-1", timeout=deadline)  # type: ignore[arg-type]
+            took.append(time.monotonic() - started)
+            assert refused.value.code() is grpc.StatusCode.UNAVAILABLE, refused.value.details()
+            assert "retry with the same request id" in (refused.value.details() or "")
+            assert took[-1] < (deadline or 1.5) + 0.5, took
+        to_not_serving = site.wait_status(NOT_SERVING, timeout=15)
+        not_serving_after = time.monotonic() - hung_at
+        proxy.mend()
+        site.wait_status(SERVING, "sabot.writer", timeout=60)
+        for i in range(4):
+            for _ in range(40):  # as a client: the same request id until it answers
+                try:
+                    site.deposit(f"h-{i}", "h-1", timeout=5)
+                    break
+                except grpc.RpcError as exc:
+                    assert exc.code() is grpc.StatusCode.UNAVAILABLE
+                    time.sleep(0.25)
+            else:
+                raise AssertionError(f"h-{i} never stored")
+        assert site.balance("h-1") == (5, 5)
+        print(f"\nHANG FIGURES: UNAVAILABLE after {[round(t, 2) for t in took]} s "
+              f"(deadlines 1 s, none: the 1.5 s bound); NOT_SERVING {not_serving_after:.1f} s "
+              f"after the hang began ({to_not_serving:.1f} s of polling)")
+        site.channel.close()
+    finally:
+        served.stop()
+        proxy.close()
+        drop_database(database)
