@@ -1,0 +1,123 @@
+"""Cuarenta on the ledger: whole two-player matches (open, each deal, every play after the
+player read its own hand, the capture worth most) on each store, in plays per second and
+commands per second, beside the same run's no-op floor: as many commands through the same
+single writer, each deciding nothing (a request stored, no game event), so the ratio is what
+the game itself costs (the rule book rebuilt once per command from the cached match, the
+capture, the events, the hidden cards' commitments and salts).
+
+``run()`` returns rows of (name, value); ``python -m bench.cuarenta`` prints them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+
+from bench._support import drop_pg_database, fresh_pg_database
+from services.ledger.actor import Actor
+from services.ledger.api import Ledger
+from services.ledger.config import LedgerConfig
+from services.ledger.writer import UnitOfWork
+
+KEY = bytes(range(32))
+PLAYERS = ["ana", "beto"]
+MATCHES = 4
+PG_DB = f"sabot_bench_cuarenta_{os.getpid()}"
+
+Row = tuple[str, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Nothing:
+    done: bool
+
+
+def _player(name: str) -> Actor:
+    return Actor(name, "player", "bench", account=name)
+
+
+def matches(url: str, store: str, n: int = MATCHES) -> list[Row]:
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
+    k = 0
+
+    def rid() -> str:
+        nonlocal k
+        k += 1
+        return f"b{k}"
+
+    try:
+        ledger.open_table(rid(), "mesa", "seed", {"commission_rate": "5%"}, "cuarenta")
+        for p in PLAYERS:
+            ledger.open_account(rid(), p)
+            ledger.deposit(rid(), p, 10**10)
+        commands = plays = 0
+        play_time = 0.0
+        t0 = time.perf_counter()
+        for _ in range(n):
+            m = ledger.cuarenta_open_match(rid(), "mesa", " ".join(PLAYERS), 1_000).match
+            commands += 1
+            while m.phase != "over":
+                if m.phase == "awaiting_deal":
+                    m = ledger.cuarenta_deal(rid(), m.match_id).match
+                else:
+                    who = m.seats[m.to_act]
+                    legal = ledger.cuarenta_hand(m.match_id, m.to_act, _player(who)).legal
+                    best = max(legal, key=lambda p: (p.points, len(p.capture)))
+                    if not best.capture:
+                        best = min(legal, key=lambda p: (len(p.capture) > 0, p.card))
+                    t = time.perf_counter()
+                    m = ledger.cuarenta_play(rid(), m.match_id, m.to_act, best.card,
+                                             " ".join(best.capture), actor=_player(who)).match
+                    play_time += time.perf_counter() - t
+                    plays += 1
+                commands += 1
+        elapsed = time.perf_counter() - t0
+
+        def nothing(unit: UnitOfWork) -> Nothing:
+            return Nothing(True)
+
+        t1 = time.perf_counter()
+        for _ in range(commands):
+            ledger._run("noop", rid(), {}, nothing, Nothing)
+        floor = time.perf_counter() - t1
+    finally:
+        ledger.close()
+    prefix = f"cuarenta.{store}.matches_2_players"
+    floor_rate = commands / floor
+    return [
+        (f"{prefix}.matches", float(n)),
+        (f"{prefix}.plays_per_match", plays / n),
+        (f"{prefix}.plays_per_s", plays / play_time),
+        (f"{prefix}.commands_per_s", commands / elapsed),
+        (f"{prefix}.noop_floor.commands_per_s", floor_rate),
+        (f"{prefix}.plays_ratio_to_floor", (plays / play_time) / floor_rate),
+    ]
+
+
+def run() -> list[Row]:
+    rows: list[Row] = []
+    tmp = tempfile.mkdtemp(prefix="sabot-bench-cuarenta-")
+    try:
+        stores: list[tuple[str, Callable[[str], str]]] = [
+            ("sqlite", lambda name: f"sqlite:///{tmp}/{name}.db")
+        ]
+        pg = fresh_pg_database(PG_DB)
+        if pg is not None:
+            stores.append(("postgres", lambda name: f"{pg}?schema=public"))
+        elif os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
+            raise RuntimeError("PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1")
+        for store, url in stores:
+            rows += matches(url("matches"), store)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        drop_pg_database(PG_DB)
+    return rows
+
+
+if __name__ == "__main__":
+    for name, value in run():
+        print(f"{name:60s} {value:12.2f}")
