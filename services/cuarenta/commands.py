@@ -36,7 +36,9 @@ from domain.cuarenta.rules import CuarentaRules, cuarenta_rules
 from domain.cuarenta.stakes import Movement, Role
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from domain.shuffle import ALGORITHM_ID, commitment, order_digest
+from services import topics
 from services.cuarenta.match import CuarentaMatch
+from services.cuarenta.reconcile import Reconciliation, reconcile
 from services.cuarenta.views import (
     HandView,
     HeldCard,
@@ -513,6 +515,22 @@ class Cuarenta:
             commission_account=commission_account(agg.table_id),
         )
 
+    def reconcile(self, table_id: str) -> Reconciliation:
+        """The table's reconciliation (``reconcile.py``), folded from the log."""
+        from services.ledger.api import read_log
+
+        check_name(table_id, "table_id")
+        wanted = (topics.CUARENTA_MATCH + ".", topics.ACCOUNT + ".")
+        events = []
+        after = 0
+        while True:
+            batch = read_log(self.core.app, after, 10_000)
+            if not batch:
+                break
+            events += [e for e in batch if e.topic.startswith(wanted)]
+            after = batch[-1].position
+        return reconcile(events, table_id)
+
     # the ledger-wide names of the commands and queries (``services.games``: unique across
     # the core and every game)
     cuarenta_open_match = open_match
@@ -522,6 +540,7 @@ class Cuarenta:
     cuarenta_match = get_match
     cuarenta_hand = hand
     cuarenta_moves = history
+    cuarenta_reconcile = reconcile
 
 
 # --- the rule book's match, from the inputs ---------------------------------------------------

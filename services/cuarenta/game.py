@@ -12,6 +12,7 @@ from domain.cards import DeckKind
 from domain.cuarenta.rules import TABLE
 from services import topics
 from services.cuarenta.commands import GAME_NAME, TABLE_ACCOUNTS, Cuarenta
+from services.cuarenta.reconcile import Reconciliation
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
 from services.games import Game
 from services.ledger.methods import (
@@ -42,6 +43,7 @@ METHODS: dict[str, Method] = {
     "cuarenta_match": query(_MATCH, answer=MatchView),
     "cuarenta_hand": query(_MATCH, ("seat", INT), ("actor", ACTOR), answer=HandView),
     "cuarenta_moves": query(_MATCH, answer=list[MoveView]),
+    "cuarenta_reconcile": query(("table_id", STR), answer=Reconciliation),
 }
 
 SERVICE = "sabot.cuarenta.v1.CuarentaService"

@@ -236,3 +236,18 @@ def test_every_played_card_opens_its_commitment(sqlite_store_url: str) -> None:
         for shoe, cards in shown.items():
             assert check_against_seed(bytes.fromhex(seeds[shoe]), UUID(shoe), "FRENCH-40", 1,
                                       None, cards) == []
+
+
+def test_the_reconciliation_closes_with_the_commission(store_url: str) -> None:
+    with ledger_on(store_url, overrides={"commission_rate": "5%"}) as (ledger, game):
+        fund(ledger, ["ana", "beto"])
+        for n in range(2):
+            m = game.open_match(f"o{n}", "mesa-1", ["ana", "beto"], stake=1_000).match
+            Referee(game, m, f"r{n}").finish()
+        game.open_match("live", "mesa-1", ["ana", "beto"], stake=300)
+        r = ledger.cuarenta_reconcile("mesa-1")
+        assert r.balanced and (r.in_play, r.held, r.stakes_account) == (1, 600, 600)
+        assert r.commission_account == 200 == sum(d.commission for d in r.days)
+        (day,) = r.days
+        assert (day.matches, day.stakes, day.payouts, day.players_net) == (2, 4_000, 3_800,
+                                                                         -200)
