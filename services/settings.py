@@ -252,9 +252,14 @@ def _text(value: str) -> str:
 
 
 def _address(value: str) -> str:
+    """HOST:PORT (or a gRPC target with a scheme, ``unix:PATH``); the error never shows the
+    value (a key pasted in the wrong place would be printed back)."""
     value = value.strip()
-    if not value or any(c.isspace() for c in value):
-        raise ValueError(f"HOST:PORT, got {value[:60]!r}")
+    host, colon, port = value.rpartition(":")
+    scheme = value.partition(":")[0] in ("unix", "unix-abstract", "dns", "ipv4", "ipv6")
+    if not value or any(c.isspace() for c in value) or not (
+            scheme or (colon and host and port.isdigit())):
+        raise ValueError("not HOST:PORT")
     return value
 
 
@@ -375,7 +380,7 @@ SETTINGS: tuple[Setting, ...] = (
                  "SIGHUP or when it changes"),
     Setting("seal_key", "SABOT_SEAL_KEY", "--seal-key", "32 bytes: " + KeyKind.SEAL.shape,
             "none (serve --dev: var/dev-seal.key)",
-            (*_SERVE, "store rerun", "store replay"), _key(KeyKind.SEAL), secret=True,
+            (*_SERVE, "store rerun"), _key(KeyKind.SEAL), secret=True,
             metavar="KEY", help="the key that seals each shoe's seed"),
     Setting("checkpoint_key", "SABOT_CHECKPOINT_KEY", "--checkpoint-key",
             "Ed25519 private: " + KeyKind.ED25519_PRIVATE.shape, "none: no notary",
@@ -385,7 +390,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("checkpoint_public_key", "SABOT_CHECKPOINT_PUBLIC_KEY", "--checkpoint-public-key",
             "Ed25519 public: " + KeyKind.ED25519_PUBLIC.shape,
             "from the private key when given, else the store's latest checkpoint",
-            ("store export", "regulator export"), _key(KeyKind.ED25519_PUBLIC), metavar="KEY",
+            ("store export",), _key(KeyKind.ED25519_PUBLIC), metavar="KEY",
             help="the notary's public key (NAME.pub of `sabot keys checkpoint`)"),
     Setting("regulator_public_key", "SABOT_REGULATOR_PUBLIC_KEY", "--regulator-public-key",
             "X25519 public: " + KeyKind.X25519_PUBLIC.shape, "none: no escrow", _SERVE,

@@ -31,9 +31,12 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from domain.errors import RuleViolation
+
+if TYPE_CHECKING:
+    from services.settings import Settings
 
 # Modules that define ``register(sub: Commands) -> None``; each sub-parser sets ``func``.
 COMMAND_MODULES = (
@@ -102,6 +105,24 @@ OFFLINE_REPORTS = ("day", "statement", "shoes")
 
 class CliError(Exception):
     """A usage error to print as one line."""
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The settings the command's parser records (``services.settings.add_flags``/``reads``),
+    each from its flag, else the environment, else the ``.env`` file, else its default; loaded
+    once per command. A setting that cannot be used is a CliError naming the variable and the
+    flag, never a secret's value."""
+    from services.settings import SettingError, Settings
+
+    found = getattr(args, "settings", None)
+    if isinstance(found, Settings):
+        return found
+    try:
+        found = Settings.from_args(args)
+    except SettingError as exc:
+        raise CliError(str(exc)) from None
+    args.settings = found
+    return found
 
 
 class Parser(argparse.ArgumentParser):
@@ -271,6 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code_of = getattr(exc, "code", None)
         if callable(code_of) and callable(getattr(exc, "details", None)):  # a grpc.RpcError
             return _say(f"{code_of().name}: {exc.details()}", 1)  # type: ignore[attr-defined]
+        if type(exc).__name__ == "SettingError":  # services.settings: a setting not usable
+            return _say(str(exc), 2)
         if os.environ.get("SABOT_DEBUG") == "1":
             traceback.print_exc()
         if type(exc).__module__.partition(".")[0] in ("eventsourcing", "psycopg", "sqlite3"):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -33,8 +32,9 @@ from services.api.gen.sabot.v1 import (
     reports_pb2_grpc,
     table_pb2,
 )
-from services.cli import CliError, commands, keep_old_names
+from services.cli import CliError, commands, keep_old_names, settings_of
 from services.cli.progress import Progress, quiet_argument
+from services.settings import SettingError, Settings, add_flags
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 CHANCES: dict[str, common_pb2.Chance.ValueType] = {
@@ -179,57 +179,63 @@ def show(message: Message, fmt: str, out: Any = None) -> None:
 # --- plumbing -------------------------------------------------------------------------------
 
 
+TLS_SETTINGS = ("tls_ca", "tls_client_cert", "tls_client_key")
+CALLER_SETTINGS = ("target", "token", *TLS_SETTINGS)
+
+
 def tls_arguments(p: argparse.ArgumentParser) -> None:
-    """``--tls-ca FILE [--tls-cert FILE --tls-key FILE]`` (env SABOT_TLS_CA,
-    SABOT_TLS_CLIENT_CERT, SABOT_TLS_CLIENT_KEY): a TLS channel, with a client certificate
-    for mTLS."""
-    p.add_argument("--tls-ca", default=os.environ.get("SABOT_TLS_CA") or None, metavar="FILE",
-                   help="TLS: the CA of the server's certificate (env SABOT_TLS_CA)")
-    p.add_argument("--tls-cert", default=os.environ.get("SABOT_TLS_CLIENT_CERT") or None,
-                   metavar="FILE",
-                   help="mTLS: this client's certificate (env SABOT_TLS_CLIENT_CERT)")
-    p.add_argument("--tls-key", default=os.environ.get("SABOT_TLS_CLIENT_KEY") or None,
-                   metavar="FILE", help="mTLS: its private key (env SABOT_TLS_CLIENT_KEY)")
+    """``--tls-ca FILE [--tls-client-cert FILE --tls-client-key FILE]`` (SABOT_TLS_CA,
+    SABOT_TLS_CLIENT_CERT, SABOT_TLS_CLIENT_KEY; old flags ``--tls-cert``, ``--tls-key``): a
+    TLS channel, with a client certificate for mTLS."""
+    add_flags(p, *TLS_SETTINGS)
 
 
-def channel_of(args: argparse.Namespace) -> grpc.Channel:
-    """The channel the TLS options ask for (plaintext without them); CliError if they do not
-    load."""
+def _channel(target: str, settings: Settings) -> grpc.Channel:
     from services.api.tls import TlsError, channel_credentials, open_channel
 
-    ca, cert, key = (getattr(args, n, None) for n in ("tls_ca", "tls_cert", "tls_key"))
+    ca, cert, key = settings.tls_ca, settings.tls_client_cert, settings.tls_client_key
     if ca is None and cert is None and key is None:
-        return open_channel(args.target)
+        return open_channel(target)
     try:
-        return open_channel(args.target, channel_credentials(ca, cert, key))
+        return open_channel(target, channel_credentials(ca, cert, key))
     except TlsError as exc:
         raise CliError(str(exc)) from None
 
 
+def channel_of(args: argparse.Namespace) -> grpc.Channel:
+    """The channel the settings ask for (``--target``; TLS with ``--tls-ca``, plaintext
+    without); CliError if they do not load."""
+    settings = settings_of(args)
+    return _channel(settings.target, settings)
+
+
 def channel_of_env(target: str) -> grpc.Channel:
-    """A channel to ``target`` with the client TLS settings of the environment."""
-    if not os.environ.get("SABOT_TLS_CA"):
+    """A channel to ``target`` with the client TLS settings of the environment (or .env)."""
+    try:
+        settings = Settings.load(only=TLS_SETTINGS)
+    except SettingError as exc:
+        raise CliError(str(exc)) from None
+    if settings.tls_ca is None:
         raise CliError("--demo on a TLS server needs SABOT_TLS_CA (and for mTLS "
                        "SABOT_TLS_CLIENT_CERT and SABOT_TLS_CLIENT_KEY) to call it")
-    args = argparse.Namespace(
-        target=target, tls_ca=os.environ.get("SABOT_TLS_CA"),
-        tls_cert=os.environ.get("SABOT_TLS_CLIENT_CERT") or None,
-        tls_key=os.environ.get("SABOT_TLS_CLIENT_KEY") or None)
-    return channel_of(args)
+    return _channel(target, settings)
 
 
 def client_of(args: argparse.Namespace, token: str | None = None) -> Client:
-    """A Client on the channel the options ask for, as ``--token`` (or ``token``)."""
-    client = Client(args.target, token or getattr(args, "token", None), channel=channel_of(args))
+    """A Client on the channel the settings ask for, as ``--token`` (or ``token``)."""
+    settings = settings_of(args)
+    client = Client(settings.target, token or settings.token, channel=channel_of(args))
     client.owns_channel = True  # closed with the client
     return client
 
 
+def _bearer(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    token = settings_of(args).token
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", default=os.environ.get("SABOT_TARGET", DEFAULT_TARGET),
-                   help="HOST:PORT of the server (env SABOT_TARGET)")
-    p.add_argument("--token", default=os.environ.get("SABOT_TOKEN"),
-                   help="bearer token (env SABOT_TOKEN)")
+    add_flags(p, "target", "token")
     p.add_argument("--format", choices=("table", "json"), default="table")
     tls_arguments(p)
 
@@ -764,7 +770,7 @@ def _regulator_call(a: argparse.Namespace, method: str, request: Message) -> Any
     """Call RegulatorService.``method``; a stream is read to its end here (errors surface as
     CliError)."""
     client = client_of(a)
-    metadata = (("authorization", f"Bearer {a.token}"),) if a.token else ()
+    metadata = _bearer(a)
     stub = regulator_pb2_grpc.RegulatorServiceStub(client.channel)
     try:
         answer = getattr(stub, method)(request, metadata=metadata)
@@ -782,7 +788,7 @@ def _regulator_stream(a: argparse.Namespace, method: str, request: Message,
     """RegulatorService.``method``'s messages as they come (errors surface as CliError), the
     items of each one's repeated ``field`` counted in ``progress``."""
     client = client_of(a)
-    metadata = (("authorization", f"Bearer {a.token}"),) if a.token else ()
+    metadata = _bearer(a)
     stub = regulator_pb2_grpc.RegulatorServiceStub(client.channel)
     try:
         for message in getattr(stub, method)(request, metadata=metadata):
@@ -910,7 +916,7 @@ def _reports_run(build: ReportBuild) -> Callable[[argparse.Namespace], int]:
     def run(a: argparse.Namespace) -> int:
         method, request = build(a)
         channel = channel_of(a)
-        metadata = (("authorization", f"Bearer {a.token}"),) if a.token else ()
+        metadata = _bearer(a)
         try:
             stub = reports_pb2_grpc.ReadModelServiceStub(channel)
             response = getattr(stub, method)(request, metadata=metadata, timeout=120)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -21,7 +20,8 @@ from typing import Any
 from services.api import credentials
 from services.api.credentials import CredentialError
 from services.api.roles import Role
-from services.cli import CliError, commands
+from services.cli import CliError, commands, settings_of
+from services.settings import add_flags
 
 
 def register(sub: Any) -> None:
@@ -29,8 +29,8 @@ def register(sub: Any) -> None:
     cred = sub.group("credentials")
 
     def file_argument(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--file", default=os.environ.get("SABOT_CREDENTIALS"),
-                       help="the credentials file (env SABOT_CREDENTIALS)")
+        add_flags(p, "credentials")  # --credentials FILE, SABOT_CREDENTIALS, as sabot serve
+        p.add_argument("--file", dest="credentials", help=argparse.SUPPRESS)  # the old flag
 
     p = cred.add_parser("issue", help="a new credential for a principal: prints its token once")
     file_argument(p)
@@ -63,9 +63,10 @@ def register(sub: Any) -> None:
 
 
 def _file(args: argparse.Namespace) -> Path:
-    if not args.file:
-        raise CliError("--file FILE (or SABOT_CREDENTIALS) is required")
-    return Path(args.file)
+    settings = settings_of(args)
+    settings.require("credentials")
+    assert settings.credentials is not None
+    return settings.credentials
 
 
 def _expiry(args: argparse.Namespace) -> datetime | None:

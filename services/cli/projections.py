@@ -12,7 +12,14 @@ from typing import Any
 
 from eventsourcing.persistence import PersistenceError
 
-from services.cli import OFFLINE_REPORTS, CliError, commands, has_store, keep_old_names
+from services.cli import (
+    OFFLINE_REPORTS,
+    CliError,
+    commands,
+    has_store,
+    keep_old_names,
+    settings_of,
+)
 from services.cli.progress import Progress, quiet_argument
 from services.projections import default_views
 from services.projections.export import Report, render
@@ -20,12 +27,13 @@ from services.projections.log import open_log
 from services.projections.projector import Projector
 from services.projections.reconcile import reconcile
 from services.projections.reports import gaming_day, player_statement, shoe_history
+from services.settings import add_flags
 
 
 def _store_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", required=True,
-                   help="sqlite:///path or postgresql://user@host:port/db (the ledger's store)")
-    p.add_argument("--schema", default=None, help="PostgreSQL schema (default: public)")
+    add_flags(p, "store", "gaming_day", "shifts")
+    p.add_argument("--schema", default=None, help="PostgreSQL schema (default: public, or the "
+                                                  "store URL's ?schema=)")
 
 
 def _format_args(p: argparse.ArgumentParser) -> None:
@@ -94,10 +102,11 @@ def register(sub: Any) -> None:
 
 
 def _projector(args: argparse.Namespace) -> Projector:
+    settings = settings_of(args)
     extra = {"POSTGRES_SCHEMA": args.schema} if args.schema else {}
     try:
-        app = open_log(args.store, extra)
-        return Projector(app, default_views())
+        app = open_log(settings.store, extra)
+        return Projector(app, default_views(settings.gaming_day))
     except (OSError, PersistenceError) as exc:
         raise CliError(f"--store: cannot use the store: {exc}") from None
 
@@ -144,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             from services.ledger.config import store_env
             from services.projections.runner import supervise
 
-            env = store_env(args.store)
+            env = store_env(settings_of(args).store)
             if args.schema:
                 env["POSTGRES_SCHEMA"] = args.schema
             supervise(LedgerApplication, p.views, env, stop,

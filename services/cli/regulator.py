@@ -1,13 +1,18 @@
-"""Regulator's commands: keys, ``sabot checkpoint``, ``export``, ``replay`` and ``proof``.
+"""The regulator's offline commands: ``sabot keys regulator|checkpoint|chain`` and ``sabot store
+checkpoint|export|replay|proof``.
 
-The store is ``--store URL`` (or ``SABOT_STORE_URL``); the operator's Ed25519 checkpoint key is
-``--key FILE`` (or ``SABOT_CHECKPOINT_KEY``), a PEM file that ``sabot checkpoint-keygen`` writes.
-Only one notary may write a store: ``checkpoint`` takes its writer lock (waiting up to ``--wait``
-seconds, else an error); ``export`` takes it to bring the tree up to date first, or, while
-another notary (a running server) holds it, exports up to that notary's latest checkpoint;
-``checkpoint --follow`` stands by until it is free. Each checks the ledger's evidence chain over
-what it reads (``--chain-key``: the chain's public key, repeatable; default: the key its first
-link introduces) and says where it is broken.
+Their settings are services/settings.py's (the same on every command): the store is ``--store``
+(``SABOT_STORE``, old name ``SABOT_STORE_URL``); the notary's Ed25519 checkpoint key is
+``--checkpoint-key`` (``SABOT_CHECKPOINT_KEY``; old flag ``--key``): 64 hex digits, a file of
+them, or the PEM file ``sabot keys checkpoint`` writes. Only the notary signs: ``store
+checkpoint`` takes the store's writer lock (waiting up to ``--wait`` seconds, else an error);
+``--follow`` stands by until it is free. ``store export`` only reads: it exports up to the
+store's latest signed checkpoint (``sabot store checkpoint`` or a running server's notary signs
+them) and needs the notary's public key only (``--checkpoint-public-key``,
+``SABOT_CHECKPOINT_PUBLIC_KEY``; or the public half of a private key given). Each checks the
+ledger's evidence chain over what it reads (``--chain-public-key``: the chain's public key,
+repeatable, old flag ``--chain-key``; default: the key its first link introduces) and says
+where it is broken.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from services.cli import CliError, commands, keep_old_names
+from services.cli import CliError, commands, keep_old_names, settings_of
 from services.cli.progress import Progress, quiet_argument
 from services.regulator.chain import ChainProblem, pinned_keys
-from services.regulator.checkpoint import public_key_bytes
-from services.regulator.escrow import generate_regulator_key, load_private_key
+from services.regulator.checkpoint import key_id, public_key_bytes
+from services.regulator.escrow import generate_regulator_key
 from services.regulator.escrow_table import EscrowTable
 from services.regulator.export import ExportError, ExportSummary, write_export
 from services.regulator.merkle import ProofError
@@ -36,6 +42,7 @@ from services.regulator.notary import Notary, NotaryBusy, follow
 from services.regulator.replay import Replayer, ReplayStep, verdict
 from services.regulator.source import Database, EventTable, StoreError
 from services.regulator.vocabulary import coup_end
+from services.settings import Settings, add_flags
 
 ORIGIN = "sabot"
 
@@ -61,8 +68,7 @@ def register(sub: Any) -> None:
 
     p = store.add_parser("checkpoint", help="the notary: notarise new events and sign the "
                                             "tree head")
-    _store_args(p)
-    _chain_arg(p)
+    add_flags(p, "store", "checkpoint_key", "chain_public_keys")
     p.add_argument("--follow", action="store_true",
                    help="keep notarising as the log grows (a checkpoint at every coup end)")
     p.add_argument("--interval", type=float, default=0.2, help="seconds between polls")
@@ -71,29 +77,28 @@ def register(sub: Any) -> None:
 
     p = store.add_parser("export", help="the canonical export for regulators (JSON Lines, "
                                         "docs/export-format.md)")
-    _store_args(p)
+    add_flags(p, "store", "checkpoint_public_key", "checkpoint_key", "chain_public_keys")
     p.add_argument("--shoe", action="append", help="only this shoe (repeatable)")
     p.add_argument("--since", help="ISO 8601 time: events at or after it")
     p.add_argument("--until", help="ISO 8601 time: events before it")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
-    _wait_arg(p)
-    _chain_arg(p)
+    p.add_argument("--wait", type=float, default=0.0, help=argparse.SUPPRESS)  # reads only now
     quiet_argument(p)
     p.set_defaults(func=cmd_export)
 
     p = store.add_parser("replay", help="replay a coup or a shoe beside its recorded events")
-    _store_args(p, key_required=False)
+    add_flags(p, "store", "regulator_key", "chain_public_keys")
+    _unused_key(p)
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--coup", help="coup id")
     group.add_argument("--shoe", help="shoe id")
-    p.add_argument("--regulator-key", help="regulator's X25519 private key (PEM) for the escrow")
     p.add_argument("--all", action="store_true", help="print every step, not only differences")
-    _chain_arg(p)
     quiet_argument(p)
     p.set_defaults(func=cmd_replay)
 
     p = store.add_parser("proof", help="an inclusion or consistency proof (JSON)")
-    _store_args(p, key_required=False)
+    add_flags(p, "store")
+    _unused_key(p)
     p.add_argument("--position", type=int, help="inclusion proof of the event at this position")
     p.add_argument("--from-size", type=int, help="consistency proof from this tree size")
     p.add_argument("--size", type=int, help="tree size (default: the latest checkpoint's)")
@@ -101,36 +106,14 @@ def register(sub: Any) -> None:
     keep_old_names(sub)
 
 
-def _store_args(p: argparse.ArgumentParser, key_required: bool = True) -> None:
-    p.add_argument("--store", default=os.environ.get("SABOT_STORE_URL"),
-                   help="sqlite:///PATH or postgresql://... (default: $SABOT_STORE_URL)")
-    p.add_argument("--key", default=os.environ.get("SABOT_CHECKPOINT_KEY"),
-                   help="Ed25519 checkpoint key, PEM file (default: $SABOT_CHECKPOINT_KEY)"
-                   + ("" if key_required else "; optional"))
+def _unused_key(p: argparse.ArgumentParser) -> None:
+    """The previous release's ``--key`` of a command that never used it: still accepted (and
+    never read), hidden."""
+    p.add_argument("--key", dest="unused_key", default=None, help=argparse.SUPPRESS)
 
 
-def _chain_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--chain-key", action="append", default=None,
-                   help="a public key of the ledger's evidence chain (64 hex digits or a .pub "
-                        "file; repeatable); default: the key its first link introduces")
-
-
-def _chain_keys(args: argparse.Namespace) -> dict[str, Any] | None:
-    texts = getattr(args, "chain_key", None)
-    if not texts:
-        return None
-    publics = []
-    for text in texts:
-        path = Path(text)
-        raw = path.read_text().strip() if path.is_file() else text.strip()
-        try:
-            key = bytes.fromhex(raw)
-        except ValueError:
-            key = b""
-        if len(key) != 32:
-            raise CliError("--chain-key: 64 hex digits (a public key), or a file holding them")
-        publics.append(key)
-    return pinned_keys(publics)
+def _chain_keys(settings: Settings) -> dict[str, Any] | None:
+    return pinned_keys(settings.chain_public_keys) if settings.chain_public_keys else None
 
 
 def _say_chain(problems: list[ChainProblem]) -> None:
@@ -183,35 +166,27 @@ def cmd_checkpoint_keygen(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_checkpoint_key(path: str | None) -> Ed25519PrivateKey | None:
-    if not path:
-        return None
+def _notary(args: argparse.Namespace, *, sign: bool = False) -> Notary:
+    """The store's Merkle log: one that signs with the checkpoint key (``sign``, which it
+    requires) or one that only reads (it creates and changes nothing)."""
+    settings = settings_of(args)
+    key = None
+    if sign:
+        settings.require("checkpoint_key")
+        assert settings.checkpoint_key is not None
+        key = Ed25519PrivateKey.from_private_bytes(settings.checkpoint_key)
     try:
-        key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
-    except (OSError, ValueError) as exc:
-        raise CliError(f"--key: cannot read {path}: {exc}") from None
-    if not isinstance(key, Ed25519PrivateKey):
-        raise CliError(f"--key: {path} is not an Ed25519 private key")
-    return key
-
-
-def _notary(args: argparse.Namespace, need_key: bool) -> Notary:
-    if not args.store:
-        raise CliError("--store: required (or set SABOT_STORE_URL)")
-    key = load_checkpoint_key(args.key)
-    if need_key and key is None:
-        raise CliError("--key: the checkpoint key is required (or set SABOT_CHECKPOINT_KEY)")
-    try:
-        db = Database(args.store)
+        db = Database(settings.store)
     except StoreError as exc:
         raise CliError(f"--store: {exc}") from None
-    except Exception as exc:
-        raise CliError(f"--store: cannot connect: {exc}") from None
-    return Notary(db, EventTable(db), key, ORIGIN, coup_end, chain_keys=_chain_keys(args))
+    except Exception as exc:  # never the URL: it may hold a password
+        raise CliError(f"--store: cannot connect: {type(exc).__name__}") from None
+    return Notary(db, EventTable(db), key, ORIGIN, coup_end, create=sign,
+                  chain_keys=_chain_keys(settings))
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
-    notary = _notary(args, need_key=True)
+    notary = _notary(args, sign=True)
     try:
         return _checkpoint_with(args, notary)
     finally:
@@ -224,7 +199,7 @@ def _checkpoint_with(args: argparse.Namespace, notary: Notary) -> int:
         stop = threading.Event()
         print("notarising; Ctrl-C to stop", file=sys.stderr)
         try:
-            follow(args.store, notary.key, stop, args.interval, ORIGIN,
+            follow(settings_of(args).store, notary.key, stop, args.interval, ORIGIN,
                    on_standby=lambda text: print(text, file=sys.stderr))
         except KeyboardInterrupt:
             stop.set()
@@ -254,7 +229,7 @@ def _time(text: str | None, field: str) -> datetime | None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    notary = _notary(args, need_key=True)
+    notary = _notary(args)
     try:
         return _export_with(args, notary)
     finally:
@@ -262,22 +237,24 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_with(args: argparse.Namespace, notary: Notary) -> int:
-    assert notary.key is not None
-    if notary.hold(args.wait):  # held to the end: the tree does not grow under the export
-        try:
-            notary.sync()
-            if notary.size == 0:  # as ExportEvents: an empty store, an empty export
-                print("the store holds no event yet: nothing to export", file=sys.stderr)
-                return 0
-            notary.checkpoint_now()
-            summary = _export(args, notary, notary.key)
-        finally:
-            notary.release()
-    else:  # a running server notarises this store: export what it has signed, write nothing
-        print("another notary is writing this store (a running server?): exporting up to its "
-              "latest checkpoint", file=sys.stderr)
-        notary.refresh()
-        summary = _export(args, notary, notary.key)
+    """Export up to the latest signed checkpoint, reading only (the notary signs)."""
+    settings = settings_of(args)
+    if not notary.events.positions(0, 1):  # as ExportEvents: an empty store, an empty export
+        print("the store holds no event yet: nothing to export", file=sys.stderr)
+        return 0
+    latest = notary.latest_checkpoint()
+    if latest is None:
+        raise CliError("--store: no signed checkpoint yet: `sabot store checkpoint` (or a "
+                       "server with SABOT_CHECKPOINT_KEY) signs them")
+    public = settings.checkpoint_public_key
+    if public is None:
+        settings.require("checkpoint_public_key")
+    assert public is not None
+    if key_id(public) != latest.key_id:
+        raise CliError(f"{settings.sources.get('checkpoint_public_key', '--checkpoint-key')}: "
+                       f"not the key that signed the store's latest checkpoint (key id "
+                       f"{latest.key_id})")
+    summary = _export(args, notary, public)
     print(f"exported {summary.events} events, {summary.checkpoints} checkpoints "
           f"(anchor {summary.anchor})", file=sys.stderr)
     if summary.pending:  # held for the chain and the money, listed in the header's "pending"
@@ -285,11 +262,16 @@ def _export_with(args: argparse.Namespace, notary: Notary) -> int:
         print(f"{n} shoe{'s' if n > 1 else ''} in play, pending (card checks deferred until "
               f"closed): {', '.join(str(x['shoe_id']) for x in summary.pending)}",
               file=sys.stderr)
+    left = len(notary.events.positions(latest.position or 0, 100_000)) if latest.position \
+        is not None else 0
+    if left:
+        print(f"{left}{'+' if left >= 100_000 else ''} events after the latest checkpoint "
+              "are not in the export (`sabot store checkpoint` notarises them)", file=sys.stderr)
     _say_chain(summary.chain_problems)
     return 0
 
 
-def _export(args: argparse.Namespace, notary: Notary, key: Ed25519PrivateKey) -> ExportSummary:
+def _export(args: argparse.Namespace, notary: Notary, public: bytes) -> ExportSummary:
     since, until = _time(args.since, "--since"), _time(args.until, "--until")
     if args.shoe and (since or until):
         raise CliError("--shoe: give either shoes or a time range, not both")
@@ -300,9 +282,8 @@ def _export(args: argparse.Namespace, notary: Notary, key: Ed25519PrivateKey) ->
         with Progress("export", total=latest.size if whole and latest else None,
                       unit="events", quiet=args.quiet) as progress:
             return write_export(
-                _Counted(out, progress), notary.events, notary,
-                public_key_bytes(key.public_key()), shoe_ids=args.shoe, since=since,
-                until=until, chain_keys=_chain_keys(args),
+                _Counted(out, progress), notary.events, notary, public, shoe_ids=args.shoe,
+                since=since, until=until, chain_keys=_chain_keys(settings_of(args)),
             )
     except ExportError as exc:
         raise CliError(str(exc)) from None
@@ -334,7 +315,7 @@ def _show(step: ReplayStep) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    notary = _notary(args, need_key=False)
+    notary = _notary(args)
     try:
         return _replay_with(args, notary)
     finally:
@@ -342,15 +323,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _replay_with(args: argparse.Namespace, notary: Notary) -> int:
+    settings = settings_of(args)
     reg = None
-    if args.regulator_key:
-        try:
-            reg = load_private_key(Path(args.regulator_key).read_bytes())
-        except (OSError, ValueError) as exc:
-            raise CliError(f"--regulator-key: {exc}") from None
-    escrow = EscrowTable(args.store) if reg is not None else None
+    if settings.regulator_key is not None:
+        reg = X25519PrivateKey.from_private_bytes(settings.regulator_key)
+    escrow = EscrowTable(settings.store) if reg is not None else None
     replayer = Replayer(notary.events, notary, regulator_key=reg, escrow=escrow,
-                        chain_keys=_chain_keys(args))
+                        chain_keys=_chain_keys(settings))
     steps = replayer.coup(args.coup) if args.coup else replayer.shoe(args.shoe)
 
     def stream(progress: Progress) -> Any:
@@ -368,7 +347,7 @@ def _replay_with(args: argparse.Namespace, notary: Notary) -> int:
 
 
 def cmd_proof(args: argparse.Namespace) -> int:
-    notary = _notary(args, need_key=False)
+    notary = _notary(args)
     latest = notary.latest_checkpoint()
     size = args.size or (latest.size if latest else notary.size)
     try:

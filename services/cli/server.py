@@ -16,7 +16,8 @@ from typing import Any, cast
 from services.api import config as api_config
 from services.api import demo, logs
 from services.api.roles import Principal, Role
-from services.cli import CliError
+from services.cli import CliError, settings_of
+from services.settings import add_flags
 
 DEV_KEY_FILE = Path("var/dev-seal.key")
 DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
@@ -69,16 +70,13 @@ def register(sub: Any) -> None:
                         "seed is escrowed to it (default: SABOT_REGULATOR_KEY)")
     p.set_defaults(func=cmd_serve)
 
-    d = sub.add_parser("demo", help="play the demo against a running server")
-    d.add_argument("--target", default=os.environ.get("SABOT_TARGET", "127.0.0.1:50051"))
-    d.add_argument("--token", default=os.environ.get("SABOT_TOKEN"),
-                   help="an admin token (plays every part)")
-    d.add_argument("--tokens", default=None,
-                   help="token:role[:account],... (default: SABOT_TOKENS or .env)")
-    d.add_argument("--preset", default="francaise")
-    from services.cli.client import tls_arguments
+    d = sub.add_parser("demo", help="play the demo against a running server (an admin --token "
+                                    "plays every part; else SABOT_TOKENS's croupier, cashier "
+                                    "and players)")
+    from services.cli.client import CALLER_SETTINGS
 
-    tls_arguments(d)
+    add_flags(d, *CALLER_SETTINGS, "tokens")
+    d.add_argument("--preset", default="francaise", help="the demo table's preset")
     d.set_defaults(func=cmd_demo)
 
 
@@ -359,22 +357,16 @@ def _print_connect(target: str, tokens: dict[str, Principal], dev: bool,
 def cmd_demo(args: argparse.Namespace) -> int:
     import grpc
 
-    if args.token:
-        tokens = {args.token: Principal(Role.ADMIN, None, "admin")}
+    settings = settings_of(args)
+    if settings.token:
+        tokens = {settings.token: Principal(Role.ADMIN, None, "admin")}
     else:
-        try:
-            text = args.tokens if args.tokens is not None else (
-                os.environ.get("SABOT_TOKENS")
-                or api_config.read_dotenv(Path(".env")).get("SABOT_TOKENS", "")
-            )
-            tokens = api_config.parse_tokens(text)
-        except api_config.ConfigError as exc:
-            raise CliError(str(exc)) from None
+        tokens = dict(settings.tokens.clear)
     from services.cli.client import channel_of
 
     try:
         cast = demo.cast_from(tokens, secrets.token_hex(2))
-        demo.play(args.target, cast, preset=args.preset, channel=channel_of(args))
+        demo.play(settings.target, cast, preset=args.preset, channel=channel_of(args))
     except ValueError as exc:
         raise CliError(str(exc)) from None
     except grpc.RpcError as exc:

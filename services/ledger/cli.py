@@ -5,35 +5,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 import psycopg
 
-from domain.errors import InvalidArgument
-from services.cli import CliError, commands, keep_old_names
+from services.cli import CliError, commands, keep_old_names, settings_of
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig, store_env
+from services.settings import add_flags
 
 READ_ONLY_KEY = bytes(32)  # reading needs no seal key; dealing and closing shoes do
 
 
-def _key(args: argparse.Namespace) -> bytes:
-    text = args.seal_key or os.environ.get("SABOT_SEAL_KEY", "")
-    if not text:
-        return READ_ONLY_KEY
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        raise InvalidArgument("seal-key", "BAD_KEY", "must be 64 hex digits") from None
-    if len(key) != 32:
-        raise InvalidArgument("seal-key", "BAD_KEY", "must be 64 hex digits")
-    return key
-
-
 def _open(args: argparse.Namespace, standby: bool = True) -> Ledger:
-    """A ledger on ``--store``; ``standby``: one that reads (it never takes the writer lease)."""
-    return Ledger(LedgerConfig(store_url=args.store, seal_key=_key(args)), standby=standby)
+    """A ledger on ``--store``; ``standby``: one that reads (it never takes the writer lease).
+    Reading needs no seal key; re-running the commands does (``SABOT_SEAL_KEY``)."""
+    settings = settings_of(args)
+    key = settings.seal_key if settings.given("seal_key") else None
+    return Ledger(LedgerConfig(store_url=settings.store, seal_key=key or READ_ONLY_KEY),
+                  standby=standby)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -41,9 +31,11 @@ def cmd_schema(args: argparse.Namespace) -> int:
     roles what they need (``--print``: only print the guards and grants, connecting nowhere)."""
     from services.ledger import schema
 
-    env = store_env(args.store)
+    settings = settings_of(args)
+    env = store_env(settings.store)
+    server_role, reader_roles = settings.server_role, list(settings.reader_roles)
     if env["PERSISTENCE_MODULE"] != "eventsourcing.postgres":
-        if args.server_role or args.reader_role:
+        if server_role or reader_roles:
             raise CliError("--server-role/--reader-role: a SQLite store has no roles")
         if args.print:
             print(";\n".join(schema.sqlite_guard_statements()) + ";")
@@ -53,9 +45,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
               "anyone who can write the file can drop them)")
         return 0
     where = env["POSTGRES_SCHEMA"]
-    servers = [args.server_role] if args.server_role else []
+    servers = [server_role] if server_role else []
     if args.print:
-        print(schema.setup_sql(where, servers, args.reader_role), end="")
+        print(schema.setup_sql(where, servers, reader_roles), end="")
         return 0
     from services.ledger.application import LedgerApplication
     from services.regulator.notary import Notary
@@ -70,15 +62,15 @@ def cmd_schema(args: argparse.Namespace) -> int:
     info = schema.conninfo(env)
     try:
         schema.apply_schema(info, (f"{where}.{schema.EVENTS}",))
-        db = Database(args.store)
+        db = Database(settings.store)
         try:  # the notary's Merkle tables, append-only too, owned by the owner role
             Notary(db, EventTable(db), None)
         finally:
             db.close()
-        schema.apply_grants(info, where, servers, args.reader_role)
+        schema.apply_grants(info, where, servers, reader_roles)
         dropped: list[str] = []
-        if args.server_role:
-            dropped = schema.read_models_owned_by_others(info, where, args.server_role)
+        if server_role:
+            dropped = schema.read_models_owned_by_others(info, where, server_role)
             schema.drop_tables(info, where, dropped)
     except schema.StoreNotReady as exc:
         raise CliError(str(exc)) from None
@@ -90,10 +82,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
     for role in servers:
         print(f"  server role {role}: SELECT, INSERT (no UPDATE, DELETE, TRUNCATE, TRIGGER); "
               "creates its read models")
-    for role in args.reader_role:
+    for role in reader_roles:
         print(f"  reader role {role}: SELECT")
     if dropped:
-        print(f"  dropped {len(dropped)} read-model tables {args.server_role} did not own "
+        print(f"  dropped {len(dropped)} read-model tables {server_role} did not own "
               "(it rebuilds them from the log): " + ", ".join(dropped))
     return 0
 
@@ -148,9 +140,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    def store(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--store", required=True, help="sqlite:///path or postgresql://u@h:p/db")
-        p.add_argument("--seal-key", default=None, help="64 hex digits (or SABOT_SEAL_KEY)")
+    def store(p: argparse.ArgumentParser, *, seal_key: bool = False) -> None:
+        if seal_key:
+            add_flags(p, "store", "seal_key")
+        else:  # reading needs no seal key: the previous release's flag, accepted and unread
+            add_flags(p, "store")
+            p.add_argument("--seal-key", dest="unused_seal_key", help=argparse.SUPPRESS)
 
     sub = commands(sub)
     store_ = sub.group("store")
@@ -164,10 +159,7 @@ def register(sub: Any) -> None:
                     "--reader-role read access. --print prints the guards and grants instead "
                     "(no connection; never a password).")
     store(p)
-    p.add_argument("--server-role", default=None,
-                   help="the role sabot serve connects as (it must exist)")
-    p.add_argument("--reader-role", action="append", default=[],
-                   help="a role that may only read the event store (repeatable)")
+    add_flags(p, "server_role", "reader_roles")
     p.add_argument("--print", action="store_true",
                    help="print the SQL of the guards and grants, apply nothing")
     p.set_defaults(func=cmd_schema)
@@ -182,7 +174,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_balances)
     p = store_.add_parser("rerun", help="re-run the stored commands into an empty store and "
                                         "compare the events")
-    store(p)
+    store(p, seal_key=True)
     p.add_argument("--into", required=True, help="an empty store URL")
     p.set_defaults(func=cmd_replay)
     keep_old_names(sub)

@@ -161,3 +161,10 @@ def test_a_game_adds_its_commands_with_one_module(monkeypatch: pytest.MonkeyPatc
     shown = visible()
     assert "rules game-for-test hand" in shown and "store game-for-test" in shown
     assert cli.main(["rules", "game-for-test", "hand"]) == 0
+
+
+def test_the_readme_settings_table_is_the_settings() -> None:
+    from services.settings import markdown_table
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert markdown_table() in text
