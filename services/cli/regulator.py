@@ -82,7 +82,9 @@ def register(sub: Any) -> None:
     p.add_argument("--since", help="ISO 8601 time: events at or after it")
     p.add_argument("--until", help="ISO 8601 time: events before it")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
-    p.add_argument("--wait", type=float, default=0.0, help=argparse.SUPPRESS)  # reads only now
+    p.add_argument("--wait", type=float, default=0.0,
+                   help="given the private checkpoint key: seconds to wait for the notary's "
+                        "lock (default: 0)")
     quiet_argument(p)
     p.set_defaults(func=cmd_export)
 
@@ -229,7 +231,7 @@ def _time(text: str | None, field: str) -> datetime | None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    notary = _notary(args)
+    notary = _notary(args, sign=settings_of(args).checkpoint_key is not None)
     try:
         return _export_with(args, notary)
     finally:
@@ -237,11 +239,46 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_with(args: argparse.Namespace, notary: Notary) -> int:
-    """Export up to the latest signed checkpoint, reading only (the notary signs)."""
+    """Export up to the latest signed checkpoint, reading only: the notary signs. Given the
+    private checkpoint key (the previous release's way) and the notary's lock free, it
+    notarises the store first, as ``store checkpoint`` does."""
+    if notary.key is not None and notary.hold(args.wait):
+        try:  # held to the end: the tree does not grow under the export
+            notary.sync()
+            if notary.size == 0:  # as ExportEvents: an empty store, an empty export
+                print("the store holds no event yet: nothing to export", file=sys.stderr)
+                return 0
+            notary.checkpoint_now()
+            summary = _export(args, notary, public_key_bytes(notary.key.public_key()))
+        finally:
+            notary.release()
+    else:
+        if notary.key is not None:
+            print("another notary is writing this store (a running server?): exporting up to "
+                  "its latest checkpoint", file=sys.stderr)
+            notary.refresh()
+        found = _export_read_only(args, notary)
+        if found is None:
+            return 0
+        summary = found
+    print(f"exported {summary.events} events, {summary.checkpoints} checkpoints "
+          f"(anchor {summary.anchor})", file=sys.stderr)
+    if summary.pending:  # held for the chain and the money, listed in the header's "pending"
+        n = len(summary.pending)
+        print(f"{n} shoe{'s' if n > 1 else ''} in play, pending (card checks deferred until "
+              f"closed): {', '.join(str(x['shoe_id']) for x in summary.pending)}",
+              file=sys.stderr)
+    _say_chain(summary.chain_problems)
+    return 0
+
+
+def _export_read_only(args: argparse.Namespace, notary: Notary) -> ExportSummary | None:
+    """The export up to the latest signed checkpoint, with the notary's public key (or a
+    private key's public half); None for an empty store."""
     settings = settings_of(args)
     if not notary.events.positions(0, 1):  # as ExportEvents: an empty store, an empty export
         print("the store holds no event yet: nothing to export", file=sys.stderr)
-        return 0
+        return None
     latest = notary.latest_checkpoint()
     if latest is None:
         raise CliError("--store: no signed checkpoint yet: `sabot store checkpoint` (or a "
@@ -251,24 +288,18 @@ def _export_with(args: argparse.Namespace, notary: Notary) -> int:
         settings.require("checkpoint_public_key")
     assert public is not None
     if key_id(public) != latest.key_id:
-        raise CliError(f"{settings.sources.get('checkpoint_public_key', '--checkpoint-key')}: "
-                       f"not the key that signed the store's latest checkpoint (key id "
-                       f"{latest.key_id})")
+        where = settings.sources.get("checkpoint_public_key") or \
+            settings.sources.get("checkpoint_key", "--checkpoint-public-key")
+        raise CliError(f"{where}: not the key that signed the store's latest checkpoint "
+                       f"(key id {latest.key_id})")
     summary = _export(args, notary, public)
-    print(f"exported {summary.events} events, {summary.checkpoints} checkpoints "
-          f"(anchor {summary.anchor})", file=sys.stderr)
-    if summary.pending:  # held for the chain and the money, listed in the header's "pending"
-        n = len(summary.pending)
-        print(f"{n} shoe{'s' if n > 1 else ''} in play, pending (card checks deferred until "
-              f"closed): {', '.join(str(x['shoe_id']) for x in summary.pending)}",
-              file=sys.stderr)
-    left = len(notary.events.positions(latest.position or 0, 100_000)) if latest.position \
-        is not None else 0
-    if left:
-        print(f"{left}{'+' if left >= 100_000 else ''} events after the latest checkpoint "
-              "are not in the export (`sabot store checkpoint` notarises them)", file=sys.stderr)
-    _say_chain(summary.chain_problems)
-    return 0
+    if latest.position is not None:
+        left = len(notary.events.positions(latest.position, 100_000))
+        if left:
+            print(f"{left}{'+' if left >= 100_000 else ''} events after the latest checkpoint "
+                  "are not in the export (`sabot store checkpoint` notarises them)",
+                  file=sys.stderr)
+    return summary
 
 
 def _export(args: argparse.Namespace, notary: Notary, public: bytes) -> ExportSummary:

@@ -4,8 +4,9 @@ PEM) nor the token appear on stdout or stderr."""
 
 from __future__ import annotations
 
+import io
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, x25519
 
 import services.cli as cli
+from services.api import logs
 
 Case = Callable[[Path, "Keys"], list[str]]
 
@@ -95,6 +97,13 @@ ENV_CASES: dict[str, Callable[[Keys], dict[str, str]]] = {
     "SABOT_CHECKPOINT_KEY a public place": lambda k: {"SABOT_REGULATOR_KEY": str(k.ed_pem)},
     "SABOT_STORE a key": lambda k: {"SABOT_STORE": k.hex},
 }
+
+
+@pytest.fixture(autouse=True)
+def _logs_kept_apart() -> Iterator[None]:
+    """``sabot serve`` points the log at the (captured) stderr: point it away afterwards."""
+    yield
+    logs.configure(stream=io.StringIO())
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

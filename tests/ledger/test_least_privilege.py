@@ -156,7 +156,7 @@ def test_the_server_starts_only_on_a_store_its_owner_set_up(
         conn.execute(f'GRANT USAGE ON SCHEMA "bare_{store.schema}" TO {store.server_role}')
         conn.commit()
     bare = store.server_url.replace(f"schema={store.schema}", f"schema=bare_{store.schema}")
-    with pytest.raises(StoreNotReady, match="sabot ledger-schema"):
+    with pytest.raises(StoreNotReady, match="sabot store init"):
         Ledger(FixedInputs().config(bare))
     # a guard switched off by the owner: the server refuses to start on it
     with psycopg.connect(store.dsn(store.owner_role)) as conn:
