@@ -12,8 +12,8 @@ top-level sub-commands, with argparse's ``add_parser`` and ``group(name)``, the 
 a group (``sub.group("rules")``, ``sub.group("store")``; made on first use, so the order of the
 modules does not matter). A game adds its commands with a module ``services/cli/<game>.py``
 and one line in ``COMMAND_MODULES``; ``sabot demo --game GAME`` takes a game's demo from
-``services.cli.server.DEMOS`` (``add_demo``). ``OLD_NAMES`` keeps the names of the previous
-release working, hidden from ``--help``, for one release.
+``services.cli.server.DEMOS`` (``add_demo(game, play)``). ``OLD_NAMES`` keeps the names of
+the previous release working, hidden from ``--help``, for one release.
 
 Every error is one line on stderr and a non-zero exit, never a traceback: a usage error (exit 2,
 ``Parser``), an error of the rules or of a command (exit 2), a call the server refused (its
@@ -273,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        _resolve_caller(args)
         code = func(args)
         sys.stdout.flush()  # a broken pipe shows here, while it can still be handled
         return code
@@ -303,6 +304,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _say(f"{where}{exc.strerror or exc}", 1)
         text = " ".join(str(exc).split())[:300] or "no message"
         return _say(f"{type(exc).__name__}: {text} (SABOT_DEBUG=1 shows where)", 1)
+
+
+def _resolve_caller(args: argparse.Namespace) -> None:
+    """A command that reads the caller's settings (``--target``, ``--token``) has them in
+    ``args`` resolved (flag, environment, .env, default), for modules that read ``args.target``
+    and ``args.token`` themselves."""
+    from services.settings import READS
+
+    names = getattr(args, READS, None) or ()
+    if "target" in names or "token" in names:
+        settings = settings_of(args)
+        args.target, args.token = settings.target, settings.token
 
 
 def _say(message: str, code: int) -> int:

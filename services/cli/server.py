@@ -10,6 +10,7 @@ import secrets
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -76,6 +77,9 @@ def register(sub: Any) -> None:
     from services.cli.client import CALLER_SETTINGS
 
     add_flags(d, *CALLER_SETTINGS, "tokens")
+    d.add_argument("--game", default=None,
+                   help=f"the game to play (default {DEFAULT_DEMO}; a game's module adds its "
+                        "own: services.cli.server.add_demo)")
     d.add_argument("--preset", default="francaise", help="the demo table's preset")
     d.set_defaults(func=cmd_demo)
 
@@ -354,19 +358,45 @@ def _print_connect(target: str, tokens: dict[str, Principal], dev: bool,
     sys.stdout.flush()
 
 
+# ``sabot demo --game GAME``: each game's demo, ``play(target, tokens, args, channel)``, where
+# ``tokens`` are the caller's clear tokens (SABOT_TOKENS, and --token as admin) and ``args``
+# the parsed command (``--preset``). A game adds its own with ``add_demo`` from its
+# ``services/cli/<game>.py``.
+DemoPlay = Callable[[str, dict[str, Principal], argparse.Namespace, Any], object]
+DEFAULT_DEMO = "trente-et-quarante"
+DEMOS: dict[str, DemoPlay] = {}
+
+
+def add_demo(game: str, play: DemoPlay) -> None:
+    """``sabot demo --game GAME`` plays ``play``."""
+    DEMOS[game] = play
+
+
+def _play_trente_et_quarante(target: str, tokens: dict[str, Principal],
+                             args: argparse.Namespace, channel: Any) -> None:
+    admin = {t: w for t, w in tokens.items() if w.role is Role.ADMIN}
+    cast = demo.cast_from(admin or tokens, secrets.token_hex(2))  # an admin plays every part
+    demo.play(target, cast, preset=args.preset, channel=channel)
+
+
+add_demo(DEFAULT_DEMO, _play_trente_et_quarante)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     import grpc
 
     settings = settings_of(args)
+    tokens = dict(settings.tokens.clear)
     if settings.token:
-        tokens = {settings.token: Principal(Role.ADMIN, None, "admin")}
-    else:
-        tokens = dict(settings.tokens.clear)
+        tokens[settings.token] = Principal(Role.ADMIN, None, "admin")
+    game = getattr(args, "game", None) or DEFAULT_DEMO
+    play = DEMOS.get(game)
+    if play is None:
+        raise CliError(f"--game: no demo of {game!r} (there are: {', '.join(sorted(DEMOS))})")
     from services.cli.client import channel_of
 
     try:
-        cast = demo.cast_from(tokens, secrets.token_hex(2))
-        demo.play(settings.target, cast, preset=args.preset, channel=channel_of(args))
+        play(settings.target, tokens, args, channel_of(args))
     except ValueError as exc:
         raise CliError(str(exc)) from None
     except grpc.RpcError as exc:
