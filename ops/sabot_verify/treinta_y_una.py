@@ -23,7 +23,7 @@ from typing import Any
 from uuid import UUID
 
 from sabot_verify.shoe import Drbg, commitment, cut, shuffled
-from sabot_verify.shoes import Verdict
+from sabot_verify.shoes import ShoeContext, Verdict, register_game
 from sabot_verify.topics import (
     SHOE_CUT,
     SHOE_SHUFFLED,
@@ -279,3 +279,15 @@ def _check_next_banker(e: _Ev, options: dict[str, str],
             expected = banker
     if e.state["next_banker"] != expected:
         raise _Bad(e.position, f"next banker {e.state['next_banker']}, recomputed {expected}")
+
+
+def _shoe_check(ctx: ShoeContext) -> list[Verdict]:
+    """A round's shoe (one deck, one round): the shoe's own checks passed; its round (the lot,
+    the commitments and salts, which need the seed) is checked by ``verify_rounds``."""
+    rounds = [c for c, evs in ctx.children.items() if evs[0].topic == TREINTA_Y_UNA_ROUND_OPENED]
+    return [Verdict(f"shoe {ctx.shoe_id}", True, None,
+                    f"commitment and shuffle verified; round {', '.join(rounds) or 'none'} "
+                    "checked below")]
+
+
+register_game("treinta-y-una", _shoe_check)

@@ -106,8 +106,9 @@ class TreintaYUna:
     def _derive(self, unit: UnitOfWork, agg: TreintaYUnaRound) -> R.Round:
         """The rule book's round: the recorded inputs replayed on the round's shoe."""
         held = agg.derived
-        if held.round is not None and held.version == agg.version:
-            return held.round
+        if held.value is not None and held.version == agg.version:
+            found: R.Round = held.value
+            return found
         rules = rules_of(agg.options)
         cards = self.faces.order(self._shoe(unit, agg))
         state: R.Round | None = None
@@ -134,7 +135,7 @@ class TreintaYUna:
                     step = R.cancel_round(rules, state)
             state = step.round
         assert state is not None
-        held.round, held.version = state, agg.version
+        held.value, held.version = state, agg.version
         return state
 
     def _movement_accounts(self, table_id: str, m: Movement) -> tuple[str, str]:
@@ -192,7 +193,7 @@ class TreintaYUna:
         for fact in closing:
             self._fact(agg, shoe, step, fact, ts, waited)
             self._close_shoe(unit, agg, shoe, ts)
-        agg.derived.round, agg.derived.version = step.round, agg.version
+        agg.derived.value, agg.derived.version = step.round, agg.version
         return moved
 
     def _fact(self, agg: TreintaYUnaRound, shoe: Shoe, step: R.Step, fact: F.Fact,

@@ -25,27 +25,8 @@ from typing import TYPE_CHECKING, Any
 from eventsourcing.domain import Aggregate
 from eventsourcing.utils import register_topic
 
-from domain.treinta_y_una.round import Round as DomainRound
+from services.ledger.derived import Derived
 from services.ledger.table import Table
-
-
-class Derived:
-    """The rule book's ``Round`` as of the aggregate's ``version`` (None: not made yet).
-    Derived state, equal to any other: a round loaded from its events equals the live one."""
-
-    __slots__ = ("round", "version")
-
-    def __init__(self) -> None:
-        self.round: DomainRound | None = None
-        self.version = -1
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Derived)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return "Derived()"
 
 
 class RoundStarted(Table.Event):
