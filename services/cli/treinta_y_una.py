@@ -161,39 +161,14 @@ def _play(base: Client, croupier: str, cashier: str, players: Sequence[tuple[str
     return ended
 
 
-def cmd_demo(args: argparse.Namespace, fallback: Callable[[argparse.Namespace], int]) -> int:
-    """``sabot demo --game treinta-y-una`` (another game: ``fallback``, the demo it had)."""
-    if getattr(args, "game", None) != GAME:
-        return fallback(args)
-    import os
-    from pathlib import Path
-
-    from services.api import config as api_config
-    from services.cli import CliError
-    from services.cli.client import channel_of
-
-    try:
-        text = args.tokens if getattr(args, "tokens", None) is not None else (
-            os.environ.get("SABOT_TOKENS")
-            or api_config.read_dotenv(Path(".env")).get("SABOT_TOKENS", ""))
-        tokens = api_config.parse_tokens(text) if text else {}
-        if args.token:
-            tokens[args.token] = Principal(Role.ADMIN, None, "admin")
-        play(args.target, *cast_of(tokens), channel=channel_of(args))
-    except (ValueError, api_config.ConfigError) as exc:
-        raise CliError(str(exc)) from None
-    except grpc.RpcError as exc:
-        raise CliError(f"{exc.code().name}: {exc.details()}") from None
-    return 0
+def demo_play(target: str, tokens: dict[str, Principal], args: argparse.Namespace,
+              channel: Any) -> object:
+    """``sabot demo --game treinta-y-una`` (``services.cli.server.DEMOS``)."""
+    return play(target, *cast_of(tokens), channel=channel)
 
 
 def register(sub: Any) -> None:
-    """``--game treinta-y-una`` on ``sabot demo``."""
-    try:
-        parser = sub.find("demo")
-    except KeyError:
-        return
-    if not any("--game" in a.option_strings for a in parser._actions):
-        parser.add_argument("--game", default=None, help="the game to play")
-    fallback = parser.get_default("func")
-    parser.set_defaults(func=lambda args: cmd_demo(args, fallback))
+    """``sabot demo --game treinta-y-una``."""
+    from services.cli.server import add_demo
+
+    add_demo(GAME, demo_play)
