@@ -20,6 +20,7 @@ from services.topics import (
     TABLE_CLOSED,
     TABLE_COUP_STARTED,
     TABLE_OPENED,
+    TABLE_ROUND_STARTED,
     TABLE_SHOE_ENDED,
     TABLE_SHOE_STARTED,
 )
@@ -93,8 +94,8 @@ def shoe_events(events: EventTable, shoe_id: str) -> ShoeEvents | None:
             inside = str(st.get("shoe_id")) == str(sid) and ev.topic == TABLE_SHOE_STARTED
             if str(st.get("shoe_id")) == str(sid):
                 table.append(ev)
-        elif ev.topic == TABLE_COUP_STARTED and inside:
-            coup_ids.append(str(st["coup_id"]))
+        elif ev.topic in (TABLE_COUP_STARTED, TABLE_ROUND_STARTED) and inside:
+            coup_ids.append(str(st.get("coup_id") or st["round_id"]))  # a game's rounds
     coups: dict[str, list[RawEvent]] = {}
     uuids = [u for u in (_uuid(c) for c in coup_ids) if u is not None]
     found = events.by_originators(uuids)

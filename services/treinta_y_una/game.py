@@ -35,6 +35,12 @@ METHODS: dict[str, Method] = {
 }
 
 
+def _replay(*args: Any) -> Any:
+    from services.treinta_y_una.replay import replay
+
+    return replay(*args)
+
+
 def add_servicers(*deps: Any) -> tuple[Any, ...]:
     from services.treinta_y_una.servicer import add_servicers as add
 
@@ -51,4 +57,5 @@ GAME = Game(
     servicers=add_servicers,
     services=("sabot.treinta_y_una.v1.TreintaYUnaService",),
     topics=topics.TREINTA_Y_UNA | topics.TREINTA_Y_UNA_AGGREGATES,
+    replay=_replay,
 )

@@ -164,3 +164,34 @@ def _diff(stored: dict[str, Any], replayed: dict[str, Any]) -> str:
     keys = sorted(set(stored) | set(replayed))
     return "; ".join(f"{k}: stored {stored.get(k)!r}, replayed {replayed.get(k)!r}"
                      for k in keys if stored.get(k) != replayed.get(k))
+
+
+def replay(found: Any, opened: dict[str, Any], only: str | None) -> Any:
+    """``services.games.Game.replay``: the shoe's round (one deck, one round) replayed by
+    ``replay_round``, one ``ReplayStep`` per stored event beside the replayed one."""
+    from services.regulator.replay import ReplayStep
+    from services.regulator.vocabulary import state
+
+    def rounds(sabot: Any) -> Any:
+        for rid, evs in found.coups.items():
+            if only is not None and rid != only:
+                continue
+            stored = [StoredEvent(e.position, e.originator_id, e.version, e.topic, None,
+                                  state(e)) for e in evs]
+            seed = _seed_of(found, state)
+            verdict = replay_round(stored, seed)
+            yield ReplayStep(evs[0].position, "round", "identical" if verdict.identical
+                             else "", "identical" if verdict.identical else verdict.detail)
+            for step in verdict.steps:
+                yield ReplayStep(step.position, f"{step.stored}",
+                                 step.stored if step.identical else step.detail,
+                                 step.replayed if step.identical else "")
+
+    return rounds
+
+
+def _seed_of(found: Any, state: Any) -> bytes:
+    for e in found.shoe:
+        if e.topic == topics.SHOE_CLOSED and state(e).get("seed"):
+            return bytes.fromhex(state(e)["seed"])
+    raise ValueError("the round's shoe is not closed")

@@ -170,3 +170,18 @@ def test_sabot_verify_verifies_an_export_of_both_games(played: Played) -> None:
     code = run([json.dumps(r, sort_keys=True, separators=(",", ":")) for r in records],
                checkpoint_key=played.public_key, out=out)
     assert code == 1 and f"first tampered position {position}" in out.getvalue()
+
+
+def test_the_regulators_replay_of_both_games_is_identical(played: Played) -> None:
+    from services.regulator.replay import Replayer, verdict
+
+    exp = parse(_export(played))
+    replayer = Replayer(played.events(), played.notary())
+    closed = [s for s in round_shoes(exp.events)
+              if any((r.get("event") or {}).get("originator_id") == s
+                     and r["event"]["topic"].endswith("Shoe.Closed") for r in exp.events)]
+    assert len(closed) == 4
+    for sid in closed + played.shoes:
+        v = verdict(replayer.shoe(sid))
+        assert v.identical, str(v)
+        assert v.steps > 20
