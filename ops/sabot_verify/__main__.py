@@ -34,7 +34,14 @@ from sabot_verify.integrity import Export, Problem, check, parse
 from sabot_verify.money import check_money
 from sabot_verify.proofs import Bad, load_x25519, open_escrow
 from sabot_verify.shoe import commitment
-from sabot_verify.shoes import IN_PLAY, ShoeContext, Verdict, check_shoes, register_game
+from sabot_verify.shoes import (
+    GAMES,
+    IN_PLAY,
+    ShoeContext,
+    Verdict,
+    check_shoes,
+    register_game,
+)
 from sabot_verify.topics import SHOE_CLOSED
 from sabot_verify.treinta_y_una import verify_rounds
 
@@ -48,8 +55,9 @@ def _checked_apart(lines: str) -> Any:
     return check
 
 
-register_game("treinta-y-una", _checked_apart("treinta y una round"))
-register_game("cuarenta", _checked_apart("cuarenta match"))
+for _game, _lines in (("treinta-y-una", "treinta y una round"), ("cuarenta", "cuarenta match")):
+    if _game not in GAMES:  # a game's own module registers its shoe check: it wins
+        register_game(_game, _checked_apart(_lines))
 
 
 def _read_key(text: str, flag: str = "--checkpoint-key") -> bytes:

@@ -274,3 +274,10 @@ def test_the_per_shoe_check_is_chosen_by_game() -> None:
         assert shoes.game_check("a-test-game") is fake
     finally:
         del shoes.GAMES["a-test-game"]
+
+
+def test_a_games_own_shoe_check_is_not_overridden() -> None:
+    import sabot_verify.__main__  # noqa: F401  (registers the fallbacks)
+    from sabot_verify import shoes, treinta_y_una
+
+    assert shoes.GAMES["treinta-y-una"] is treinta_y_una._shoe_check
