@@ -327,6 +327,7 @@ class Sources:
     head: Callable[[], int] | None = None  # the log's last position seen
     views: Callable[[], Mapping[str, int]] | None = None  # each read model's position
     notary: Callable[[], NotaryState | None] | None = None
+    close: Callable[[], None] | None = None  # when the monitor stops (the probe's connection)
 
 
 class HealthMonitor:
@@ -372,6 +373,9 @@ class HealthMonitor:
             self._thread.join(timeout=5)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._ledger_pool.shutdown(wait=False, cancel_futures=True)
+        if self.sources.close is not None:
+            with contextlib.suppress(Exception):
+                self.sources.close()
 
     def check(self, service: str) -> tuple[bool, dict[str, Any]] | None:
         """The status of ``service`` and the facts behind it (None: not a service here)."""

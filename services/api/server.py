@@ -298,7 +298,8 @@ def _sources(config: Config, ledger: Ledger, hub: Hub, projections: ProjectionKe
             return probe.notary(follower.active.is_set())
 
     return monitoring.Sources(store=probe.check, ledger=ledger_state,
-                              head=lambda: hub.position, views=views, notary=notary_state)
+                              head=lambda: hub.position, views=views, notary=notary_state,
+                              close=probe.close)
 
 
 def _notary(config: Config) -> Follower | None:

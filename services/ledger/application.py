@@ -264,24 +264,7 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
         from services.ledger.schema import conninfo
 
         settings = {k: v for k in STORE_SETTINGS if (v := self.env.get(k)) is not None}
-        text = conninfo(settings)
-        options = connection_timeouts(min(self.store_timeout, 2.0))
-        held: list[Any] = []
-
-        def probe() -> None:
-            try:
-                if not held or held[0].closed:
-                    held[:] = [psycopg.connect(text, autocommit=True,
-                                               application_name="sabot-writer-probe",
-                                               **options)]
-                held[0].execute("SELECT 1").fetchone()
-            except BaseException:
-                if held:
-                    with contextlib.suppress(Exception):  # already broken
-                        held.pop().close()
-                raise
-
-        return probe
+        return StoreProbe(conninfo(settings), connection_timeouts(min(self.store_timeout, 2.0)))
 
     def construct_env(self, name: str, env: Any = None) -> Environment:
         constructed = super().construct_env(name, env)
@@ -373,6 +356,32 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
             topic=link.topic, state=link.state, id=ids[-1])))
         self._put_stored_snapshots(chained)
         return recordings
+
+
+class StoreProbe:
+    """``SELECT 1`` on a connection of its own (kept between looks; ``close`` ends it)."""
+
+    def __init__(self, conninfo: str, options: dict[str, Any]) -> None:
+        self.conninfo = conninfo
+        self.options = options
+        self._conn: Any = None
+
+    def __call__(self) -> None:
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = psycopg.connect(self.conninfo, autocommit=True,
+                                             application_name="sabot-writer-probe",
+                                             **self.options)
+            self._conn.execute("SELECT 1").fetchone()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # already broken
+                conn.close()
 
 
 def store_timeout(env: Any) -> float:

@@ -37,6 +37,7 @@ fence in its own transaction).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -148,6 +149,13 @@ class StoreWatch:
     def close(self) -> None:
         self._closed.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._close_probe()
+
+    def _close_probe(self) -> None:
+        close = getattr(self.probe, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
 
     def check(self, why: str, timeout: float = 1.0) -> None:
         """Probe the store now (waiting ``timeout`` s at most) and trip if it does not answer."""
@@ -166,6 +174,7 @@ class StoreWatch:
             down_for = time.monotonic() - (self.down_since or time.monotonic())
             with self._lock:
                 self.down_since, self.why = None, ""
+            self._close_probe()  # its connection is not kept while the store answers
             log.warning("ledger writer: the store answers again after %.1f s; the cache was "
                         "emptied, commands are decided again", down_for)
             return
