@@ -186,6 +186,14 @@ class Ledger(metaclass=_Games):
             return {"active": True, "holder": self.lease.name}
         return {"active": False, "holder": self._writer.not_the_writer().holder}
 
+    def writer_state(self) -> dict[str, Any]:
+        """The writer's state from its memory, never the store (the health monitor's)."""
+        return self._writer.state()
+
+    def writer_metrics(self) -> str:
+        """The writer's series, in the text exposition format (the metrics page's)."""
+        return self._writer.metrics.text()
+
     # --- plumbing ---------------------------------------------------------------------------
 
     def submit(self, method: str, *args: Any, **kwargs: Any) -> Future[Any]:

@@ -488,12 +488,17 @@ def observer(ledger: Any, timeout: float = 2.0
     and its series (the text exposition format). Either raises when the writer cannot say."""
     if isinstance(ledger, RemoteLedger):
         remote = ledger
+        started_here = isinstance(ledger, LedgerProcess)
 
         def state() -> dict[str, Any]:
             lost = getattr(remote, "lost", None)
             if lost is not None:
                 raise HostGone("request_id", "NOT_STORED",
                                f"the ledger process ended (exit code {lost})")
+            if not started_here:  # a host this server did not start: its connection only
+                if remote.gone is not None:
+                    raise HostGone("request_id", "NOT_STORED", remote.gone)
+                return {"active": True, "queue": 0, "store_down": False}
             found: dict[str, Any] = remote.ask("writer_state", timeout)
             return found
 
