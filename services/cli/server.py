@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import secrets
@@ -18,57 +17,33 @@ from services.api import config as api_config
 from services.api import demo, logs
 from services.api.roles import Principal, Role
 from services.cli import CliError, settings_of
-from services.settings import add_flags
+from services.settings import SettingError, add_flags
 
 DEV_KEY_FILE = Path("var/dev-seal.key")
 DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
 DEV_CHAIN_KEY_FILE = Path("var/dev-chain.key")
 
 
+# What ``sabot serve`` reads (services/settings.py: the flag, else the environment, else the
+# .env file, else the default).
+SERVE_SETTINGS = (
+    "store", "listen", "credentials", "tokens", "seal_key", "chain_key", "chain_head",
+    "checkpoint_key", "regulator_public_key", "tls_cert", "tls_key", "tls_client_ca", "insecure",
+    "workers", "projections", "ledger_process", "gaming_day", "shifts", "streams_per_principal",
+    "metrics_listen", "store_timeout",
+)
+
+
 def register(sub: Any) -> None:
-    p = sub.add_parser("serve", help="run the gRPC server (env SABOT_LISTEN, SABOT_STORE, "
-                                     "SABOT_CREDENTIALS, SABOT_TOKENS, SABOT_SEAL_KEY, "
-                                     "SABOT_TLS_*, or a .env file)")
-    p.add_argument("--listen", default=None, help="HOST:PORT (default 127.0.0.1:50051)")
-    p.add_argument("--credentials", default=None, metavar="FILE",
-                   help="the credentials file (named principals, hashed tokens, certificate "
-                        "names; `sabot credentials issue`); read again on SIGHUP or when it "
-                        "changes (env SABOT_CREDENTIALS)")
-    p.add_argument("--tls-cert", default=None, metavar="FILE",
-                   help="serve TLS with this PEM certificate chain (env SABOT_TLS_CERT)")
-    p.add_argument("--tls-key", default=None, metavar="FILE",
-                   help="the PEM private key of --tls-cert (env SABOT_TLS_KEY)")
-    p.add_argument("--tls-client-ca", default=None, metavar="FILE",
-                   help="require client certificates signed by this CA: mTLS "
-                        "(env SABOT_TLS_CLIENT_CA)")
-    p.add_argument("--insecure", action="store_true",
-                   help="allow a plaintext listener on an address other than loopback")
-    p.add_argument("--store", default=None,
-                   help="sqlite:///PATH or postgresql://user@host:port/db")
-    p.add_argument("--env-file", default=".env", help="read settings from this file too")
+    p = sub.add_parser("serve", help="run the gRPC server (its settings: README.md, Settings; "
+                                     "SABOT_* variables or a .env file)")
+    add_flags(p, *SERVE_SETTINGS)
     p.add_argument("--dev", action="store_true",
-                   help="development: generate and print tokens, keep a seal key in var/")
-    p.add_argument("--single-process", action="store_true",
-                   help="run the ledger's writer in the gRPC server's process, not in a "
-                        "process of its own (as SABOT_LEDGER_PROCESS=off)")
+                   help="development: generate and print tokens, keep a seal key, a chain key "
+                        "and a checkpoint key in var/")
     p.add_argument("--demo", action="store_true",
                    help="play the demo through the API once started, then keep serving")
     p.add_argument("--preset", default="francaise", help="the demo table's preset")
-    p.add_argument("--checkpoint-key", default=None,
-                   help="the notary's Ed25519 key: 64 hex digits or a key file (default: "
-                        "SABOT_CHECKPOINT_KEY; --dev keeps one in var/)")
-    p.add_argument("--metrics-listen", default=None, metavar="HOST:PORT",
-                   help="serve Prometheus metrics (/metrics) and the health (/health, "
-                        "/health/SERVICE) over HTTP at this address; port 0: any free port "
-                        "(env SABOT_METRICS_LISTEN; default: off)")
-    p.add_argument("--store-timeout", default=None, metavar="SECONDS",
-                   help="the longest a call waits for the store before it is answered "
-                        "UNAVAILABLE, retry with the same request id; the PostgreSQL connect, "
-                        "lock and statement timeouts are derived from it (env "
-                        "SABOT_STORE_TIMEOUT; default 5)")
-    p.add_argument("--regulator-key", default=None,
-                   help="the regulator's X25519 public key (64 hex digits or NAME.pub): every "
-                        "seed is escrowed to it (default: SABOT_REGULATOR_KEY)")
     p.set_defaults(func=cmd_serve)
 
     d = sub.add_parser("demo", help="play the demo against a running server (an admin --token "
@@ -105,15 +80,6 @@ def _dev_chain_head(store: str) -> str:
     return f"var/dev-chain-head-{hashlib.sha256(store.encode()).hexdigest()[:12]}.json"
 
 
-def _key_flag(text: str | None, flag: str, *, private: bool) -> bytes | None:
-    if not text:
-        return None
-    try:
-        return api_config.read_key(text, private=private)
-    except ValueError as exc:
-        raise CliError(f"{flag}: {exc}") from None
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     import grpc
 
@@ -122,55 +88,53 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from services.ledger.evidence import ChainBroken
     from services.ledger.remote import LedgerProcess
 
-    try:
-        cfg = api_config.load(dotenv=Path(args.env_file), listen=args.listen, store=args.store)
-    except api_config.ConfigError as exc:
-        raise CliError(str(exc)) from None
-    _check_listen(cfg.listen)  # before the ledger process starts: nothing to undo
+    settings = settings_of(args)
+    _check_listen(settings.listen)  # before the ledger process starts: nothing to undo
     metrics_listen, store_timeout = _metrics_listen(args)
     if metrics_listen is not None:
         _check_listen(metrics_listen, "--metrics-listen")
-    overrides: dict[str, Any] = {"insecure": args.insecure}
-    for flag in ("credentials", "tls_cert", "tls_key", "tls_client_ca"):
-        value = getattr(args, flag)
-        if value:
-            overrides["credentials_file" if flag == "credentials" else flag] = Path(value)
-    cfg = dataclasses.replace(cfg, **overrides)
-    tokens = dict(cfg.tokens)
+    try:
+        tokens, hashed = settings.tokens.for_server()
+    except SettingError as exc:
+        raise CliError(str(exc)) from None
     suffix = secrets.token_hex(2)
-    configured = bool(tokens or cfg.credentials or cfg.credentials_file)
+    configured = bool(tokens or hashed or settings.credentials)
     if args.dev and not configured:
         tokens = api_config.demo_tokens(tuple(f"{n}-{suffix}"
                                               for n in ("anne", "bruno", "chiara", "dora")))
-    if not (tokens or cfg.credentials or cfg.credentials_file):
+    if not (tokens or hashed or settings.credentials):
         raise CliError("no credentials: nobody could call the server (SABOT_CREDENTIALS, "
                        "SABOT_TOKENS, or --dev)")
-    seal_key = cfg.seal_key
+    seal_key = settings.seal_key
     if seal_key is None and args.dev:
         seal_key = _dev_seal_key()
-    if seal_key is None or len(seal_key) != 32:
-        raise CliError("SABOT_SEAL_KEY: 64 hex digits (32 bytes) required (or use --dev)")
-    chain_key, chain_head = cfg.chain_key, cfg.chain_head
+    if seal_key is None:
+        raise CliError("SABOT_SEAL_KEY / --seal-key: 64 hex digits (32 bytes), or a file holding "
+                       "them, required (or use --dev)")
+    chain_key, chain_head = settings.chain_key, settings.chain_head
     if chain_key is None and args.dev:
         chain_key = _dev_seal_key(DEV_CHAIN_KEY_FILE)
     if chain_key is None:
-        raise CliError("SABOT_CHAIN_KEY: the ledger's evidence key is required: 64 hex digits "
-                       "or a key file (`sabot keys chain`), or use --dev")
+        raise CliError("SABOT_CHAIN_KEY / --chain-key: the ledger's evidence key is required: 64 "
+                       "hex digits or a key file (`sabot keys chain`), or use --dev")
     if chain_head is None and args.dev:
-        chain_head = _dev_chain_head(cfg.store)
-    if cfg.store.startswith("sqlite:///"):
-        path = Path(cfg.store.removeprefix("sqlite:///"))
+        chain_head = _dev_chain_head(settings.store)
+    if settings.store.startswith("sqlite:///"):
+        path = Path(settings.store.removeprefix("sqlite:///"))
         path.parent.mkdir(parents=True, exist_ok=True)
-    checkpoint_key = _key_flag(args.checkpoint_key, "--checkpoint-key", private=True)
-    checkpoint_key = checkpoint_key or cfg.checkpoint_key
+    checkpoint_key = settings.checkpoint_key
     if checkpoint_key is None and args.dev:
         checkpoint_key = _dev_seal_key(DEV_CHECKPOINT_KEY_FILE)
-    regulator_key = _key_flag(args.regulator_key, "--regulator-key", private=False)
-    regulator_key = regulator_key or cfg.regulator_key
-    cfg = dataclasses.replace(
-        cfg, tokens=tokens, seal_key=seal_key, checkpoint_key=checkpoint_key,
+    regulator_key = settings.regulator_public_key
+    cfg = api_config.Config(
+        listen=settings.listen, store=settings.store, tokens=tokens, credentials=hashed,
+        credentials_file=settings.credentials, tls_cert=settings.tls_cert,
+        tls_key=settings.tls_key, tls_client_ca=settings.tls_client_ca,
+        insecure=settings.insecure, streams_per_principal=settings.streams_per_principal,
+        seal_key=seal_key, workers=settings.workers, checkpoint_key=checkpoint_key,
         regulator_key=regulator_key, chain_key=chain_key, chain_head=chain_head,
-        ledger_process=cfg.ledger_process and not args.single_process,
+        projections=settings.projections, ledger_process=settings.ledger_process,
+        gaming_day=settings.gaming_day,
     )
 
     logs.configure(level=logging.INFO)
@@ -285,15 +249,7 @@ def _writer_name(listen: str) -> str:
 def _metrics_listen(args: argparse.Namespace) -> tuple[str | None, float]:
     """``--metrics-listen`` (else ``SABOT_METRICS_LISTEN``, from the environment, then the env
     file; None: no metrics endpoint) and ``--store-timeout`` (``SABOT_STORE_TIMEOUT``)."""
-    from services.settings import SettingError, Settings
-
-    try:
-        settings = Settings.load({"metrics_listen": args.metrics_listen,
-                                  "store_timeout": getattr(args, "store_timeout", None)},
-                                 env_file=args.env_file,
-                                 only=("metrics_listen", "store_timeout"))
-    except SettingError as exc:
-        raise CliError(str(exc)) from None
+    settings = settings_of(args)
     if settings.metrics_listen is None:
         return None, settings.store_timeout
     from services.metrics import split_address
