@@ -249,7 +249,15 @@ def _writer_name(listen: str) -> str:
 def _metrics_listen(args: argparse.Namespace) -> tuple[str | None, float]:
     """``--metrics-listen`` (else ``SABOT_METRICS_LISTEN``, from the environment, then the env
     file; None: no metrics endpoint) and ``--store-timeout`` (``SABOT_STORE_TIMEOUT``)."""
-    settings = settings_of(args)
+    from services.settings import SettingError, Settings
+
+    try:  # these two only (a test reads them from .env.example, whose keys are placeholders)
+        settings = Settings.load({"metrics_listen": args.metrics_listen,
+                                  "store_timeout": getattr(args, "store_timeout", None),
+                                  "env_file": getattr(args, "env_file", None)},
+                                 only=("metrics_listen", "store_timeout"))
+    except SettingError as exc:
+        raise CliError(str(exc)) from None
     if settings.metrics_listen is None:
         return None, settings.store_timeout
     from services.metrics import split_address
