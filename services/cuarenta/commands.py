@@ -35,7 +35,7 @@ from domain.cuarenta import match as rulebook
 from domain.cuarenta.rules import CuarentaRules, cuarenta_rules
 from domain.cuarenta.stakes import Movement, Role
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import ALGORITHM_ID, commitment, order_digest
+from domain.shuffle import order_digest
 from services import topics
 from services.cuarenta.match import CuarentaMatch
 from services.cuarenta.reconcile import Reconciliation, reconcile
@@ -53,7 +53,7 @@ from services.ledger.core import Core
 from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard
 from services.ledger.ids import check_name, parse_uuid, table_account
-from services.ledger.seal import seal, unseal
+from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
 from services.ledger.writer import UnitOfWork
 
@@ -115,14 +115,15 @@ class Cuarenta:
     def state(self, unit: UnitOfWork, agg: CuarentaMatch) -> rulebook.Match:
         """The rule book's match as of the aggregate's version: its inputs replayed."""
         derived = agg.derived
-        if derived.match is not None and derived.version == agg.version:
-            return derived.match
+        if derived.value is not None and derived.version == agg.version:
+            kept: rulebook.Match = derived.value
+            return kept
         m = rebuild(agg.options, agg.first_dealer, agg.inputs, lambda s: self.pack(unit, s))
-        derived.match, derived.version = m, agg.version
+        derived.value, derived.version = m, agg.version
         return m
 
     def _keep(self, agg: CuarentaMatch, m: rulebook.Match) -> None:
-        agg.derived.match, agg.derived.version = m, agg.version
+        agg.derived.value, agg.derived.version = m, agg.version
 
     # --- commands -------------------------------------------------------------------------
 
@@ -371,18 +372,8 @@ class Cuarenta:
     def _begin_hand(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
                     ts: datetime, moves: list[MoveView]) -> rulebook.Match:
         """A new committed shoe for the next hand, and the hand begun on it."""
-        sid = self.config.new_id()
-        seed = self.config.new_seed()
-        escrowed = ""
-        if self.config.regulator_key is not None:
-            from services.regulator.escrow import seal_to_regulator
-
-            escrowed = seal_to_regulator(seed, sid, self.config.regulator_key).hex()
-        shoe = Shoe._create(
-            Shoe.Shuffled, id=sid, timestamp=ts, table_id=agg.table_id, algorithm=ALGORITHM_ID,
-            deck_kind=DECK.value, decks=1, size=40, commitment=commitment(seed, sid),
-            sealed_seed=seal(self.config.seal_key, seed, sid), escrowed_seed=escrowed)
-        unit.add(shoe)
+        shoe = self.core.shuffle(unit, agg.table_id, DECK, timestamp=ts)
+        sid = shoe.id
         step = rulebook.begin_hand(m, self.faces.order(shoe))
         begun = next(f for f in step.facts if isinstance(f, F.HandBegun))
         agg.trigger_event(

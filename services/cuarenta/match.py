@@ -18,26 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
-from domain.cuarenta.match import Match
-
-
-class Derived:
-    """The rule book's ``Match`` as of the aggregate's ``version`` (None: not made yet).
-    Derived state, equal to any other: a match loaded from its events equals the live one."""
-
-    __slots__ = ("match", "version")
-
-    def __init__(self) -> None:
-        self.match: Match | None = None
-        self.version = -1
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Derived)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return "Derived()"
+from services.ledger.derived import Derived
 
 
 class CuarentaMatch(Aggregate):

@@ -25,11 +25,12 @@ import base64
 import binascii
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
@@ -73,6 +74,20 @@ class TableClosing:
     prisoners_at_close: str = ""
     stakes: int = 0
     settled: tuple[Any, ...] = ()
+
+
+
+class PlayerMovement(Protocol):
+    """A game's movement of money as ``Core.check_movements`` reads it."""
+
+    @property
+    def source(self) -> Enum: ...
+    @property
+    def destination(self) -> Enum: ...
+    @property
+    def player(self) -> str: ...
+    @property
+    def amount(self) -> int: ...
 
 
 class Core:
@@ -150,20 +165,21 @@ class Core:
         return shoe
 
     def shuffle(self, unit: UnitOfWork, table_id: str, kind: DeckKind, decks: int = 1,
-                shoe_id: UUID | None = None) -> Shoe:
+                shoe_id: UUID | None = None, timestamp: datetime | None = None) -> Shoe:
         """A new shoe of ``decks`` decks of ``kind`` for the table (SABOT-SHUFFLE-1): a fresh
         32-byte seed, its commitment published, the seed sealed under the ledger's key and, when
         the ledger has the regulator's key, escrowed to it (SABOT-ESCROW-1) in
         ``Shoe.Shuffled``; to be cut (``Shoe.Cut``) before its cards are dealt. ``shoe_id``: its
-        id (the caller checked none has it; None: a fresh one)."""
+        id (the caller checked none has it; None: a fresh one); ``timestamp``: the event's time
+        (None: the unit's ``now``)."""
         sid = self.config.new_id() if shoe_id is None else shoe_id
         seed = self.config.new_seed()
         escrowed = ""  # the seed sealed to the regulator (deterministic bytes), if keyed
         if self.config.regulator_key is not None:
             escrowed = seal_to_regulator(seed, sid, self.config.regulator_key).hex()
         shoe = Shoe._create(
-            Shoe.Shuffled, id=sid, timestamp=unit.now, table_id=table_id,
-            algorithm=ALGORITHM_ID, deck_kind=kind.value, decks=decks,
+            Shoe.Shuffled, id=sid, timestamp=unit.now if timestamp is None else timestamp,
+            table_id=table_id, algorithm=ALGORITHM_ID, deck_kind=kind.value, decks=decks,
             size=len(canonical_shoe(kind, decks)), commitment=commitment(seed, sid),
             sealed_seed=seal(self.config.seal_key, seed, sid), escrowed_seed=escrowed,
         )
@@ -234,6 +250,18 @@ class Core:
                     "INSUFFICIENT_FUNDS",
                     f"the balance of {player!r} is {account.balance}, {-change} needed",
                 )
+
+    def check_movements(self, unit: UnitOfWork, movements: Iterable[PlayerMovement],
+                        currency: str, field: str = "amount") -> None:
+        """``check_balances`` of a game's step: each movement from (to) a player's own account
+        (its ``source`` (``destination``) role ``"player"``) takes (gives) its ``amount``."""
+        net: dict[str, int] = {}
+        for m in movements:
+            if m.source.value == "player":
+                net[m.player] = net.get(m.player, 0) - m.amount
+            if m.destination.value == "player":
+                net[m.player] = net.get(m.player, 0) + m.amount
+        self.check_balances(unit, net, currency, field)
 
     def post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
              stake_id: str | None, ts: datetime) -> None:

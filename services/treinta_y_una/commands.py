@@ -23,7 +23,7 @@ from uuid import UUID
 
 from domain.cards import DeckKind
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import ALGORITHM_ID, commitment, order_digest
+from domain.shuffle import order_digest
 from domain.treinta_y_una import facts as F
 from domain.treinta_y_una import round as R
 from domain.treinta_y_una.banker import BankerChoice, BankerReason, BankLot, draw_banker
@@ -38,7 +38,7 @@ from services.ledger.core import Core
 from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
 from services.ledger.ids import check_name, parse_uuid, table_account, table_uuid
-from services.ledger.seal import seal, unseal
+from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.writer import UnitOfWork
@@ -146,13 +146,7 @@ class TreintaYUna:
 
     def _check_funds(self, unit: UnitOfWork, movements: Sequence[Movement], currency: str,
                      field: str) -> None:
-        net: dict[str, int] = {}
-        for m in movements:
-            if m.source is Role.PLAYER:
-                net[m.player] = net.get(m.player, 0) - m.amount
-            if m.destination is Role.PLAYER:
-                net[m.player] = net.get(m.player, 0) + m.amount
-        self.core.check_balances(unit, net, currency, field)
+        self.core.check_movements(unit, movements, currency, field)
 
     def _player(self, unit: UnitOfWork, player: str, currency: str,
                 field: str = "player") -> Account:
@@ -219,20 +213,9 @@ class TreintaYUna:
     def _new_shoe(self, unit: UnitOfWork, table: Table) -> tuple[Shoe, bytes]:
         """The round's own shoe: one SPANISH-40 deck, a fresh seed sealed (and escrowed to the
         regulator when keyed), its commitment public; not cut."""
-        sid = self.config.new_id()
-        seed = self.config.new_seed()
-        escrowed = ""
-        if self.config.regulator_key is not None:
-            from services.regulator.escrow import seal_to_regulator
-
-            escrowed = seal_to_regulator(seed, sid, self.config.regulator_key).hex()
-        shoe = Shoe._create(
-            Shoe.Shuffled, id=sid, timestamp=unit.now, table_id=table.table_id,
-            algorithm=ALGORITHM_ID, deck_kind=DECK.value, decks=1, size=40,
-            commitment=commitment(seed, sid), sealed_seed=seal(self.config.seal_key, seed, sid),
-            escrowed_seed=escrowed,
-        )
-        unit.add(shoe)
+        shoe = self.core.shuffle(unit, table.table_id, DECK)
+        sid = shoe.id
+        seed = unseal(self.config.seal_key, shoe.sealed_seed, sid)
         table.trigger_event(Table.ShoeStarted, timestamp=unit.now, shoe_id=str(sid))
         return shoe, seed
 

@@ -136,13 +136,7 @@ class TrenteEtQuarante:
     def _check_funds(self, unit: UnitOfWork, table_id: str, movements: tuple[Movement, ...],
                      currency: str) -> None:
         """Refuse a step that would take a player's balance below zero (field ``amount``)."""
-        net: dict[str, int] = {}
-        for m in movements:
-            if m.source is Role.PLAYER:
-                net[m.player] = net.get(m.player, 0) - m.amount
-            if m.destination is Role.PLAYER:
-                net[m.player] = net.get(m.player, 0) + m.amount
-        self.core.check_balances(unit, net, currency)
+        self.core.check_movements(unit, movements, currency)
 
     def _apply_step(self, unit: UnitOfWork, table: Table, coup: Coup, step: Step, ts: datetime,
                     record_movements: bool,
