@@ -508,18 +508,8 @@ class Cuarenta:
 
     def reconcile(self, table_id: str) -> Reconciliation:
         """The table's reconciliation (``reconcile.py``), folded from the log."""
-        from services.ledger.api import read_log
-
         check_name(table_id, "table_id")
-        wanted = (topics.CUARENTA_MATCH + ".", topics.ACCOUNT + ".")
-        events = []
-        after = 0
-        while True:
-            batch = read_log(self.core.app, after, 10_000)
-            if not batch:
-                break
-            events += [e for e in batch if e.topic.startswith(wanted)]
-            after = batch[-1].position
+        events = self.core.logged((topics.CUARENTA_MATCH + ".", topics.ACCOUNT + "."))
         return reconcile(events, table_id)
 
     # the ledger-wide names of the commands and queries (``services.games``: unique across

@@ -49,6 +49,7 @@ from services.ledger.ids import account_uuid, check_name, parse_uuid, table_acco
 from services.ledger.seal import seal, unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
+from services.ledger.views import StoredEvent
 from services.ledger.writer import Command, UnitOfWork, Writer
 
 T = TypeVar("T")
@@ -122,6 +123,20 @@ class Core:
             return self.writer.submit(command)  # type: ignore[return-value]  # see submit
         result: T = self.writer.execute(command)
         return result
+
+    def logged(self, prefixes: str | tuple[str, ...]) -> list[StoredEvent]:
+        """Every stored event whose topic starts with ``prefixes``, in the log's order (for a
+        game's reconciliation, folded from the whole log)."""
+        from services.ledger.api import read_log
+
+        events: list[StoredEvent] = []
+        after = 0
+        while True:
+            batch = read_log(self.app, after, 10_000)
+            if not batch:
+                return events
+            events += [e for e in batch if e.topic.startswith(prefixes)]
+            after = batch[-1].position
 
     def read(self, fn: Callable[[UnitOfWork], T]) -> T:
         """A query: ``fn(unit)`` over the committed state (it must trigger nothing)."""

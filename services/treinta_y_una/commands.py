@@ -462,17 +462,8 @@ class TreintaYUna:
 
     def reconcile(self, table_id: str) -> list[DayReconciliation]:
         """The table's reconciliation per gaming day (``reconcile.py``), from the log."""
-        from services.ledger.api import read_log
-
         check_name(table_id, "table_id")
-        events = []
-        after = 0
-        while True:
-            batch = read_log(self.core.app, after, 10_000)
-            if not batch:
-                break
-            events += [e for e in batch if e.topic.startswith(topics.TREINTA_Y_UNA_ROUND + ".")]
-            after = batch[-1].position
+        events = self.core.logged(topics.TREINTA_Y_UNA_ROUND + ".")
         return reconcile(events, table_id)
 
     # the ledger's names of the game's methods (unique across the core and every game)
