@@ -213,7 +213,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _other_games(target: str, tokens: dict[str, Principal], tls: bool) -> None:
     """``serve --demo``: after Trente et Quarante's shoe, rounds of Treinta y Una (when two
-    player tokens or more are configured: a face-down card is its holder's only)."""
+    player tokens or more are configured: a face-down card is its holder's only), then a
+    match of Cuarenta."""
     from services.cli import treinta_y_una
 
     try:
@@ -228,6 +229,29 @@ def _other_games(target: str, tokens: dict[str, Principal], tls: bool) -> None:
         channel = channel_of_env(target)
     print()
     treinta_y_una.play(target, *cast, channel=channel)
+    _cuarenta(target, tokens, tls)
+
+
+def _cuarenta(target: str, tokens: dict[str, Principal], tls: bool) -> None:
+    """``serve --demo``: then a whole two-player match of Cuarenta (a hand is its holder's
+    only, so it needs two player tokens, which ``--dev`` makes)."""
+    import secrets
+
+    from services.api import demo
+    from services.cli import cuarenta
+
+    try:
+        cast = demo.cast_from(tokens, secrets.token_hex(2))
+    except ValueError as exc:
+        print(f"(no Cuarenta demo: {exc})")
+        return
+    channel = None
+    if tls:
+        from services.cli.client import channel_of_env
+
+        channel = channel_of_env(target)
+    print()
+    cuarenta.play(target, cast, channel=channel)
 
 
 def _writer_name(listen: str) -> str:
