@@ -50,8 +50,13 @@ class Cast:
     players: tuple[tuple[str, str], ...]  # (token, account id)
 
 
-def cast_from(tokens: Mapping[str, Principal], suffix: str) -> Cast:
-    """Pick the demo's callers among configured tokens (an admin token can play every part)."""
+def cast_from(tokens: Mapping[str, Principal], suffix: str = "", *, players: int = 3,
+              own: int = 0, why: str = "") -> Cast:
+    """Pick the demo's callers among configured tokens (an admin token can play every part),
+    every game's demo the same way: ``players`` players, the missing ones played by an admin
+    with accounts named after ``suffix``. ``own``: a game whose cards are face down wants at
+    least ``own`` players with their own token and account (a face-down card is shown to its
+    holder only), up to ``players`` of them and no admin among them (else ``ValueError(why)``)."""
     by_role: dict[Role, list[tuple[str, Principal]]] = {}
     for token, who in tokens.items():
         by_role.setdefault(who.role, []).append((token, who))
@@ -64,13 +69,35 @@ def cast_from(tokens: Mapping[str, Principal], suffix: str) -> Cast:
             raise ValueError(f"the demo needs a {role.value} or an admin token")
         return token
 
-    players = [(t, w.account or "") for t, w in by_role.get(Role.PLAYER, [])][:3]
+    seated = by_role.get(Role.PLAYER, [])
+    if own:
+        mine = [(t, w.account) for t, w in seated if w.account][:players]
+        if len(mine) < own:
+            raise ValueError(why or f"the demo needs {own} player tokens")
+        return Cast(pick(Role.CROUPIER), pick(Role.CASHIER), tuple(mine))
+    chosen = [(t, w.account or "") for t, w in seated][:players]
     names = ("anne", "bruno", "chiara")
-    while len(players) < 3:
+    while len(chosen) < players:
         if admin is None:
             raise ValueError("the demo needs three player tokens or an admin token")
-        players.append((admin, f"{names[len(players)]}-{suffix}"))
-    return Cast(pick(Role.CROUPIER), pick(Role.CASHIER), tuple(players))
+        chosen.append((admin, f"{names[len(chosen)]}-{suffix}"))
+    return Cast(pick(Role.CROUPIER), pick(Role.CASHIER), tuple(chosen))
+
+
+def fund(cashier: Client, account: str, currency: str, amount: int = DEPOSIT
+         ) -> cashier_pb2.Account:
+    """Open ``account`` (a configured player's may exist already) and deposit ``amount``; the
+    account after the deposit. Every game's demo funds its players so."""
+    try:
+        cashier.cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
+            request_id=new_request_id(), account_id=account, currency_code=currency))
+    except grpc.RpcError as exc:
+        if exc.code() is not grpc.StatusCode.ALREADY_EXISTS:
+            raise
+    acc: cashier_pb2.Account = cashier.cashier.Deposit(cashier_pb2.DepositRequest(
+        request_id=new_request_id(), name=f"accounts/{account}",
+        amount=common_pb2.Money(currency_code=currency, amount_minor=amount)))
+    return acc
 
 
 def play(target: str, cast: Cast, preset: str = "francaise",
@@ -103,15 +130,7 @@ def _play(base: Client, cast: Cast, preset: str, say: Callable[[str], None],
         f"insurance {table.options.get('insurance_rate', '?')}, "
         f"stakes {table.options.get('min_stake', '?')}..{table.options.get('max_stake', '?')}).")
     for _, account in players:
-        try:
-            cashier.cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
-                request_id=new_request_id(), account_id=account, currency_code=currency))
-        except grpc.RpcError as exc:  # a configured player's account may exist already
-            if exc.code() is not grpc.StatusCode.ALREADY_EXISTS:
-                raise
-        acc = cashier.cashier.Deposit(cashier_pb2.DepositRequest(
-            request_id=new_request_id(), name=f"accounts/{account}",
-            amount=common_pb2.Money(currency_code=currency, amount_minor=DEPOSIT)))
+        acc = fund(cashier, account, currency)
         say(f"  {account} changes {euros(acc.balance.amount_minor, currency)} at the cage.")
 
     shoe = croupier.tables.OpenShoe(

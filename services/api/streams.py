@@ -6,9 +6,10 @@ Watch and recall show a player token other players' stakes without their account
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 import grpc
 
@@ -23,6 +24,8 @@ from services.ledger.views import StoredEvent
 WAIT_SECONDS = 0.5
 DEFAULT_BATCH = 100
 MAX_BATCH = 1000
+
+R = TypeVar("R")
 
 
 class _TableFilter:
@@ -76,6 +79,55 @@ def _ended(base: Base, context: grpc.ServicerContext) -> Callable[[], bool]:
     return lambda: not context.is_active()
 
 
+@dataclass
+class Turn(Generic[R]):
+    """One turn of a watch stream: the answers to send now, then ``over`` (the stream ends), or
+    ``wait`` (sleep until an event is stored beyond that position) or neither (at once again)."""
+
+    send: Sequence[R] = field(default_factory=tuple)
+    wait: int | None = None
+    over: bool = False
+
+
+def stream(base: Base, context: grpc.ServicerContext, turn: Callable[[], Turn[R]]
+           ) -> Iterator[R]:
+    """A watch stream, every game's and the core's: ``turn`` after ``turn`` while the RPC is
+    active and the server open, each turn's answers sent. It holds a stream slot from its
+    first turn; the slot is released in this generator's ``finally`` (its end, the RPC's end
+    or cancellation: grpc closes the generator, ``yield from`` closes this one)."""
+    ended = _ended(base, context)
+    with _slot(base):
+        while context.is_active() and not base.hub.closed:
+            t = turn()
+            yield from t.send
+            if t.over:
+                return
+            if t.wait is not None:
+                base.hub.wait_beyond(t.wait, WAIT_SECONDS, ended)
+
+
+def follow(base: Base, context: grpc.ServicerContext, position: int,
+           answer: Callable[[list[StoredEvent]], R | None], *, size: int = MAX_BATCH,
+           stop_at_end: bool = False,
+           done: Callable[[list[StoredEvent]], bool] | None = None) -> Iterator[R]:
+    """The log after ``position`` as a :func:`stream`: batches of up to ``size`` events, each
+    batch's ``answer`` sent (unless None); at the log's end, waiting for more (or ending, with
+    ``stop_at_end``); ending after a batch where ``done``."""
+    at = position
+
+    def turn() -> Turn[R]:
+        nonlocal at
+        batch = base.ledger.read_events(at, size)
+        if not batch:
+            return Turn(over=True) if stop_at_end else Turn(wait=at)
+        at = batch[-1].position
+        found = answer(batch)
+        return Turn(send=() if found is None else (found,),
+                    over=done is not None and done(batch))
+
+    return stream(base, context, turn)
+
+
 class WatchServicer(Base, events_pb2_grpc.WatchServiceServicer):
     def WatchTable(
         self, request: events_pb2.WatchTableRequest, context: grpc.ServicerContext
@@ -89,18 +141,12 @@ class WatchServicer(Base, events_pb2_grpc.WatchServiceServicer):
         if table.coup_id:
             homes[table.coup_id] = self.coup_home(table.coup_id, "table")[1]
         selector = _TableFilter(table_id, table.shoe_id, homes, viewer)
-        position = request.after_position or self.hub.catch_up()
-        ended = _ended(self, context)
-        with _slot(self):
-            while context.is_active() and not self.hub.closed:
-                batch = self.ledger.read_events(position, MAX_BATCH)
-                if not batch:
-                    self.hub.wait_beyond(position, WAIT_SECONDS, ended)
-                    continue
-                position = batch[-1].position
-                found = [e for e in (selector.match(s) for s in batch) if e is not None]
-                if found:
-                    yield events_pb2.WatchTableResponse(events=found)
+
+        def answer(batch: list[StoredEvent]) -> events_pb2.WatchTableResponse | None:
+            found = [e for e in (selector.match(s) for s in batch) if e is not None]
+            return events_pb2.WatchTableResponse(events=found) if found else None
+
+        yield from follow(self, context, request.after_position or self.hub.catch_up(), answer)
 
 
 class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
@@ -111,24 +157,18 @@ class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
             raise errors.invalid("after_position", "must not be negative")
         if request.batch_size < 0 or request.batch_size > MAX_BATCH:
             raise errors.invalid("batch_size", f"0..{MAX_BATCH} (0: {DEFAULT_BATCH})")
-        size = request.batch_size or DEFAULT_BATCH
-        position = request.after_position
-        ended = _ended(self, context)
-        with _slot(self):
-            while context.is_active() and not self.hub.closed:
-                batch = self.ledger.read_events(position, size)
-                if not batch:
-                    if request.stop_at_end:
-                        return
-                    self.hub.wait_beyond(position, WAIT_SECONDS, ended)
-                    continue
-                position = batch[-1].position
-                actors = self.actors(batch)
-                yield events_pb2.StreamEventsResponse(
-                    events=[self._located(e, actors.get((e.originator_id, e.version)))
-                            for e in batch],
-                    last_position=position,
-                )
+
+        def answer(batch: list[StoredEvent]) -> events_pb2.StreamEventsResponse:
+            actors = self.actors(batch)
+            return events_pb2.StreamEventsResponse(
+                events=[self._located(e, actors.get((e.originator_id, e.version)))
+                        for e in batch],
+                last_position=batch[-1].position,
+            )
+
+        yield from follow(self, context, request.after_position, answer,
+                          size=request.batch_size or DEFAULT_BATCH,
+                          stop_at_end=request.stop_at_end)
 
     def _located(self, event: StoredEvent, by: dict[str, Any] | None = None
                  ) -> events_pb2.Event:

@@ -22,7 +22,8 @@ from services.api import demo
 from services.api.client import Client, _Authed, new_request_id
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2 as pb
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2_grpc
-from services.api.gen.sabot.v1 import cashier_pb2, common_pb2, table_pb2
+from services.api.gen.sabot.v1 import common_pb2, table_pb2
+from services.api.roles import Principal
 
 GAME = "cuarenta"
 STAKE = 5_000  # minor units, each side
@@ -32,18 +33,6 @@ KINDS = {"capture": "", "caida": "caída", "limpia": "limpia", "caida_limpia": "
 
 def _stub(base: Client, token: str) -> Any:
     return _Authed(cuarenta_pb2_grpc.CuarentaServiceStub(base.channel), token, 30.0)
-
-
-def _fund(cashier: Client, account: str, currency: str) -> None:
-    try:
-        cashier.cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
-            request_id=new_request_id(), account_id=account, currency_code=currency))
-    except grpc.RpcError as exc:
-        if exc.code() is not grpc.StatusCode.ALREADY_EXISTS:
-            raise
-    cashier.cashier.Deposit(cashier_pb2.DepositRequest(
-        request_id=new_request_id(), name=f"accounts/{account}",
-        amount=common_pb2.Money(currency_code=currency, amount_minor=DEPOSIT)))
 
 
 def play(target: str, cast: demo.Cast, say: Callable[[str], None] = print,
@@ -74,7 +63,7 @@ def _play(base: Client, cast: demo.Cast, say: Callable[[str], None]) -> pb.Match
         return format_minor(amount, currency)
 
     for account in (a0, a1):
-        _fund(cashier, account, currency)
+        demo.fund(cashier, account, currency, DEPOSIT)
     say(f"Cuarenta at table {table_id}: {a0} against {a1}, {money(STAKE)} each, "
         f"house commission {table.options['commission_rate']}")
     step = house.OpenMatch(pb.OpenMatchRequest(
@@ -139,36 +128,10 @@ def _narrate(moves: Any, names: dict[int, str], money: Callable[[int], str],
             say(f"  {mv.reason}: {money(mv.amount.amount_minor)} to {to}")
 
 
-def cmd_demo(args: argparse.Namespace, fallback: Callable[[argparse.Namespace], int]) -> int:
-    """``sabot demo --game cuarenta`` (another game: ``fallback``, the demo it had)."""
-    if getattr(args, "game", None) in (None, "", "trente-et-quarante"):
-        return fallback(args)
-    if args.game != GAME:
-        from services.cli import CliError
-
-        raise CliError(f"--game: no demo for {args.game!r}")
-    import os
-    from pathlib import Path
-
-    from services.api import config as api_config
-    from services.api.roles import Principal, Role
-    from services.cli import CliError
-    from services.cli.client import channel_of
-
-    try:
-        text = args.tokens if args.tokens is not None else (
-            os.environ.get("SABOT_TOKENS")
-            or api_config.read_dotenv(Path(".env")).get("SABOT_TOKENS", ""))
-        tokens = api_config.parse_tokens(text) if text else {}
-        if args.token:
-            tokens[args.token] = Principal(Role.ADMIN, None, "admin")
-        cast = demo.cast_from(tokens, secrets.token_hex(2))
-        play(args.target, cast, channel=channel_of(args))
-    except (ValueError, api_config.ConfigError) as exc:
-        raise CliError(str(exc)) from None
-    except grpc.RpcError as exc:
-        raise CliError(f"{exc.code().name}: {exc.details()}") from None
-    return 0
+def demo_play(target: str, tokens: dict[str, Principal], args: argparse.Namespace,
+              channel: Any) -> object:
+    """``sabot demo --game cuarenta`` (``services.cli.server.DEMOS``)."""
+    return play(target, demo.cast_from(tokens, secrets.token_hex(2)), channel=channel)
 
 
 def cmd_replay(args: argparse.Namespace, fallback: Callable[[argparse.Namespace], int]) -> int:
@@ -216,17 +179,11 @@ def _wrap(parser: argparse.ArgumentParser, command: Callable[..., int]) -> None:
 
 
 def register(sub: Any) -> None:
-    """``--game`` on ``sabot demo`` and ``--match`` on ``sabot store replay`` (until the demos
-    and the replays have their registries)."""
-    try:
-        parser = sub.find("demo")
-    except KeyError:  # the demo command is not registered (a module registered alone)
-        parser = None
-    if parser is not None:
-        if not any("--game" in a.option_strings for a in parser._actions):
-            parser.add_argument("--game", default=None,
-                                help="the game to play: trente-et-quarante (default), cuarenta")
-        _wrap(parser, cmd_demo)
+    """``sabot demo --game cuarenta`` and ``--match`` on ``sabot store replay`` (until the
+    replays have their registry)."""
+    from services.cli.server import add_demo
+
+    add_demo(GAME, demo_play)
     try:
         replay = sub.find("store replay")
     except KeyError:

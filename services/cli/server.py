@@ -228,7 +228,7 @@ def _other_games(target: str, tokens: dict[str, Principal], tls: bool) -> None:
 
         channel = channel_of_env(target)
     print()
-    treinta_y_una.play(target, *cast, channel=channel)
+    treinta_y_una.play(target, cast.croupier, cast.cashier, cast.players, channel=channel)
     _cuarenta(target, tokens, tls)
 
 

@@ -19,11 +19,12 @@ from typing import Any
 import grpc
 
 from domain.currency import format_minor
+from services.api import demo
 from services.api.client import Client, _Authed, new_request_id
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as pb
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc
-from services.api.gen.sabot.v1 import cashier_pb2, common_pb2
-from services.api.roles import Principal, Role
+from services.api.gen.sabot.v1 import common_pb2
+from services.api.roles import Principal
 
 GAME = "treinta-y-una"
 STAKE = 1_000
@@ -36,26 +37,12 @@ REASONS = {"lot": "drawn by lot", "kept_31": "he made 31 and keeps it",
            "passed_to_mano": "nobody made 31: it passes to the mano"}
 
 
-def cast_of(tokens: Mapping[str, Principal]) -> tuple[str, str, list[tuple[str, str]]]:
-    """(croupier token, cashier token, [(player token, account)]) from configured tokens; an
-    admin token plays the croupier and the cashier, never a player."""
-    by_role: dict[Role, list[tuple[str, Principal]]] = {}
-    for token, who in tokens.items():
-        by_role.setdefault(who.role, []).append((token, who))
-    admin = by_role.get(Role.ADMIN, [("", Principal(Role.ADMIN, None, "admin"))])[0][0]
-
-    def pick(role: Role) -> str:
-        found = by_role.get(role)
-        token = found[0][0] if found else admin
-        if not token:
-            raise ValueError(f"the demo needs a {role.value} or an admin token")
-        return token
-
-    players = [(t, w.account or "") for t, w in by_role.get(Role.PLAYER, []) if w.account][:4]
-    if len(players) < 2:
-        raise ValueError("the Treinta y Una demo needs two to four player tokens (a face-down "
-                         "card is shown to its holder only): sabot serve --dev makes them")
-    return pick(Role.CROUPIER), pick(Role.CASHIER), players
+def cast_of(tokens: Mapping[str, Principal]) -> demo.Cast:
+    """The croupier, the cashier (an admin token plays them, never a player) and two to four
+    players with their own tokens, as every demo picks them (``services.api.demo.cast_from``)."""
+    return demo.cast_from(tokens, players=4, own=2, why=(
+        "the Treinta y Una demo needs two to four player tokens (a face-down card is shown "
+        "to its holder only): sabot serve --dev makes them"))
 
 
 def play(target: str, croupier: str, cashier: str, players: Sequence[tuple[str, str]],
@@ -90,15 +77,7 @@ def _play(base: Client, croupier: str, cashier: str, players: Sequence[tuple[str
 
     desk = base.as_(cashier)
     for _, account in players:
-        try:
-            desk.cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
-                request_id=new_request_id(), account_id=account, currency_code=currency))
-        except grpc.RpcError as exc:
-            if exc.code() is not grpc.StatusCode.ALREADY_EXISTS:
-                raise
-        desk.cashier.Deposit(cashier_pb2.DepositRequest(
-            request_id=new_request_id(), name=f"accounts/{account}",
-            amount=common_pb2.Money(currency_code=currency, amount_minor=DEPOSIT)))
+        demo.fund(desk, account, currency, DEPOSIT)
     seats = [account for _, account in players]
     say(f"Treinta y Una at table {table_id} ({table.preset}): {', '.join(seats)}; "
         f"stakes of {money(STAKE)}, the table maximum {money(int(table.options['max_stake']))}")
@@ -164,7 +143,8 @@ def _play(base: Client, croupier: str, cashier: str, players: Sequence[tuple[str
 def demo_play(target: str, tokens: dict[str, Principal], args: argparse.Namespace,
               channel: Any) -> object:
     """``sabot demo --game treinta-y-una`` (``services.cli.server.DEMOS``)."""
-    return play(target, *cast_of(tokens), channel=channel)
+    cast = cast_of(tokens)
+    return play(target, cast.croupier, cast.cashier, cast.players, channel=channel)
 
 
 def register(sub: Any) -> None:

@@ -18,7 +18,7 @@ import grpc
 from services.api import convert, errors, names
 from services.api.base import Base, check_uuid
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
-from services.api.streams import WAIT_SECONDS, _ended, _slot
+from services.api.streams import Turn, stream
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
 
 _FIELDS = {
@@ -200,20 +200,21 @@ class CuarentaServicer(Base, cuarenta_pb2_grpc.CuarentaServiceServicer):
         if request.after < 0:
             raise errors.invalid("after", "must not be negative")
         sent = request.after
-        ended = _ended(self, context)
-        with _slot(self):
-            while context.is_active() and not self.hub.closed:
-                position = self.hub.catch_up()
-                over = self.game.cuarenta_match(match_id).phase == "over"
-                moves = self._moves(match_id, "match")  # read after: all of them, when over
-                if len(moves) > sent:
-                    yield cuarenta_pb2.WatchMatchResponse(moves=[
-                        move_message(n, mv, view.table_id, view.currency)
-                        for n, mv in enumerate(moves, 1) if n > sent])
-                    sent = len(moves)
-                if over:
-                    return
-                self.hub.wait_beyond(position, WAIT_SECONDS, ended)
+
+        def turn() -> Turn[cuarenta_pb2.WatchMatchResponse]:
+            nonlocal sent
+            position = self.hub.catch_up()
+            over = self.game.cuarenta_match(match_id).phase == "over"
+            moves = self._moves(match_id, "match")  # read after: all of them, when over
+            send = []
+            if len(moves) > sent:
+                send.append(cuarenta_pb2.WatchMatchResponse(moves=[
+                    move_message(n, mv, view.table_id, view.currency)
+                    for n, mv in enumerate(moves, 1) if n > sent]))
+                sent = len(moves)
+            return Turn(send=send, over=over, wait=position)
+
+        yield from stream(self, context, turn)
 
 
 def add_servicers(server: Any, ledger: Any, tokens: Any, hub: Any) -> tuple[Any, ...]:

@@ -25,8 +25,9 @@ from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc as pb
 from services.api.gen.sabot.v1 import common_pb2
 from services.api.hub import Hub
 from services.api.roles import Principal
-from services.api.streams import MAX_BATCH, WAIT_SECONDS, _ended, _slot
+from services.api.streams import follow
 from services.ledger.api import Ledger
+from services.ledger.views import StoredEvent
 from services.treinta_y_una.commands import GAME
 from services.treinta_y_una.views import (
     HandView,
@@ -232,21 +233,15 @@ class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
         _, round_id = self._round("round", request.round)
         if request.after_position < 0:
             raise errors.invalid("after_position", "must not be negative")
-        position = request.after_position
-        ended = _ended(self, context)
-        with _slot(self):
-            while context.is_active() and not self.hub.closed:
-                batch = self.ledger.read_events(position, MAX_BATCH)
-                if not batch:
-                    self.hub.wait_beyond(position, WAIT_SECONDS, ended)
-                    continue
-                position = batch[-1].position
-                steps = [_stored_step(e) for e in batch if str(e.originator_id) == round_id]
-                if steps:
-                    yield pb.WatchRoundResponse(steps=steps)
-                if any(str(e.originator_id) == round_id and e.topic in _ENDS for e in batch):
-                    return
 
+        def answer(batch: list[StoredEvent]) -> pb.WatchRoundResponse | None:
+            steps = [_stored_step(e) for e in batch if str(e.originator_id) == round_id]
+            return pb.WatchRoundResponse(steps=steps) if steps else None
+
+        def done(batch: list[StoredEvent]) -> bool:
+            return any(str(e.originator_id) == round_id and e.topic in _ENDS for e in batch)
+
+        yield from follow(self, context, request.after_position, answer, done=done)
 
 _ENDS = frozenset({topics.TREINTA_Y_UNA_ROUND_SETTLED, topics.TREINTA_Y_UNA_ROUND_CANCELLED})
 
