@@ -263,6 +263,18 @@ def _address(value: str) -> str:
     return value
 
 
+def _otlp(value: str) -> str:
+    """An OTLP/gRPC collector: ``http://HOST:PORT`` (plaintext) or ``https://HOST:PORT``; the
+    error never shows the value."""
+    value = value.strip()
+    scheme, sep, rest = value.partition("://")
+    host, colon, port = rest.rstrip("/").rpartition(":")
+    if scheme not in ("http", "https") or not sep or not (colon and host and port.isdigit()) \
+            or any(c.isspace() for c in value):
+        raise ValueError("not http://HOST:PORT or https://HOST:PORT")
+    return value
+
+
 def _store(value: str) -> str:
     value = value.strip()
     try:
@@ -432,6 +444,11 @@ SETTINGS: tuple[Setting, ...] = (
             help="the longest a call waits for the store before it is answered UNAVAILABLE "
                  "(retry with the same request id); the PostgreSQL connect, lock and statement "
                  "timeouts are derived from it"),
+    Setting("otlp_endpoint", "SABOT_OTLP_ENDPOINT", "--otlp-endpoint",
+            "http://HOST:PORT or https://HOST:PORT (an OTLP/gRPC collector)", "off: no traces",
+            _SERVE, _otlp, metavar="URL",
+            help="export OpenTelemetry traces (a span per RPC and its ledger command, in both "
+                 "processes) by OTLP/gRPC to this collector"),
     Setting("tls_cert", "SABOT_TLS_CERT", "--tls-cert", _PEM + ": the certificate chain",
             "none: plaintext, loopback only", _SERVE, _path, metavar="FILE",
             help="serve TLS with this certificate chain"),
@@ -507,6 +524,7 @@ class Settings:
     env_file: Path = Path(DEFAULT_ENV_FILE)
     metrics_listen: str | None = None
     store_timeout: float = 5.0
+    otlp_endpoint: str | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_client_ca: Path | None = None

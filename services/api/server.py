@@ -14,7 +14,7 @@ import grpc
 from grpc_health.v1 import health
 from grpc_reflection.v1alpha import reflection
 
-from services import games
+from services import games, traces
 from services import metrics as series
 from services.api import credentials, logs, tls
 from services.api import health as monitoring
@@ -190,10 +190,13 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     health_servicer = health.HealthServicer()
     checks, check_pool = monitoring.serve_checks(health_servicer)
     pools = {f"/{health.SERVICE_NAME}/Check": check_pool}
+    interceptors: list[Any] = [series.MetricsInterceptor(metrics, call_deadline, pools),
+                               ApiInterceptor(keyring, quota)]
+    if traces.enabled():  # off by default: no interceptor at all
+        interceptors.insert(0, traces.TraceInterceptor())
     server = grpc.server(
         ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="sabot-rpc"),
-        interceptors=[series.MetricsInterceptor(metrics, call_deadline, pools),
-                      ApiInterceptor(keyring, quota)],
+        interceptors=interceptors,
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.so_reuseport", 0),

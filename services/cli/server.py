@@ -30,7 +30,7 @@ SERVE_SETTINGS = (
     "store", "listen", "credentials", "tokens", "seal_key", "chain_key", "chain_head",
     "checkpoint_key", "regulator_public_key", "tls_cert", "tls_key", "tls_client_ca", "insecure",
     "workers", "projections", "ledger_process", "gaming_day", "shifts", "streams_per_principal",
-    "metrics_listen", "store_timeout",
+    "metrics_listen", "store_timeout", "otlp_endpoint",
 )
 
 
@@ -138,6 +138,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
 
     logs.configure(level=logging.INFO)
+    otlp_endpoint = settings.otlp_endpoint
+    if otlp_endpoint is not None:  # traces: off unless a collector is named
+        from services import traces
+
+        traces.configure(otlp_endpoint)
     pool_size = min(cfg.workers, 20)
     writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
     ledger: Ledger
@@ -147,7 +152,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             ledger_process = LedgerProcess(cfg.store, seal_key, regulator_key, pool_size,
                                            on_lost=_ledger_lost, writer_name=writer_name,
                                            chain_key=chain_key, chain_head=chain_head,
-                                           store_timeout=store_timeout)
+                                           store_timeout=store_timeout,
+                                           otlp_endpoint=otlp_endpoint)
         except OSError as exc:
             raise CliError(str(exc)) from None
         ledger = cast(Ledger, ledger_process)
@@ -205,6 +211,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         signals.restore()
         raise
     server.serve_until_signal(running, signals)
+    if otlp_endpoint is not None:
+        from services import traces
+
+        traces.shutdown()  # the spans still buffered are exported
     if ledger_process is not None and ledger_process.lost is not None:
         raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
                        "the server stopped: restart it")

@@ -44,6 +44,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from services import traces
 from services.ledger import wire
 from services.ledger.api import Ledger, read_log
 from services.ledger.application import BACKSTOP, LedgerApplication
@@ -176,12 +177,17 @@ class _Connection:
                 if method in INSTANT:
                     self.answers.put((call_id, *self.host.instant(method)))
                 elif method in COMMANDS:
+                    span = None
+                    if traces.tracer is not None:
+                        span = traces.host_span(method, wire.trace_context(frame))
                     try:
                         future = ledger.submit(method, **kwargs)
                     except Exception as exc:
+                        if span is not None:
+                            traces.end_host_span(span, exc)
                         self.answers.put((call_id, False, exc))
                         continue
-                    future.add_done_callback(self._done(call_id))
+                    future.add_done_callback(self._done(call_id, span))
                 else:
                     self.host._queries.submit(self._query, call_id, method, kwargs)
         except ProtocolError as exc:
@@ -192,9 +198,12 @@ class _Connection:
         finally:
             self.answers.put(None)
 
-    def _done(self, call_id: int) -> Callable[[Future[Any]], None]:
+    def _done(self, call_id: int, span: Any = None) -> Callable[[Future[Any]], None]:
         def done(future: Future[Any]) -> None:
             exc = future.exception()
+            if span is not None:  # stored (or refused): the command's span ends here
+                traces.end_host_span(span, exc, None if exc is not None
+                                     else self.host.ledger.saved_position())
             if exc is None:
                 self.answers.put((call_id, True, future.result()))
             else:
@@ -283,14 +292,21 @@ class RemoteLedger:
         return read_log(self.app, after_position, limit)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        future: Future[Any] = Future()
         with self._lock:
             if self._gone is not None:
                 raise HostGone("request_id", "NOT_STORED", f"{self._gone}; the command was not "
                                "sent: retry it (with the same request id)")
             self._next += 1
             call_id = self._next
-        frame = wire.call_frame(call_id, method, args, kwargs)  # TypeError: nothing sent
+        if traces.tracer is not None:
+            with traces.ledger_call(method):
+                return self._call(call_id, method, args, kwargs, traces.inject())
+        return self._call(call_id, method, args, kwargs, None)
+
+    def _call(self, call_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+              trace: dict[str, str] | None) -> Any:
+        future: Future[Any] = Future()
+        frame = wire.call_frame(call_id, method, args, kwargs, trace)  # TypeError: not sent
         with self._lock:
             self._waiting[call_id] = (future, method)
         try:
@@ -414,7 +430,7 @@ class LedgerProcess(RemoteLedger):
                  pool_size: int = 5, start_timeout: float = 60.0,
                  on_lost: Callable[[int], None] | None = None, writer_name: str = "",
                  chain_key: bytes | None = None, chain_head: str | None = None,
-                 store_timeout: float | None = None) -> None:
+                 store_timeout: float | None = None, otlp_endpoint: str | None = None) -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
         self.process = subprocess.Popen(  # --own-dir: the child removes _dir whenever it ends
@@ -432,7 +448,8 @@ class LedgerProcess(RemoteLedger):
                     "writer_name": writer_name,
                     "chain_key": chain_key.hex() if chain_key else "",
                     "chain_head": chain_head or "",
-                    "store_timeout": store_timeout or ""}
+                    "store_timeout": store_timeout or "",
+                    "otlp_endpoint": otlp_endpoint or ""}
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(settings) + "\n")
@@ -578,6 +595,8 @@ def _host(path: str) -> int:
     except ChainBroken as exc:  # the store lost what this writer signed: say so, in one line
         print(f"sabot: error: {exc}", file=sys.stderr)
         return 2
+    if settings.get("otlp_endpoint"):
+        traces.configure(str(settings["otlp_endpoint"]), service="sabot-ledger")
     host = LedgerHost(ledger, path, secret).start()
     print("ready", flush=True)
     sys.stdout = sys.stderr  # nobody reads our standard output after this line
@@ -587,6 +606,7 @@ def _host(path: str) -> int:
     finally:
         host.close()
         ledger.close()
+        traces.shutdown()  # what is buffered is exported
     return 0
 
 

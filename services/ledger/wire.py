@@ -15,7 +15,11 @@ wrong proof) is refused: the host logs it (with the peer's pid and uid) and clos
 connection, having run nothing.
 
 **Calls**: ``[call_id, method, {param: value, ...}]``, ``method`` one of ``METHODS`` (an
-explicit table: a command or a query, its parameters and their types, its answer's type).
+explicit table: a command or a query, its parameters and their types, its answer's type);
+optionally a fourth element, the caller's trace context ``{"traceparent": T, "tracestate":
+S}`` (W3C trace-context strings, at most ``MAX_TRACE`` characters each; sent only when tracing
+is on, ``services/traces.py``): a three-element call is as valid as before, so this is still
+version 1.
 **Answers**: ``{"saved": P, "answers": [[call_id, true, value] | [call_id, false, error]]}``,
 ``P`` the host's last saved log position. A value is the answer's view as JSON (dataclass
 fields by name; tuples as arrays; times as ISO 8601), read back into the declared type. An
@@ -72,6 +76,8 @@ _HEADER = struct.Struct("!I")
 MAX_HELLO = 1024
 MAX_CALL = 1 << 20  # the gRPC server refuses requests beyond 1 MiB before they get here
 MAX_ANSWER = 1 << 30
+MAX_TRACE = 512  # characters of a traceparent or tracestate value
+TRACE_KEYS = frozenset({"traceparent", "tracestate"})
 
 
 class ProtocolError(Exception):
@@ -323,10 +329,11 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def call_frame(call_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-               ) -> list[Any]:
+def call_frame(call_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+               trace: dict[str, str] | None = None) -> list[Any]:
     """The frame of a call (TypeError, before anything is sent, for arguments the method does
-    not declare or that are not of their declared types)."""
+    not declare or that are not of their declared types); ``trace``: the caller's trace
+    context, the frame's optional fourth element."""
     spec = METHODS.get(method)
     if spec is None:
         raise TypeError(f"the ledger socket serves no method {method!r}")
@@ -342,6 +349,8 @@ def call_frame(call_id: int, method: str, args: tuple[Any, ...], kwargs: dict[st
     if isinstance(actor, Actor):
         values["actor"] = actor.to_dict()
     _check(method, spec, values)
+    if trace:
+        return [call_id, method, values, trace]
     return [call_id, method, values]
 
 
@@ -360,9 +369,11 @@ def _check(method: str, spec: Method, values: Any) -> None:
 def read_call(frame: Any) -> tuple[int, str, dict[str, Any]]:
     """A call frame checked against the table (ProtocolError otherwise): its id, its method and
     its arguments, the actor as an ``Actor``."""
-    if type(frame) is not list or len(frame) != 3 or type(frame[0]) is not int:
-        raise ProtocolError("a call is [call_id, method, {arguments}]")
-    call_id, method, values = frame
+    if type(frame) is not list or len(frame) not in (3, 4) or type(frame[0]) is not int:
+        raise ProtocolError("a call is [call_id, method, {arguments}] (and its trace context)")
+    call_id, method, values = frame[:3]
+    if len(frame) == 4:
+        trace_context(frame)
     spec = METHODS.get(method) if type(method) is str else None
     if spec is None:
         raise ProtocolError(f"no method {str(method)[:64]!r} in the table")
@@ -373,6 +384,17 @@ def read_call(frame: Any) -> tuple[int, str, dict[str, Any]]:
     if "actor" in values:
         values["actor"] = Actor.from_dict(values["actor"])
     return call_id, method, values
+
+
+def trace_context(frame: list[Any]) -> dict[str, str] | None:
+    """A call frame's trace context (None: none; ProtocolError if it is not one)."""
+    if len(frame) < 4:
+        return None
+    trace = frame[3]
+    if type(trace) is not dict or not set(trace) <= TRACE_KEYS or not all(
+            type(v) is str and len(v) <= MAX_TRACE for v in trace.values()):
+        raise ProtocolError("a call's trace context is {traceparent, tracestate} strings")
+    return trace
 
 
 # --- errors -----------------------------------------------------------------------------------
