@@ -192,3 +192,65 @@ def test_the_otlp_endpoint_setting() -> None:
     with pytest.raises(SettingError):
         Settings.load({"otlp_endpoint": "127.0.0.1"}, env={}, env_file=None,
                       only=("otlp_endpoint",))
+
+
+class _Receiver:
+    """An OTLP/gRPC trace receiver on 127.0.0.1 (a free port): the spans it was sent, with
+    their service's name."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        import grpc
+        from opentelemetry.proto.collector.trace.v1 import (
+            trace_service_pb2,
+            trace_service_pb2_grpc,
+        )
+
+        self.spans: list[tuple[str, Any]] = []
+        receiver = self
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+            def Export(self, request: Any, context: Any) -> Any:
+                for resource in request.resource_spans:
+                    service = next((a.value.string_value for a in resource.resource.attributes
+                                    if a.key == "service.name"), "")
+                    for scope in resource.scope_spans:
+                        receiver.spans.extend((service, s) for s in scope.spans)
+                return trace_service_pb2.ExportTraceServiceResponse()
+
+        self.server = grpc.server(ThreadPoolExecutor(4))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+
+def test_sabot_serve_exports_both_processes_spans_by_otlp(tmp_path: Path) -> None:
+    from .support import Served
+
+    receiver = _Receiver()
+    try:
+        served = Served.dev(f"sqlite:///{tmp_path}/otlp.db", tmp_path, "--demo",
+                            "--otlp-endpoint", f"http://127.0.0.1:{receiver.port}")
+        try:
+            served.wait_listening()  # after the demo: a shoe, its stakes, rounds, a match
+        finally:
+            served.stop()  # the buffered spans of both processes are exported as they end
+    finally:
+        receiver.server.stop(grace=1)
+    stakes = [s for service, s in receiver.spans
+              if service == "sabot" and s.name == "/sabot.v1.BettingService/PlaceStake"]
+    assert stakes, sorted({s.name for _, s in receiver.spans})[:40]
+    hosts = [s for service, s in receiver.spans
+             if service == "sabot-ledger" and s.name == "ledger.host place_stake"]
+    calls = {s.span_id: s for service, s in receiver.spans
+             if service == "sabot" and s.name == "ledger place_stake"}
+    rpcs = {s.span_id: s for s in stakes}
+    linked = [h for h in hosts if h.parent_span_id in calls
+              and calls[h.parent_span_id].parent_span_id in rpcs
+              and h.trace_id == calls[h.parent_span_id].trace_id]
+    assert linked, (len(hosts), len(calls), len(rpcs))
+    for _, span in receiver.spans:  # the dev tokens, keys and seeds are in no attribute
+        for attribute in span.attributes:
+            text = str(attribute.value)
+            assert "Bearer" not in text and len(text) < 64, (span.name, attribute.key)
