@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
 from contextlib import suppress
 
 import psycopg
+
+from services.ledger.actor import Actor
+from services.ledger.api import Ledger
+from services.ledger.writer import UnitOfWork
+
+Row = tuple[str, float]
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
 
@@ -32,3 +44,55 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def player(name: str) -> Actor:
+    """A player principal of its own account, as the games' benchmarks act."""
+    return Actor(name, "player", "bench", account=name)
+
+
+class RequestIds:
+    """``b1``, ``b2``, …: a fresh request id per call."""
+
+    def __init__(self) -> None:
+        self.k = 0
+
+    def __call__(self) -> str:
+        self.k += 1
+        return f"b{self.k}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Nothing:
+    done: bool
+
+
+def _nothing(unit: UnitOfWork) -> Nothing:
+    return Nothing(True)
+
+
+def noop_floor(ledger: Ledger, commands: int, rid: Callable[[], str]) -> float:
+    """Seconds for ``commands`` commands through the same single writer, each deciding nothing
+    (a request stored, no game event): the floor a game's rate is set beside."""
+    t1 = time.perf_counter()
+    for _ in range(commands):
+        ledger._run("noop", rid(), {}, _nothing, Nothing)
+    return time.perf_counter() - t1
+
+
+def on_each_store(label: str, pg_db: str, bench: Callable[[str, str], list[Row]]) -> list[Row]:
+    """``bench(url, store)`` on a fresh SQLite file, then on a fresh PostgreSQL database (when
+    reachable; an error when SABOT_REQUIRE_POSTGRES=1 and it is not)."""
+    rows: list[Row] = []
+    tmp = tempfile.mkdtemp(prefix=f"sabot-bench-{label}-")
+    try:
+        rows += bench(f"sqlite:///{tmp}/{label}.db", "sqlite")
+        pg = fresh_pg_database(pg_db)
+        if pg is not None:
+            rows += bench(f"{pg}?schema=public", "postgres")
+        elif os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
+            raise RuntimeError("PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        drop_pg_database(pg_db)
+    return rows

@@ -9,45 +9,23 @@ run's no-op floor: as many commands through the same single writer, each decidin
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import shutil
-import tempfile
 import time
-from collections.abc import Callable
 
-from bench._support import drop_pg_database, fresh_pg_database
-from services.ledger.actor import Actor
+from bench._support import RequestIds, Row, noop_floor, on_each_store
+from bench._support import player as _player
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
-from services.ledger.writer import UnitOfWork
 
 KEY = bytes(range(32))
 PLAYERS = ["ana", "bea", "carl", "dani"]
 ROUNDS = 60
 PG_DB = f"sabot_bench_tyu_{os.getpid()}"
 
-Row = tuple[str, float]
-
-
-@dataclasses.dataclass(frozen=True)
-class Nothing:
-    done: bool
-
-
-def _player(name: str) -> Actor:
-    return Actor(name, "player", "bench", account=name)
-
 
 def rounds(url: str, store: str, n: int = ROUNDS) -> list[Row]:
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
-    k = 0
-
-    def rid() -> str:
-        nonlocal k
-        k += 1
-        return f"b{k}"
-
+    rid = RequestIds()
     try:
         ledger.open_table(rid(), "tyu", "clasica", {"max_stake": "100000"}, "treinta-y-una")
         for p in PLAYERS:
@@ -75,14 +53,7 @@ def rounds(url: str, store: str, n: int = ROUNDS) -> list[Row]:
             ledger.tyu_settle(rid(), r.round_id)
             commands += 1
         elapsed = time.perf_counter() - t0
-
-        def nothing(unit: UnitOfWork) -> Nothing:
-            return Nothing(True)
-
-        t1 = time.perf_counter()
-        for _ in range(commands):
-            ledger._run("noop", rid(), {}, nothing, Nothing)
-        floor = time.perf_counter() - t1
+        floor = noop_floor(ledger, commands, rid)
     finally:
         ledger.close()
     prefix = f"treinta_y_una.{store}.rounds_4_players"
@@ -100,23 +71,7 @@ def rounds(url: str, store: str, n: int = ROUNDS) -> list[Row]:
 
 
 def run() -> list[Row]:
-    rows: list[Row] = []
-    tmp = tempfile.mkdtemp(prefix="sabot-bench-tyu-")
-    try:
-        stores: list[tuple[str, Callable[[str], str]]] = [
-            ("sqlite", lambda name: f"sqlite:///{tmp}/{name}.db")
-        ]
-        pg = fresh_pg_database(PG_DB)
-        if pg is not None:
-            stores.append(("postgres", lambda name: f"{pg}?schema=public"))
-        elif os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
-            raise RuntimeError("PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1")
-        for store, url in stores:
-            rows += rounds(url("rounds"), store)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        drop_pg_database(PG_DB)
-    return rows
+    return on_each_store("rounds", PG_DB, rounds)
 
 
 if __name__ == "__main__":
