@@ -48,7 +48,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--decks", default=None, help="number of decks, 1..8 (default: the preset's)")
     p.add_argument("--format", default="table", help="table or json")
-    p.add_argument("--monte-carlo", default=None, metavar="N", help="also play N coups")
+    p.add_argument("--monte-carlo", default=None, metavar="N",
+                   help="also play N coups (treinta-y-una: N deals, 1,000 unless told)")
+    p.add_argument("--no-monte-carlo", action="store_true",
+                   help="the exact figures only (treinta-y-una plays 1,000 deals unless told)")
     p.add_argument("--seed", default="0", metavar="HEX", help="Monte-Carlo seed (hexadecimal)")
     quiet_argument(p)
     p.set_defaults(func=cmd_odds)

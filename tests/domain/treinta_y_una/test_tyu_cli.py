@@ -88,7 +88,9 @@ def test_options(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_odds_exact(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = run(["odds", "--game", "treinta-y-una", "--format", "json"], capsys)
+    rc, out, err = run(
+        ["odds", "--game", "treinta-y-una", "--format", "json", "--no-monte-carlo"], capsys
+    )
     assert rc == 0 and err == ""
     report = json.loads(out)
     three = report["three_cards"]
@@ -97,8 +99,20 @@ def test_odds_exact(capsys: pytest.CaptureFixture[str]) -> None:
     assert three["totals"]["30"] == {"exact": "11/494", "value": 11 / 494, "subsets": 220}
     assert sum(t["subsets"] for t in three["totals"].values()) == 9880
     assert report["preset"] == "clasica" and "monte_carlo" not in report
-    _, table, _ = run(["odds", "--game", "treinta-y-una"], capsys)
+    _, table, _ = run(["odds", "--game", "treinta-y-una", "--no-monte-carlo"], capsys)
     assert "P(treinta y una real)" in table and "33/1235" in table
+    assert "banker edge" not in table
+
+
+def test_odds_plays_the_monte_carlo_unless_told(capsys: pytest.CaptureFixture[str]) -> None:
+    """``sabot odds --game treinta-y-una`` alone: the exact figures and the banker's edge
+    against punters standing at 15 ... 30, on ``DEFAULT_DEALS`` deals through the engine."""
+    rc, out, err = run(["odds", "--game", "treinta-y-una", "-q"], capsys)
+    assert rc == 0 and err == ""
+    assert "P(treinta y una real)" in out and "33/1235" in out and "banker edge" in out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["15"], ["30"])]
+    assert any(r[1].endswith("%") for r in rows)  # an edge row, beside the totals' rows
+    assert "monte-carlo: 1000 deals through the engine" in out
 
 
 def test_odds_monte_carlo(capsys: pytest.CaptureFixture[str]) -> None:
@@ -145,6 +159,7 @@ def test_odds_monte_carlo(capsys: pytest.CaptureFixture[str]) -> None:
         (["--preset", "italiana"], "preset: unknown preset 'italiana'"),
         (["--option", "colour=red"], "overrides.colour: unknown option"),
         (["--format", "yaml"], "--format: must be table or json"),
+        (["--monte-carlo", "9", "--no-monte-carlo"], "--monte-carlo: not with --no-monte-carlo"),
     ],
 )
 def test_odds_bad_input_is_one_line(
