@@ -21,6 +21,10 @@ everything game-specific from here:
 - ``servicers``: a callable ``(server, ledger, tokens, hub)`` that adds the game's gRPC
   servicers to the server and returns them; ``services``: their full gRPC service names (for
   health and reflection);
+- ``table_rpcs``: a callable returning the game's mixins of the servicer of the frozen
+  ``sabot.v1.TableService`` (the RPCs of that service that are the game's: Trente et
+  Quarante's shoes and coups); ``services.api.tables.servicer`` mixes every game's into the
+  service's one servicer beside its game-neutral RPCs (an RPC defined twice is refused);
 - ``topics``: every topic its aggregates store (also in ``services/topics.py``);
 - ``replay``: the regulator's replay of a shoe's rounds (``services.regulator.replay``):
   ``replay(found, opened, only)`` (the shoe's events, grouped by ``services.regulator.vocabulary
@@ -73,6 +77,7 @@ class Game:
     methods: Mapping[str, Method] = field(default_factory=dict)
     servicers: Servicers | None = None
     services: tuple[str, ...] = ()
+    table_rpcs: Callable[[], tuple[type, ...]] | None = None
     topics: frozenset[str] = frozenset()
     replay: Callable[..., Any] | None = None
     verify: Callable[..., Any] | None = None

@@ -18,6 +18,7 @@ from services import games, traces
 from services import metrics as series
 from services.api import credentials, logs, tls
 from services.api import health as monitoring
+from services.api import tables as table_service
 from services.api.base import Base
 from services.api.cashier import CashierServicer, ReportServicer
 from services.api.config import Config, ConfigError
@@ -41,7 +42,6 @@ from services.api.reports import ProjectionKeeper, ReadModelServicer
 from services.api.roles import Principal
 from services.api.stream_quota import StreamQuota
 from services.api.streams import FeedServicer, RecallServicer, WatchServicer
-from services.api.tables import TableServicer
 from services.ledger.api import Ledger
 from services.ledger.remote import observer
 from services.ledger.writer import call_deadline
@@ -205,7 +205,7 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     )
     no_tokens: dict[str, Principal] = {}  # the interceptor authenticates: servicers hold none
     deps = (ledger, no_tokens, hub)
-    tables = TableServicer(*deps)
+    tables = table_service.servicer(*deps)  # its game-neutral RPCs and each game's
     cashier, report = CashierServicer(*deps), ReportServicer(*deps)
     watch, feed, recall = WatchServicer(*deps), FeedServicer(*deps), RecallServicer(*deps)
     table_pb2_grpc.add_TableServiceServicer_to_server(tables, server)

@@ -51,13 +51,21 @@ METHODS: dict[str, Method] = {
 def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
                   ) -> tuple[Any, ...]:
     """The game's gRPC servicers on ``server``: the betting service (its coups' commands are in
-    the table service of ``sabot.v1``, which the core serves)."""
+    the table service of ``sabot.v1``: ``table_rpcs``)."""
     from services.api.gen.sabot.v1 import betting_pb2_grpc
     from services.trente_et_quarante.betting import BettingServicer
 
     betting = BettingServicer(ledger, tokens, hub)
     betting_pb2_grpc.add_BettingServiceServicer_to_server(betting, server)
     return (betting,)
+
+
+def table_rpcs() -> tuple[type, ...]:
+    """The game's RPCs of ``sabot.v1.TableService`` (its shoes and coups), mixed into the
+    service's servicer (``services/trente_et_quarante/tables.py``)."""
+    from services.trente_et_quarante.tables import CoupRpcs
+
+    return (CoupRpcs,)
 
 
 def replay(found: Any, opened: Mapping[str, Any], only: str | None) -> Any:
@@ -76,6 +84,7 @@ GAME = Game(
     methods=METHODS,
     servicers=add_servicers,
     services=("sabot.v1.BettingService",),
+    table_rpcs=table_rpcs,
     topics=topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES,
     replay=replay,
 )
