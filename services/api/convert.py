@@ -174,6 +174,7 @@ def table(view: views.TableView, viewer: str | None = None) -> table_pb2.Table:
         create_time=timestamp(view.create_time),
         closed=view.closed,
         close_time=timestamp(view.close_time),
+        game=view.game,
     )
 
 

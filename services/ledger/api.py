@@ -454,7 +454,8 @@ class Ledger(metaclass=_Games):
         hook = getattr(self._handler(table), "table_layout", None)
         layout, coup_shoe_id = ((), None) if hook is None else hook(unit, table)
         return TableView(
-            table_id=table.table_id, preset=table.preset, options=dict(table.options),
+            table_id=table.table_id, game=table.game, preset=table.preset,
+            options=dict(table.options),
             currency=table.options.get("currency", ""), shoe_id=table.shoe_id,
             coup_id=table.last_coup_id, coups=len(table.coup_ids), shoes=table.shoes,
             layout=layout,

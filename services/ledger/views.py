@@ -13,7 +13,14 @@ import typing
 from datetime import datetime
 from typing import Any, TypeVar, Union
 
+from services.games import DEFAULT_GAME
+
 T = TypeVar("T")
+
+# A field's ``metadata`` for a field added to a stored answer whose default is what an answer
+# stored before it meant: ``to_dict`` leaves the field out while it holds its default, so the
+# stored form of such an answer stays what it was.
+IMPLIED: typing.Mapping[str, bool] = types.MappingProxyType({"implied_by_default": True})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -47,6 +54,11 @@ class TableView:
     coup_shoe_id: str | None = None  # the shoe of the latest coup, if any
     closed: bool = False  # closed for good (``close_table``): it opens no more shoes
     close_time: str | None = None
+    # The game it plays (``Table.Opened.game``). Stored only when it is not the default game
+    # (``IMPLIED``): an answer stored before the field was (a Trente et Quarante table's, the
+    # only game then) reads back as the default, and a Trente et Quarante table's answer is
+    # stored as it always was, byte for byte.
+    game: str = dataclasses.field(default=DEFAULT_GAME, metadata=IMPLIED)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -171,9 +183,12 @@ class StoredEvent:
 
 
 def to_dict(value: Any) -> Any:
-    """A view as JSON-ready data (dicts, lists, text, numbers)."""
+    """A view as JSON-ready data (dicts, lists, text, numbers); a field marked ``IMPLIED``
+    is left out while it holds its default."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_dict(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: to_dict(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.metadata.get("implied_by_default")
+                        and getattr(value, f.name) == f.default)}
     if isinstance(value, tuple | list):
         return [to_dict(v) for v in value]
     if isinstance(value, dict):

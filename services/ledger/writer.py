@@ -914,9 +914,27 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        _CONVERT[cls] = _converter(tuple(f.name for f in dataclasses.fields(value)))
+        fields = dataclasses.fields(value)
+        _CONVERT[cls] = _leave_implied(_converter(tuple(f.name for f in fields)), tuple(
+            (f.name, f.default) for f in fields if f.metadata.get("implied_by_default")))
         return plain(value)
     return value
+
+
+def _leave_implied(convert: Callable[[Any], dict[str, Any]], implied: tuple[tuple[str, Any], ...]
+                   ) -> Callable[[Any], dict[str, Any]]:
+    """``convert`` leaving out the fields marked ``views.IMPLIED`` while at their default."""
+    if not implied:
+        return convert
+
+    def leave(value: Any) -> dict[str, Any]:
+        out = convert(value)
+        for name, default in implied:
+            if out[name] == default:
+                del out[name]
+        return out
+
+    return leave
 
 
 def _converter(names: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
