@@ -419,6 +419,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("projections", "SABOT_PROJECTIONS", "--projections", "on or off", "on", _SERVE,
             _on_off("a thread keeps the read models up to date"), metavar="on|off",
             help="keep the read models up to date in the server"),
+    Setting("turn_clock", "SABOT_TURN_CLOCK", "--turn-clock", "on or off", "on", _SERVE,
+            _on_off("the turn clock acts on the turns whose time ran out"), metavar="on|off",
+            help="forfeit a Cuarenta match, stand for a Treinta y Una player, when the table's "
+                 "turn time runs out (services/turn_clock.py)"),
     Setting("ledger_process", "SABOT_LEDGER_PROCESS", "--single-process",
             "on or off (--single-process: off)", "on", _SERVE,
             _on_off("the writer in a process of its own"), switch="off",
@@ -519,6 +523,7 @@ class Settings:
     regulator_key: bytes | None = field(default=None, repr=False)  # raw X25519 private
     workers: int = DEFAULT_WORKERS
     projections: bool = True
+    turn_clock: bool = True
     ledger_process: bool = True
     gaming_day: GamingDay | None = None  # None: as the read models were built
     env_file: Path = Path(DEFAULT_ENV_FILE)

@@ -84,6 +84,7 @@ class Running:
     metrics: series.ServerMetrics | None = None
     endpoint: series.Endpoint | None = None  # /metrics and /health over HTTP (--metrics-listen)
     pools: tuple[ThreadPoolExecutor, ...] = ()  # the health checks' own threads
+    turn_clock: Any = None  # services/turn_clock.TurnClock, started by ``sabot serve``
 
     @property
     def metrics_port(self) -> int:
@@ -110,6 +111,8 @@ class Running:
         if self.monitor is not None:
             self.monitor.stop()
         self.health.enter_graceful_shutdown()
+        if self.turn_clock is not None:
+            self.turn_clock.stop()
         self.hub.close()
         self.server.stop(grace).wait()
         if self.endpoint is not None:

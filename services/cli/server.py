@@ -30,7 +30,7 @@ SERVE_SETTINGS = (
     "store", "listen", "credentials", "tokens", "seal_key", "chain_key", "chain_head",
     "checkpoint_key", "regulator_public_key", "tls_cert", "tls_key", "tls_client_ca", "insecure",
     "workers", "projections", "ledger_process", "gaming_day", "shifts", "streams_per_principal",
-    "metrics_listen", "store_timeout", "otlp_endpoint",
+    "metrics_listen", "store_timeout", "otlp_endpoint", "turn_clock",
 )
 
 
@@ -175,6 +175,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except BaseException:
         ledger.close()  # the ledger process and its folder go too
         raise
+    if settings.turn_clock:  # acts on the turns whose time ran out (services/turn_clock.py)
+        from services.turn_clock import TurnClock
+
+        running.turn_clock = TurnClock(ledger, hub=running.hub, peer=writer_name).start()
     if chain_head is None:
         logs.get_logger().warning(
             "no SABOT_CHAIN_HEAD: the writer keeps no head file, so a store that lost its last "

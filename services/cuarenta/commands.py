@@ -55,6 +55,8 @@ from services.ledger.hidden import Faces, HiddenCard
 from services.ledger.ids import check_name, parse_uuid, table_account
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
+from services.ledger.turns import check_turn
+from services.ledger.views import TurnView
 from services.ledger.writer import UnitOfWork
 
 T = TypeVar("T")
@@ -236,17 +238,21 @@ class Cuarenta:
         return self.core.run("cuarenta_play", request_id, args, decide, MatchStep, actor)
 
     def forfeit(self, request_id: str, match_id: str, seat: int, reason: str = "abandoned",
-                *, actor: Actor = SYSTEM) -> MatchStep:
+                turn: int | None = None, *, actor: Actor = SYSTEM) -> MatchStep:
         """``seat``'s side forfeits: ``abandoned`` (a player abandons for its own seat only),
         or ``turn_time`` (the seat to play let the table's ``turn_seconds`` pass: measured by
         the ledger from the turn's start; FAILED_PRECONDITION ``TURN_NOT_EXPIRED`` before; an
-        opponent or the house may claim it). The other side is paid."""
+        opponent or the house may claim it). The other side is paid. ``turn``: the turn the
+        claim is about (``TurnView.turn``, as the turn clock names it): FAILED_PRECONDITION
+        ``turn`` ``TURN_MOVED`` once the match moved on (the player played meanwhile)."""
 
         def decide(unit: UnitOfWork) -> MatchStep:
             agg = self._match(unit, match_id)
             s = self._seat(agg, seat)
             m = self.state(unit, agg)
             why = _reason(reason)
+            if turn is not None:
+                check_turn(turn, getattr(agg, "turn_version", None), agg.to_act == s, "the match")
             elapsed: float | None = None
             if why is F.ForfeitReason.ABANDONED:
                 if not _plays_for(actor, agg.seats[s]):
@@ -269,10 +275,31 @@ class Cuarenta:
             step = rulebook.forfeit(m, s, why)
             return self._record(unit, agg, step, unit.now, elapsed)
 
-        args = {"match_id": match_id, "seat": seat, "reason": reason}
+        args: dict[str, Any] = {"match_id": match_id, "seat": seat, "reason": reason}
+        if turn is not None:  # (absent: the arguments stored before the turn clock)
+            args["turn"] = turn
         return self.core.run("cuarenta_forfeit", request_id, args, decide, MatchStep, actor)
 
     # --- queries --------------------------------------------------------------------------
+
+    def turn(self, match_id: str) -> TurnView:
+        """The turn the match waits on (the turn clock's query): the seat to play, since when,
+        the table's turn time; ``turn`` None when no turn runs (before a deal, when over)."""
+
+        def read(unit: UnitOfWork) -> TurnView:
+            agg = self._match(unit, match_id)
+            seat = agg.to_act
+            running = seat is not None and not agg.over and agg.turn_since is not None
+            since = agg.turn_since
+            return TurnView(
+                GAME_NAME, str(agg.id), agg.table_id,
+                getattr(agg, "turn_version", None) if running else None,
+                seat if running else None,
+                agg.seats[seat] if running and seat is not None else None,
+                since.isoformat() if running and since is not None else None,
+                int(agg.options.get("turn_seconds", "0")))
+
+        return self.read(read)
 
     def get_match(self, match_id: str) -> MatchView:
         def read(unit: UnitOfWork) -> MatchView:
@@ -518,6 +545,7 @@ class Cuarenta:
     cuarenta_deal = deal
     cuarenta_play = play
     cuarenta_forfeit = forfeit
+    cuarenta_turn = turn
     cuarenta_match = get_match
     cuarenta_hand = hand
     cuarenta_moves = history

@@ -26,6 +26,7 @@ from services.ledger.methods import (
     command,
     query,
 )
+from services.ledger.views import TurnView
 
 CUARENTA = GAME_NAME
 
@@ -39,7 +40,9 @@ METHODS: dict[str, Method] = {
     "cuarenta_deal": command(_MATCH, answer=MatchStep),
     "cuarenta_play": command(_MATCH, ("seat", INT), ("card", STR), ("capture", OPT_STR),
                              answer=MatchStep),
-    "cuarenta_forfeit": command(_MATCH, ("seat", INT), ("reason", STR), answer=MatchStep),
+    "cuarenta_forfeit": command(_MATCH, ("seat", INT), ("reason", STR), ("turn", OPT_INT),
+                                answer=MatchStep),
+    "cuarenta_turn": query(_MATCH, answer=TurnView),
     "cuarenta_match": query(_MATCH, answer=MatchView),
     "cuarenta_hand": query(_MATCH, ("seat", INT), ("actor", ACTOR), answer=HandView),
     "cuarenta_moves": query(_MATCH, answer=list[MoveView]),

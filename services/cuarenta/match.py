@@ -42,6 +42,7 @@ class CuarentaMatch(Aggregate):
         hands: list[list[int]]
         to_act: int | None
         turn_since: datetime | None
+        turn_version: int | None  # the turn's number: the version of the event that began it
         points: list[int]
         table: list[str]
         inputs: list[list[Any]]
@@ -87,6 +88,7 @@ class CuarentaMatch(Aggregate):
             agg.hands = [[] for _ in range(self.players)]
             agg.to_act = None
             agg.turn_since = None
+            agg.turn_version = None
             agg.points = [0, 0]
             agg.table = []
             agg.inputs = []
@@ -145,6 +147,7 @@ class CuarentaMatch(Aggregate):
             agg.hands[self.seat] = self.positions
             agg.to_act = self.first
             agg.turn_since = self.timestamp
+            agg.turn_version = self.originator_version
 
     class RondaScored(Event):
         """Three of a rank among a seat's five (the rank is not shown)."""
@@ -200,6 +203,7 @@ class CuarentaMatch(Aggregate):
                 agg.table.append(self.card)
             agg.to_act = (self.seat + 1) % agg.players if any(agg.hands) else None
             agg.turn_since = self.timestamp
+            agg.turn_version = self.originator_version
             agg.inputs.append(["play", self.seat, self.card, list(self.capture)])
 
     class Captured(Event):

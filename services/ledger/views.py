@@ -171,6 +171,23 @@ class Statement:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class TurnView:
+    """The turn a game's match or round waits on, for the turn clock (``services/turn_clock.py``):
+    whose it is, since when (the ledger's clock) and the table's turn time. ``turn``: the
+    turn's number (the aggregate's version when the turn began), named by a claim so that it
+    is refused once the game moved on; None: no turn is running (not dealt, over)."""
+
+    game: str  # the game's registered name: cuarenta, treinta-y-una
+    id: str  # the match's or the round's id
+    table_id: str
+    turn: int | None
+    seat: int | None  # Cuarenta: the seat to play
+    player: str | None  # the account whose turn it is
+    since: str | None  # ISO 8601, the ledger's clock
+    seconds: int  # the table's turn time (0: none)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class StoredEvent:
     """An event of the application's log (``position`` is its notification id, gaps allowed)."""
 

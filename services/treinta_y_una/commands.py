@@ -41,6 +41,8 @@ from services.ledger.ids import check_name, parse_uuid, table_account, table_uui
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
+from services.ledger.turns import check_turn
+from services.ledger.views import TurnView
 from services.ledger.writer import UnitOfWork
 from services.treinta_y_una.reconcile import DayReconciliation, reconcile
 from services.treinta_y_una.round import RoundStarted, TreintaYUnaRound, round_ids
@@ -366,19 +368,26 @@ class TreintaYUna:
             "tyu_me_planto", request_id, {"round_id": round_id, "player": player}, round_id,
             actor, lambda u, a, rules, s: (R.me_planto(rules, s, player), 0), player)
 
-    def stand_for_absent(self, request_id: str, round_id: str, player: str, *,
-                         actor: Actor = SYSTEM) -> RoundView:
+    def stand_for_absent(self, request_id: str, round_id: str, player: str,
+                         turn: int | None = None, *, actor: Actor = SYSTEM) -> RoundView:
         """The croupier says "me planto" for the player whose turn it is, once the table's turn
-        time has passed since his turn began (by the ledger's clock)."""
+        time has passed since his turn began or his last "carta" (by the ledger's clock).
+        ``turn``: the turn the claim is about (``TurnView.turn``, as the turn clock names it):
+        FAILED_PRECONDITION ``turn`` ``TURN_MOVED`` once the round moved on (he acted)."""
 
         def step_of(unit: UnitOfWork, agg: TreintaYUnaRound, rules: TableRules,
                     state: R.Round) -> tuple[R.Step, int]:
+            if turn is not None:
+                check_turn(turn, getattr(agg, "turn_version", None), agg.whose_turn == player,
+                           "the round")
             since = agg.turn_since
             waited = 0 if since is None else max(int((unit.now - since).total_seconds()), 0)
             return R.stand_for_absent(rules, state, player, waited), waited
 
-        return self._step("tyu_stand_for_absent", request_id,
-                          {"round_id": round_id, "player": player}, round_id, actor, step_of)
+        args: dict[str, Any] = {"round_id": round_id, "player": player}
+        if turn is not None:  # (absent: the arguments stored before the turn clock)
+            args["turn"] = turn
+        return self._step("tyu_stand_for_absent", request_id, args, round_id, actor, step_of)
 
     def settle(self, request_id: str, round_id: str, *, actor: Actor = SYSTEM) -> RoundView:
         """The showdown: every hand shown (with the proofs of its face-down cards), the bank
@@ -393,6 +402,23 @@ class TreintaYUna:
                           actor, lambda u, a, rules, s: (R.cancel_round(rules, s), 0))
 
     # --- queries ------------------------------------------------------------------------------
+
+    def turn(self, round_id: str) -> TurnView:
+        """The turn the round waits on (the turn clock's query): whose, since when, the
+        table's turn time; ``turn`` None when no turn runs (betting, showdown, settled)."""
+
+        def read(unit: UnitOfWork) -> TurnView:
+            agg = self._round(unit, round_id)
+            since, who = agg.turn_since, agg.whose_turn
+            running = agg.phase == "playing" and who is not None and since is not None
+            return TurnView(
+                GAME, str(agg.id), agg.table_id,
+                getattr(agg, "turn_version", None) if running else None, None,
+                who if running else None,
+                since.isoformat() if running and since is not None else None,
+                rules_of(agg.options).turn_seconds)
+
+        return self._read(read)
 
     def get_round(self, round_id: str) -> RoundView:
         return self._read(lambda u: self.view(u, self._round(u, round_id)))
@@ -473,6 +499,7 @@ class TreintaYUna:
     tyu_carta = carta
     tyu_me_planto = me_planto
     tyu_stand_for_absent = stand_for_absent
+    tyu_turn = turn
     tyu_settle = settle
     tyu_cancel_round = cancel_round
     tyu_get_round = get_round

@@ -8,7 +8,8 @@ from domain.cards import DeckKind
 from domain.treinta_y_una.rules import TABLE
 from services import topics
 from services.games import Game
-from services.ledger.methods import ACTOR, INT, OPT_STR, STR, Method, command, query
+from services.ledger.methods import ACTOR, INT, OPT_INT, OPT_STR, STR, Method, command, query
+from services.ledger.views import TurnView
 from services.treinta_y_una.commands import GAME as NAME
 from services.treinta_y_una.commands import ROLES, TreintaYUna
 from services.treinta_y_una.reconcile import DayReconciliation
@@ -23,7 +24,8 @@ METHODS: dict[str, Method] = {
     "tyu_deal": command(_ROUND, answer=RoundView),
     "tyu_carta": command(_ROUND, _PLAYER, answer=RoundView),
     "tyu_me_planto": command(_ROUND, _PLAYER, answer=RoundView),
-    "tyu_stand_for_absent": command(_ROUND, _PLAYER, answer=RoundView),
+    "tyu_stand_for_absent": command(_ROUND, _PLAYER, ("turn", OPT_INT), answer=RoundView),
+    "tyu_turn": query(_ROUND, answer=TurnView),
     "tyu_settle": command(_ROUND, answer=RoundView),
     "tyu_cancel_round": command(_ROUND, answer=RoundView),
     "tyu_get_round": query(_ROUND, answer=RoundView),

@@ -80,6 +80,7 @@ class TreintaYUnaRound(Aggregate):
         hands: list[dict[str, Any]]
         whose_turn: str | None
         turn_since: datetime | None
+        turn_version: int | None  # the turn's number: the version of the event that began it
         next_position: int
         inputs: list[list[Any]]
         movement_seq: int
@@ -135,6 +136,7 @@ class TreintaYUnaRound(Aggregate):
             agg.hands = []
             agg.whose_turn = None
             agg.turn_since = None
+            agg.turn_version = None
             agg.next_position = 0
             agg.inputs = [["open", [list(c) for c in self.carried], self.bank]]
             agg.movement_seq = 0
@@ -230,9 +232,10 @@ class TreintaYUnaRound(Aggregate):
         def apply(self, agg: TreintaYUnaRound) -> None:
             agg.whose_turn = self.player
             agg.turn_since = self.timestamp
+            agg.turn_version = self.originator_version
 
     class CardDrawn(Event):
-        """'Carta': a card dealt face up."""
+        """'Carta': a card dealt face up. The player acted: his turn time starts again."""
 
         TOPIC = "sabot.ledger:TreintaYUnaRound.CardDrawn"
         class_version = 1
@@ -245,6 +248,8 @@ class TreintaYUnaRound(Aggregate):
                 {"position": self.position, "face_down": False, "code": self.code,
                  "commitment": ""})
             agg.next_position = self.position + 1
+            agg.turn_since = self.timestamp
+            agg.turn_version = self.originator_version
             agg.inputs.append(["carta", self.player])
 
     class Planted(Event):
@@ -291,6 +296,7 @@ class TreintaYUnaRound(Aggregate):
             agg.phase = "showdown"
             agg.whose_turn = None
             agg.turn_since = None
+            agg.turn_version = None
 
     class HandShown(Event):
         """At the showdown the banker "descubre sus cartas y el resto de los jugadores las

@@ -561,6 +561,7 @@ CLI_LINES: tuple[tuple[str, ...], ...] = (
     ("export", "--store", "sqlite:///x.db", "--key", "k.pem", "--chain-key", "00", "-o", "f"),
     ("replay", "--store", "sqlite:///x.db", "--shoe", "s", "--regulator-key", "r.pem"),
     ("serve", "--store", "sqlite:///x.db", "--dev", "--single-process", "--listen", "h:1"),
+    ("serve", "--store", "sqlite:///x.db", "--dev", "--turn-clock", "off"),
     ("demo", "--target", "127.0.0.1:1", "--token", "t"),
 )
 VERIFY_FLAGS = ("--regulator-key", "--checkpoint-key", "--chain-key", "--chain-head")
@@ -591,5 +592,6 @@ ENVIRONMENT: tuple[str, ...] = (
     "SABOT_TLS_KEY",
     "SABOT_TOKEN",
     "SABOT_TOKENS",
+    "SABOT_TURN_CLOCK",
     "SABOT_WORKERS",
 )

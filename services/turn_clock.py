@@ -1,0 +1,186 @@
+"""The turn clock: what acts when a player lets the table's turn time run out (issues 13, 14).
+
+A runner in the server (``sabot serve`` starts it, ``SABOT_TURN_CLOCK=off`` / ``--turn-clock
+off`` does not) that follows the ledger's log, keeps the turn each Cuarenta match and each
+Treinta y Una round waits on (the games' ``cuarenta_turn`` / ``tyu_turn`` queries: whose turn,
+since when by the ledger's clock, the table's ``turn_seconds``), and once a turn has run past
+its time issues the game's command through the ledger, as an actor of its own
+(``system:turn-clock``, role ``turn_clock``, recorded with the command like every actor):
+
+- Cuarenta: ``cuarenta_forfeit(reason="turn_time")`` for the seat to play (RULES.md §3: a side
+  that does not play within the turn time forfeits the match; the stakes go to the other side
+  less the house's commission);
+- Treinta y Una: ``tyu_stand_for_absent`` for the player (RULES.md §2: the croupier records
+  "me planto" for an absent player).
+
+The runner only proposes. Each command names the turn (``turn``: its number) and the ledger
+decides inside the command, with its own clock, whether the time is up (else
+``TURN_NOT_EXPIRED`` / ``TURN_TIME_NOT_UP``) and whether that turn still runs (else
+``TURN_MOVED``: the player acted meanwhile); a refused command stores nothing. The request
+id is derived from the match's or round's id and the turn's number, so a retry, or a second
+server's runner, never applies it twice: the ledger answers the first answer again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from domain.errors import RuleViolation
+from services import topics
+from services.api.logs import get_logger
+from services.ledger.actor import Actor
+from services.ledger.errors import NotTheWriter
+from services.ledger.views import StoredEvent, TurnView
+
+PRINCIPAL = "system:turn-clock"
+ROLE = "turn_clock"
+INTERVAL = 0.5  # seconds between looks at the running turns (and the log, without a hub)
+PAGE = 10_000
+CUARENTA, TYU = "cuarenta", "treinta-y-una"
+_PREFIXES = {topics.CUARENTA_MATCH + ".": CUARENTA, topics.TREINTA_Y_UNA_ROUND + ".": TYU}
+NOT_YET = frozenset({"TURN_NOT_EXPIRED", "TURN_TIME_NOT_UP"})  # the ledger's clock: not yet
+
+
+class Log(Protocol):
+    def read_events(self, after_position: int = 0, limit: int = 100) -> list[StoredEvent]: ...
+
+
+def actor(peer: str = "") -> Actor:
+    """The turn clock's actor, recorded with each command it issues."""
+    return Actor(PRINCIPAL, ROLE, peer)
+
+
+def request_id(game: str, aggregate_id: str, turn: int) -> str:
+    """The command's request id: one per (match or round, turn), the same in every server."""
+    return f"turn-clock:{game}:{aggregate_id}:{turn}"
+
+
+@dataclass
+class Acted:
+    """One command the clock had the ledger apply."""
+
+    game: str
+    id: str
+    turn: int
+    player: str
+    request_id: str
+
+
+class TurnClock:
+    """The runner (see the module's text). ``clock``: what it compares the turns' deadlines
+    with (the ledger's own clock decides; a test gives both the same); ``hub``: the server's
+    log tailer (new events wake the clock at once; without one it reads the log every
+    ``interval``)."""
+
+    def __init__(self, ledger: Any, *, clock: Callable[[], datetime] | None = None,
+                 hub: Any = None, interval: float = INTERVAL, peer: str = "") -> None:
+        self.ledger = ledger
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.hub = hub
+        self.interval = interval
+        self.actor = actor(peer)
+        self.after = 0  # the log's position read up to
+        self.dirty: dict[str, str] = {}  # aggregate id -> game: its turn to be read again
+        self.turns: dict[str, TurnView] = {}  # aggregate id -> the turn it waits on
+        self.acted: list[Acted] = []
+        self.stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- one pass ------------------------------------------------------------------------
+
+    def tick(self) -> list[Acted]:
+        """Read the log's new events, the turns they touched, and act on every turn past its
+        time: what the ledger applied in this pass."""
+        self._follow()
+        self._refresh()
+        return self._fire()
+
+    def _follow(self) -> None:
+        while True:
+            batch: list[StoredEvent] = self.ledger.read_events(self.after, PAGE)
+            for event in batch:
+                game = _game_of(event.topic)
+                if game is not None:
+                    self.dirty[event.originator_id] = game
+            if batch:
+                self.after = batch[-1].position
+            if len(batch) < PAGE:
+                return
+
+    def _refresh(self) -> None:
+        while self.dirty:
+            aggregate_id, game = self.dirty.popitem()
+            query = self.ledger.cuarenta_turn if game == CUARENTA else self.ledger.tyu_turn
+            view: TurnView = query(aggregate_id)
+            if view.turn is None or view.since is None or view.seconds <= 0:
+                self.turns.pop(aggregate_id, None)
+            else:
+                self.turns[aggregate_id] = view
+
+    def _fire(self) -> list[Acted]:
+        now = self.clock()
+        done: list[Acted] = []
+        for aggregate_id, view in list(self.turns.items()):
+            assert view.since is not None and view.turn is not None and view.player is not None
+            if now < datetime.fromisoformat(view.since) + timedelta(seconds=view.seconds):
+                continue
+            rid = request_id(view.game, aggregate_id, view.turn)
+            try:
+                if view.game == CUARENTA:
+                    assert view.seat is not None
+                    self.ledger.cuarenta_forfeit(rid, aggregate_id, view.seat, "turn_time",
+                                                 view.turn, actor=self.actor)
+                else:
+                    self.ledger.tyu_stand_for_absent(rid, aggregate_id, view.player, view.turn,
+                                                     actor=self.actor)
+            except NotTheWriter:
+                return done  # another server writes: its clock acts
+            except RuleViolation as exc:
+                if exc.reason not in NOT_YET:  # moved on, over: read the turn again
+                    self.turns.pop(aggregate_id, None)
+                    self.dirty[aggregate_id] = view.game
+                continue  # (not yet by the ledger's clock: at the next pass)
+            acted = Acted(view.game, aggregate_id, view.turn, view.player, rid)
+            get_logger().info("turn clock: the turn time ran out", game=view.game,
+                              id=aggregate_id, turn=view.turn, player=view.player,
+                              seconds=view.seconds)
+            self.turns.pop(aggregate_id, None)
+            self.dirty[aggregate_id] = view.game
+            done.append(acted)
+        self.acted += done
+        return done
+
+    # --- the thread ----------------------------------------------------------------------
+
+    def start(self) -> TurnClock:
+        self._thread = threading.Thread(target=self._run, name="sabot-turn-clock", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stopped.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        log = get_logger()
+        while not self.stopped.is_set():
+            try:
+                self.tick()
+            except Exception as exc:  # the store or the ledger away: report, go on
+                log.warning("turn clock: pass failed; retrying", error=repr(exc))
+            if self.hub is not None and not self.hub.closed:  # woken by new events
+                self.hub.wait_beyond(self.after, self.interval)
+            else:
+                self.stopped.wait(self.interval)
+
+
+def _game_of(topic: str) -> str | None:
+    for prefix, game in _PREFIXES.items():
+        if topic.startswith(prefix):
+            return game
+    return None

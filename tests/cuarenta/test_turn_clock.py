@@ -1,0 +1,188 @@
+"""The turn clock on Cuarenta (issue 14: "a forfeit on abandonment or turn time"): the seat to
+play lets the table's turn time pass, and the clock (``services/turn_clock.py``) has the
+ledger forfeit the match for its side, once, the stakes paid to the other side less the
+house's commission; the ledger decides with its own clock and refuses (storing nothing) once
+the player played. On SQLite and PostgreSQL, with the ledger's clock injected."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from domain.errors import RuleViolation
+from services.ledger.api import Ledger
+from services.turn_clock import PRINCIPAL, ROLE, TurnClock, request_id
+from tests.cuarenta.support import Inputs, fund, ledger_on, player
+
+FORFEITED = "sabot.ledger:CuarentaMatch.Forfeited"
+RECORDED = "sabot.ledger:Request.Recorded"
+
+
+def _events(ledger: Ledger, topic: str) -> list[Any]:
+    return [e for e in ledger.read_events(0, 10_000) if e.topic == topic]
+
+
+def _dealt(game: Any, ledger: Ledger, stake: int = 1_000) -> Any:
+    fund(ledger, ["ana", "beto"])
+    m = game.open_match("o", "mesa-1", ["ana", "beto"], stake=stake).match
+    return game.deal("d", m.match_id).match
+
+
+def together(*calls: Callable[[], Any]) -> list[Any]:
+    """The calls run at the same moment, each in a thread: their answers (or errors), in order."""
+    start = threading.Barrier(len(calls))
+    answers: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            answers[i] = calls[i]()
+        except RuleViolation as exc:
+            answers[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
+def _play(game: Any, m: Any, rid: str) -> Any:
+    seat = m.to_act
+    legal = game.hand(m.match_id, seat, actor=player(m.seats[seat])).legal
+    p = legal[0]
+    return game.play(rid, m.match_id, seat, p.card, list(p.capture),
+                     actor=player(m.seats[seat])).match
+
+
+OVERRIDES = {"turn_seconds": "30", "commission_rate": "5%"}
+
+
+def test_the_seat_that_lets_its_time_pass_forfeits_once(store_url: str) -> None:
+    inputs = Inputs()
+    with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, game):
+        m = _dealt(game, ledger)
+        clock = TurnClock(ledger, clock=inputs.clock)
+        assert clock.tick() == []  # 0 s of 30
+        assert clock.turns[m.match_id].seat == m.to_act
+        inputs.skip = 29
+        assert clock.tick() == []
+        inputs.skip = 31
+        (acted,) = clock.tick()
+        loser = m.to_act
+        assert (acted.id, acted.player) == (m.match_id, m.seats[loser])
+        assert acted.request_id == request_id("cuarenta", m.match_id, acted.turn)
+        done = game.get_match(m.match_id)
+        assert (done.phase, done.end, done.winner) == ("over", "forfeit", 1 - loser)
+        (forfeit,) = _events(ledger, FORFEITED)
+        assert forfeit.state["reason"] == "turn_time"
+        assert forfeit.state["elapsed_seconds"] >= 30
+        # recorded as the turn clock's command, by its actor and role
+        rec = [e for e in _events(ledger, RECORDED) if e.state.get("command") == "cuarenta_forfeit"]
+        assert len(rec) == 1
+        assert (rec[0].state["actor"]["principal"], rec[0].state["actor"]["role"]) == (
+            PRINCIPAL, ROLE)
+        # the stakes: 2 x 1000 held, 5% to the house, the rest to the winner
+        winner, other = m.seats[1 - loser], m.seats[loser]
+        assert ledger.get_account(winner).balance == 100_000 + 1_000 - 100
+        assert ledger.get_account(other).balance == 100_000 - 1_000
+        assert abs(ledger.get_account("table:mesa-1:house_commission").balance) == 100
+        assert sum(ledger.balances().values()) == 0
+        assert ledger.get_account("table:mesa-1:stakes").balance == 0
+        # nothing more to do: a later pass, a second clock, a retry apply nothing again
+        n = ledger.saved_position()
+        inputs.skip = 500
+        assert clock.tick() == [] and TurnClock(ledger, clock=inputs.clock).tick() == []
+        again = ledger.cuarenta_forfeit(acted.request_id, m.match_id, loser, "turn_time",
+                                        acted.turn, actor=clock.actor)
+        assert again.match.end == "forfeit"
+        assert ledger.saved_position() == n and len(_events(ledger, FORFEITED)) == 1
+
+
+def test_a_play_in_time_moves_the_clock_on(store_url: str) -> None:
+    inputs = Inputs()
+    with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, game):
+        m = _dealt(game, ledger)
+        clock = TurnClock(ledger, clock=inputs.clock)
+        clock.tick()
+        first = clock.turns[m.match_id]
+        inputs.skip = 20
+        m = _play(game, m, "p1")
+        assert clock.tick() == []
+        second = clock.turns[m.match_id]
+        assert second.turn != first.turn and second.seat == m.to_act
+        inputs.skip = 40  # 20 s since the play: the next seat still has time
+        assert clock.tick() == []
+        inputs.skip = 51
+        (acted,) = clock.tick()
+        assert acted.turn == second.turn and acted.player == m.seats[m.to_act]
+
+
+def test_the_ledger_refuses_a_claim_once_the_player_played(store_url: str) -> None:
+    """The clock saw the turn run out; the player played before its command ran: the ledger
+    refuses it (TURN_MOVED), stores nothing, and the clock reads the new turn."""
+    inputs = Inputs()
+    with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, game):
+        m = _dealt(game, ledger)
+        clock = TurnClock(ledger, clock=inputs.clock)
+        clock._follow()
+        clock._refresh()
+        stale = clock.turns[m.match_id]
+        inputs.skip = 45
+        m = _play(game, m, "late")  # late, but nobody claimed the time: it stands
+        n = ledger.saved_position()
+        assert clock._fire() == []
+        assert ledger.saved_position() == n and not _events(ledger, FORFEITED)
+        with pytest.raises(RuleViolation) as moved:
+            ledger.cuarenta_forfeit("x", m.match_id, stale.seat, "turn_time", stale.turn,
+                                    actor=clock.actor)
+        assert (moved.value.field, moved.value.reason) in (("turn", "TURN_MOVED"),
+                                                           ("seat", "NOT_ON_TURN"))
+        assert clock.tick() == [] and clock.turns[m.match_id].seat == m.to_act
+        # the turn number names one turn: a claim on the new one before its time is refused
+        fresh = clock.turns[m.match_id]
+        with pytest.raises(RuleViolation) as early:
+            ledger.cuarenta_forfeit("y", m.match_id, fresh.seat, "turn_time", fresh.turn,
+                                    actor=clock.actor)
+        assert early.value.reason == "TURN_NOT_EXPIRED"
+        assert ledger.saved_position() == n
+
+
+def test_a_race_never_applies_both(store_url: str) -> None:
+    """The player plays at the moment the clocks of two servers act: one of the three wins, each
+    match is forfeited at most once and the money sums to zero."""
+    outcomes = set()
+    inputs = Inputs()
+    with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, game):
+        fund(ledger, ["ana", "beto"])
+        for attempt in range(4):
+            m = game.open_match(f"o{attempt}", "mesa-1", ["ana", "beto"], stake=1_000).match
+            m = game.deal(f"d{attempt}", m.match_id).match
+            clocks = [TurnClock(ledger, clock=inputs.clock) for _ in range(2)]
+            for c in clocks:
+                c.tick()
+            inputs.skip += 31
+            seat = m.to_act
+            legal = game.hand(m.match_id, seat, actor=player(m.seats[seat])).legal[0]
+            play = functools.partial(game.play, f"race-{attempt}", m.match_id, seat,
+                                     legal.card, list(legal.capture),
+                                     actor=player(m.seats[seat]))
+            answer, _, _ = together(play, clocks[0].tick, clocks[1].tick)
+            forfeits = [e for e in _events(ledger, FORFEITED) if e.originator_id == m.match_id]
+            assert len(forfeits) <= 1
+            if forfeits:  # the clock first: the play is refused
+                assert isinstance(answer, RuleViolation) and answer.reason == "MATCH_OVER"
+                assert game.get_match(m.match_id).end == "forfeit"
+                outcomes.add("forfeited")
+            else:  # the play first: both claims refused, the match goes on
+                assert not isinstance(answer, RuleViolation)
+                assert game.get_match(m.match_id).phase == "playing"
+                game.forfeit(f"a{attempt}", m.match_id, 0, "abandoned", actor=player("ana"))
+                outcomes.add("played")
+            assert sum(ledger.balances().values()) == 0
+    assert outcomes  # (which one wins each time is the writer's order)
