@@ -31,7 +31,13 @@ everything game-specific from here:
   .shoe_events``; the table's ``Table.Opened`` state; one round's id or None) reads the table's
   rules and returns ``rounds(sabot)``, which yields a ``ReplayStep`` per recorded value beside
   the recomputed one (the core checks the events' integrity, the chain, the algorithm and the
-  commitment first); ``verify``: the verifier's check (None until the game has them).
+  commitment first); ``verify``: the verifier's check (None until the game has them);
+- ``projections``: a callable returning the game's own read models
+  (``services.projections.view.View`` instances, e.g. ``services.projections.games.UnitsView``:
+  its rounds or matches, their public steps, their reconciliation facts): the read models
+  (``services.projections.default_views``) add them after the core's, so ``sabot store
+  projections rebuild|catch-up|run|lag``, the server's projection thread and the projection
+  runner keep them from the log like the others (None: the game has none of its own).
 
 See docs/architecture.md, "What adding a game takes".
 """
@@ -40,7 +46,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +57,7 @@ from domain.options import OptionTable
 if TYPE_CHECKING:
     from services.ledger.core import Core
     from services.ledger.methods import Method
+    from services.projections.view import View
 
 TRENTE_ET_QUARANTE = "trente-et-quarante"
 DEFAULT_GAME = TRENTE_ET_QUARANTE  # what a table opened before games were recorded plays
@@ -81,11 +88,22 @@ class Game:
     topics: frozenset[str] = frozenset()
     replay: Callable[..., Any] | None = None
     verify: Callable[..., Any] | None = None
+    projections: Callable[[], Sequence[View]] | None = None
 
     def decks(self, rules: Any) -> int:
         """How many decks one of its shoes holds under ``rules`` (its option ``decks``, else
         one)."""
         return int(getattr(rules, "decks", 1))
+
+
+def lazy(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported on the first call (a game's entry names its parts without
+    importing them all with the registry)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return call
 
 
 _lock = threading.RLock()

@@ -14,7 +14,7 @@ from services import topics
 from services.cuarenta.commands import GAME_NAME, TABLE_ACCOUNTS, Cuarenta
 from services.cuarenta.reconcile import Reconciliation
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
-from services.games import Game
+from services.games import Game, lazy
 from services.ledger.methods import (
     ACTOR,
     INT,
@@ -78,4 +78,5 @@ GAME = Game(
     services=(SERVICE,),
     topics=topics.CUARENTA | topics.CUARENTA_AGGREGATES,
     replay=_replay,
+    projections=lazy("services.cuarenta.projection", "views"),
 )

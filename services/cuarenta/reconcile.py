@@ -7,18 +7,23 @@ pot (payouts plus commission equal the stakes: the players' net plus the commiss
 Over the table: the stakes still held for the matches in play equal the balance of the table's
 ``stakes`` account, and the commissions its ``house_commission`` account's, both re-derived
 from the accounts' own entries. ``balanced`` says all of it holds.
+
+Each match's facts are folded from its events by :func:`fold`: by the ledger's query over the
+stored log (:func:`reconcile`) and by the read model (``services/cuarenta/projection.py``, the
+accounts' balances from the bankrolls) alike; :func:`result` sums them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from services import topics as T
 from services.ledger.ids import table_account
 from services.ledger.views import StoredEvent
+from services.projections.games import Facts, day_of, fold_log
 from services.projections.gamingday import DEFAULT, GamingDay
 
 
@@ -44,50 +49,37 @@ class Reconciliation:
     balanced: bool
 
 
-@dataclasses.dataclass
-class _Match:
-    moves: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    day: str | None = None
+def fold(facts: Facts, topic: str, data: Mapping[str, Any], at: datetime) -> None:
+    """One event of a match into its facts: ``table_id``, the money ``moves`` (``[kind,
+    amount]``) and when it was ``won`` (None: in play)."""
+    if topic == T.CUARENTA_MATCH_OPENED:
+        facts.update(table_id=str(data["table_id"]), moves=[], won=None)
+    elif topic == T.CUARENTA_MATCH_MONEY_MOVED:
+        facts["moves"].append([str(data["kind"]), int(data["amount"])])
+    elif topic == T.CUARENTA_MATCH_WON:
+        facts["won"] = at.isoformat()
 
 
-def reconcile(events: Iterable[StoredEvent], table_id: str,
-              setting: GamingDay = DEFAULT) -> Reconciliation:
-    stakes_id = table_account(table_id, "stakes")
-    commission_id = table_account(table_id, "house_commission")
-    accounts: dict[str, str] = {}  # originator -> account id
-    balances = {stakes_id: 0, commission_id: 0}
-    matches: dict[str, _Match] = {}
-    for e in events:
-        s = e.state
-        if e.topic == T.ACCOUNT_OPENED:
-            accounts[e.originator_id] = str(s["account_id"])
-        elif e.topic in T.ACCOUNT_ENTRIES:
-            account = accounts.get(e.originator_id)
-            if account in balances:
-                sign = -1 if e.topic in T.ACCOUNT_DEBITS else 1
-                balances[account] += sign * int(s["amount"])
-        elif e.topic == T.CUARENTA_MATCH_OPENED:
-            if s["table_id"] == table_id:
-                matches[e.originator_id] = _Match()
-        elif e.originator_id in matches:
-            m = matches[e.originator_id]
-            if e.topic == T.CUARENTA_MATCH_MONEY_MOVED:
-                m.moves.append(s)
-            elif e.topic == T.CUARENTA_MATCH_WON:
-                at = e.timestamp or datetime.fromisoformat(str(s["timestamp"]))
-                m.day = setting.of(at)[0]
+def result(matches: Iterable[Facts], table_id: str, stakes_account: int,
+           commission_account: int, setting: GamingDay = DEFAULT) -> Reconciliation:
+    """The table's reconciliation from its matches' facts and the balances of its ``stakes``
+    and ``house_commission`` accounts."""
     days: dict[str, dict[str, Any]] = {}
     held = in_play = 0
-    for m in matches.values():
-        staked = sum(int(x["amount"]) for x in m.moves if x["kind"] == "stake")
-        if m.day is None:
+    for m in matches:
+        if m["table_id"] != table_id:
+            continue
+        moves = m["moves"]
+        staked = sum(amount for kind, amount in moves if kind == "stake")
+        day = day_of(m, "won", setting)
+        if day is None:
             in_play += 1
             held += staked
             continue
-        d = days.setdefault(m.day, {"matches": 0, "stakes": 0, "payouts": 0, "commission": 0,
-                                    "ok": True})
-        paid = sum(int(x["amount"]) for x in m.moves if x["kind"] == "payout")
-        house = sum(int(x["amount"]) for x in m.moves if x["kind"] == "commission")
+        d = days.setdefault(day, {"matches": 0, "stakes": 0, "payouts": 0, "commission": 0,
+                                  "ok": True})
+        paid = sum(amount for kind, amount in moves if kind == "payout")
+        house = sum(amount for kind, amount in moves if kind == "commission")
         d["matches"] += 1
         d["stakes"] += staked
         d["payouts"] += paid
@@ -99,7 +91,30 @@ def reconcile(events: Iterable[StoredEvent], table_id: str,
                           and d["payouts"] - d["stakes"] + d["commission"] == 0)
         for day, d in sorted(days.items()))
     commission = sum(d.commission for d in out)
-    balanced = (all(d.balanced for d in out) and held == balances[stakes_id]
-                and commission == balances[commission_id])
-    return Reconciliation(table_id, out, in_play, held, balances[stakes_id],
-                          balances[commission_id], balanced)
+    balanced = (all(d.balanced for d in out) and held == stakes_account
+                and commission == commission_account)
+    return Reconciliation(table_id, out, in_play, held, stakes_account, commission_account,
+                          balanced)
+
+
+def reconcile(events: Iterable[StoredEvent], table_id: str,
+              setting: GamingDay = DEFAULT) -> Reconciliation:
+    """The ledger's query, folded from the stored log (matches and accounts' events)."""
+    stakes_id = table_account(table_id, "stakes")
+    commission_id = table_account(table_id, "house_commission")
+    accounts: dict[str, str] = {}  # originator -> account id
+    balances = {stakes_id: 0, commission_id: 0}
+    games = []
+    for e in events:
+        s = e.state
+        if e.topic == T.ACCOUNT_OPENED:
+            accounts[e.originator_id] = str(s["account_id"])
+        elif e.topic in T.ACCOUNT_ENTRIES:
+            account = accounts.get(e.originator_id)
+            if account in balances:
+                sign = -1 if e.topic in T.ACCOUNT_DEBITS else 1
+                balances[account] += sign * int(s["amount"])
+        else:
+            games.append(e)
+    matches = fold_log(games, T.CUARENTA_MATCH_OPENED, fold).values()
+    return result(matches, table_id, balances[stakes_id], balances[commission_id], setting)

@@ -19,7 +19,17 @@ def default_views(gaming_day: GamingDay | None = None) -> list[View]:
     variable if one is malformed; if it sets neither, the setting the read models were built
     with)."""
     setting = gamingday.given() if gaming_day is None else gaming_day  # None: as stored
-    return [BankrollView(), ShoeStateView(), RecallView(), ReconciliationView(setting)]
+    core: list[View] = [BankrollView(), ShoeStateView(), RecallView(),
+                        ReconciliationView(setting)]
+    return core + game_views()
+
+
+def game_views() -> list[View]:
+    """Every game's own read models (``services.games.Game.projections``), in the registry's
+    order."""
+    from services import games
+
+    return [v for g in games.games() if g.projections is not None for v in g.projections()]
 
 
 __all__ = [
@@ -32,4 +42,5 @@ __all__ = [
     "ShoeStateView",
     "View",
     "default_views",
+    "game_views",
 ]

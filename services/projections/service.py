@@ -9,11 +9,13 @@ from typing import Any
 
 from services.projections import default_views
 from services.projections.export import Report
-from services.projections.gamingday import GamingDay
+from services.projections.games import Step, Unit, UnitsView
+from services.projections.gamingday import DEFAULT, GamingDay
 from services.projections.log import open_log
 from services.projections.projector import Lag, Projector
 from services.projections.recall import RecalledCoup, recall
 from services.projections.reconcile import Reconciliation, reconcile
+from services.projections.reconciliation import ReconciliationView
 from services.projections.reports import gaming_day, player_statement, shoe_history
 
 
@@ -70,6 +72,42 @@ class ReadModels:
         if fresh:
             self.catch_up()
         return shoe_history(self.projector.store, table_id)
+
+    # --- the games' own read models (``services.games.Game.projections``) -------------------
+
+    def game_view(self, game: str) -> UnitsView:
+        """The units view of ``game`` (LookupError: the game has none)."""
+        for view in self.projector.views:
+            if isinstance(view, UnitsView) and view.game == game:
+                return view
+        raise LookupError(f"no read model of the game {game!r}")
+
+    @property
+    def setting(self) -> GamingDay:
+        """The site's gaming day the read models file days under."""
+        for view in self.projector.views:
+            if isinstance(view, ReconciliationView):
+                return view.gaming_day
+        return DEFAULT
+
+    def game_reconcile(self, game: str, table_id: str, fresh: bool = True) -> Any:
+        """``game``'s reconciliation of ``table_id`` (its own answer type, as its ledger query
+        answers), from the read models."""
+        if fresh:
+            self.catch_up()
+        return self.game_view(game).reconcile(self.projector.store, table_id, self.setting)
+
+    def game_units(self, game: str, table_id: str | None = None,
+                   fresh: bool = True) -> list[Unit]:
+        if fresh:
+            self.catch_up()
+        return self.game_view(game).units(self.projector.store, table_id)
+
+    def game_steps(self, game: str, unit_id: str, fresh: bool = True) -> list[Step]:
+        """A round's or match's public steps in order (none: not in the read model)."""
+        if fresh:
+            self.catch_up()
+        return self.game_view(game).steps_of(self.projector.store, unit_id)
 
     def close(self) -> None:
         self.app.close()

@@ -44,6 +44,7 @@ from services.ledger.table import Table
 from services.ledger.turns import check_turn
 from services.ledger.views import TurnView
 from services.ledger.writer import UnitOfWork
+from services.projections.games import META
 from services.treinta_y_una.reconcile import DayReconciliation, reconcile
 from services.treinta_y_una.round import RoundStarted, TreintaYUnaRound, round_ids
 from services.treinta_y_una.views import (
@@ -474,15 +475,8 @@ class TreintaYUna:
 
         def read(unit: UnitOfWork) -> RoundRecall:
             agg = self._round(unit, round_id)
-            events = unit.app.events.get(agg.id)
-            steps = []
-            for e in map(_any, events):
-                data = {k: v for k, v in e.__dict__.items()
-                        if k not in ("originator_id", "originator_version", "timestamp",
-                                     "originator_topic")}
-                steps.append(RoundStep(e.originator_version, type(e).__qualname__,
-                                       e.timestamp.isoformat(), _plain(data)))
-            return RoundRecall(self.view(unit, agg), tuple(steps))
+            steps = tuple(map(round_step, unit.app.events.get(agg.id)))
+            return RoundRecall(self.view(unit, agg), steps)
 
         return self._read(read)
 
@@ -575,8 +569,13 @@ def fact_event(fact: F.Fact, step: R.Step, waited: int, commit: Commit, show: Sh
     raise AssertionError(f"unmapped fact {fact!r}")  # pragma: no cover
 
 
-def _any(value: Any) -> Any:
-    return value
+def round_step(event: Any) -> RoundStep:
+    """A stored event of a round as a step of its recall (its data as recorded: public, a
+    face-down card by its position and commitment until its hand is shown); the ledger's
+    ``recall`` and the read model (``projection.py``) both use it."""
+    data = {k: v for k, v in event.__dict__.items() if k not in META}
+    return RoundStep(event.originator_version, type(event).__qualname__,
+                     event.timestamp.isoformat(), _plain(data))
 
 
 def _plain(value: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 from domain.cards import DeckKind
 from domain.treinta_y_una.rules import TABLE
 from services import topics
-from services.games import Game
+from services.games import Game, lazy
 from services.ledger.methods import ACTOR, INT, OPT_INT, OPT_STR, STR, Method, command, query
 from services.ledger.views import TurnView
 from services.treinta_y_una.commands import GAME as NAME
@@ -60,4 +60,5 @@ GAME = Game(
     services=("sabot.treinta_y_una.v1.TreintaYUnaService",),
     topics=topics.TREINTA_Y_UNA | topics.TREINTA_Y_UNA_AGGREGATES,
     replay=_replay,
+    projections=lazy("services.treinta_y_una.projection", "views"),
 )
