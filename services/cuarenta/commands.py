@@ -625,8 +625,9 @@ def moves_of(event: Any) -> list[MoveView]:
 
 
 def _words(value: object) -> Any:
-    """A list of words given as a list, or as one text of words (over the ledger's socket):
-    ``"ana beto"``, ``"2C 3D"``; anything else is left for the checks to refuse."""
+    """A list of words given as a list (as the ledger's socket carries them), or as one text
+    of words (the form it carried before, still accepted): ``"ana beto"``, ``"2C 3D"``;
+    anything else is left for the checks to refuse."""
     if isinstance(value, str):
         return value.replace(",", " ").split()
     if isinstance(value, list | tuple):

@@ -21,7 +21,9 @@ from services.ledger.methods import (
     OPT_INT,
     OPT_MAP,
     OPT_STR,
+    OPT_WORDS,
     STR,
+    WORDS,
     Method,
     command,
     query,
@@ -31,14 +33,15 @@ from services.ledger.views import TurnView
 CUARENTA = GAME_NAME
 
 _MATCH = ("match_id", STR)
-# Lists travel over the ledger's socket as one text of words: seats "ana beto", a capture
-# "2C 3D" ("" leaves the card on the table, None takes what it takes when there is no choice).
+# Lists travel over the ledger's socket as JSON arrays of texts (``WORDS``): seats ["ana",
+# "beto"], a capture ["2C", "3D"] ([] leaves the card on the table, None takes what it takes
+# when there is no choice); one text of words ("ana beto") is still accepted.
 METHODS: dict[str, Method] = {
     "cuarenta_open_match": command(
-        ("table_id", STR), ("seats", STR), ("stake", OPT_INT), ("preset", OPT_STR),
+        ("table_id", STR), ("seats", WORDS), ("stake", OPT_INT), ("preset", OPT_STR),
         ("overrides", OPT_MAP), ("dealer", OPT_INT), ("match_id", OPT_STR), answer=MatchStep),
     "cuarenta_deal": command(_MATCH, answer=MatchStep),
-    "cuarenta_play": command(_MATCH, ("seat", INT), ("card", STR), ("capture", OPT_STR),
+    "cuarenta_play": command(_MATCH, ("seat", INT), ("card", STR), ("capture", OPT_WORDS),
                              answer=MatchStep),
     "cuarenta_forfeit": command(_MATCH, ("seat", INT), ("reason", STR), ("turn", OPT_INT),
                                 answer=MatchStep),

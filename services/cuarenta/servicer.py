@@ -134,7 +134,7 @@ class CuarentaServicer(Base, cuarenta_pb2_grpc.CuarentaServiceServicer):
                    names.check_text(f"options[{k}]", v) for k, v in request.options.items()}
         dealer = request.dealer if request.HasField("dealer") else None
         step: MatchStep = self.write(
-            _FIELDS, self.game.cuarenta_open_match, rid, table_id, " ".join(seats), stake,
+            _FIELDS, self.game.cuarenta_open_match, rid, table_id, seats, stake,
             request.preset or None, options or None, dealer, match_id,
             actor=self.actor(context))
         return step_message(step)
@@ -156,7 +156,7 @@ class CuarentaServicer(Base, cuarenta_pb2_grpc.CuarentaServiceServicer):
                  for i, c in enumerate(request.capture)]
         if request.leave_on_table and codes:
             raise errors.invalid("capture", "leave_on_table takes no capture")
-        capture: str | None = " ".join(codes) if codes or request.leave_on_table else None
+        capture: list[str] | None = codes if codes or request.leave_on_table else None
         step: MatchStep = self.write(_FIELDS, self.game.cuarenta_play, rid, match_id,
                                      request.seat, card, capture, actor=self.actor(context))
         return step_message(step)

@@ -24,6 +24,10 @@ from services.ledger.views import (
 
 COMMAND, QUERY = "command", "query"
 STR, OPT_STR, INT, OPT_INT, OPT_MAP, ACTOR = "str", "str?", "int", "int?", "map?", "actor"
+# A list of words (account ids, card codes): a JSON array of strings; one text of words
+# separated by spaces (the form before arrays) is still accepted, so the frames stay
+# SABOT-LEDGER-WIRE-1.
+WORDS, OPT_WORDS = "words", "words?"
 REQUEST_ID = ("request_id", STR)  # every command's first parameter
 ACTOR_PARAM = ("actor", ACTOR)  # and its last
 

@@ -64,8 +64,10 @@ from services.ledger.methods import (
     OPT_INT,
     OPT_MAP,
     OPT_STR,
+    OPT_WORDS,
     QUERY,
     STR,
+    WORDS,
     Method,
 )
 
@@ -316,11 +318,18 @@ def _is_int(v: Any) -> bool:
     return type(v) is int
 
 
+def _are_words(v: Any) -> bool:
+    """A list of texts (a tuple too, on the caller's side), or one text of words."""
+    return type(v) is str or (type(v) in (list, tuple) and all(type(w) is str for w in v))
+
+
 _CHECKS: dict[str, Callable[[Any], bool]] = {
     STR: lambda v: type(v) is str,
     OPT_STR: lambda v: v is None or type(v) is str,
     INT: _is_int,
     OPT_INT: lambda v: v is None or type(v) is int,
+    WORDS: _are_words,
+    OPT_WORDS: lambda v: v is None or _are_words(v),
     OPT_MAP: lambda v: v is None or (
         type(v) is dict and all(type(k) is str and type(x) is str for k, x in v.items())),
     ACTOR: lambda v: type(v) is dict and type(v.get("principal")) is str

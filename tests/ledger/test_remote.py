@@ -411,3 +411,24 @@ def test_a_frame_on_the_ledger_process_socket_of_sabot_serve_is_refused_and_logg
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_a_list_of_words_crosses_as_a_json_array() -> None:
+    """Cuarenta's seats and capture are JSON arrays of texts in the frame (``WORDS``); the one
+    text of words sent before arrays is still a valid frame (SABOT-LEDGER-WIRE-1)."""
+    from services.ledger.wire import ProtocolError, call_frame, read_call
+
+    frame = call_frame(1, "cuarenta_play", ("p", "m", 0, "7C", ["2C", "5D"]), {})
+    assert frame[2]["capture"] == ["2C", "5D"]
+    assert read_call(json.loads(json.dumps(frame)))[2]["capture"] == ["2C", "5D"]
+    opened = call_frame(2, "cuarenta_open_match", ("o", "t", ["ana", "beto"]), {})
+    assert read_call(json.loads(json.dumps(opened)))[2]["seats"] == ["ana", "beto"]
+    old = [3, "cuarenta_open_match", {"request_id": "o", "table_id": "t", "seats": "ana beto"}]
+    assert read_call(old)[2]["seats"] == "ana beto"
+    assert read_call([4, "cuarenta_play", {"request_id": "p", "match_id": "m", "seat": 0,
+                                           "card": "7C", "capture": None}])[2]["capture"] is None
+    with pytest.raises(TypeError):
+        call_frame(5, "cuarenta_play", ("p", "m", 0, "7C", ["2C", 5]), {})
+    with pytest.raises(ProtocolError):
+        read_call([6, "cuarenta_open_match", {"request_id": "o", "table_id": "t",
+                                              "seats": [["ana"], "beto"]}])
