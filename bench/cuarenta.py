@@ -1,9 +1,18 @@
 """Cuarenta on the ledger: whole two-player matches (open, each deal, every play after the
 player read its own hand, the capture worth most) on each store, in plays per second and
-commands per second, beside the same run's no-op floor: as many commands through the same
-single writer, each deciding nothing (a request stored, no game event), so the ratio is what
-the game itself costs (the rule book rebuilt once per command from the cached match, the
-capture, the events, the hidden cards' commitments and salts).
+commands per second, beside the same run's no-op floor: a command through the same single
+writer deciding nothing (a request stored, no game event) right after each play, so the ratio
+is what the game itself costs (the rule book rebuilt once per command from the cached match,
+the capture, the events, the hidden cards' commitments and salts). The floor is measured
+interleaved, one no-op per play, not in a phase of its own after the matches: on a shared
+machine the store's speed drifts between phases (PostgreSQL's floor was seen from 100 to 730
+commands per second between runs), and a floor taken at another moment made the ratio say
+0.49 where interleaved it says 0.82 to 0.85 (SQLite 0.73 to 0.81), run after run, while the
+rates themselves moved by a factor of two. Where a play's time goes on PostgreSQL (cProfile):
+about nine tenths in the save (one pipelined transaction: the table lock, the array insert of
+its 3.5 events on average, the commit; the no-op's is the same with one event), a tenth in the
+decision (the rule book's play, the events, the hidden card's salt and commitment: 0.3 to 0.5
+ms).
 
 ``run()`` returns rows of (name, value); ``python -m bench.cuarenta`` prints them.
 """
@@ -33,10 +42,10 @@ def matches(url: str, store: str, n: int = MATCHES) -> list[Row]:
             ledger.open_account(rid(), p)
             ledger.deposit(rid(), p, 10**10)
         commands = plays = 0
-        play_time = 0.0
+        play_time = floor = 0.0
         t0 = time.perf_counter()
         for _ in range(n):
-            m = ledger.cuarenta_open_match(rid(), "mesa", " ".join(PLAYERS), 1_000).match
+            m = ledger.cuarenta_open_match(rid(), "mesa", PLAYERS, 1_000).match
             commands += 1
             while m.phase != "over":
                 if m.phase == "awaiting_deal":
@@ -49,16 +58,16 @@ def matches(url: str, store: str, n: int = MATCHES) -> list[Row]:
                         best = min(legal, key=lambda p: (len(p.capture) > 0, p.card))
                     t = time.perf_counter()
                     m = ledger.cuarenta_play(rid(), m.match_id, m.to_act, best.card,
-                                             " ".join(best.capture), actor=_player(who)).match
+                                             list(best.capture), actor=_player(who)).match
                     play_time += time.perf_counter() - t
                     plays += 1
+                    floor += noop_floor(ledger, 1, rid)  # the floor at the same moment
                 commands += 1
-        elapsed = time.perf_counter() - t0
-        floor = noop_floor(ledger, commands, rid)
+        elapsed = time.perf_counter() - t0 - floor
     finally:
         ledger.close()
     prefix = f"cuarenta.{store}.matches_2_players"
-    floor_rate = commands / floor
+    floor_rate = plays / floor
     return [
         (f"{prefix}.matches", float(n)),
         (f"{prefix}.plays_per_match", plays / n),
