@@ -125,6 +125,42 @@ class ProjectionKeeper:
                 self._stop.wait(ERROR_BACKOFF)
 
 
+class GameReadModels(Base):
+    """A game's servicer that answers from the read models (its own, ``Game.projections``):
+    the server's :class:`ProjectionKeeper` once the server hands it over (``use_read_models``),
+    else one of its own that does not follow the log (each answer catches up first anyway)."""
+
+    keeper: ProjectionKeeper | None = None
+
+    def use_read_models(self, keeper: ProjectionKeeper) -> None:
+        self.keeper = keeper
+
+    def read_models(self) -> ProjectionKeeper:
+        if self.keeper is None:
+            self.keeper = ProjectionKeeper(self.ledger, self.hub, follow=False)
+        return self.keeper
+
+    def game_reconciliation(self, game: str, table: str,
+                            gaming_day: str) -> tuple[str, str, Any, int]:
+        """``game``'s reconciliation of the table ``table`` names (``tables/{table}``) from the
+        read models, as of the head of the log when called: (table id, its currency, the
+        game's answer, the read models' position). INVALID_ARGUMENT naming ``table`` (not a
+        table name, or a table of another game) or ``gaming_day`` (not YYYY-MM-DD); NOT_FOUND
+        for an unknown table."""
+        table_id = names.table_name("table", table)
+        if gaming_day:
+            _gaming_day(gaming_day)
+        view = self.read({"table_id": "table"}, self.ledger.get_table, table_id)
+        if view.game != game:
+            raise errors.ApiError(grpc.StatusCode.INVALID_ARGUMENT, "table", "WRONG_GAME",
+                                  f"not a {game} table: it plays {view.game}")
+        keeper = self.read_models()
+        with keeper._lock:
+            keeper.models.catch_up()
+            found = keeper.models.game_reconcile(game, table_id, fresh=False)
+        return table_id, view.currency, found, keeper.position()
+
+
 class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
     def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub,
                  keeper: ProjectionKeeper) -> None:

@@ -99,6 +99,7 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.cuarenta.v1.CuarentaService/GetHand": (False, frozenset({P})),
     "/sabot.cuarenta.v1.CuarentaService/ListMoves": (False, _READERS),
     "/sabot.cuarenta.v1.CuarentaService/WatchMatch": (False, _READERS),
+    "/sabot.cuarenta.v1.CuarentaService/GetReconciliation": (False, frozenset({B})),
     # Treinta y Una (issue 13): the croupier opens, deals, stands for an absent player and
     # settles; a player stakes and says "carta" or "me planto" (its own hand, in its turn: the
     # ledger decides); a hand's face-down cards are its holder's only (GetMyHand)
@@ -116,6 +117,8 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.treinta_y_una.v1.TreintaYUnaService/GetMyHand": (False, frozenset({P})),
     "/sabot.treinta_y_una.v1.TreintaYUnaService/WatchRound": (False, _READERS),
     "/sabot.treinta_y_una.v1.TreintaYUnaService/RecallRound": (False, _READERS),
+    # the games' reconciliations, from the read models: as the ReadModelService's reports
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/GetReconciliation": (False, frozenset({B})),
 }
 
 # Served to anyone, without a token (probes and tooling).

@@ -38,7 +38,7 @@ from services.api.hub import Hub
 from services.api.interceptor import ApiInterceptor
 from services.api.logs import get_logger
 from services.api.regulator import RegulatorServicer
-from services.api.reports import ProjectionKeeper, ReadModelServicer
+from services.api.reports import GameReadModels, ProjectionKeeper, ReadModelServicer
 from services.api.roles import Principal
 from services.api.stream_quota import StreamQuota
 from services.api.streams import FeedServicer, RecallServicer, WatchServicer
@@ -228,6 +228,9 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     projections = ProjectionKeeper(ledger, hub, follow=config.projections,
                                    gaming_day=config.gaming_day)
     read_models = ReadModelServicer(*deps, keeper=projections)
+    for servicer in played:  # a game's servicer answering from the read models: the server's
+        if isinstance(servicer, GameReadModels):
+            servicer.use_read_models(projections)
     reports_pb2_grpc.add_ReadModelServiceServicer_to_server(read_models, server)
     server.add_generic_rpc_handlers((checks,))  # Check on threads of its own
     reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME,

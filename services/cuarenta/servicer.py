@@ -16,9 +16,12 @@ from typing import Any
 import grpc
 
 from services.api import convert, errors, names
-from services.api.base import Base, check_uuid
+from services.api.base import check_uuid
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
+from services.api.reports import GameReadModels
 from services.api.streams import Turn, stream
+from services.cuarenta.commands import GAME_NAME
+from services.cuarenta.reconcile import Reconciliation
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
 
 _FIELDS = {
@@ -97,7 +100,7 @@ def hand_message(m: HandView, table_id: str) -> cuarenta_pb2.Hand:
     )
 
 
-class CuarentaServicer(Base, cuarenta_pb2_grpc.CuarentaServiceServicer):
+class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer):
     """The ledger's ``cuarenta_*`` methods (``services/cuarenta/game.py``) over gRPC."""
 
     @property
@@ -191,6 +194,23 @@ class CuarentaServicer(Base, cuarenta_pb2_grpc.CuarentaServiceServicer):
         return cuarenta_pb2.ListMovesResponse(moves=[
             move_message(n, mv, view.table_id, view.currency)
             for n, mv in enumerate(moves, 1) if n > request.after])
+
+    def GetReconciliation(self, request: cuarenta_pb2.GetReconciliationRequest,
+                          context: grpc.ServicerContext) -> cuarenta_pb2.Reconciliation:
+        """The table's reconciliation with the commission, from the read models."""
+        table_id, cur, found, position = self.game_reconciliation(GAME_NAME, request.table,
+                                                                  request.gaming_day)
+        r: Reconciliation = found
+        return cuarenta_pb2.Reconciliation(
+            table=names.table(table_id), in_play=r.in_play, held=convert.money(r.held, cur),
+            stakes_account=convert.money(r.stakes_account, cur),
+            commission_account=convert.money(r.commission_account, cur),
+            balanced=r.balanced, position=position, days=[cuarenta_pb2.DayReconciliation(
+                gaming_day=d.gaming_day, matches=d.matches, stakes=convert.money(d.stakes, cur),
+                payouts=convert.money(d.payouts, cur),
+                commission=convert.money(d.commission, cur),
+                players_net=convert.money(d.players_net, cur), balanced=d.balanced)
+                for d in r.days if d.gaming_day == request.gaming_day or not request.gaming_day])
 
     def WatchMatch(self, request: cuarenta_pb2.WatchMatchRequest,
                    context: grpc.ServicerContext) -> Iterator[cuarenta_pb2.WatchMatchResponse]:

@@ -19,16 +19,17 @@ import grpc
 from domain.treinta_y_una.rules import TABLE
 from services import topics
 from services.api import errors, names
-from services.api.base import Base
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as pb
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc as pb_grpc
 from services.api.gen.sabot.v1 import common_pb2
 from services.api.hub import Hub
+from services.api.reports import GameReadModels
 from services.api.roles import Principal
 from services.api.streams import follow
 from services.ledger.api import Ledger
 from services.ledger.views import StoredEvent
 from services.treinta_y_una.commands import GAME
+from services.treinta_y_una.reconcile import DayReconciliation
 from services.treinta_y_una.views import (
     HandView,
     RoundRecall,
@@ -111,7 +112,7 @@ def _step(s: RoundStep, position: int = 0) -> pb.RoundStep:
                         data_json=json.dumps(s.data, sort_keys=True, default=str))
 
 
-class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
+class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
     def _round(self, field: str, name: str) -> tuple[str, str]:
         table_id, round_id = round_name(field, name)
         view = self.read({"round_id": field}, self.ledger.tyu_get_round, round_id)
@@ -227,6 +228,21 @@ class TreintaYUnaServicer(Base, pb_grpc.TreintaYUnaServiceServicer):
         recall: RoundRecall = self.read({"round_id": "name"}, self.ledger.tyu_recall, round_id)
         return pb.RoundRecall(round=round_message(recall.round),
                               steps=[_step(s) for s in recall.steps])
+
+    def GetReconciliation(self, request: pb.GetReconciliationRequest,
+                          context: grpc.ServicerContext) -> pb.Reconciliation:
+        """The table's reconciliation per gaming day, from the read models."""
+        table_id, cur, found, position = self.game_reconciliation(GAME, request.table,
+                                                                  request.gaming_day)
+        days: list[DayReconciliation] = [d for d in found if d.gaming_day == request.gaming_day
+                                         or not request.gaming_day]
+        return pb.Reconciliation(
+            table=names.table(table_id), position=position,
+            balanced=all(d.balanced for d in days), days=[pb.DayReconciliation(
+                gaming_day=d.gaming_day, rounds=d.rounds, stakes=_money(d.stakes, cur),
+                collected=_money(d.collected, cur), paid=_money(d.paid, cur),
+                commission=_money(d.commission, cur), players_net=_money(d.players_net, cur),
+                carried=_money(d.carried, cur), balanced=d.balanced) for d in days])
 
     def WatchRound(self, request: pb.WatchRoundRequest,
                    context: grpc.ServicerContext) -> Iterator[pb.WatchRoundResponse]:

@@ -357,6 +357,12 @@ READ_MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
             "rm_recon_stake",
         ),
     ),
+    # the games' own (services.games.Game.projections)
+    "treinta_y_una_rounds": ("1f2c72374a08afca", ("rm_tyu_round_unit", "rm_tyu_round_step")),
+    "cuarenta_matches": (
+        "fdefa22ed6ab966d",
+        ("rm_cuarenta_match_unit", "rm_cuarenta_match_step"),
+    ),
 }
 
 # Aggregate ids: the namespace and each derivation, by example.
@@ -452,6 +458,8 @@ RPC_ROLES: dict[str, tuple[bool, tuple[str, ...]]] = {
         False, ("back_office", "croupier", "player")),
     "/sabot.treinta_y_una.v1.TreintaYUnaService/RecallRound": (
         False, ("back_office", "croupier", "player")),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/GetReconciliation": (False, ("back_office",)),
+    "/sabot.cuarenta.v1.CuarentaService/GetReconciliation": (False, ("back_office",)),
 }
 
 # Every ``sabot`` command path (old names stay, as hidden aliases at least).
