@@ -21,6 +21,8 @@ from grpc_health.v1 import health_pb2
 
 from domain.currency import format_minor
 from services.api.client import Client, new_request_id
+from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
+from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2, treinta_y_una_pb2_grpc
 from services.api.gen.sabot.v1 import (
     betting_pb2,
     cashier_pb2,
@@ -819,7 +821,7 @@ def _health(args: argparse.Namespace) -> int:
 # --- reports from the server's read models (ReadModelService) --------------------------------
 
 _EXPORTS = {"csv": reports_pb2.EXPORT_FORMAT_CSV, "json": reports_pb2.EXPORT_FORMAT_JSON}
-ReportBuild = Callable[[argparse.Namespace], tuple[str, Message]]
+ReportBuild = Callable[[argparse.Namespace], tuple[str, Message] | tuple[str, Message, Any]]
 
 
 def _register_reports(sub: Any) -> None:
@@ -898,8 +900,26 @@ def _register_reports(sub: Any) -> None:
 
     add("recall", "coups by table, shoe, coup, player and time, every step in order", recall,
         recall_setup)
-    add("reconcile", "read-model balances against the write side (exit 1 if they differ)",
-        lambda a: ("Reconcile", reports_pb2.ReconcileRequest()))
+    def reconcile_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--game", choices=tuple(_GAME_RECONCILIATIONS),
+                       help="a game's reconciliation of one table (--table) per gaming day "
+                            "instead (exit 1 if it does not balance)")
+        p.add_argument("--table", default="", help="with --game: the table")
+        p.add_argument("--day", default="", help="with --game: one gaming day, YYYY-MM-DD")
+
+    def reconcile(a: argparse.Namespace) -> tuple[str, Message] | tuple[str, Message, Any]:
+        if not a.game:
+            if a.table or a.day:
+                raise CliError(f"--{'table' if a.table else 'day'}: only with --game")
+            return "Reconcile", reports_pb2.ReconcileRequest()
+        if not a.table:
+            raise CliError("--table: required with --game")
+        stub, request = _GAME_RECONCILIATIONS[a.game]
+        return "GetReconciliation", request(table=_name("tables", a.table),
+                                            gaming_day=a.day), stub
+
+    add("reconcile", "read-model balances against the write side (exit 1 if they differ); "
+        "with --game, that game's reconciliation of a table", reconcile, reconcile_setup)
     add("lag", "how far each read model is behind the log",
         lambda a: ("GetProjectionLag", reports_pb2.GetProjectionLagRequest()))
 
@@ -912,13 +932,22 @@ def _time_range(request: Any, a: argparse.Namespace) -> None:
         request.end_time.CopyFrom(until)
 
 
+# A game's reconciliation of a table (``sabot report reconcile --game``): its service's stub
+# and request.
+_GAME_RECONCILIATIONS: dict[str, tuple[Any, Any]] = {
+    "treinta-y-una": (treinta_y_una_pb2_grpc.TreintaYUnaServiceStub,
+                      treinta_y_una_pb2.GetReconciliationRequest),
+    "cuarenta": (cuarenta_pb2_grpc.CuarentaServiceStub, cuarenta_pb2.GetReconciliationRequest),
+}
+
+
 def _reports_run(build: ReportBuild) -> Callable[[argparse.Namespace], int]:
     def run(a: argparse.Namespace) -> int:
-        method, request = build(a)
+        method, request, *service = build(a)
         channel = channel_of(a)
         metadata = _bearer(a)
         try:
-            stub = reports_pb2_grpc.ReadModelServiceStub(channel)
+            stub = (service[0] if service else reports_pb2_grpc.ReadModelServiceStub)(channel)
             response = getattr(stub, method)(request, metadata=metadata, timeout=120)
         except grpc.RpcError as exc:
             raise CliError(f"{exc.code().name}: {exc.details()}") from None
@@ -934,6 +963,8 @@ def _reports_run(build: ReportBuild) -> Callable[[argparse.Namespace], int]:
             show(response, a.format)
         if isinstance(response, reports_pb2.ReconcileResponse) and not response.agree:
             return 1
+        if response.DESCRIPTOR.name == "Reconciliation" and not response.balanced:
+            return 1  # a game's
         return 0
 
     return run
