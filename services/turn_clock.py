@@ -42,6 +42,11 @@ INTERVAL = 0.5  # seconds between looks at the running turns (and the log, witho
 PAGE = 10_000
 CUARENTA, TYU = "cuarenta", "treinta-y-una"
 _PREFIXES = {topics.CUARENTA_MATCH + ".": CUARENTA, topics.TREINTA_Y_UNA_ROUND + ".": TYU}
+# The events after which a match or a round has no turn again: never asked about afterwards
+# (a restarted server reads the whole log: it asks only about the games still running).
+_ENDS = frozenset({topics.CUARENTA_MATCH + ".Won", topics.TREINTA_Y_UNA_ROUND + ".Settled",
+                   topics.TREINTA_Y_UNA_ROUND + ".Cancelled"})
+MAX_BACKOFF = 10.0  # seconds between passes after failures in a row
 NOT_YET = frozenset({"TURN_NOT_EXPIRED", "TURN_TIME_NOT_UP"})  # the ledger's clock: not yet
 
 
@@ -86,6 +91,7 @@ class TurnClock:
         self.after = 0  # the log's position read up to
         self.dirty: dict[str, str] = {}  # aggregate id -> game: its turn to be read again
         self.turns: dict[str, TurnView] = {}  # aggregate id -> the turn it waits on
+        self.ended: set[str] = set()  # matches and rounds over: no turn again
         self.acted: list[Acted] = []
         self.stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -104,7 +110,13 @@ class TurnClock:
             batch: list[StoredEvent] = self.ledger.read_events(self.after, PAGE)
             for event in batch:
                 game = _game_of(event.topic)
-                if game is not None:
+                if game is None or event.originator_id in self.ended:
+                    continue
+                if event.topic in _ENDS:
+                    self.ended.add(event.originator_id)
+                    self.dirty.pop(event.originator_id, None)
+                    self.turns.pop(event.originator_id, None)
+                else:
                     self.dirty[event.originator_id] = game
             if batch:
                 self.after = batch[-1].position
@@ -115,7 +127,13 @@ class TurnClock:
         while self.dirty:
             aggregate_id, game = self.dirty.popitem()
             query = self.ledger.cuarenta_turn if game == CUARENTA else self.ledger.tyu_turn
-            view: TurnView = query(aggregate_id)
+            try:
+                view: TurnView = query(aggregate_id)
+            except RuleViolation as exc:  # (not one the clock can act on: leave it)
+                get_logger().warning("turn clock: cannot read a turn", game=game,
+                                     id=aggregate_id, reason=exc.reason)
+                self.turns.pop(aggregate_id, None)
+                continue
             if view.turn is None or view.since is None or view.seconds <= 0:
                 self.turns.pop(aggregate_id, None)
             else:
@@ -168,11 +186,18 @@ class TurnClock:
 
     def _run(self) -> None:
         log = get_logger()
+        failures = 0
         while not self.stopped.is_set():
             try:
                 self.tick()
+                failures = 0
             except Exception as exc:  # the store or the ledger away: report, go on
-                log.warning("turn clock: pass failed; retrying", error=repr(exc))
+                failures += 1
+                wait = min(MAX_BACKOFF, self.interval * 2 ** min(failures, 10))
+                log.warning("turn clock: pass failed; retrying", error=repr(exc),
+                            retry_in=wait)
+                self.stopped.wait(wait)
+                continue
             if self.hub is not None and not self.hub.closed:  # woken by new events
                 self.hub.wait_beyond(self.after, self.interval)
             else:

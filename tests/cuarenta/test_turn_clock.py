@@ -186,3 +186,30 @@ def test_a_race_never_applies_both(store_url: str) -> None:
                 outcomes.add("played")
             assert sum(ledger.balances().values()) == 0
     assert outcomes  # (which one wins each time is the writer's order)
+
+
+def test_a_restarted_clock_asks_only_about_the_matches_still_running(store_url: str) -> None:
+    inputs = Inputs()
+    with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, game):
+        m = _dealt(game, ledger)
+        game.forfeit("gone", m.match_id, 0, "abandoned", actor=player("ana"))
+        live = game.deal("d2", game.open_match("o2", "mesa-1", ["ana", "beto"],
+                                               stake=10).match.match_id).match
+        asked: list[str] = []
+
+        class Counting:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(ledger, name)
+
+            def cuarenta_turn(self, match_id: str) -> Any:
+                asked.append(match_id)
+                return ledger.cuarenta_turn(match_id)
+
+        clock = TurnClock(Counting(), clock=inputs.clock)
+        assert clock.tick() == []
+        assert asked == [live.match_id] and m.match_id in clock.ended
+        inputs.skip = 31
+        (acted,) = clock.tick()
+        assert acted.id == live.match_id
+        assert clock.tick() == [] and live.match_id in clock.ended and not clock.turns
+        assert asked == [live.match_id]  # its Won read: never asked again
