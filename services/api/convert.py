@@ -54,21 +54,32 @@ def visible(account_id: str, viewer: str | None) -> str:
     return ""
 
 
-def redact(data: Any, viewer: str | None) -> Any:
-    """Event data with other players' identities ("" in IDENTITY_KEYS) taken out."""
+def redact(data: Any, viewer: str | None, names: frozenset[str] = frozenset()) -> Any:
+    """Event data with other players' identities ("" in IDENTITY_KEYS) taken out; ``names``:
+    a game's own keys that hold players' names, as a text, a list of them or rows of a list
+    (a round's ``seats``, ``banker``, ``carried`` ``[player, amount, held]`` ...)."""
     if viewer is None:
         return data
     if isinstance(data, dict):
         return {
             k: visible(v, viewer) if k in IDENTITY_KEYS and isinstance(v, str)
-            else redact(v, viewer)
+            else _names(v, viewer, names) if k in names
+            else redact(v, viewer, names)
             for k, v in data.items()
         }
     if isinstance(data, list | tuple):
-        return [redact(v, viewer) for v in data]
+        return [redact(v, viewer, names) for v in data]
     if dataclasses.is_dataclass(data) and not isinstance(data, type):
-        return redact(views.to_dict(data), viewer)
+        return redact(views.to_dict(data), viewer, names)
     return data
+
+
+def _names(value: Any, viewer: str, names: frozenset[str]) -> Any:
+    if isinstance(value, str):
+        return visible(value, viewer)
+    if isinstance(value, list | tuple):
+        return [_names(v, viewer, names) for v in value]
+    return redact(value, viewer, names)
 
 
 def viewer_of(who: Principal) -> str | None:

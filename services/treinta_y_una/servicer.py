@@ -18,7 +18,7 @@ import grpc
 
 from domain.treinta_y_una.rules import TABLE
 from services import topics
-from services.api import errors, names
+from services.api import convert, errors, names
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as pb
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc as pb_grpc
 from services.api.gen.sabot.v1 import common_pb2
@@ -250,8 +250,10 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
         if request.after_position < 0:
             raise errors.invalid("after_position", "must not be negative")
 
+        viewer = convert.viewer_of(self.caller(context))  # a player: others' names hidden
+
         def answer(batch: list[StoredEvent]) -> pb.WatchRoundResponse | None:
-            steps = [_stored_step(e) for e in batch if str(e.originator_id) == round_id]
+            steps = [_stored_step(e, viewer) for e in batch if str(e.originator_id) == round_id]
             return pb.WatchRoundResponse(steps=steps) if steps else None
 
         def done(batch: list[StoredEvent]) -> bool:
@@ -262,12 +264,19 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
 _ENDS = frozenset({topics.TREINTA_Y_UNA_ROUND_SETTLED, topics.TREINTA_Y_UNA_ROUND_CANCELLED})
 
 
-def _stored_step(e: Any) -> pb.RoundStep:
+# The keys of a round's events that hold players' names (besides ``convert.IDENTITY_KEYS``): a
+# player watching sees its own and the house's accounts, the other players' as "" (as
+# WatchTable shows a Trente et Quarante table).
+NAMES = frozenset({"seats", "banker", "mano", "next_banker", "holder", "carried"})
+
+
+def _stored_step(e: Any, viewer: str | None = None) -> pb.RoundStep:
     state = {k: v for k, v in e.state.items()
              if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}
     return pb.RoundStep(position=e.position, version=e.version, event=topics.short(e.topic),
                         time=e.timestamp.isoformat() if e.timestamp is not None else "",
-                        data_json=json.dumps(state, sort_keys=True, default=str))
+                        data_json=json.dumps(convert.redact(state, viewer, NAMES),
+                                             sort_keys=True, default=str))
 
 
 def add_servicers(server: grpc.Server, ledger: Ledger, tokens: Mapping[str, Principal],
