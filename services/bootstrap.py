@@ -13,9 +13,19 @@ half), the gaming day of the read models (``gaming_day``). What is missing and n
   registered game's commands on it, ``services.games``);
 - ``open_ledger_process(settings, ...)``: the ledger in a process of its own and the
   ``RemoteLedger`` to it (``sabot serve``'s default);
-- ``open_log(settings)``: the read side of the store (no key): for the projections, the exports;
-- ``read_models(settings)``: the read models over it (``ReadModels``);
-- ``notary(settings)``: the checkpoint notary following the store (None without a key).
+- ``open_log(settings, schema=...)``: the read side of the store (no key): for the
+  projections, the exports; ``log_env``: its environment, for the projection runner;
+- ``read_models(settings)``: the read models over it (``ReadModels``); ``projector``: their
+  projector (``sabot store projections …``, ``store reconcile``, ``store report …``);
+- ``notary(settings)``: the checkpoint notary following the store, for a server (None without a
+  key);
+- ``store_database(settings)`` and ``store_notary(settings, db, sign=...)``: the store's Merkle
+  log for the offline commands (``sabot store init|checkpoint|export|replay|proof``), one that
+  signs with ``checkpoint_key`` or one that only reads.
+
+Only the commands (``services/cli``) import this module; the layers below it (``services/ledger``,
+``services/regulator``, ``services/projections``, ``services/api``, the games, ``domain``) never
+do (docs/architecture.md, "Layers"; tests/contracts/test_layers.py).
 """
 
 from __future__ import annotations
@@ -30,8 +40,10 @@ from services.settings import BY_NAME, SettingError, Settings
 
 if TYPE_CHECKING:
     from services.ledger.remote import LedgerProcess
+    from services.projections.projector import Projector
     from services.projections.service import ReadModels
-    from services.regulator.notary import Follower
+    from services.regulator.notary import Follower, Notary
+    from services.regulator.source import Database
 
 READ_ONLY_KEY = bytes(32)  # reading needs no seal key; shuffling, dealing and closing shoes do
 
@@ -44,14 +56,19 @@ def _required(settings: Settings, name: str) -> Any:
 
 
 def ledger_config(settings: Settings, *, reader: bool = False, pool_size: int = 5,
-                  writer_name: str = "", **inputs: Any) -> LedgerConfig:
+                  writer_name: str = "", store_timeout: float | None = None,
+                  **inputs: Any) -> LedgerConfig:
     """The ``LedgerConfig`` of ``settings``: its store, seal key (``reader``: a key that opens
     nothing when none is given, for a ledger that only reads), regulator escrow key, evidence
-    key and head file. ``inputs``: the config's other fields (``clock``, ``new_id``,
-    ``new_seed``, ``evidence``, for replays and tests)."""
+    key and head file; ``store_timeout``: the bound of a wait for the store (None: the
+    ledger's default). ``inputs``: the config's other fields (``clock``, ``new_id``,
+    ``new_seed``, ``evidence``, ``extra_env``, for replays and tests)."""
     seal_key = settings.seal_key
     if seal_key is None:
         seal_key = READ_ONLY_KEY if reader else _required(settings, "seal_key")
+    if store_timeout is not None:
+        inputs["extra_env"] = {**inputs.get("extra_env", {}),
+                               "STORE_TIMEOUT": str(store_timeout)}
     return LedgerConfig(
         store_url=settings.store, seal_key=seal_key, pool_size=pool_size,
         regulator_key=settings.regulator_public_key, writer_name=writer_name,
@@ -60,33 +77,49 @@ def ledger_config(settings: Settings, *, reader: bool = False, pool_size: int = 
 
 
 def open_ledger(settings: Settings, *, batching: bool = False, standby: bool = False,
-                pool_size: int = 5, writer_name: str = "", **inputs: Any) -> Ledger:
+                pool_size: int = 5, writer_name: str = "", store_timeout: float | None = None,
+                **inputs: Any) -> Ledger:
     """A ``Ledger`` on the settings' store, in this process, with every registered game
-    (``standby``: it never takes the writer lease: a reader, whose seal key may be absent)."""
+    (``standby``: it never takes the writer lease: a reader, whose seal key may be absent;
+    the offline ``sabot store`` commands' ledger)."""
     games.games()  # every game registered before the ledger builds its commands
     config = ledger_config(settings, reader=standby, pool_size=pool_size,
-                           writer_name=writer_name, **inputs)
+                           writer_name=writer_name, store_timeout=store_timeout, **inputs)
     return Ledger(config, batching=batching, standby=standby)
 
 
 def open_ledger_process(settings: Settings, *, pool_size: int = 5, writer_name: str = "",
                         on_lost: Callable[[int], None] | None = None) -> LedgerProcess:
-    """The ledger in a process of its own (its settings through a pipe) and the
-    ``RemoteLedger`` to it; OSError if it does not start."""
+    """The ledger in a process of its own and the ``RemoteLedger`` to it: its
+    ``ledger_config`` goes through a pipe (the child reads the same fields,
+    ``LedgerConfig.from_pipe``), with the settings' ``store_timeout`` and ``otlp_endpoint``
+    (traces of its commands); OSError if it does not start."""
     from services.ledger.remote import LedgerProcess
 
-    seal_key = _required(settings, "seal_key")
-    return LedgerProcess(settings.store, seal_key, settings.regulator_public_key, pool_size,
-                         on_lost=on_lost, writer_name=writer_name, chain_key=settings.chain_key,
-                         chain_head=settings.chain_head)
+    config = ledger_config(settings, pool_size=pool_size, writer_name=writer_name,
+                           store_timeout=settings.store_timeout)
+    return LedgerProcess.of(config, on_lost=on_lost, otlp_endpoint=settings.otlp_endpoint)
 
 
-def open_log(settings: Settings, pool_size: int = 3) -> Any:
+def log_env(settings: Settings, schema: str | None = None) -> dict[str, str]:
+    """The ``eventsourcing`` environment of the settings' store (``schema``: a PostgreSQL
+    schema other than the URL's), for what opens the log itself (the projection runner)."""
+    from services.ledger.config import store_env
+
+    env = store_env(settings.store)
+    if schema:
+        env["POSTGRES_SCHEMA"] = schema
+    return env
+
+
+def open_log(settings: Settings, pool_size: int = 3, schema: str | None = None) -> Any:
     """The read side of the settings' store (an ``eventsourcing`` application; no key), every
-    core and game topic registered for decoding."""
+    core and game topic registered for decoding; ``schema``: a PostgreSQL schema other than
+    the URL's."""
     from services.projections.log import open_log as open_store_log
 
-    return open_store_log(settings.store, pool_size=pool_size)
+    extra = {"POSTGRES_SCHEMA": schema} if schema else {}
+    return open_store_log(settings.store, extra, pool_size=pool_size)
 
 
 def read_models(settings: Settings, app: Any | None = None) -> ReadModels:
@@ -97,27 +130,66 @@ def read_models(settings: Settings, app: Any | None = None) -> ReadModels:
     return ReadModels(open_log(settings) if app is None else app, settings.gaming_day)
 
 
+def projector(settings: Settings, schema: str | None = None) -> Projector:
+    """The read models' projector over the settings' log (``schema``: see ``open_log``), on
+    the settings' gaming day."""
+    from services.projections import default_views
+    from services.projections.projector import Projector
+
+    return Projector(open_log(settings, schema=schema), default_views(settings.gaming_day))
+
+
 def notary(settings: Settings, on_error: Callable[[BaseException], None] | None = None,
            origin: str = "sabot") -> Follower | None:
     """The notary following the settings' store: it signs a checkpoint at every round's end
-    with ``checkpoint_key`` and checks the evidence chain against ``chain_key``'s public half
-    (else against the keys the chain introduces); None without a checkpoint key (not
-    started)."""
+    with ``checkpoint_key`` and checks the evidence chain against ``chain_public_keys`` and
+    ``chain_key``'s public half (none: against the keys the chain introduces); None without a
+    checkpoint key (not started)."""
     if settings.checkpoint_key is None:
         return None
+    from services.regulator.notary import signing_follower
+    from services.settings import public_of
+
+    publics = list(settings.chain_public_keys)
+    if settings.chain_key is not None:
+        publics.append(public_of(settings.chain_key))
+    return signing_follower(settings.store, settings.checkpoint_key, publics, origin=origin,
+                            on_error=on_error)
+
+
+def store_database(settings: Settings) -> Database:
+    """A connection of the regulator's (``services.regulator.source``) to the settings' store;
+    ``StoreError`` for a URL it cannot use."""
+    from services.regulator.source import Database
+
+    return Database(settings.store)
+
+
+def store_notary(settings: Settings, db: Database | None = None, *, sign: bool = False,
+                 create: bool | None = None, origin: str = "sabot") -> Notary:
+    """The store's Merkle log over ``db`` (else a connection of its own, ``notary.db``: close
+    it): one that signs with ``checkpoint_key`` (``sign``: required; a ``SettingError`` before
+    any connection without it) or one that only reads; ``create`` (default: ``sign``) creates
+    the tree's tables. The evidence chain is checked against ``chain_public_keys`` (none: the
+    keys it introduces). Rounds end as the games' vocabulary says (``coup_end``)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from services.regulator.chain import pinned_keys
-    from services.regulator.notary import Follower
+    from services.regulator.notary import Notary
+    from services.regulator.source import EventTable
+    from services.regulator.vocabulary import coup_end
 
-    key = Ed25519PrivateKey.from_private_bytes(settings.checkpoint_key)
-    publics = list(settings.chain_public_keys)
-    if settings.chain_key is not None:
-        public = Ed25519PrivateKey.from_private_bytes(settings.chain_key).public_key()
-        publics.append(public.public_bytes_raw())
-    chain_keys = pinned_keys(publics) if publics else None
-    return Follower(settings.store, key, origin, on_error=on_error, chain_keys=chain_keys)
+    key = None
+    if sign:
+        key = Ed25519PrivateKey.from_private_bytes(_required(settings, "checkpoint_key"))
+    if db is None:
+        db = store_database(settings)
+    publics = settings.chain_public_keys
+    return Notary(db, EventTable(db), key, origin, coup_end,
+                  create=sign if create is None else create,
+                  chain_keys=pinned_keys(publics) if publics else None)
 
 
-__all__ = ["READ_ONLY_KEY", "ledger_config", "notary", "open_ledger", "open_ledger_process",
-           "open_log", "read_models"]
+__all__ = ["READ_ONLY_KEY", "ledger_config", "log_env", "notary", "open_ledger",
+           "open_ledger_process", "open_log", "projector", "read_models", "store_database",
+           "store_notary"]

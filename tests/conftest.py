@@ -157,7 +157,7 @@ def restricted_store(database: str, schema: str | None = None) -> RestrictedStor
     for the server role and the reader role."""
     import argparse
 
-    from services.ledger import cli
+    from services.cli import store as cli
 
     ensure_roles()
     schema = schema or "r_" + uuid.uuid4().hex[:12]

@@ -46,7 +46,7 @@ from services.ledger.api import Ledger
 from services.ledger.remote import observer
 from services.ledger.writer import call_deadline
 from services.regulator.checkpoint import public_key_bytes
-from services.regulator.notary import Follower
+from services.regulator.notary import Follower, signing_follower
 
 SERVICES = (
     table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
@@ -158,13 +158,23 @@ def _tls_files(config: Config) -> tls.ServerFiles | None:
     return tls.ServerFiles(config.tls_cert, config.tls_key, config.tls_client_ca)
 
 
+class _FromConfig:
+    """``start``'s ``notary`` when none is given: the one ``config.checkpoint_key`` makes."""
+
+
+FROM_CONFIG = _FromConfig()
+
+
 def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
           limits: monitoring.Limits | None = None,
-          interval: float = monitoring.INTERVAL) -> Running:
+          interval: float = monitoring.INTERVAL,
+          notary: Follower | _FromConfig | None = FROM_CONFIG) -> Running:
     """Start serving ``ledger`` on ``config.listen`` (port 0: a free port, see ``Running.port``),
     its health kept true by a monitor (``services/api/health.py``: every ``interval`` s, with
     ``limits``), and with ``metrics_listen`` (HOST:PORT) the Prometheus metrics and the health
-    over HTTP (``services/metrics.py``). ConfigError for settings that cannot serve (a
+    over HTTP (``services/metrics.py``). ``notary``: the notary the server starts and stops
+    (``sabot serve``: ``services.bootstrap.notary``; None: none; not given: the one of
+    ``config.checkpoint_key``). ConfigError for settings that cannot serve (a
     plaintext listener beyond loopback without ``insecure``, half a TLS pair, a credentials
     file that does not parse, a metrics address that is not HOST:PORT)."""
     files = _tls_files(config)
@@ -219,7 +229,8 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     events_pb2_grpc.add_WatchServiceServicer_to_server(watch, server)
     events_pb2_grpc.add_FeedServiceServicer_to_server(feed, server)
     events_pb2_grpc.add_RecallServiceServicer_to_server(recall, server)
-    notary = _notary(config)
+    if isinstance(notary, _FromConfig):
+        notary = _notary(config)
     regulator = RegulatorServicer(
         *deps, store=config.store, seal_key=config.seal_key, follower=notary,
         checkpoint_public_key=None if notary is None else public_key_bytes(
@@ -311,24 +322,23 @@ def _sources(config: Config, ledger: Ledger, hub: Hub, projections: ProjectionKe
                               close=probe.close)
 
 
+def notary_error(exc: BaseException) -> None:
+    """What the server's notary does with a store error: it logs it and reconnects."""
+    get_logger().error("notary: store error; reconnecting", error=repr(exc))
+
+
 def _notary(config: Config) -> Follower | None:
-    """The notary of the store, when the config has a checkpoint key (not started yet)."""
+    """The notary of the store, when the config has a checkpoint key (not started yet): for a
+    server started without one (``sabot serve`` gives ``services.bootstrap.notary``'s)."""
     if config.checkpoint_key is None:
         return None
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    key = Ed25519PrivateKey.from_private_bytes(config.checkpoint_key)
-
-    def on_error(exc: BaseException) -> None:
-        get_logger().error("notary: store error; reconnecting", error=repr(exc))
-
-    chain_keys = None
+    publics = []
     if config.chain_key is not None:  # the ledger's own evidence key: the notary checks by it
-        from services.regulator.chain import pinned_keys
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
         public = Ed25519PrivateKey.from_private_bytes(config.chain_key).public_key()
-        chain_keys = pinned_keys([public.public_bytes_raw()])
-    return Follower(config.store, key, on_error=on_error, chain_keys=chain_keys)
+        publics.append(public.public_bytes_raw())
+    return signing_follower(config.store, config.checkpoint_key, publics, on_error=notary_error)
 
 
 def _safe(url: str) -> str:

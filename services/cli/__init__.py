@@ -43,7 +43,7 @@ COMMAND_MODULES = (
     "services.cli.client",  # table, shoe, coup, stake, account, report, regulator, health
     "services.cli.server",  # serve, demo
     "services.cli.credentials",  # credentials issue|revoke|list|hash: named principals
-    "services.ledger.cli",  # store init|events|balance-sheet|rerun
+    "services.cli.store",  # store init|events|balance-sheet|rerun
     "services.cli.regulator",  # keys …; store replay|checkpoint|export|proof
     "services.cli.projections",  # store projections …|reconcile|report …
     "services.cli.auditor",  # rules shuffle, rules trente-et-quarante deal

@@ -140,21 +140,19 @@ def cmd_replay(args: argparse.Namespace, fallback: Callable[[argparse.Namespace]
     identical. ``--coup``/``--shoe``: ``fallback``."""
     if not getattr(args, "match", None):
         return fallback(args)
-    from pathlib import Path
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-    from services.cli import CliError
+    from services import bootstrap
+    from services.cli import settings_of
     from services.cuarenta.replay import replay_match
-    from services.regulator.escrow import load_private_key
     from services.regulator.replay import verdict
-    from services.regulator.source import Database, EventTable
+    from services.regulator.source import EventTable
 
+    settings = settings_of(args)  # --store, SABOT_STORE; --regulator-key: hex, a file, a PEM
     reg = None
-    if args.regulator_key:
-        try:
-            reg = load_private_key(Path(args.regulator_key).read_bytes())
-        except (OSError, ValueError) as exc:
-            raise CliError(f"--regulator-key: {exc}") from None
-    db = Database(args.store)
+    if settings.regulator_key is not None:
+        reg = X25519PrivateKey.from_private_bytes(settings.regulator_key)
+    db = bootstrap.store_database(settings)
     try:
         from services.ledger.ids import parse_uuid
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from eventsourcing.persistence import PersistenceError
 
+from services import bootstrap
 from services.cli import (
     OFFLINE_REPORTS,
     CliError,
@@ -21,9 +22,7 @@ from services.cli import (
     settings_of,
 )
 from services.cli.progress import Progress, quiet_argument
-from services.projections import default_views
 from services.projections.export import Report, render
-from services.projections.log import open_log
 from services.projections.projector import Projector
 from services.projections.reconcile import reconcile
 from services.projections.reports import gaming_day, player_statement, shoe_history
@@ -102,11 +101,8 @@ def register(sub: Any) -> None:
 
 
 def _projector(args: argparse.Namespace) -> Projector:
-    settings = settings_of(args)
-    extra = {"POSTGRES_SCHEMA": args.schema} if args.schema else {}
     try:
-        app = open_log(settings.store, extra)
-        return Projector(app, default_views(settings.gaming_day))
+        return bootstrap.projector(settings_of(args), args.schema)
     except (OSError, PersistenceError) as exc:
         raise CliError(f"--store: cannot use the store: {exc}") from None
 
@@ -150,12 +146,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         if p.store.dialect == "postgres" and not args.poll:
             from services.ledger.application import LedgerApplication
-            from services.ledger.config import store_env
             from services.projections.runner import supervise
 
-            env = store_env(settings_of(args).store)
-            if args.schema:
-                env["POSTGRES_SCHEMA"] = args.schema
+            env = bootstrap.log_env(settings_of(args), args.schema)
             supervise(LedgerApplication, p.views, env, stop,
                       on_error=lambda exc: print(f"sabot: runner stopped: {exc}", file=sys.stderr))
         else:

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from services import bootstrap
 from services.cli import CliError, commands, keep_old_names, settings_of
 from services.cli.progress import Progress, quiet_argument
 from services.regulator.chain import ChainProblem, pinned_keys
@@ -40,8 +41,7 @@ from services.regulator.export import ExportError, ExportSummary, write_export
 from services.regulator.merkle import ProofError
 from services.regulator.notary import Notary, NotaryBusy, follow
 from services.regulator.replay import Replayer, ReplayStep, verdict
-from services.regulator.source import Database, EventTable, StoreError
-from services.regulator.vocabulary import coup_end
+from services.regulator.source import StoreError
 from services.settings import Settings, add_flags
 
 ORIGIN = "sabot"
@@ -172,19 +172,15 @@ def _notary(args: argparse.Namespace, *, sign: bool = False) -> Notary:
     """The store's Merkle log: one that signs with the checkpoint key (``sign``, which it
     requires) or one that only reads (it creates and changes nothing)."""
     settings = settings_of(args)
-    key = None
     if sign:
-        settings.require("checkpoint_key")
-        assert settings.checkpoint_key is not None
-        key = Ed25519PrivateKey.from_private_bytes(settings.checkpoint_key)
+        settings.require("checkpoint_key")  # before any connection
     try:
-        db = Database(settings.store)
+        db = bootstrap.store_database(settings)
     except StoreError as exc:
         raise CliError(f"--store: {exc}") from None
     except Exception as exc:  # never the URL: it may hold a password
         raise CliError(f"--store: cannot connect: {type(exc).__name__}") from None
-    return Notary(db, EventTable(db), key, ORIGIN, coup_end, create=sign,
-                  chain_keys=_chain_keys(settings))
+    return bootstrap.store_notary(settings, db, sign=sign, origin=ORIGIN)
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:

@@ -83,8 +83,9 @@ def _dev_chain_head(store: str) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     import grpc
 
+    from services import bootstrap
     from services.api import server
-    from services.ledger.api import Ledger, LedgerConfig
+    from services.ledger.api import Ledger
     from services.ledger.evidence import ChainBroken
     from services.ledger.remote import LedgerProcess
 
@@ -126,6 +127,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if checkpoint_key is None and args.dev:
         checkpoint_key = _dev_seal_key(DEV_CHECKPOINT_KEY_FILE)
     regulator_key = settings.regulator_public_key
+    # what --dev made stands in for what was not given: the composition root builds from these
+    settings = settings.replace(seal_key=seal_key, chain_key=chain_key, chain_head=chain_head,
+                                checkpoint_key=checkpoint_key, store_timeout=store_timeout)
     cfg = api_config.Config(
         listen=settings.listen, store=settings.store, tokens=tokens, credentials=hashed,
         credentials_file=settings.credentials, tls_cert=settings.tls_cert,
@@ -149,26 +153,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ledger_process: LedgerProcess | None = None
     if cfg.ledger_process:
         try:  # the same API, forwarded to the writer's own process
-            ledger_process = LedgerProcess(cfg.store, seal_key, regulator_key, pool_size,
-                                           on_lost=_ledger_lost, writer_name=writer_name,
-                                           chain_key=chain_key, chain_head=chain_head,
-                                           store_timeout=store_timeout,
-                                           otlp_endpoint=otlp_endpoint)
+            ledger_process = bootstrap.open_ledger_process(
+                settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost)
         except OSError as exc:
             raise CliError(str(exc)) from None
         ledger = cast(Ledger, ledger_process)
     else:
         try:
-            ledger = Ledger(LedgerConfig(store_url=cfg.store, seal_key=seal_key,
-                                         pool_size=pool_size, regulator_key=regulator_key,
-                                         writer_name=writer_name, chain_key=chain_key,
-                                         chain_head=chain_head,
-                                         extra_env={"STORE_TIMEOUT": str(store_timeout)}),
-                            batching=True)
+            ledger = bootstrap.open_ledger(settings, batching=True, pool_size=pool_size,
+                                           writer_name=writer_name,
+                                           store_timeout=settings.store_timeout)
         except ChainBroken as exc:
             raise CliError(str(exc)) from None
     try:
-        running = server.start(cfg, ledger, metrics_listen=metrics_listen)
+        running = server.start(cfg, ledger, metrics_listen=metrics_listen,
+                               notary=bootstrap.notary(settings, on_error=server.notary_error))
     except (OSError, api_config.ConfigError) as exc:
         ledger.close()
         raise CliError(str(exc)) from None

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 from uuid import UUID, uuid4
 
@@ -49,6 +50,32 @@ class LedgerConfig:
     chain_key: bytes | None = None
     chain_head: str | None = None
     evidence: bool = True
+
+    def to_pipe(self) -> dict[str, Any]:
+        """What a ledger process of its own is given of this config, as JSON through its pipe
+        (``services.ledger.remote.LedgerProcess``; ``from_pipe`` reads it back): the store,
+        the keys (hex), the pool, the writer's name, the head file, the store's environment.
+        The injected clock, ids and seeds stay here: that process uses the real ones."""
+        return {"store": self.store_url, "seal_key": self.seal_key.hex(),
+                "regulator_key": self.regulator_key.hex() if self.regulator_key else "",
+                "pool_size": self.pool_size, "writer_name": self.writer_name,
+                "chain_key": self.chain_key.hex() if self.chain_key else "",
+                "chain_head": self.chain_head or "", "extra_env": dict(self.extra_env),
+                "evidence": self.evidence}
+
+    @classmethod
+    def from_pipe(cls, given: Mapping[str, Any]) -> LedgerConfig:
+        """The config ``to_pipe`` wrote (the ledger process's end of the pipe)."""
+        return cls(
+            store_url=str(given["store"]), seal_key=bytes.fromhex(str(given["seal_key"])),
+            pool_size=int(given.get("pool_size", 5)),
+            regulator_key=regulator_public_key(str(given.get("regulator_key") or "")),
+            writer_name=str(given.get("writer_name") or ""),
+            chain_key=bytes.fromhex(str(given.get("chain_key") or "")) or None,
+            chain_head=str(given.get("chain_head") or "") or None,
+            extra_env={str(k): str(v) for k, v in dict(given.get("extra_env") or {}).items()},
+            evidence=bool(given.get("evidence", True)),
+        )
 
     @classmethod
     def from_environ(cls, environ: dict[str, str] | None = None) -> LedgerConfig:

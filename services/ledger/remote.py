@@ -48,7 +48,7 @@ from services import traces
 from services.ledger import wire
 from services.ledger.api import Ledger, read_log
 from services.ledger.application import BACKSTOP, LedgerApplication
-from services.ledger.config import LedgerConfig, regulator_public_key, store_env
+from services.ledger.config import LedgerConfig, store_env
 from services.ledger.errors import StoreUnavailable
 from services.ledger.evidence import ChainBroken
 from services.ledger.views import StoredEvent
@@ -431,6 +431,26 @@ class LedgerProcess(RemoteLedger):
                  on_lost: Callable[[int], None] | None = None, writer_name: str = "",
                  chain_key: bytes | None = None, chain_head: str | None = None,
                  store_timeout: float | None = None, otlp_endpoint: str | None = None) -> None:
+        config = LedgerConfig(
+            store_url=store_url, seal_key=seal_key, pool_size=pool_size,
+            regulator_key=regulator_key, writer_name=writer_name, chain_key=chain_key,
+            chain_head=chain_head,
+            extra_env={"STORE_TIMEOUT": str(store_timeout)} if store_timeout else {})
+        self._start(config, start_timeout, on_lost, otlp_endpoint)
+
+    @classmethod
+    def of(cls, config: LedgerConfig, *, start_timeout: float = 60.0,
+           on_lost: Callable[[int], None] | None = None,
+           otlp_endpoint: str | None = None) -> LedgerProcess:
+        """The ledger process of ``config`` (``services.bootstrap.open_ledger_process``): the
+        child builds the same ``LedgerConfig`` from what the pipe carries
+        (``LedgerConfig.to_pipe``/``from_pipe``)."""
+        process = cls.__new__(cls)
+        process._start(config, start_timeout, on_lost, otlp_endpoint)
+        return process
+
+    def _start(self, config: LedgerConfig, start_timeout: float,
+               on_lost: Callable[[int], None] | None, otlp_endpoint: str | None) -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
         self.process = subprocess.Popen(  # --own-dir: the child removes _dir whenever it ends
@@ -442,13 +462,7 @@ class LedgerProcess(RemoteLedger):
         # The settings go through the pipe: a key or a store password never appears in the
         # child's command line or environment (both readable in /proc).
         secret = secrets.token_bytes(32)  # this start's: only this process and the child know it
-        settings = {"store": store_url, "seal_key": seal_key.hex(),
-                    "regulator_key": regulator_key.hex() if regulator_key else "",
-                    "pool_size": pool_size, "secret": secret.hex(),
-                    "writer_name": writer_name,
-                    "chain_key": chain_key.hex() if chain_key else "",
-                    "chain_head": chain_head or "",
-                    "store_timeout": store_timeout or "",
+        settings = {**config.to_pipe(), "secret": secret.hex(),
                     "otlp_endpoint": otlp_endpoint or ""}
         assert self.process.stdin is not None
         try:
@@ -461,9 +475,10 @@ class LedgerProcess(RemoteLedger):
         if ready.strip() != "ready":
             self._end(0)
             raise OSError("the ledger process did not start (its error is above)")
+        store_timeout = config.extra_env.get("STORE_TIMEOUT")
         try:
-            super().__init__(path, store_url, pool_size, secret=secret,
-                             store_timeout=store_timeout)
+            super().__init__(path, config.store_url, config.pool_size, secret=secret,
+                             store_timeout=float(store_timeout) if store_timeout else None)
         except BaseException:
             self._end(0)
             raise
@@ -574,16 +589,7 @@ def _host(path: str) -> int:
     if not isinstance(settings, dict):
         print("services.ledger.remote: no settings on standard input", file=sys.stderr)
         return 2
-    config = LedgerConfig(
-        store_url=str(settings["store"]), seal_key=bytes.fromhex(str(settings["seal_key"])),
-        pool_size=int(settings.get("pool_size", 5)),
-        regulator_key=regulator_public_key(str(settings.get("regulator_key", ""))),
-        writer_name=str(settings.get("writer_name", "")),
-        chain_key=bytes.fromhex(str(settings.get("chain_key") or "")) or None,
-        chain_head=str(settings.get("chain_head") or "") or None,
-        extra_env={"STORE_TIMEOUT": str(settings["store_timeout"])}
-        if settings.get("store_timeout") else {},
-    )
+    config = LedgerConfig.from_pipe(settings)  # the fields LedgerProcess sent (to_pipe)
     secret = bytes.fromhex(str(settings.get("secret", "")))
     if len(secret) < 16:
         print("services.ledger.remote: no socket secret in the settings", file=sys.stderr)

@@ -10,7 +10,7 @@ update, delete, truncate, or switch a trigger off (only a table's owner can
 ``ALTER TABLE ... DISABLE TRIGGER``).
 It may create tables in the schema for its read models (``rm_*``), which it owns and rebuilds.
 A **reader** role (an auditor's export) may only read the event store and the Merkle tables.
-``sabot store init`` (``services/ledger/cli.py``) prints or applies all of it.
+``sabot store init`` (``services/cli/store.py``) prints or applies all of it.
 
 A ledger whose role owns the tables (a development store, the tests) creates them and applies
 the guards itself at start, as before; one whose role does not own them creates nothing

@@ -23,12 +23,13 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from services.regulator import merkle
-from services.regulator.chain import ChainProblem, ChainWalk, new_walk, start_at
+from services.regulator.chain import ChainProblem, ChainWalk, new_walk, pinned_keys, start_at
 from services.regulator.checkpoint import Checkpoint, sign_checkpoint
 from services.regulator.source import Database, EventTable, RawEvent
 from services.regulator.writer_lock import NotaryBusy, WriterLock
 
-__all__ = ["Follower", "Notary", "NotaryBusy", "follow", "missing_leaves", "no_coup_end"]
+__all__ = ["Follower", "Notary", "NotaryBusy", "follow", "missing_leaves", "no_coup_end",
+           "signing_follower"]
 
 log = logging.getLogger(__name__)
 
@@ -669,3 +670,14 @@ class Follower:
                     db.close()
                 with self._cond:
                     self._cond.notify_all()
+
+
+def signing_follower(url: str, checkpoint_key: bytes, chain_public_keys: Sequence[bytes] = (),
+                     *, origin: str = "sabot",
+                     on_error: Callable[[BaseException], None] | None = None) -> Follower:
+    """The notary of a server on ``url`` (not started): it signs with the raw Ed25519
+    ``checkpoint_key`` and checks the evidence chain against ``chain_public_keys`` (none: the
+    keys the chain introduces). ``services.bootstrap.notary`` makes it from the settings."""
+    key = Ed25519PrivateKey.from_private_bytes(checkpoint_key)
+    chain_keys = pinned_keys(chain_public_keys) if chain_public_keys else None
+    return Follower(url, key, origin, on_error=on_error, chain_keys=chain_keys)

@@ -75,3 +75,60 @@ def test_the_notary_from_settings(tmp_path: Path) -> None:
     assert follower is not None
     expected = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(CHECKPOINT)).public_key()
     assert follower.key.public_key().public_bytes_raw() == expected.public_bytes_raw()
+
+
+def test_the_ledger_process_gets_the_config_its_parent_built(tmp_path: Path) -> None:
+    """The child end of the pipe (``services.ledger.remote``) reads back every field the
+    parent's ``ledger_config`` set (``LedgerConfig.to_pipe``/``from_pipe``), through JSON."""
+    import json
+
+    from services.ledger.config import LedgerConfig
+
+    given = settings(f"sqlite:///{tmp_path}/p.db", tmp_path, SABOT_SEAL_KEY=SEAL,
+                     SABOT_CHAIN_KEY=CHAIN, SABOT_REGULATOR_PUBLIC_KEY=REGULATOR_PUBLIC,
+                     SABOT_CHAIN_HEAD=str(tmp_path / "head.json"))
+    config = bootstrap.ledger_config(given, pool_size=7, writer_name="w:1", store_timeout=2.5)
+    assert config.extra_env == {"STORE_TIMEOUT": "2.5"}
+    back = LedgerConfig.from_pipe(json.loads(json.dumps(config.to_pipe())))
+    fields = ("store_url", "seal_key", "pool_size", "regulator_key", "writer_name", "chain_key",
+              "chain_head", "extra_env", "evidence")
+    assert [getattr(back, f) for f in fields] == [getattr(config, f) for f in fields]
+    bare = LedgerConfig.from_pipe(LedgerConfig(f"sqlite:///{tmp_path}/q.db", bytes(32)).to_pipe())
+    assert (bare.regulator_key, bare.chain_key, bare.chain_head, bare.extra_env) == (
+        None, None, None, {})
+
+
+def test_the_offline_commands_read_models_and_merkle_log(store_url: str, tmp_path: Path
+                                                         ) -> None:
+    """``projector`` (the read models of ``sabot store projections …``) and ``store_notary``
+    (the Merkle log of ``sabot store checkpoint|export|replay|proof``) from the settings."""
+    given = settings(store_url, tmp_path, SABOT_SEAL_KEY=SEAL, SABOT_CHECKPOINT_KEY=CHECKPOINT)
+    ledger = bootstrap.open_ledger(given)
+    try:
+        ledger.open_table("t", "t1", "francaise")
+    finally:
+        ledger.close()
+    projector = bootstrap.projector(given)
+    try:
+        assert projector.catch_up() > 0
+    finally:
+        projector.app.close()
+    assert bootstrap.log_env(given)["PERSISTENCE_MODULE"].startswith("eventsourcing.")
+    signer = bootstrap.store_notary(given, sign=True)
+    try:
+        assert signer.key is not None
+        assert signer.hold(0.0)
+        try:
+            signer.sync()
+        finally:
+            signer.release()
+        assert signer.size > 0
+    finally:
+        signer.db.close()
+    reader = bootstrap.store_notary(settings(store_url, tmp_path))  # no key: only reads
+    try:
+        assert reader.key is None and reader.size > 0
+    finally:
+        reader.db.close()
+    with pytest.raises(SettingError, match="SABOT_CHECKPOINT_KEY"):
+        bootstrap.store_notary(settings(store_url, tmp_path), sign=True)

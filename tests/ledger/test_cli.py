@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from services.ledger import cli
+from services.cli import store as cli
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from services.cli import CliError
-from services.ledger import cli
+from services.cli import store as cli
 from services.ledger.api import Ledger
 from services.ledger.application import LedgerApplication
 from services.ledger.config import store_env

@@ -9,21 +9,17 @@ from typing import Any
 
 import psycopg
 
+from services import bootstrap
 from services.cli import CliError, commands, keep_old_names, settings_of
 from services.ledger.api import Ledger
-from services.ledger.config import LedgerConfig, store_env
+from services.ledger.config import store_env
 from services.settings import add_flags
 
-READ_ONLY_KEY = bytes(32)  # reading needs no seal key; dealing and closing shoes do
 
-
-def _open(args: argparse.Namespace, standby: bool = True) -> Ledger:
-    """A ledger on ``--store``; ``standby``: one that reads (it never takes the writer lease).
+def _open(args: argparse.Namespace) -> Ledger:
+    """A ledger on ``--store`` that reads (a standby: it never takes the writer lease).
     Reading needs no seal key; re-running the commands does (``SABOT_SEAL_KEY``)."""
-    settings = settings_of(args)
-    key = settings.seal_key if settings.given("seal_key") else None
-    return Ledger(LedgerConfig(store_url=settings.store, seal_key=key or READ_ONLY_KEY),
-                  standby=standby)
+    return bootstrap.open_ledger(settings_of(args), standby=True)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -50,8 +46,6 @@ def cmd_schema(args: argparse.Namespace) -> int:
         print(schema.setup_sql(where, servers, reader_roles), end="")
         return 0
     from services.ledger.application import LedgerApplication
-    from services.regulator.notary import Notary
-    from services.regulator.source import Database, EventTable
 
     try:
         app = LedgerApplication(env={**env, schema.CREATE_TABLE: "y"})  # the tables
@@ -62,9 +56,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
     info = schema.conninfo(env)
     try:
         schema.apply_schema(info, (f"{where}.{schema.EVENTS}",))
-        db = Database(settings.store)
+        db = bootstrap.store_database(settings)
         try:  # the notary's Merkle tables, append-only too, owned by the owner role
-            Notary(db, EventTable(db), None)
+            bootstrap.store_notary(settings, db, create=True)
         finally:
             db.close()
         schema.apply_grants(info, where, servers, reader_roles)
