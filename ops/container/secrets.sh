@@ -20,15 +20,15 @@ echo "postgres:5432:sabot:sabot_owner:$(cat secrets/pg_owner_password)" > secret
 echo "postgres:5432:sabot:sabot_server:$(cat secrets/pg_server_password)" > secrets/pgpass_server
 [ -s secrets/seal.key ] || openssl rand -hex 32 > secrets/seal.key
 chown 10001 secrets
-[ -s secrets/chain.key ] || run chain-keygen --out /out/chain
-[ -s secrets/checkpoint.key ] || run checkpoint-keygen --out /out/checkpoint
+[ -s secrets/chain.key ] || run keys chain --out /out/chain
+[ -s secrets/checkpoint.key ] || run keys checkpoint --out /out/checkpoint
 if [ ! -s secrets/regulator.pub ]; then
-  run regulator-keygen --out /out/regulator-for-trying
+  run keys regulator --out /out/regulator-for-trying
   cp secrets/regulator-for-trying.pub secrets/regulator.pub
 fi
 if [ ! -s secrets/credentials.toml ]; then
   echo "the admin token (shown once):"
-  run credentials issue --file /out/credentials.toml --principal admin-1 --role admin --days 30
+  run credentials issue --credentials /out/credentials.toml --principal admin-1 --role admin --days 30
 fi
 if [ ! -s secrets/server.key ]; then
   openssl req -x509 -newkey ed25519 -nodes -days 30 -subj "/CN=sabot" \

@@ -1,6 +1,6 @@
 -- Sabot: the event store's tables are append-only IN THE DATABASE.
 -- Idempotent: safe to run again. Applied by services.ledger.schema.apply_schema (at every start
--- by a ledger whose role owns the tables, and by `sabot ledger-schema` run as the owner role), to
+-- by a ledger whose role owns the tables, and by `sabot store init` run as the owner role), to
 -- the events table and to the snapshots table beside it, with search_path = pg_catalog, pg_temp.
 -- {schema} is replaced by the tables' schema (e.g. "public"), {table} by each table's qualified
 -- name (e.g. "public"."sabot_events").

@@ -3,7 +3,7 @@
 Usage: python ops/postgres/apply.py postgresql://owner@host:port/db [schema.table ...]
 (the default table is ``sabot_events``; the snapshots table beside it and the writer lease's lock
 function come with it). A ledger whose role owns the tables applies them itself at start;
-``sabot ledger-schema`` applies them and the roles' grants (docs/postgres.md).
+``sabot store init`` applies them and the roles' grants (docs/postgres.md).
 """
 
 from __future__ import annotations

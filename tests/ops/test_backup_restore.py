@@ -1,9 +1,9 @@
 """The runbook's backup and restore (docs/operations.md, "Backup and restore"), done as it says:
 a store served by ``sabot serve`` (the demo played through it, as the server role), dumped with
 ``pg_dump -Fc`` while it serves, restored with ``pg_restore`` into a new database, then
-``sabot reconcile`` agrees, ``sabot export`` exports it and ``sabot-verify`` says VERIFIED. And
-a writer started on a restored store that lost what the writer signed since the dump (the
-chain head file is newer than the backup) refuses to write, in one line."""
+``sabot store reconcile`` agrees, ``sabot store export`` exports it and ``sabot-verify`` says
+VERIFIED. And a writer started on a restored store that lost what the writer signed since the
+dump (the chain head file is newer than the backup) refuses to write, in one line."""
 
 from __future__ import annotations
 
@@ -87,15 +87,15 @@ def test_a_dump_restored_into_a_new_database_reconciles_exports_and_verifies(
     done = _pg("pg_restore", "--exit-on-error", "--dbname", restored, str(dump))
     assert done.returncode == 0, done.stderr
     assert _events(restored) == stored
-    again = sabot("ledger-schema", "--store", url(restored, OWNER_ROLE), "--server-role",
+    again = sabot("store", "init", "--store", url(restored, OWNER_ROLE), "--server-role",
                   SERVER_ROLE, "--reader-role", READER_ROLE)  # the runbook's idempotent step
     assert again.returncode == 0, again.stderr
 
-    reconcile = sabot("reconcile", "--store", url(restored, SERVER_ROLE))
+    reconcile = sabot("store", "reconcile", "--store", url(restored, SERVER_ROLE))
     assert reconcile.returncode == 0, reconcile.stdout + reconcile.stderr
     export = tmp_path / "export.jsonl"
-    exported = sabot("export", "--store", url(restored, SERVER_ROLE), "--key",
-                     str(keys.checkpoint), "-o", str(export), "-q")
+    exported = sabot("store", "export", "--store", url(restored, SERVER_ROLE),
+                     "--checkpoint-key", str(keys.checkpoint), "-o", str(export), "-q")
     assert exported.returncode == 0, exported.stderr
     verified = _verify(export, "--checkpoint-key", keys.checkpoint_public)
     assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -9,6 +9,8 @@ No container engine runs here: the image and the compose file are checked as tex
 
 from __future__ import annotations
 
+import argparse
+import itertools
 import json
 import re
 import shlex
@@ -20,7 +22,7 @@ import pytest
 import yaml
 
 from services import metrics
-from services.cli import CliError, build_parser
+from services.cli import OLD_NAMES, CliError, Commands, build_parser
 from services.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,13 +40,46 @@ SAMPLE = {"SABOT_STORE": "postgresql://sabot_server@db:5432/sabot"}
 
 
 def parses(argv: list[str]) -> None:
-    """The sabot command line parses (every flag known, every value where a flag wants one)."""
+    """The sabot command line parses (every flag known, every value where a flag wants one), by
+    its current names: no old name of a command (``OLD_NAMES``, hidden aliases for one release)
+    nor of a flag (hidden)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except (CliError, SystemExit) as exc:
         pytest.fail(f"`sabot {shlex.join(argv)}` does not parse: {exc}")
     assert getattr(args, "func", None) is not None, f"sabot {shlex.join(argv)}: no command"
+    command, rest = current_command(parser, argv)
+    old = old_flags(command, rest)
+    assert not old, f"`sabot {shlex.join(argv)}`: {', '.join(old)}: an old flag, hidden"
+
+
+def old_flags(command: argparse.ArgumentParser, words: list[str]) -> list[str]:
+    """The flags among ``words`` that ``command`` hides (the previous release's spellings)."""
+    hidden = {option for action in command._actions if action.help == argparse.SUPPRESS
+              for option in action.option_strings}
+    return sorted({w.split("=", 1)[0] for w in words if w.startswith("-")} & hidden)
+
+
+def current_command(parser: argparse.ArgumentParser, argv: list[str]
+                    ) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser of the command ``argv`` names, and the arguments after its name; a failure if
+    a name on the way is an old one (a hidden alias: ``OLD_NAMES``) or no command."""
+    rest = list(argv)
+    path: list[str] = []
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+                   None)
+        if sub is None:
+            return parser, rest
+        assert rest, f"`sabot {' '.join(path)}`: a group, not a command"
+        name = rest.pop(0)
+        said = " ".join([*path, name])
+        assert name in sub.choices, f"`sabot {said}`: no such command"
+        assert name in Commands.visible(sub), (  # type: ignore[arg-type]
+            f"`sabot {said}` is an old name (OLD_NAMES): use `sabot {OLD_NAMES.get(said, '?')}`")
+        parser = sub.choices[name]
+        path.append(name)
 
 
 def expand(text: str) -> str:
@@ -163,6 +198,25 @@ def test_env_example_holds_no_secret() -> None:
                 assert value.startswith("/"), f"{name}: a key must be given as a file's path"
 
 
+MENTION = re.compile(r"`sabot ([^`]+)`")
+
+
+def test_env_example_names_the_commands_by_their_current_names() -> None:
+    """The commands ``.env.example`` tells of (in backquotes, as `sabot keys chain --out NAME`)
+    are commands, by their current names, and no old name is said without them either."""
+    text = (ROOT / ".env.example").read_text()
+    mentions = MENTION.findall(text)
+    assert len(mentions) >= 5, mentions
+    parser = build_parser()
+    for mention in mentions:
+        words = mention.split()
+        names = list(itertools.takewhile(lambda w: not w.startswith("-"), words))
+        command, _ = current_command(parser, names)
+        assert not old_flags(command, words), f".env.example: `sabot {mention}`: an old flag"
+    for match in re.finditer(r"\bsabot ([a-z][a-z-]*)", text):
+        assert match.group(1) not in OLD_NAMES, f".env.example: `{match.group(0)}`, an old name"
+
+
 # --- the container image and the compose file ----------------------------------------------------
 
 
@@ -216,7 +270,7 @@ def test_the_compose_file_runs_the_same_commands_with_settings_that_exist() -> N
         for secret in service.get("secrets", ()):
             assert secret in compose["secrets"], f"compose.yaml {name}: secret {secret}?"
     assert services["sabot"]["command"][0] == "serve"
-    assert services["schema"]["command"][0] == "ledger-schema"
+    assert services["schema"]["command"][:2] == ["store", "init"]
     for secret in compose["secrets"].values():  # secrets.sh writes every secret file
         relative = secret["file"].removeprefix("./")
         assert relative in secrets_script, f"secrets.sh does not write {relative}"
