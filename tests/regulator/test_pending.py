@@ -28,12 +28,16 @@ from .conftest import PG_ADMIN, Played, fresh_pg_database, play, postgres_or_ski
 from .play import make_ledger
 
 
+def play_live_sqlite(where: Path) -> Played:
+    return play(f"sqlite:///{where / 'live.db'}", [("t-live", "francaise", 1)], seed=23,
+                in_play=2)
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def live(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Played]:
     """A live store: one shoe closed, a second in play with two coups (fresh per test)."""
     if request.param == "sqlite":
-        yield play(f"sqlite:///{tmp_path / 'live.db'}", [("t-live", "francaise", 1)], seed=23,
-                   in_play=2)
+        yield play_live_sqlite(tmp_path)
         return
     postgres_or_skip()
     name = f"sabot_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
@@ -210,13 +214,19 @@ def test_once_closed_a_new_export_verifies_the_shoe_whole(live: Played) -> None:
     assert f"OK   shoe {p.open_shoe}: commitment, shuffle and cut verified (2 coups)\n" in text
 
 
-def test_the_command_line_exit_codes(live: Played, tmp_path: Path,
+@pytest.fixture
+def live_sqlite(tmp_path: Path) -> Played:
+    """The live store on SQLite alone (fresh per test)."""
+    return play_live_sqlite(tmp_path)
+
+
+def test_the_command_line_exit_codes(live_sqlite: Played, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     """``sabot export`` then ``sabot-verify``: 0 for VERIFIED with a shoe pending (listed on
-    stdout, and in ``--format json``), 1 for NOT VERIFIED, 2 for a usage error."""
-    p = live
-    if not p.url.startswith("sqlite"):
-        pytest.skip("the command line is the same on both stores; the export is tested above")
+    stdout, and in ``--format json``), 1 for NOT VERIFIED, 2 for a usage error. On SQLite
+    alone: the command line is the same on both stores; the export is tested above on both."""
+    p = live_sqlite
+    assert p.url.startswith("sqlite")
     key = tmp_path / "op.key"
     key.write_bytes(p.key.private_bytes(serialization.Encoding.PEM,
                                         serialization.PrivateFormat.PKCS8,
