@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install proto run run-postgres test test-fast lint bench clean
+.PHONY: install proto promtool run run-postgres test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -35,6 +35,20 @@ run-postgres: install
 	mkdir -p var
 	$(BIN)/python -m services.cli.server serve --dev --demo --listen 127.0.0.1:50051 \
 		--store postgresql://sabot_server@$(PGHOST):$(PGPORT)/$(PGDB)
+
+# promtool (Prometheus's rule checker) unpacked from Debian's prometheus package into the venv:
+# nothing installed system-wide, no service started. Best effort: where it cannot be had, the
+# promtool test skips and tests/ops' structural check of the rules still runs.
+promtool: install
+	@if [ -x $(BIN)/promtool ] || command -v promtool >/dev/null; then exit 0; fi; \
+	d=$$(mktemp -d); \
+	if (cd $$d && { apt-get download prometheus || { apt-get update -qq && \
+	      apt-get download prometheus; }; }) >/dev/null 2>&1 \
+	   && dpkg-deb --fsys-tarfile $$d/prometheus_*.deb | tar -xO ./usr/bin/promtool > $$d/promtool \
+	   && chmod +x $$d/promtool && $$d/promtool --version >/dev/null 2>&1; then \
+	  mv $$d/promtool $(BIN)/promtool; echo "promtool: $(BIN)/promtool"; \
+	else echo "promtool: not available here (its test skips; the structural check runs)"; fi; \
+	rm -rf $$d
 
 test: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -p no:cacheprovider
