@@ -17,10 +17,16 @@ import psycopg
 import pytest
 from hypothesis import settings
 
-# Time is measured by benchmarks, not tests: on a shared 2-core CI machine a per-example
-# deadline only measures the neighbours' load.
-settings.register_profile("sabot", deadline=None)
-settings.load_profile("sabot")
+# Hypothesis profiles, explicit: "ci" (the default; HYPOTHESIS_PROFILE names another). Each
+# property states its own example count (@settings(max_examples=...)) and no profile changes it:
+# CI runs every property at full strength. "long" gives the properties that state no count 1000
+# examples instead of hypothesis' 100, for a run by hand or at night. Time is measured by
+# benchmarks, not tests: on a shared 2-core CI machine a per-example deadline only measures the
+# neighbours' load. print_blob: a failure prints the line that reproduces it.
+settings.register_profile("ci", deadline=None, print_blob=True)
+settings.register_profile("sabot", settings.get_profile("ci"))  # the former name
+settings.register_profile("long", settings.get_profile("ci"), max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 PG_HOST = os.environ.get("SABOT_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("SABOT_PG_PORT", "5432"))
@@ -193,3 +199,4 @@ def restricted_store_factory(postgres_database: str) -> Callable[[], RestrictedS
 def restricted_setup() -> Callable[[str], RestrictedStore]:
     """``restricted_store`` for session-scoped fixtures that make their own database."""
     return restricted_store
+
