@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -200,3 +201,20 @@ def restricted_setup() -> Callable[[str], RestrictedStore]:
     """``restricted_store`` for session-scoped fixtures that make their own database."""
     return restricted_store
 
+
+# --- the API tests' real server --------------------------------------------------------------
+
+
+@pytest.fixture(
+    scope="session",
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres),
+            "sqlite-ledger-process"],
+)
+def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real server on 127.0.0.1 per store (tests/api/conftest.py ``serve_api``): SQLite,
+    PostgreSQL as the restricted server role, and SQLite through the ledger process's socket.
+    Defined here once, so that tests/api, tests/cuarenta and tests/treinta_y_una share one
+    server per store (each a fixture of its own would start three of each)."""
+    from api.conftest import serve_api
+
+    yield from serve_api(request, tmp_path_factory)

@@ -75,12 +75,11 @@ def _drop(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(
-    scope="session",
-    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres),
-            "sqlite-ledger-process"],
-)
-def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+def serve_api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+              ) -> Iterator[Api]:
+    """The ``api`` fixture's server (tests/conftest.py defines the fixture: one server per store
+    for the whole session, shared by tests/api, tests/cuarenta and tests/treinta_y_una; every
+    test makes its own tables and accounts)."""
     database = None
     if request.param.startswith("sqlite"):
         url = f"sqlite:///{Path(tmp_path_factory.mktemp('api')) / 'sabot.db'}"

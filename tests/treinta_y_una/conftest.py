@@ -1,4 +1,2 @@
-"""The API tests' real server (tests/api/conftest.py), on SQLite, PostgreSQL and the ledger
-process, for Treinta y Una's gRPC tests."""
-
-from tests.api.conftest import api  # noqa: F401  # the fixture, by name
+"""The API tests' real server is tests/conftest.py's ``api`` fixture (one per store for the
+session, shared with tests/api)."""
