@@ -374,7 +374,7 @@ class Ledger(metaclass=_Games):
                 Table.Closed, timestamp=ts, coup_id=closing.round_id,
                 prisoners_at_close=option, stakes=closing.stakes,
             )
-            return TableClosed(table.table_id, table.last_coup_id, option, tuple(settled))
+            return TableClosed(table.table_id, closing.round_id, option, tuple(settled))
 
         return self.core.run("close_table", request_id, {"table_id": table_id}, decide, TableClosed,
                          actor)
@@ -453,11 +453,14 @@ class Ledger(metaclass=_Games):
     def _table_view(self, unit: UnitOfWork, table: Table) -> TableView:
         hook = getattr(self._handler(table), "table_layout", None)
         layout, coup_shoe_id = ((), None) if hook is None else hook(unit, table)
+        rounds = getattr(self._handler(table), "table_rounds", None)
+        # the game's rounds (Trente et Quarante: its coups): the latest, and how many
+        latest, count = (None, 0) if rounds is None else rounds(table)
         return TableView(
             table_id=table.table_id, game=table.game, preset=table.preset,
             options=dict(table.options),
             currency=table.options.get("currency", ""), shoe_id=table.shoe_id,
-            coup_id=table.last_coup_id, coups=len(table.coup_ids), shoes=table.shoes,
+            coup_id=latest, coups=count, shoes=table.shoes,
             layout=layout,
             bank_account=table_account(table.table_id, AccountKind.BANK),
             layout_account=table_account(table.table_id, AccountKind.LAYOUT),

@@ -173,6 +173,15 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
     snapshotting_intervals: ClassVar[dict[type[Any], int]] = {Account: 500}
     evidence: ChainWriter | None = None
 
+    def __init__(self, env: Any = None) -> None:
+        # Every registered game's events decode: a game declares its events of the core's
+        # aggregates (Trente et Quarante's Table.CoupStarted, Treinta y Una's
+        # Table.RoundStarted) in its own package, which registers their topics on import.
+        from services import games
+
+        games.games()
+        super().__init__(env=env)
+
     def use_evidence(self, evidence: ChainWriter | None) -> None:
         """Close every save with a link of ``evidence`` (None: evidence off, for the bench's
         comparison; snapshots are then neither chained nor checked)."""

@@ -1,5 +1,21 @@
-"""The Table aggregate: the game it plays, its recorded ruleset, its open shoe, its rounds (coups),
-and its close."""
+"""The Table aggregate: the game it plays, its recorded ruleset, its open shoe, and its close;
+game-neutral.
+
+A table's rounds are its game's: each game records a round it opens at the table with an event
+of the table declared in the game's package (a ``Table.Event`` under a ``sabot.ledger:Table.…``
+topic, registered with ``eventsourcing.utils.register_topic``), whose ``apply`` keeps the round
+ids with ``round_started(key, round_id)``; ``rounds(key)`` reads them back.
+
+- Trente et Quarante's is ``CoupStarted`` (``sabot.ledger:Table.CoupStarted``, key
+  ``coup_ids``, in ``services/trente_et_quarante/coup.py``). ``Table`` itself declared it
+  before issue 13 moved it: its topic, its one field ``coup_id`` and every stored event are
+  unchanged.
+- Treinta y Una's is ``RoundStarted`` (``sabot.ledger:Table.RoundStarted``, in
+  ``services/treinta_y_una/round.py``).
+
+What a table view shows of its rounds (the latest, how many) is its game's (``table_rounds``,
+in ``services.ledger.api``); a table of a game that records none shows none.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +33,6 @@ class Table(Aggregate):
         preset: str
         options: dict[str, str]
         shoe_id: str | None
-        coup_ids: list[str]
         shoes: int
         closed: bool
 
@@ -54,7 +69,6 @@ class Table(Aggregate):
             agg.preset = self.preset
             agg.options = dict(self.options)
             agg.shoe_id = None
-            agg.coup_ids = []
             agg.shoes = 0
             agg.closed = False
 
@@ -75,18 +89,12 @@ class Table(Aggregate):
         def apply(self, agg: Table) -> None:
             agg.shoe_id = None
 
-    class CoupStarted(Event):
-        TOPIC = "sabot.ledger:Table.CoupStarted"
-        class_version = 1
-        coup_id: str
-
-        def apply(self, agg: Table) -> None:
-            agg.coup_ids.append(self.coup_id)
-
     class Closed(Event):
-        """The table closed for good (no shoe open): the stakes left on its layout were settled
-        on its latest coup ``coup_id`` (None: it had none), free stakes returned and prisoners
-        per ``prisoners_at_close`` (recorded here as applied); it opens no more shoes."""
+        """The table closed for good (no shoe open); it opens no more shoes. What its game
+        settled at the close was recorded on its latest round ``coup_id`` (None: none; the name
+        is Trente et Quarante's, the only game when the event was first stored): there, the
+        stakes left on the layout, free stakes returned and prisoners per
+        ``prisoners_at_close`` (recorded here as applied), ``stakes`` of them."""
 
         TOPIC = "sabot.ledger:Table.Closed"
         class_version = 1
@@ -97,6 +105,13 @@ class Table(Aggregate):
         def apply(self, agg: Table) -> None:
             agg.closed = True
 
-    @property
-    def last_coup_id(self) -> str | None:
-        return self.coup_ids[-1] if self.coup_ids else None
+    def round_started(self, key: str, round_id: str) -> None:
+        """A game's round opened at the table (its round event's ``apply``): ``round_id`` is
+        added to the ids kept under ``key``, the game's own."""
+        self.__dict__.setdefault(key, []).append(round_id)
+
+    def rounds(self, key: str) -> list[str]:
+        """The ids of the rounds kept under ``key``, in the order they opened (not to be
+        changed; empty when none)."""
+        found: list[str] = self.__dict__.get(key, [])
+        return found

@@ -3,8 +3,8 @@ settlement (``TrenteEtQuarante``, built by the ledger with its ``Core``; registe
 ``game.py``). Each command runs through ``Core.run`` (the single writer's unit of work); the
 rule book is ``domain/trente_et_quarante/``. Also its parts of the core's shoe and table
 commands: ``shoe_closing`` (the free stakes back to their players), ``table_closing`` (the
-stakes left settled per ``prisoners_at_close``) and ``table_layout`` (the stakes a table view
-shows)."""
+stakes left settled per ``prisoners_at_close``), ``table_layout`` (the stakes a table view
+shows) and ``table_rounds`` (its latest coup and how many)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,14 @@ from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.views import MovementView, StakeView, StepView
 from services.ledger.writer import UnitOfWork
-from services.trente_et_quarante.coup import FATE_EVENTS, Coup, Phase
+from services.trente_et_quarante.coup import (
+    FATE_EVENTS,
+    Coup,
+    CoupStarted,
+    Phase,
+    coup_ids,
+    last_coup_id,
+)
 from services.trente_et_quarante.views import (
     CardView,
     CoupSteps,
@@ -108,6 +115,11 @@ class TrenteEtQuarante:
             settled = self._apply_step(unit, table, last, step, ts, record_movements=True)
         return TableClosing(str(last.id) if last is not None else None,
                             rules.prisoners_at_close.value, stakes, tuple(settled))
+
+    def table_rounds(self, table: Table) -> tuple[str | None, int]:
+        """What a table view shows of its rounds: its latest coup (None: none) and how many
+        coups opened at it."""
+        return last_coup_id(table), len(coup_ids(table))
 
     def table_layout(self, unit: UnitOfWork, table: Table
                      ) -> tuple[tuple[StakeView, ...], str | None]:
@@ -187,7 +199,7 @@ class TrenteEtQuarante:
         return moved
 
     def _last_coup(self, unit: UnitOfWork, table: Table) -> Coup | None:
-        last = table.last_coup_id
+        last = last_coup_id(table)
         return None if last is None else self._coup(unit, last)
 
     def open_coup(
@@ -228,7 +240,7 @@ class TrenteEtQuarante:
             ts = unit.now
             coup = Coup._create(
                 Coup.Opened, id=cid, timestamp=ts, table_id=table.table_id,
-                shoe_id=str(shoe.id), number=len(table.coup_ids) + 1,
+                shoe_id=str(shoe.id), number=len(coup_ids(table)) + 1,
                 number_in_shoe=shoe.coups + 1, start_position=shoe.position,
             )
             unit.add(coup)
@@ -238,7 +250,7 @@ class TrenteEtQuarante:
                         Coup.StakeCarriedOver, timestamp=ts, from_coup_id=str(last.id),
                         stake=stake,
                     )
-            table.trigger_event(Table.CoupStarted, timestamp=ts, coup_id=str(cid))
+            table.trigger_event(CoupStarted, timestamp=ts, coup_id=str(cid))
             return self._coup_view(coup)
 
         args = {"table_id": table_id, "coup_id": coup_id}
@@ -532,16 +544,16 @@ class TrenteEtQuarante:
         def ids(unit: UnitOfWork) -> list[str]:
             table = self.core.table(unit, table_id)
             if shoe_id is None:
-                return list(table.coup_ids)
+                return list(coup_ids(table))
             shoe = self.core.shoe(unit, shoe_id)
             if shoe.table_id != table.table_id:
                 raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id!r} at the table")
             return self._shoe_coups(unit, table, shoe)
 
-        coup_ids = self.core.read(ids)
+        found = self.core.read(ids)
         # one coup per read: a long page does not hold the writer up
-        coups = [self.get_coup(c) for c in coup_ids[offset : offset + size]]
-        more = offset + size < len(coup_ids)
+        coups = [self.get_coup(c) for c in found[offset : offset + size]]
+        more = offset + size < len(found)
         token = make_token("coups", scope, str(offset + size)) if more else ""
         return coups, token
 
@@ -563,9 +575,9 @@ class TrenteEtQuarante:
         its position in the log and who caused it (the actor of its command), and who dealt."""
         if not isinstance(n, int) or not 1 <= n <= 100:
             raise InvalidArgument("n", "OUT_OF_RANGE", "must be 1 to 100")
-        coup_ids = self.core.read(lambda u: list(self.core.table(u, table_id).coup_ids))
+        found = self.core.read(lambda u: list(coup_ids(self.core.table(u, table_id))))
         answer = []
-        for cid in reversed(coup_ids[-n:]):
+        for cid in reversed(found[-n:]):
             coup = self.get_coup(cid)
             stored = self.core.app.recorder.select_events(UUID(cid))
             actors = self.core.actors_of(UUID(cid),

@@ -3,6 +3,8 @@
 The layout is table-level in the rules (stakes survive coups); the ledger keeps it in the
 table's latest coup and carries it over, stake by stake, into the next coup it opens.
 Every event that changes a stake carries the stake as it is afterwards (None: it left).
+
+``CoupStarted`` is the game's event of the core's ``Table``: a coup opened at the table.
 """
 
 from __future__ import annotations
@@ -10,8 +12,40 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
+from eventsourcing.utils import register_topic
 
 from domain.trente_et_quarante.layout import Fate, Layout, Stake
+from services.ledger.table import Table
+
+COUP_IDS = "coup_ids"  # the table's coups, in the order they opened (``Table.rounds``)
+
+
+class CoupStarted(Table.Event):
+    """A coup opened at the table (its latest now: ``coup_id``): Trente et Quarante's round
+    of the table. Declared in ``Table`` itself until issue 13 made the core game-neutral; its
+    topic, its one field and its meaning are the same as they always were, and stored events
+    load unchanged (class version 1)."""
+
+    TOPIC = "sabot.ledger:Table.CoupStarted"
+    class_version = 1
+    coup_id: str
+
+    def apply(self, agg: Table) -> None:
+        agg.round_started(COUP_IDS, self.coup_id)
+
+
+register_topic(CoupStarted.TOPIC, CoupStarted)  # an event of the core's Table, declared here
+
+
+def coup_ids(table: Table) -> list[str]:
+    """The coups opened at ``table``, in order."""
+    return table.rounds(COUP_IDS)
+
+
+def last_coup_id(table: Table) -> str | None:
+    """The table's latest coup (open or finished), if any."""
+    ids = coup_ids(table)
+    return ids[-1] if ids else None
 
 
 class Phase:
