@@ -31,7 +31,16 @@ everything game-specific from here:
   .shoe_events``; the table's ``Table.Opened`` state; one round's id or None) reads the table's
   rules and returns ``rounds(sabot)``, which yields a ``ReplayStep`` per recorded value beside
   the recomputed one (the core checks the events' integrity, the chain, the algorithm and the
-  commitment first); ``verify``: the verifier's check (None until the game has them);
+  commitment first);
+- ``verify``: the module of the standalone verifier (``ops/sabot_verify``) that checks its
+  shoes, by name (the verifier imports nothing of ours and nothing here imports it): it
+  registers the game's per-shoe check (``sabot_verify.shoes.register_game``), which the
+  verifier picks by ``Table.Opened.game``; None: the verifier's convention, ``sabot_verify.``
+  and the game's name with dashes as underscores (``verifier``);
+- ``rerun_ids``: for the re-run of stored commands (``services.ledger.replay``, ``sabot store
+  rerun``): ``rerun_ids(command, arguments, answer)``, the ids one of its stored commands drew
+  (``LedgerConfig.new_id``), in the order it drew them; None: its commands draw none (a command
+  that does draw one then stops the re-run with a ``ReplayError`` naming it);
 - ``projections``: a callable returning the game's own read models
   (``services.projections.view.View`` instances, e.g. ``services.projections.games.UnitsView``:
   its rounds or matches, their public steps, their reconciliation facts): the read models
@@ -87,8 +96,14 @@ class Game:
     table_rpcs: Callable[[], tuple[type, ...]] | None = None
     topics: frozenset[str] = frozenset()
     replay: Callable[..., Any] | None = None
-    verify: Callable[..., Any] | None = None
+    verify: str | None = None
     projections: Callable[[], Sequence[View]] | None = None
+    rerun_ids: Callable[[str, Mapping[str, Any], Mapping[str, Any]], Sequence[str]] | None = None
+
+    @property
+    def verifier(self) -> str:
+        """The verifier's module of the game (``verify``, else the verifier's convention)."""
+        return self.verify or "sabot_verify." + self.name.replace("-", "_")
 
     def decks(self, rules: Any) -> int:
         """How many decks one of its shoes holds under ``rules`` (its option ``decks``, else

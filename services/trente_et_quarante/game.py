@@ -75,6 +75,17 @@ def replay(found: Any, opened: Mapping[str, Any], only: str | None) -> Any:
     return replay_coups(found, dict(opened), only)
 
 
+def rerun_ids(command: str, args: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
+    """The ids a stored command drew, for its re-run (``services.ledger.replay``): a coup's id
+    when ``open_coup`` was given none, a stake's when ``place_stake`` was given none and placed
+    one; the other commands draw none."""
+    if command == "open_coup" and args.get("coup_id") is None:
+        return [str(result["coup_id"])]
+    if command == "place_stake" and args.get("stake_id") is None and result.get("stake"):
+        return [str(result["stake"]["stake_id"])]
+    return []
+
+
 GAME = Game(
     name=TRENTE_ET_QUARANTE,
     deck_kind=DeckKind.FRENCH_52,
@@ -87,4 +98,6 @@ GAME = Game(
     table_rpcs=table_rpcs,
     topics=topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES,
     replay=replay,
+    rerun_ids=rerun_ids,
+    verify="sabot_verify.shoes",  # the verifier's own game: its coups' check is built in
 )
