@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import threading
 import time
+from datetime import date
 from typing import Any
 
 from eventsourcing.persistence import PersistenceError
@@ -23,10 +25,15 @@ from services.cli import (
 )
 from services.cli.progress import Progress, quiet_argument
 from services.projections.export import Report, render
+from services.projections.games import UnitsView
+from services.projections.gamingday import DEFAULT
 from services.projections.projector import Projector
 from services.projections.reconcile import reconcile
+from services.projections.reconciliation import ReconciliationView
 from services.projections.reports import gaming_day, player_statement, shoe_history
 from services.settings import add_flags
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _store_args(p: argparse.ArgumentParser) -> None:
@@ -64,9 +71,14 @@ def register(sub: Any) -> None:
     lag.set_defaults(func=cmd_lag)
 
     rec = store.add_parser("reconcile", help="read-model balances against the write side; "
-                         "exit 0 only when all agree")
+                         "exit 0 only when all agree (with --game: that game's reconciliation "
+                         "of a table, exit 0 only when it balances)")
     _store_args(rec)
     _format_args(rec)
+    rec.add_argument("--game", default=None, help="a game with read models of its own "
+                     "(treinta-y-una, cuarenta): its reconciliation of --table per gaming day")
+    rec.add_argument("--table", default=None, help="with --game: the table")
+    rec.add_argument("--day", default=None, help="with --game: one gaming day, YYYY-MM-DD")
     rec.set_defaults(func=cmd_reconcile)
 
     rsub = store.group("report", "reports for accountants, players and auditors: day, "
@@ -173,10 +185,39 @@ def cmd_lag(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
+    if args.game is None:
+        if args.table is not None or args.day is not None:
+            raise CliError(f"--{'table' if args.table is not None else 'day'}: only with --game")
+    elif not args.table:
+        raise CliError("--table: required with --game")
     p = _projector(args)
+    if args.game is not None:
+        return _game_reconcile(args, p)
     result = reconcile(p.app, projector=p)
     _emit(args, result.report())
     return 0 if result.ok else 1
+
+
+def _game_reconcile(args: argparse.Namespace, p: Projector) -> int:
+    views = {v.game: v for v in p.views if isinstance(v, UnitsView)}
+    view = views.get(args.game)
+    if view is None:
+        raise CliError(f"--game: no read model of the game {args.game!r} (one of "
+                       f"{', '.join(views)})")
+    if args.day is not None:
+        try:
+            if not _DAY.fullmatch(args.day):
+                raise ValueError
+            date.fromisoformat(args.day)
+        except ValueError:
+            raise CliError(f"--day: expected a date YYYY-MM-DD, got {args.day[:40]!r}") from None
+    p.catch_up()
+    setting = next((v.gaming_day for v in p.views if isinstance(v, ReconciliationView)),
+                   settings_of(args).gaming_day or DEFAULT)
+    report, balanced = view.report(args.table, view.reconcile(p.store, args.table, setting),
+                                   args.day)
+    _emit(args, report)
+    return 0 if balanced else 1
 
 
 def _caught_up(args: argparse.Namespace) -> Projector:

@@ -22,7 +22,7 @@ from services.projections.store import ReadStore
 
 class MatchesView(UnitsView, game=GAME_NAME, name="cuarenta_matches",
                   prefix="cuarenta_match", topics=T.CUARENTA, opened=T.CUARENTA_MATCH_OPENED,
-                  end=(T.CUARENTA_MATCH_WON,)):
+                  end=(T.CUARENTA_MATCH_WON,), day=R.DayReconciliation):
     """Every match move by move, and its reconciliation facts (``reconcile.fold``)."""
 
     fold = staticmethod(R.fold)

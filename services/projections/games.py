@@ -18,6 +18,7 @@ view), so the rebuilt read model answers what the query answers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +29,7 @@ from typing import Any, ClassVar
 from eventsourcing.utils import resolve_topic
 
 from services.projections.decode import StoredEvent
+from services.projections.export import Report
 from services.projections.gamingday import DEFAULT, GamingDay
 from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View
@@ -102,12 +104,13 @@ class UnitsView(View):
     game: ClassVar[str]
     opened: ClassVar[str]
     ends: ClassVar[frozenset[str]]
+    day: ClassVar[type]  # a row of its reconciliation (a dataclass with ``gaming_day``)
 
     def __init_subclass__(cls, *, game: str, name: str, prefix: str, topics: frozenset[str],
-                          opened: str, end: Iterable[str], **kwargs: Any) -> None:
+                          opened: str, end: Iterable[str], day: type, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.game, cls.name, cls.tables, cls.topics = game, name, unit_tables(prefix), topics
-        cls.opened, cls.ends = opened, frozenset(end)
+        cls.opened, cls.ends, cls.day = opened, frozenset(end), day
 
     @staticmethod
     @abstractmethod
@@ -165,6 +168,27 @@ class UnitsView(View):
         tx.executemany(
             f"INSERT INTO {{s}}{self.step_table} (unit_id, n, position, version, at, kind, data) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", steps)
+
+    def report(self, table_id: str, answer: Any, gaming_day: str | None = None
+               ) -> tuple[Report, bool]:
+        """A reconciliation (:meth:`reconcile`'s answer: its days, or an object with ``days``
+        and the table's own figures) as a report, its days' rows (of ``gaming_day`` only, if
+        given) and the table's figures as facts (amounts in minor units); and whether it
+        balances."""
+        days = answer if isinstance(answer, list) else list(answer.days)
+        days = [d for d in days if gaming_day is None or d.gaming_day == gaming_day]
+        columns = tuple(f.name for f in dataclasses.fields(self.day) if f.name != "table_id")
+        facts: dict[str, Any] = {"game": self.game, "table_id": table_id}
+        if isinstance(answer, list):
+            balanced = all(d.balanced for d in days)
+        else:
+            facts |= {f.name: getattr(answer, f.name) for f in dataclasses.fields(answer)
+                      if f.name not in ("days", "table_id", "balanced")}
+            balanced = bool(answer.balanced)
+        facts["result"] = "balanced" if balanced else "NOT BALANCED"
+        rows = tuple(tuple(getattr(d, c) for c in columns) for d in days)
+        return Report(f"{self.game} reconciliation of {table_id} (minor units)", columns, rows,
+                      facts), balanced
 
     # --- queries ------------------------------------------------------------------------------
 

@@ -21,7 +21,8 @@ from services.treinta_y_una.commands import GAME, round_step
 
 class RoundsView(UnitsView, game=GAME, name="treinta_y_una_rounds", prefix="tyu_round",
                  topics=T.TREINTA_Y_UNA_ROUND_EVENTS, opened=T.TREINTA_Y_UNA_ROUND_OPENED,
-                 end=(T.TREINTA_Y_UNA_ROUND_SETTLED, T.TREINTA_Y_UNA_ROUND_CANCELLED)):
+                 end=(T.TREINTA_Y_UNA_ROUND_SETTLED, T.TREINTA_Y_UNA_ROUND_CANCELLED),
+                 day=R.DayReconciliation):
     """Every round with its recall, and its reconciliation facts (``reconcile.fold``)."""
 
     fold = staticmethod(R.fold)

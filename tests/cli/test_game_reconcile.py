@@ -22,7 +22,7 @@ from .test_bad_input import one_line, run
 
 
 @pytest.fixture(scope="module")
-def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str], Any]]:
+def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str], Any, str]]:
     logs.configure(stream=io.StringIO())
     store = f"sqlite:///{Path(tmp_path_factory.mktemp('cli-games')) / 'sabot.db'}"
     with table_ledger(store, commission="5%") as (ledger, tyu):
@@ -39,14 +39,14 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str]
         running = server.start(Config(listen="127.0.0.1:0", store=store, tokens=tokens,
                                       seal_key=KEY, workers=4), ledger)
         try:
-            yield ["--target", f"127.0.0.1:{running.port}", "--token", OFFICE], ledger
+            yield ["--target", f"127.0.0.1:{running.port}", "--token", OFFICE], ledger, store
         finally:
             running.stop(grace=1)
 
 
-def test_a_games_reconciliation(played: tuple[list[str], Any],
+def test_a_games_reconciliation(played: tuple[list[str], Any, str],
                                 capsys: pytest.CaptureFixture[str]) -> None:
-    office, ledger = played
+    office, ledger, _ = played
     code, out, err = run(["report", "reconcile", "--game", "treinta-y-una", "--table", "tyu-1",
                           "--format", "json", *office], capsys)
     assert code == 0, err
@@ -73,16 +73,47 @@ def test_a_games_reconciliation(played: tuple[list[str], Any],
     assert code == 0 and json.loads(out)["agree"] is True  # the old command, unchanged
 
 
-@pytest.mark.parametrize("argv", [
-    ["--game", "cuarenta"],
-    ["--table", "tyu-1"],
-    ["--game", "cuarenta", "--table", "no-such-table"],
-    ["--game", "cuarenta", "--table", "tyu-1"],
-    ["--game", "treinta-y-una", "--table", "tyu-1", "--day", "2026-13-40"],
-    ["--game", "baccarat", "--table", "tyu-1"],
+@pytest.mark.parametrize(("argv", "offline"), [
+    (["--game", "cuarenta"], True),
+    (["--table", "tyu-1"], True),
+    (["--game", "cuarenta", "--table", "no-such-table"], False),  # offline: no rows
+    (["--game", "cuarenta", "--table", "tyu-1"], False),  # offline: no rows
+    (["--game", "treinta-y-una", "--table", "tyu-1", "--day", "2026-13-40"], True),
+    (["--game", "treinta-y-una", "--table", "tyu-1", "--day", "26-1-1"], True),
+    (["--game", "baccarat", "--table", "tyu-1"], True),
 ])
-def test_errors_are_one_line(played: tuple[list[str], Any], argv: list[str],
-                             capsys: pytest.CaptureFixture[str]) -> None:
-    office, _ = played
+def test_errors_are_one_line(played: tuple[list[str], Any, str], argv: list[str],
+                             offline: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    office, _, store = played
     code, _, err = run(["report", "reconcile", *argv, *office], capsys)
     one_line(code, err)
+    if offline:  # the same from the store (``sabot store reconcile``)
+        code, _, err = run(["store", "reconcile", "--store", store, *argv], capsys)
+        one_line(code, err)
+
+
+def test_offline_from_a_store(played: tuple[list[str], Any, str],
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``sabot store reconcile --game G --table T``: the same figures from the store's read
+    models, without a server."""
+    _, ledger, store = played
+    code, out, err = run(["store", "reconcile", "--store", store, "--game", "treinta-y-una",
+                          "--table", "tyu-1", "--format", "json"], capsys)
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["facts"]["result"] == "balanced"
+    expected = ledger.tyu_reconcile("tyu-1")
+    assert [(r["gaming_day"], r["rounds"], r["stakes"], r["commission"], r["players_net"])
+            for r in got["rows"]] == [(d.gaming_day, d.rounds, d.stakes, d.commission,
+                                       d.players_net) for d in expected]
+    code, out, err = run(["store", "reconcile", "--store", store, "--game", "cuarenta",
+                          "--table", "mesa-1", "--format", "csv"], capsys)
+    assert code == 0, err
+    r = ledger.cuarenta_reconcile("mesa-1")
+    assert out.splitlines() == [
+        "gaming_day,matches,stakes,payouts,commission,players_net,balanced",
+        *(f"{d.gaming_day},{d.matches},{d.stakes},{d.payouts},{d.commission},"
+          f"{d.players_net},{d.balanced}" for d in r.days)]
+    code, out, _ = run(["store", "reconcile", "--store", store, "--game", "cuarenta",
+                        "--table", "mesa-1"], capsys)
+    assert code == 0 and "commission_account: 100" in out
