@@ -30,6 +30,7 @@ from services.api.logs import get_logger
 from services.api.roles import Principal, Role
 from services.ledger.api import Ledger
 from services.projections.export import Report, render
+from services.projections.games import Step
 from services.projections.gamingday import GamingDay
 from services.projections.projector import Lag
 from services.projections.recall import RecalledCoup
@@ -139,6 +140,13 @@ class GameReadModels(Base):
         if self.keeper is None:
             self.keeper = ProjectionKeeper(self.ledger, self.hub, follow=False)
         return self.keeper
+
+    def game_steps(self, game: str, unit_id: str) -> list[Step]:
+        """A round's or match's public steps from ``game``'s read model, as of the head of
+        the log when called."""
+        keeper = self.read_models()
+        with keeper._lock:
+            return keeper.models.game_steps(game, unit_id)
 
     def game_reconciliation(self, game: str, table: str,
                             gaming_day: str) -> tuple[str, str, Any, int]:

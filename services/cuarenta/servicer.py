@@ -21,6 +21,7 @@ from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
 from services.api.reports import GameReadModels
 from services.api.streams import Turn, stream
 from services.cuarenta.commands import GAME_NAME
+from services.cuarenta.projection import move
 from services.cuarenta.reconcile import Reconciliation
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
 
@@ -190,7 +191,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
         match_id, view = self._match("match", request.match)
         if request.after < 0:
             raise errors.invalid("after", "must not be negative")
-        moves = self._moves(match_id, "match")
+        moves = [move(s) for s in self.game_steps(GAME_NAME, match_id)]  # the read model's
         return cuarenta_pb2.ListMovesResponse(moves=[
             move_message(n, mv, view.table_id, view.currency)
             for n, mv in enumerate(moves, 1) if n > request.after])

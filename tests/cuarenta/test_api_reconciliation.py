@@ -10,7 +10,7 @@ from api.support import Api, failure, open_table
 
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2 as pb
 
-from .test_api import cuarenta_table, game, open_match, play_out
+from .test_api import cuarenta_table, game, one_step, open_match, play_out
 
 
 def test_the_reconciliation_over_grpc_is_the_ledgers(api: Api) -> None:
@@ -58,3 +58,25 @@ def test_who_may_ask_and_bad_input(api: Api) -> None:
     other = open_table(api)  # Trente et Quarante's
     code, named, reason = failure(call, pb.GetReconciliationRequest(table=other.name))
     assert (code, named, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "table", "WRONG_GAME")
+
+
+def test_list_moves_from_the_read_model_is_up_to_the_last_play(api: Api) -> None:
+    """ListMoves reads the read model: caught up first, so the play just made is there, and
+    the moves are the ledger's history, number for number."""
+    table_id = cuarenta_table(api)
+    opened = open_match(api, table_id, ("anne", "bruno"), 100)
+    said = list(opened.moves)
+    m = opened.match
+    for _ in range(3):
+        step = one_step(api, m)
+        said += list(step.moves)
+        m = step.match
+        listed = game(api, "bruno").ListMoves(pb.ListMovesRequest(match=m.name)).moves
+        assert [(mv.kind, mv.card, mv.seat) for mv in listed] == [
+            (mv.kind, mv.card, mv.seat) for mv in said]
+        assert [mv.number for mv in listed] == list(range(1, len(said) + 1))
+    history = api.running.ledger.cuarenta_moves(m.name.rsplit("/", 1)[-1])
+    assert [(mv.kind, mv.card or "", mv.time) for mv in history] == [
+        (mv.kind, mv.card, mv.time) for mv in listed]
+    later = game(api, "bruno").ListMoves(pb.ListMovesRequest(match=m.name, after=2)).moves
+    assert list(later) == list(listed[2:])
