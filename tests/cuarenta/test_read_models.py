@@ -38,6 +38,8 @@ def test_rebuilt_read_models_equal_the_ledgers_queries(store_url: str) -> None:
             assert models.rebuild() == digests
             assert models.game_reconcile(GAME, "mesa-1") == expected
             assert {g.view: g.events_behind for g in models.lag()}["cuarenta_matches"] == 0
+            check = models.reconcile()  # the bankrolls: every balance as the write side's
+            assert check.ok and check.accounts >= 4 + 2
         finally:
             models.close()
 

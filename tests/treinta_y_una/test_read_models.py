@@ -46,6 +46,12 @@ def test_rebuilt_read_models_equal_the_ledgers_queries(store_url: str) -> None:
             assert [u.unit_id for u in units] == [*(v.round_id for v in views),
                                                   cancelled.round_id, live.round_id]
             assert [u.ended_at is None for u in units] == [False] * 7 + [True]
+            # the bankrolls: every player's, bank's and house's balance as the write side's
+            check = models.reconcile()
+            assert check.ok and check.accounts >= 4 + 3
+            house = models.player_statement("table:tyu-1:house")
+            kinds = {r["kind"] for r in house.records()}
+            assert kinds and kinds <= {"commission", "bank_commission"}
             lag = {g.view: g for g in models.lag()}
             assert lag["treinta_y_una_rounds"].events_behind == 0
         finally:
