@@ -39,7 +39,7 @@ from services.regulator.escrow import generate_regulator_key
 from services.regulator.escrow_table import EscrowTable
 from services.regulator.export import ExportError, ExportSummary, write_export
 from services.regulator.merkle import ProofError
-from services.regulator.notary import Notary, NotaryBusy, follow
+from services.regulator.notary import Notary, NotaryBusy, follow_with
 from services.regulator.replay import Replayer, ReplayStep, verdict
 from services.regulator.source import StoreError
 from services.settings import Settings, add_flags
@@ -196,11 +196,15 @@ def _checkpoint_with(args: argparse.Namespace, notary: Notary) -> int:
         assert notary.key is not None
         stop = threading.Event()
         print("notarising; Ctrl-C to stop", file=sys.stderr)
+        # on a connection of its own (as before), checking the chain against the same keys
+        follower = bootstrap.store_notary(settings_of(args), sign=True, origin=ORIGIN)
         try:
-            follow(settings_of(args).store, notary.key, stop, args.interval, ORIGIN,
-                   on_standby=lambda text: print(text, file=sys.stderr))
+            follow_with(follower, stop, args.interval,
+                        on_standby=lambda text: print(text, file=sys.stderr))
         except KeyboardInterrupt:
             stop.set()
+        finally:
+            follower.db.close()
     _hold(notary, args.wait)
     try:
         signed = notary.sync()

@@ -28,8 +28,8 @@ from services.regulator.checkpoint import Checkpoint, sign_checkpoint
 from services.regulator.source import Database, EventTable, RawEvent
 from services.regulator.writer_lock import NotaryBusy, WriterLock
 
-__all__ = ["Follower", "Notary", "NotaryBusy", "follow", "missing_leaves", "no_coup_end",
-           "signing_follower"]
+__all__ = ["Follower", "Notary", "NotaryBusy", "follow", "follow_with", "missing_leaves",
+           "no_coup_end", "signing_follower"]
 
 log = logging.getLogger(__name__)
 
@@ -513,9 +513,19 @@ def follow(
     from services.regulator.vocabulary import coup_end
 
     db = Database(url)
-    notary: Notary | None = None
     try:
-        notary = Notary(db, EventTable(db), key, origin, coup_end)
+        follow_with(Notary(db, EventTable(db), key, origin, coup_end), stop, interval,
+                    on_standby)
+    finally:
+        db.close()
+
+
+def follow_with(notary: Notary, stop: threading.Event, interval: float = 0.2,
+                on_standby: Callable[[str], None] | None = None) -> None:
+    """``follow`` on a signing ``notary`` made by the caller (``sabot store checkpoint
+    --follow``: ``services.bootstrap.store_notary``, with the chain's pinned keys), whose
+    connection stays the caller's; the store's writer lock is released when it ends."""
+    try:
         if not _stand_by(notary, stop, interval, on_standby):
             return
         while not stop.is_set():
@@ -523,9 +533,7 @@ def follow(
             stop.wait(interval)
         notary.sync()
     finally:
-        if notary is not None:
-            notary.release()
-        db.close()
+        notary.release()
 
 
 def _stand_by(

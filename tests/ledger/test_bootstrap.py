@@ -132,3 +132,35 @@ def test_the_offline_commands_read_models_and_merkle_log(store_url: str, tmp_pat
         reader.db.close()
     with pytest.raises(SettingError, match="SABOT_CHECKPOINT_KEY"):
         bootstrap.store_notary(settings(store_url, tmp_path), sign=True)
+
+
+def test_the_following_notary_checks_the_chain_against_the_settings_keys(
+        store_url: str, tmp_path: Path) -> None:
+    """``sabot store checkpoint --follow`` notarises with ``store_notary``'s notary
+    (``follow_with``): the evidence chain is checked against ``--chain-public-key``."""
+    import threading
+
+    from services.regulator.notary import follow_with
+    from services.settings import public_of
+
+    once = threading.Event()
+    once.set()  # one sync, then stop
+    found = {}
+    for name, url, raw in (("wrong", store_url, bytes.fromhex("55" * 32)),
+                           ("right", f"sqlite:///{tmp_path}/right.db", bytes.fromhex(CHAIN))):
+        ledger = bootstrap.open_ledger(settings(url, tmp_path, SABOT_SEAL_KEY=SEAL,
+                                                SABOT_CHAIN_KEY=CHAIN))
+        try:
+            ledger.open_table("t", "t1", "francaise")
+        finally:
+            ledger.close()
+        given = settings(url, tmp_path, SABOT_CHECKPOINT_KEY=CHECKPOINT,
+                         SABOT_CHAIN_PUBLIC_KEY=public_of(raw).hex())
+        notary = bootstrap.store_notary(given, sign=True)
+        try:
+            follow_with(notary, once)
+            found[name] = (notary.size, len(notary.chain_problems))
+        finally:
+            notary.db.close()
+    assert found["right"][0] > 0 and found["right"][1] == 0
+    assert found["wrong"][0] > 0 and found["wrong"][1] > 0
