@@ -10,7 +10,9 @@ TYPE_CHECKING`` block, counts.
   ``services/treinta_y_una``, ``services/cuarenta`` (the service side), nor their
   ``domain/<game>`` packages;
 - only the commands (``services/cli``) build the applications through the composition root:
-  nothing else under ``services`` or ``domain`` imports ``services.bootstrap``.
+  nothing else under ``services`` or ``domain`` imports ``services.bootstrap``, and no command
+  makes a ``Ledger``, a ``LedgerConfig``, a ledger process, a notary, the read models or a
+  store connection itself.
 """
 
 from __future__ import annotations
@@ -116,6 +118,31 @@ def test_only_the_commands_use_the_composition_root() -> None:
     files = [p for p in _files("services", "domain")
              if not _under(_module_of(p), "services.cli") and p.name != "bootstrap.py"]
     assert _broken(files, ("services.bootstrap",)) == []
+
+
+# What the composition root builds: a command calls services/bootstrap.py for them.
+BUILT_BY_THE_ROOT = ("Ledger", "LedgerConfig", "LedgerProcess", "RemoteLedger", "Follower",
+                     "Notary", "signing_follower", "ReadModels", "Projector", "open_log",
+                     "Database")
+
+
+def test_the_commands_build_the_applications_through_the_composition_root() -> None:
+    """No command module (``services/cli``) makes a ledger, its config, a ledger process, a
+    notary, the read models or a store connection itself: ``services.bootstrap`` does, from the
+    settings (so a setting means the same in every command)."""
+    found = []
+    for path in _files("services/cli"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else (
+                func.attr if isinstance(func, ast.Attribute) else "")
+            owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(
+                func.value, ast.Name) else ""
+            if name in BUILT_BY_THE_ROOT and owner != "bootstrap":
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}(...)")
+    assert found == []
 
 
 def test_the_ledgers_commands_live_with_the_other_commands() -> None:
