@@ -27,15 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
-from uuid import UUID
 
 from domain.cards import Card, DeckKind
 from domain.cuarenta import facts as F
 from domain.cuarenta import match as rulebook
 from domain.cuarenta.rules import CuarentaRules, cuarenta_rules
 from domain.cuarenta.stakes import Movement, Role
-from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import order_digest
+from domain.errors import FailedPrecondition, InvalidArgument
 from services import topics
 from services.cuarenta.match import CuarentaMatch
 from services.cuarenta.reconcile import Reconciliation, reconcile
@@ -50,10 +48,9 @@ from services.cuarenta.views import (
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import Core
-from services.ledger.errors import AlreadyExists, PermissionDenied
+from services.ledger.errors import PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard
-from services.ledger.ids import check_name, parse_uuid, table_account
-from services.ledger.seal import unseal
+from services.ledger.ids import check_name, table_account
 from services.ledger.shoe import Shoe
 from services.ledger.turns import check_turn
 from services.ledger.views import TurnView
@@ -98,16 +95,10 @@ class Cuarenta:
         return self.core.read(fn)
 
     def _match(self, unit: UnitOfWork, match_id: str) -> CuarentaMatch:
-        agg = unit.get(CuarentaMatch, parse_uuid(match_id, "match_id"))
-        if agg is None:
-            raise NotFound("match_id", "UNKNOWN_MATCH", f"no match {match_id!r}")
-        return agg
+        return self.core.get(unit, CuarentaMatch, match_id, "match")
 
     def _shoe(self, unit: UnitOfWork, shoe_id: str) -> Shoe:
-        shoe = unit.get(Shoe, UUID(shoe_id))
-        if shoe is None:  # pragma: no cover - every hand's shoe is stored with it
-            raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id}")
-        return shoe
+        return self.core.shoe(unit, shoe_id)  # every hand's shoe is stored with it
 
     def pack(self, unit: UnitOfWork, shoe_id: str) -> tuple[Card, ...]:
         """The hand's pack in dealing order (position p is ``pack[p]``), from the shoe's sealed
@@ -168,12 +159,7 @@ class Cuarenta:
                 {**options, **over, "players": str(len(accounts)), "stake": str(amount)})
             for i, account in enumerate(accounts):
                 self.core.player(unit, account, rules.currency, f"seats[{i}]")
-            if match_id is not None:
-                mid = parse_uuid(match_id, "match_id")
-                if unit.get(CuarentaMatch, mid) is not None:
-                    raise AlreadyExists("match_id", "MATCH_EXISTS", f"match {match_id} exists")
-            else:
-                mid = self.config.new_id()
+            mid = self.core.id_for(unit, CuarentaMatch, match_id, "match")
             step = rulebook.open_match(rules, dealer)
             self._check_funds(unit, accounts, step.movements)
             ts = unit.now
@@ -416,9 +402,8 @@ class Cuarenta:
         """The hand's shoe closed, its seed revealed; the pack's order digest."""
         assert agg.shoe_id is not None
         shoe = self._shoe(unit, agg.shoe_id)
-        seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
-        digest = order_digest(self.pack(unit, agg.shoe_id))
-        shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(), order_digest=digest)
+        _, digest = self.core.close_shoe(shoe, ts, self.faces.order(shoe))
+        assert digest is not None
         return digest
 
     def _record(self, unit: UnitOfWork, agg: CuarentaMatch, step: rulebook.Step,

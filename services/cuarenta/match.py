@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from eventsourcing.domain import Aggregate
 
 from services.ledger.derived import Derived
+from services.ledger.turns import no_turn, turn_began
 
 
 class CuarentaMatch(Aggregate):
@@ -87,8 +88,7 @@ class CuarentaMatch(Aggregate):
             agg.shoe_ids = []
             agg.hands = [[] for _ in range(self.players)]
             agg.to_act = None
-            agg.turn_since = None
-            agg.turn_version = None
+            no_turn(agg)
             agg.points = [0, 0]
             agg.table = []
             agg.inputs = []
@@ -146,8 +146,7 @@ class CuarentaMatch(Aggregate):
                 agg.inputs.append(["deal"])
             agg.hands[self.seat] = self.positions
             agg.to_act = self.first
-            agg.turn_since = self.timestamp
-            agg.turn_version = self.originator_version
+            turn_began(agg, self)
 
     class RondaScored(Event):
         """Three of a rank among a seat's five (the rank is not shown)."""
@@ -202,8 +201,7 @@ class CuarentaMatch(Aggregate):
             if not self.captures:
                 agg.table.append(self.card)
             agg.to_act = (self.seat + 1) % agg.players if any(agg.hands) else None
-            agg.turn_since = self.timestamp
-            agg.turn_version = self.originator_version
+            turn_began(agg, self)
             agg.inputs.append(["play", self.seat, self.card, list(self.capture)])
 
     class Captured(Event):

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from domain.cards import parse_deck_kind
 from domain.currency import check_currency
 from domain.errors import FailedPrecondition, InvalidArgument
-from domain.shuffle import ALGORITHM_ID, check_cut, order_digest
+from domain.shuffle import ALGORITHM_ID, check_cut
 from services import games
 from services.games import DEFAULT_GAME
 from services.ledger import schema, wire
@@ -56,12 +56,10 @@ from services.ledger.ids import (
     account_uuid,
     cage_account,
     check_name,
-    parse_uuid,
     table_account,
     table_uuid,
 )
 from services.ledger.lease import Keeper, lease_from_env
-from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.views import (
@@ -283,16 +281,9 @@ class Ledger(metaclass=_Games):
                 raise FailedPrecondition(
                     "table_id", "SHOE_OPEN", f"shoe {table.shoe_id} is still open at the table"
                 )
-            if shoe_id is not None:
-                sid = parse_uuid(shoe_id, "shoe_id")
-                if unit.get(Shoe, sid) is not None:
-                    raise AlreadyExists("shoe_id", "SHOE_EXISTS", f"shoe {shoe_id} exists")
-            else:
-                sid = self.config.new_id()
+            sid = self.core.id_for(unit, Shoe, shoe_id, "shoe")
             decks = played.decks(self.core.rules(table))
-            shoe = self.core.shuffle(unit, table.table_id, kind, decks, sid)
-            ts = unit.now
-            table.trigger_event(Table.ShoeStarted, timestamp=ts, shoe_id=str(sid))
+            shoe = self.core.start_shoe(unit, table, kind, decks, sid)
             return ShoeOpened(str(sid), table.table_id, shoe.commitment, ALGORITHM_ID,
                               kind.value, decks)
 
@@ -337,12 +328,8 @@ class Ledger(metaclass=_Games):
             # the game's part (Trente et Quarante: its free stakes back to their players)
             returned: tuple[MovementView, ...] = (
                 () if hook is None else tuple(hook(unit, table, shoe, ts)))
-            seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
-            digest = (
-                order_digest(self.core.cards(shoe).cards) if shoe.cut_position is not None else None
-            )
-            shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(), order_digest=digest)
-            table.trigger_event(Table.ShoeEnded, timestamp=ts, shoe_id=str(shoe.id))
+            cards = self.core.cards(shoe).cards if shoe.cut_position is not None else None
+            seed, digest = self.core.close_shoe(shoe, ts, cards, table)
             return ShoeClosed(str(shoe.id), seed.hex(), shoe.commitment, shoe.cut_position,
                               digest, returned)
 

@@ -6,17 +6,19 @@ with the ledger's ``Core``). It validates its arguments, then calls ``core.run(n
 request_id, args, decide, answer_type, actor)``: ``decide(unit)`` runs on the writer's thread,
 inside the unit of work of the batch, after the request id was looked up (a retry gets the
 first answer and never reaches ``decide``). ``decide`` gets aggregates from the unit
-(``core.table``, ``core.shoe``, ``core.account`` / ``core.player``, or ``unit.get(cls, id)`` for
-its own), refuses with a ``domain.errors`` error (nothing is stored) or triggers events and
-returns the answer; the writer stores every event with one ``Request`` (the command, the
-digest of ``args``, the answer, the actor and the events it caused) in one transaction.
+(``core.table``, ``core.shoe``, ``core.account`` / ``core.player``, or ``core.get(unit, cls, id,
+what)`` for its own; a new one's id from ``core.id_for``), refuses with a ``domain.errors``
+error (nothing is stored) or triggers events and returns the answer; the writer stores every
+event with one ``Request`` (the command, the digest of ``args``, the answer, the actor and the
+events it caused) in one transaction.
 
 Money moves only by ``core.post`` (one debit and one credit, in the same transaction as the game
 event that causes it); ``core.open_account`` makes an account (a table's own accounts are made
 by ``open_table`` from the game's ``table_accounts``); ``core.check_balances`` refuses what would
 take a player below zero. ``core.cards(shoe)`` is the shoe's order, derived from its unsealed
 seed (never stored, never answered before the shoe closes). ``core.rules(table)`` is the
-table's rule book's rules, read back from the options it recorded.
+table's rule book's rules, read back from the options it recorded. A game's own shoe is
+``core.start_shoe`` (shuffled, started at the table) and ``core.close_shoe`` (its seed revealed).
 """
 
 from __future__ import annotations
@@ -25,25 +27,26 @@ import base64
 import binascii
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
 from functools import lru_cache
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from domain.cards import DeckKind, canonical_shoe
+from domain.cards import Card, DeckKind, canonical_shoe
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot
+from domain.money import PlayerMovement, players_net
+from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot, order_digest
 from services import games
 from services.ledger.account import Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
 from services.ledger.attribution import Attributor
 from services.ledger.config import LedgerConfig
+from services.ledger.errors import AlreadyExists
 from services.ledger.escrow import seal_to_regulator
 from services.ledger.ids import account_uuid, check_name, parse_uuid, table_account, table_uuid
 from services.ledger.seal import seal, unseal
@@ -53,6 +56,7 @@ from services.ledger.views import StoredEvent
 from services.ledger.writer import Command, UnitOfWork, Writer
 
 T = TypeVar("T")
+A = TypeVar("A", bound=Aggregate)
 
 CASH_IN = "cash_in"  # entry kinds of the cage's movements (a game names its own kinds)
 CASH_OUT = "cash_out"
@@ -76,19 +80,6 @@ class TableClosing:
     stakes: int = 0
     settled: tuple[Any, ...] = ()
 
-
-
-class PlayerMovement(Protocol):
-    """A game's movement of money as ``Core.check_movements`` reads it."""
-
-    @property
-    def source(self) -> Enum: ...
-    @property
-    def destination(self) -> Enum: ...
-    @property
-    def player(self) -> str: ...
-    @property
-    def amount(self) -> int: ...
 
 
 class Core:
@@ -145,6 +136,32 @@ class Core:
     def new_id(self) -> UUID:
         return self.config.new_id()
 
+    # --- aggregates by id -------------------------------------------------------------------
+
+    def get(self, unit: UnitOfWork, cls: type[A], text_id: str, what: str,
+            field: str | None = None) -> A:
+        """The ``cls`` aggregate of id ``text_id`` (a UUID's text; INVALID_ARGUMENT naming
+        ``field``, by default ``<what>_id``, otherwise): NOT_FOUND ``UNKNOWN_<WHAT>`` (``no
+        <what> '<id>'``) when there is none. A shoe, a round, a match, a coup."""
+        name = field or f"{what}_id"
+        agg = unit.get(cls, parse_uuid(text_id, name))
+        if agg is None:
+            raise NotFound(name, f"UNKNOWN_{what.upper()}", f"no {what} {text_id!r}")
+        return agg
+
+    def id_for(self, unit: UnitOfWork, cls: type[Aggregate], given: str | None, what: str,
+               field: str | None = None) -> UUID:
+        """The id of a new ``cls`` aggregate: ``given`` (a UUID's text, a retry-safe id the
+        caller chose; ALREADY_EXISTS ``<WHAT>_EXISTS`` naming ``field``, by default
+        ``<what>_id``, when one has it) or, None, a fresh one."""
+        if given is None:
+            return self.config.new_id()
+        name = field or f"{what}_id"
+        uid = parse_uuid(given, name)
+        if unit.get(cls, uid) is not None:
+            raise AlreadyExists(name, f"{what.upper()}_EXISTS", f"{what} {given} exists")
+        return uid
+
     # --- tables -----------------------------------------------------------------------------
 
     def table(self, unit: UnitOfWork, table_id: str, field: str = "table_id",
@@ -174,10 +191,7 @@ class Core:
     # --- shoes ------------------------------------------------------------------------------
 
     def shoe(self, unit: UnitOfWork, shoe_id: str, field: str = "shoe_id") -> Shoe:
-        shoe = unit.get(Shoe, parse_uuid(shoe_id, field))
-        if shoe is None:
-            raise NotFound(field, "UNKNOWN_SHOE", f"no shoe {shoe_id!r}")
-        return shoe
+        return self.get(unit, Shoe, shoe_id, "shoe", field)
 
     def shuffle(self, unit: UnitOfWork, table_id: str, kind: DeckKind, decks: int = 1,
                 shoe_id: UUID | None = None, timestamp: datetime | None = None) -> Shoe:
@@ -200,6 +214,27 @@ class Core:
         )
         unit.add(shoe)
         return shoe
+
+    def start_shoe(self, unit: UnitOfWork, table: Table, kind: DeckKind, decks: int = 1,
+                   shoe_id: UUID | None = None) -> Shoe:
+        """``shuffle`` a shoe for ``table`` and start it there (``Table.ShoeStarted``: the
+        table's shoe until ``close_shoe`` ends it)."""
+        shoe = self.shuffle(unit, table.table_id, kind, decks, shoe_id)
+        table.trigger_event(Table.ShoeStarted, timestamp=unit.now, shoe_id=str(shoe.id))
+        return shoe
+
+    def close_shoe(self, shoe: Shoe, ts: datetime, cards: Sequence[Card] | None,
+                   table: Table | None = None) -> tuple[bytes, str | None]:
+        """The shoe closed: its seed in clear (``Shoe.Closed``), so anyone can check the
+        commitment and replay, with the order digest of ``cards`` (its dealing order; None: no
+        digest); with ``table``, the shoe ended there (``Table.ShoeEnded``) after it. The seed
+        and the digest."""
+        seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
+        digest = None if cards is None else order_digest(cards)
+        shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(), order_digest=digest)
+        if table is not None:
+            table.trigger_event(Table.ShoeEnded, timestamp=ts, shoe_id=str(shoe.id))
+        return seed, digest
 
     def cards(self, shoe: Shoe) -> Sabot:
         """The shoe's cards in dealing order (after the cut), from its unsealed seed; ``.cards``
@@ -269,14 +304,9 @@ class Core:
     def check_movements(self, unit: UnitOfWork, movements: Iterable[PlayerMovement],
                         currency: str, field: str = "amount") -> None:
         """``check_balances`` of a game's step: each movement from (to) a player's own account
-        (its ``source`` (``destination``) role ``"player"``) takes (gives) its ``amount``."""
-        net: dict[str, int] = {}
-        for m in movements:
-            if m.source.value == "player":
-                net[m.player] = net.get(m.player, 0) - m.amount
-            if m.destination.value == "player":
-                net[m.player] = net.get(m.player, 0) + m.amount
-        self.check_balances(unit, net, currency, field)
+        (its ``source`` (``destination``) role ``"player"``) takes (gives) its ``amount``
+        (``domain.money.players_net``)."""
+        self.check_balances(unit, players_net(movements), currency, field)
 
     def post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
              stake_id: str | None, ts: datetime) -> None:

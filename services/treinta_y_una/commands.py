@@ -23,7 +23,6 @@ from uuid import UUID
 
 from domain.cards import DeckKind
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import order_digest
 from domain.treinta_y_una import facts as F
 from domain.treinta_y_una import round as R
 from domain.treinta_y_una.banker import BankerChoice, BankerReason, BankLot, draw_banker
@@ -35,9 +34,9 @@ from services import topics
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import Core
-from services.ledger.errors import AlreadyExists, PermissionDenied
+from services.ledger.errors import PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
-from services.ledger.ids import check_name, parse_uuid, table_account, table_uuid
+from services.ledger.ids import check_name, table_account, table_uuid
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
@@ -93,15 +92,10 @@ class TreintaYUna:
         return table
 
     def _round(self, unit: UnitOfWork, round_id: str) -> TreintaYUnaRound:
-        agg = unit.get(TreintaYUnaRound, parse_uuid(round_id, "round_id"))
-        if agg is None:
-            raise NotFound("round_id", "UNKNOWN_ROUND", f"no round {round_id!r}")
-        return agg
+        return self.core.get(unit, TreintaYUnaRound, round_id, "round")
 
     def _shoe(self, unit: UnitOfWork, agg: TreintaYUnaRound) -> Shoe:
-        shoe = unit.get(Shoe, UUID(agg.shoe_id))
-        assert shoe is not None, agg.shoe_id
-        return shoe
+        return self.core.shoe(unit, agg.shoe_id)
 
     def _account(self, unit: UnitOfWork, name: str, field: str = "player") -> Account:
         return self.core.account(unit, name, field)
@@ -216,21 +210,15 @@ class TreintaYUna:
     def _new_shoe(self, unit: UnitOfWork, table: Table) -> tuple[Shoe, bytes]:
         """The round's own shoe: one SPANISH-40 deck, a fresh seed sealed (and escrowed to the
         regulator when keyed), its commitment public; not cut."""
-        shoe = self.core.shuffle(unit, table.table_id, DECK)
-        sid = shoe.id
-        seed = unseal(self.config.seal_key, shoe.sealed_seed, sid)
-        table.trigger_event(Table.ShoeStarted, timestamp=unit.now, shoe_id=str(sid))
-        return shoe, seed
+        shoe = self.core.start_shoe(unit, table, DECK)
+        return shoe, unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
 
     def _close_shoe(self, unit: UnitOfWork, agg: TreintaYUnaRound, shoe: Shoe,
                     ts: datetime) -> None:
         """The round is over: its shoe's seed revealed, so anyone can check every card."""
-        seed = unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
-        shoe.trigger_event(Shoe.Closed, timestamp=ts, seed=seed.hex(),
-                           order_digest=order_digest(self.faces.order(shoe)))
         table = unit.get(Table, table_uuid(agg.table_id))
         assert table is not None
-        table.trigger_event(Table.ShoeEnded, timestamp=ts, shoe_id=str(shoe.id))
+        self.core.close_shoe(shoe, ts, self.faces.order(shoe), table)
 
     def view(self, unit: UnitOfWork, agg: TreintaYUnaRound,
              moved: Sequence[RoundMovementView] = ()) -> RoundView:
@@ -283,12 +271,7 @@ class TreintaYUna:
             if last is not None and last.phase != "settled":
                 raise FailedPrecondition("table_id", "ROUND_IN_PROGRESS",
                                          f"round {last.id} is not settled yet")
-            if round_id is not None:
-                rid = parse_uuid(round_id, "round_id")
-                if unit.get(TreintaYUnaRound, rid) is not None:
-                    raise AlreadyExists("round_id", "ROUND_EXISTS", f"round {round_id} exists")
-            else:
-                rid = self.config.new_id()
+            rid = self.core.id_for(unit, TreintaYUnaRound, round_id, "round")
             carried = [] if last is None else [list(c) for c in last.carried]
             shoe, seed = self._new_shoe(unit, table)
             if last is not None and last.next_banker in names:

@@ -27,6 +27,7 @@ from eventsourcing.utils import register_topic
 
 from services.ledger.derived import Derived
 from services.ledger.table import Table
+from services.ledger.turns import no_turn, turn_began
 
 
 class RoundStarted(Table.Event):
@@ -135,8 +136,7 @@ class TreintaYUnaRound(Aggregate):
             agg.stakes = []
             agg.hands = []
             agg.whose_turn = None
-            agg.turn_since = None
-            agg.turn_version = None
+            no_turn(agg)
             agg.next_position = 0
             agg.inputs = [["open", [list(c) for c in self.carried], self.bank]]
             agg.movement_seq = 0
@@ -231,8 +231,7 @@ class TreintaYUnaRound(Aggregate):
 
         def apply(self, agg: TreintaYUnaRound) -> None:
             agg.whose_turn = self.player
-            agg.turn_since = self.timestamp
-            agg.turn_version = self.originator_version
+            turn_began(agg, self)
 
     class CardDrawn(Event):
         """'Carta': a card dealt face up. The player acted: his turn time starts again."""
@@ -248,8 +247,7 @@ class TreintaYUnaRound(Aggregate):
                 {"position": self.position, "face_down": False, "code": self.code,
                  "commitment": ""})
             agg.next_position = self.position + 1
-            agg.turn_since = self.timestamp
-            agg.turn_version = self.originator_version
+            turn_began(agg, self)
             agg.inputs.append(["carta", self.player])
 
     class Planted(Event):
@@ -295,8 +293,7 @@ class TreintaYUnaRound(Aggregate):
         def apply(self, agg: TreintaYUnaRound) -> None:
             agg.phase = "showdown"
             agg.whose_turn = None
-            agg.turn_since = None
-            agg.turn_version = None
+            no_turn(agg)
 
     class HandShown(Event):
         """At the showdown the banker "descubre sus cartas y el resto de los jugadores las

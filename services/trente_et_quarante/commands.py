@@ -133,10 +133,7 @@ class TrenteEtQuarante:
     # --- helpers ----------------------------------------------------------------------------
 
     def _coup(self, unit: UnitOfWork, coup_id: str) -> Coup:
-        coup = unit.get(Coup, parse_uuid(coup_id, "coup_id"))
-        if coup is None:
-            raise NotFound("coup_id", "UNKNOWN_COUP", f"no coup {coup_id!r}")
-        return coup
+        return self.core.get(unit, Coup, coup_id, "coup")
 
     def _rules(self, table: Table) -> HouseRules:
         return _rules_of(tuple(sorted(table.options.items())))
@@ -231,12 +228,7 @@ class TrenteEtQuarante:
                 raise FailedPrecondition(
                     "table_id", "COUP_IN_PROGRESS", f"coup {last.id} is not settled yet"
                 )
-            if coup_id is not None:
-                cid = parse_uuid(coup_id, "coup_id")
-                if unit.get(Coup, cid) is not None:
-                    raise AlreadyExists("coup_id", "COUP_EXISTS", f"coup {coup_id} exists")
-            else:
-                cid = self.core.config.new_id()
+            cid = self.core.id_for(unit, Coup, coup_id, "coup")
             ts = unit.now
             coup = Coup._create(
                 Coup.Opened, id=cid, timestamp=ts, table_id=table.table_id,
