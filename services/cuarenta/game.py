@@ -5,9 +5,6 @@ aggregates, each hand dealt from its own committed FRENCH-40 shoe."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from domain.cards import DeckKind
 from domain.cuarenta.rules import TABLE
 from services import topics
@@ -55,21 +52,6 @@ METHODS: dict[str, Method] = {
 SERVICE = "sabot.cuarenta.v1.CuarentaService"
 
 
-def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
-                  ) -> tuple[Any, ...]:
-    """The game's gRPC servicer on ``server`` (``services/cuarenta/servicer.py``)."""
-    from services.cuarenta.servicer import add_servicers as add
-
-    return add(server, ledger, tokens, hub)
-
-
-def _replay(*args: Any, **kwargs: Any) -> Any:
-    """The regulator's replay of one match (``services/cuarenta/replay.py``)."""
-    from services.cuarenta.replay import replay_match
-
-    return replay_match(*args, **kwargs)
-
-
 GAME = Game(
     name=CUARENTA,
     deck_kind=DeckKind.FRENCH_40,
@@ -77,9 +59,9 @@ GAME = Game(
     table_accounts=TABLE_ACCOUNTS,
     commands=Cuarenta,
     methods=METHODS,
-    servicers=add_servicers,
+    servicers=lazy("services.cuarenta.servicer", "add_servicers"),
     services=(SERVICE,),
     topics=topics.CUARENTA | topics.CUARENTA_AGGREGATES,
-    replay=_replay,
+    replay=lazy("services.cuarenta.replay", "replay_match"),  # the regulator's, of one match
     projections=lazy("services.cuarenta.projection", "views"),
 )

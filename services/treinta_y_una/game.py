@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from domain.cards import DeckKind
 from domain.treinta_y_una.rules import TABLE
 from services import topics
@@ -37,18 +35,6 @@ METHODS: dict[str, Method] = {
 }
 
 
-def _replay(*args: Any) -> Any:
-    from services.treinta_y_una.replay import replay
-
-    return replay(*args)
-
-
-def add_servicers(*deps: Any) -> tuple[Any, ...]:
-    from services.treinta_y_una.servicer import add_servicers as add
-
-    return add(*deps)
-
-
 GAME = Game(
     name=NAME,
     deck_kind=DeckKind.SPANISH_40,
@@ -56,9 +42,9 @@ GAME = Game(
     table_accounts=ROLES,
     commands=TreintaYUna,
     methods=METHODS,
-    servicers=add_servicers,
+    servicers=lazy("services.treinta_y_una.servicer", "add_servicers"),
     services=("sabot.treinta_y_una.v1.TreintaYUnaService",),
     topics=topics.TREINTA_Y_UNA | topics.TREINTA_Y_UNA_AGGREGATES,
-    replay=_replay,
+    replay=lazy("services.treinta_y_una.replay", "replay"),
     projections=lazy("services.treinta_y_una.projection", "views"),
 )
