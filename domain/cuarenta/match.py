@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from domain.cards import Card
 from domain.cuarenta.captures import Capture, capture_named, legal_captures
@@ -201,12 +202,7 @@ def begin_hand(match: Match, pack: Sequence[Card]) -> Step:
         deals=0,
         turn=0,
         pack=cards,
-        hands=((),) * match.players,
-        table=(),
-        won=((), ()),
-        to_act=None,
-        last_played=None,
-        last_capturer=None,
+        **_between_hands(match),
     )
     return Step(new, (HandBegun(hand, match.dealer, new.first, order_digest(cards)),))
 
@@ -485,6 +481,13 @@ def _chosen(
     )
 
 
+def _between_hands(match: Match) -> dict[str, Any]:
+    """What a match holds between two hands (``replace``'s fields): no card in a hand, on the
+    table or won, nobody to act, no last play or capturer."""
+    return {"hands": ((),) * match.players, "table": (), "won": ((), ()), "to_act": None,
+            "last_played": None, "last_capturer": None}
+
+
 def _end_hand(match: Match, facts: list[Fact]) -> Step:
     """The hand's last card is played: the cards left on the table, the cartón, the next deal."""
     rules = match.rules
@@ -525,12 +528,7 @@ def _end_hand(match: Match, facts: list[Fact]) -> Step:
         points=totals,
         dealer=(match.dealer + 1) % match.players,
         pack=(),
-        hands=((),) * match.players,
-        table=(),
-        won=((), ()),
-        to_act=None,
-        last_played=None,
-        last_capturer=None,
+        **_between_hands(match),
     )
     # Both cartóns are counted at once; should both sides reach 40, the side that does not
     # deal (the first to play, "la mano") counts first and wins.
