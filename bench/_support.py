@@ -80,6 +80,27 @@ def noop_floor(ledger: Ledger, commands: int, rid: Callable[[], str]) -> float:
     return time.perf_counter() - t1
 
 
+class Floor:
+    """The no-op floor measured interleaved: ``after()`` runs one no-op (``noop_floor``) right
+    after each command the benchmark counts, so the floor is taken at the same moment as the
+    game, not in a phase of its own (on a shared machine the store's speed drifts 2x between
+    phases). ``seconds``: the no-ops' time, to take off the run's; ``rate``: commands/s."""
+
+    def __init__(self, ledger: Ledger, rid: Callable[[], str]) -> None:
+        self.ledger = ledger
+        self.rid = rid
+        self.commands = 0
+        self.seconds = 0.0
+
+    def after(self) -> None:
+        self.seconds += noop_floor(self.ledger, 1, self.rid)
+        self.commands += 1
+
+    @property
+    def rate(self) -> float:
+        return self.commands / self.seconds
+
+
 def on_each_store(label: str, pg_db: str, bench: Callable[[str, str], list[Row]]) -> list[Row]:
     """``bench(url, store)`` on a fresh SQLite file, then on a fresh PostgreSQL database (when
     reachable; an error when SABOT_REQUIRE_POSTGRES=1 and it is not)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 
-from bench._support import RequestIds, Row, noop_floor, on_each_store
+from bench._support import Floor, RequestIds, Row, on_each_store
 from bench._support import player as _player
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
@@ -42,7 +42,8 @@ def matches(url: str, store: str, n: int = MATCHES) -> list[Row]:
             ledger.open_account(rid(), p)
             ledger.deposit(rid(), p, 10**10)
         commands = plays = 0
-        play_time = floor = 0.0
+        play_time = 0.0
+        floor = Floor(ledger, rid)
         t0 = time.perf_counter()
         for _ in range(n):
             m = ledger.cuarenta_open_match(rid(), "mesa", PLAYERS, 1_000).match
@@ -61,13 +62,13 @@ def matches(url: str, store: str, n: int = MATCHES) -> list[Row]:
                                              list(best.capture), actor=_player(who)).match
                     play_time += time.perf_counter() - t
                     plays += 1
-                    floor += noop_floor(ledger, 1, rid)  # the floor at the same moment
+                    floor.after()  # the floor at the same moment
                 commands += 1
-        elapsed = time.perf_counter() - t0 - floor
+        elapsed = time.perf_counter() - t0 - floor.seconds
     finally:
         ledger.close()
     prefix = f"cuarenta.{store}.matches_2_players"
-    floor_rate = plays / floor
+    floor_rate = floor.rate
     return [
         (f"{prefix}.matches", float(n)),
         (f"{prefix}.plays_per_match", plays / n),
