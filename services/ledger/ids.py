@@ -7,6 +7,7 @@ from functools import lru_cache
 from uuid import UUID, uuid5
 
 from domain.errors import InvalidArgument
+from domain.money import PLAYER
 
 NAME_PATTERN = re.compile(r"[a-z0-9-]{1,64}")
 NAMESPACE = UUID("5a6b0c7e-3e5f-4d0a-9b1c-7a2d8e4f6c10")
@@ -60,6 +61,12 @@ def stake_uuid(coup_id: str, account_id: str, client_id: str) -> UUID:
     players (the client's id only keeps one account from placing the same stake twice on a
     coup). A stake placed without one gets a fresh random id (``LedgerConfig.new_id``)."""
     return uuid5(NAMESPACE, f"stake:{coup_id}:{account_id}:{client_id}")
+
+
+def movement_account(table_id: str, role: str, player: str) -> str:
+    """The account a game's movement role names: ``player``'s own for the role ``player``
+    (``domain.money.PLAYER``, every game's), else the table's (``table_account``)."""
+    return player if role == PLAYER else table_account(table_id, str(role))
 
 
 def table_account(table_id: str, role: str) -> str:

@@ -27,7 +27,7 @@ from domain.treinta_y_una import facts as F
 from domain.treinta_y_una import round as R
 from domain.treinta_y_una.banker import BankerChoice, BankerReason, BankLot, draw_banker
 from domain.treinta_y_una.hand import evaluate
-from domain.treinta_y_una.movements import Movement, Role
+from domain.treinta_y_una.movements import Movement
 from domain.treinta_y_una.rules import TableRules
 from domain.treinta_y_una.stakes import Stake
 from services import topics
@@ -36,7 +36,7 @@ from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import Core
 from services.ledger.errors import PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
-from services.ledger.ids import check_name, table_account, table_uuid
+from services.ledger.ids import check_name, movement_account, table_uuid
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
@@ -136,10 +136,8 @@ class TreintaYUna:
         return state
 
     def _movement_accounts(self, table_id: str, m: Movement) -> tuple[str, str]:
-        def name(role: Role) -> str:
-            return m.player if role is Role.PLAYER else table_account(table_id, role.value)
-
-        return name(m.source), name(m.destination)
+        return (movement_account(table_id, m.source, m.player),
+                movement_account(table_id, m.destination, m.player))
 
     def _check_funds(self, unit: UnitOfWork, movements: Sequence[Movement], currency: str,
                      field: str) -> None:

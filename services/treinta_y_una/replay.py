@@ -17,12 +17,11 @@ from uuid import UUID
 from domain.shuffle import commitment
 from domain.treinta_y_una import round as R
 from domain.treinta_y_una.banker import BankerChoice, BankerReason, BankLot, draw_banker
-from domain.treinta_y_una.movements import Role
 from domain.treinta_y_una.rules import TableRules
 from domain.treinta_y_una.stakes import Stake
 from services import topics
 from services.ledger.hidden import card_commitment, card_salt, shoe_order
-from services.ledger.ids import table_account
+from services.ledger.ids import movement_account
 from services.ledger.views import StoredEvent
 from services.treinta_y_una.commands import fact_event
 
@@ -99,13 +98,11 @@ def replay_round(events: Sequence[StoredEvent], seed: bytes) -> RoundVerdict:
         for m in step.movements:
             seq += 1
 
-            def name(role: Role, player: str = m.player) -> str:
-                return player if role is Role.PLAYER else table_account(st["table_id"],
-                                                                        role.value)
-
+            table = st["table_id"]
             expected.append((topics.TREINTA_Y_UNA_ROUND_MONEY_MOVED, {
                 "seq": seq, "kind": m.kind.value, "player": m.player, "amount": m.amount,
-                "debit_account": name(m.source), "credit_account": name(m.destination)}))
+                "debit_account": movement_account(table, m.source, m.player),
+                "credit_account": movement_account(table, m.destination, m.player)}))
         expected.extend((c[0].TOPIC, c[1]) for c in closing)
 
     state = R.open_round(rules, st["seats"], choice, int(st["bank"]), carried)

@@ -54,7 +54,7 @@ from services.ledger.core import (
     read_token,
 )
 from services.ledger.errors import AlreadyExists, PermissionDenied
-from services.ledger.ids import parse_uuid, stake_uuid, table_account
+from services.ledger.ids import movement_account, parse_uuid, stake_uuid
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.views import MovementView, StakeView, StepView
@@ -139,7 +139,7 @@ class TrenteEtQuarante:
         return _rules_of(tuple(sorted(table.options.items())))
 
     def _role_account(self, unit: UnitOfWork, table_id: str, role: Role, player: str) -> Account:
-        name = player if role is Role.PLAYER else table_account(table_id, role.value)
+        name = movement_account(table_id, role, player)
         return self.core.account(unit, name)
 
     def _check_funds(self, unit: UnitOfWork, table_id: str, movements: tuple[Movement, ...],
