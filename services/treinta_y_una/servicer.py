@@ -6,12 +6,17 @@ its request id (a retry answers the first answer), the ledger deciding ownership
 on its own hand only: PERMISSION_DENIED ``player``) and the turn (FAILED_PRECONDITION ``player``
 naming whose turn it is). Answers, streams and recalls carry face-down cards by position only
 until shown; ``GetMyHand`` is the holder's alone.
+
+A player's ``WatchRound`` and ``RecallRound`` show the other players' names as "" (its own and
+the house's accounts as they are: ``convert.redact`` with the round's :data:`NAMES`, as
+``WatchTable`` shows a Trente et Quarante table); the croupier, back office and regulator see
+every name. ``RecallRound`` reads the steps from the game's read model (caught up first).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -26,8 +31,10 @@ from services.api.hub import Hub
 from services.api.reports import GameReadModels
 from services.api.roles import Principal
 from services.api.streams import follow
+from services.ledger import views
 from services.ledger.api import Ledger
 from services.ledger.views import StoredEvent
+from services.projections.games import Step
 from services.treinta_y_una.commands import GAME
 from services.treinta_y_una.reconcile import DayReconciliation
 from services.treinta_y_una.views import (
@@ -70,14 +77,19 @@ def _money(amount: int, currency: str) -> common_pb2.Money:
     return common_pb2.Money(currency_code=currency, amount_minor=amount)
 
 
+def _account(player: str) -> str:
+    """``accounts/{player}``; "" for a name hidden from the caller."""
+    return names.account(player) if player else ""
+
+
 def _stake(s: RoundStakeView, currency: str) -> pb.Stake:
-    return pb.Stake(player=names.account(s.player), amount=_money(s.amount, currency),
+    return pb.Stake(player=_account(s.player), amount=_money(s.amount, currency),
                     held=_money(s.held, currency), carried=s.carried)
 
 
 def _hand(h: HandView) -> pb.Hand:
     return pb.Hand(
-        player=names.account(h.player),
+        player=_account(h.player),
         cards=[pb.Card(position=s.position, face_down=s.face_down, code=s.code or "",
                        commitment=s.commitment) for s in h.slots],
         stood=h.stood, out=h.out, shown=h.total is not None, total=h.total or 0,
@@ -107,19 +119,46 @@ def round_message(v: RoundView) -> pb.Round:
     )
 
 
-def _step(s: RoundStep, position: int = 0) -> pb.RoundStep:
-    return pb.RoundStep(position=position, version=s.version, event=s.event, time=s.timestamp,
-                        data_json=json.dumps(s.data, sort_keys=True, default=str))
+# The keys of a round's events and views that hold players' names (besides
+# ``convert.IDENTITY_KEYS``): a player sees its own and the house's accounts, the other players'
+# as "" (as WatchTable shows a Trente et Quarante table).
+NAMES = frozenset({"seats", "banker", "mano", "next_banker", "holder", "carried", "whose_turn"})
+
+
+def step_message(position: int, version: int, event: str, time: str, data: Any,
+                 viewer: str | None = None) -> pb.RoundStep:
+    """One step of a round as ``viewer`` may see it (``convert.viewer_of``: None, every name),
+    for WatchRound and RecallRound alike."""
+    return pb.RoundStep(position=position, version=version, event=event, time=time,
+                        data_json=json.dumps(convert.redact(data, viewer, NAMES),
+                                             sort_keys=True, default=str))
+
+
+def _step(s: RoundStep, viewer: str | None = None) -> pb.RoundStep:
+    """A step of a recall (its position 0, as the proto says)."""
+    return step_message(0, s.version, s.event, s.timestamp, s.data, viewer)
+
+
+def seen_by(v: RoundView, viewer: str | None) -> RoundView:
+    """The round as ``viewer`` may see it: the other players' names "" (None: every name)."""
+    if viewer is None:
+        return v
+    return views.from_dict(RoundView, convert.redact(views.to_dict(v), viewer, NAMES))
 
 
 class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
     def _round(self, field: str, name: str) -> tuple[str, str]:
+        view = self._round_view(field, name)
+        return view.table_id, view.round_id
+
+    def _round_view(self, field: str, name: str) -> RoundView:
+        """The round ``name`` names, checked against the table it names (NOT_FOUND)."""
         table_id, round_id = round_name(field, name)
-        view = self.read({"round_id": field}, self.ledger.tyu_get_round, round_id)
+        view: RoundView = self.read({"round_id": field}, self.ledger.tyu_get_round, round_id)
         if view.table_id != table_id:
             raise errors.ApiError(grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND",
                                   "no such round at this table")
-        return table_id, round_id
+        return view
 
     def _amount(self, field: str, money: common_pb2.Money, currency: str, present: bool) -> int:
         if not present:
@@ -224,10 +263,15 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
 
     def RecallRound(self, request: pb.RecallRoundRequest,
                     context: grpc.ServicerContext) -> pb.RoundRecall:
-        _, round_id = self._round("name", request.name)
-        recall: RoundRecall = self.read({"round_id": "name"}, self.ledger.tyu_recall, round_id)
-        return pb.RoundRecall(round=round_message(recall.round),
-                              steps=[_step(s) for s in recall.steps])
+        """The round and its steps in order; the steps from the read model, caught up after the
+        round was read (so every step the round shows is there, the last one included): the
+        ledger's ``tyu_recall`` answer, step for step (``recall_of``)."""
+        view = self._round_view("name", request.name)
+        steps = self.game_steps(GAME, view.round_id)  # the read model's
+        recall = recall_of(view, steps)
+        viewer = convert.viewer_of(self.caller(context))  # a player: others' names hidden
+        return pb.RoundRecall(round=round_message(seen_by(recall.round, viewer)),
+                              steps=[_step(s, viewer) for s in recall.steps])
 
     def GetReconciliation(self, request: pb.GetReconciliationRequest,
                           context: grpc.ServicerContext) -> pb.Reconciliation:
@@ -264,19 +308,18 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
 _ENDS = frozenset({topics.TREINTA_Y_UNA_ROUND_SETTLED, topics.TREINTA_Y_UNA_ROUND_CANCELLED})
 
 
-# The keys of a round's events that hold players' names (besides ``convert.IDENTITY_KEYS``): a
-# player watching sees its own and the house's accounts, the other players' as "" (as
-# WatchTable shows a Trente et Quarante table).
-NAMES = frozenset({"seats", "banker", "mano", "next_banker", "holder", "carried"})
+def recall_of(view: RoundView, steps: Sequence[Step]) -> RoundRecall:
+    """A round's recall from its read model's steps (``GameReadModels.game_steps``): what the
+    ledger's ``tyu_recall`` answers from the aggregate (the same ``commands.round_step``
+    made both)."""
+    return RoundRecall(view, tuple(RoundStep(s.version, s.kind, s.at, s.data) for s in steps))
 
 
 def _stored_step(e: Any, viewer: str | None = None) -> pb.RoundStep:
     state = {k: v for k, v in e.state.items()
              if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}
-    return pb.RoundStep(position=e.position, version=e.version, event=topics.short(e.topic),
-                        time=e.timestamp.isoformat() if e.timestamp is not None else "",
-                        data_json=json.dumps(convert.redact(state, viewer, NAMES),
-                                             sort_keys=True, default=str))
+    return step_message(e.position, e.version, topics.short(e.topic),
+                        e.timestamp.isoformat() if e.timestamp is not None else "", state, viewer)
 
 
 def add_servicers(server: grpc.Server, ledger: Ledger, tokens: Mapping[str, Principal],
