@@ -4,7 +4,12 @@ the showdown) on each store, in rounds per second and commands per second, besid
 run's no-op floor: a command through the same single writer deciding nothing (a request
 stored, no game event) right after each of the round's commands (``bench._support.Floor``), so
 the ratio is what the game itself costs. The floor is interleaved, not measured in a phase of
-its own after the rounds: on the shared machine the store's speed moved 2x between phases.
+its own after the rounds: on the shared machine the store's speed moved 2x between phases, and
+the phase floor made the ratio say 0.37 to 0.74 on SQLite and 0.79 to 1.43 on PostgreSQL (the
+game above its own floor) over three runs; interleaved it says 0.46 to 0.49 (SQLite, while its
+rate moved from 61 to 82 rounds per second) and 0.64 to 0.65 (PostgreSQL, 32 to 33 rounds per
+second) over three runs. The rounds' time holds each turn's read of the player's own hand
+(a query, not a command), so the ratio is below Cuarenta's, which times the plays alone.
 
 ``run()`` returns rows of (name, value); ``python -m bench.treinta_y_una`` prints them.
 """
