@@ -39,8 +39,10 @@ everything game-specific from here:
   and the game's name with dashes as underscores (``verifier``);
 - ``rerun_ids``: for the re-run of stored commands (``services.ledger.replay``, ``sabot store
   rerun``): ``rerun_ids(command, arguments, answer)``, the ids one of its stored commands drew
-  (``LedgerConfig.new_id``), in the order it drew them; None: its commands draw none (a command
-  that does draw one then stops the re-run with a ``ReplayError`` naming it);
+  (``LedgerConfig.new_id``), in the order it drew them; None: read from the aggregates the
+  command created, neither named nor among its arguments (its new round or match, then its
+  shoes), which fits Treinta y Una's and Cuarenta's commands (a command that draws an id the
+  re-run cannot give stops it with a ``ReplayError`` naming it);
 - ``projections``: a callable returning the game's own read models
   (``services.projections.view.View`` instances, e.g. ``services.projections.games.UnitsView``:
   its rounds or matches, their public steps, their reconciliation facts): the read models

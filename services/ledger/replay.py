@@ -6,8 +6,9 @@ too). Fed back with the same inputs (the recorded times, the ids it generated, e
 seed), the commands give the same events: a regulator's way to recreate play.
 
 Game-neutral: the ids a game's command drew are its registry entry's to say
-(``Game.rerun_ids``: Trente et Quarante's in ``services/trente_et_quarante/game.py``); the seeds
-are those of the shoes each command shuffled, found from what its request records it created.
+(``Game.rerun_ids``: Trente et Quarante's in ``services/trente_et_quarante/game.py``), else
+read from the aggregates the command created (``_inputs``); the seeds are those of the shoes
+each command shuffled, found from what its request records it created.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from services import games
+from services.ledger.account import Account
 from services.ledger.actor import UNRECORDED, Actor
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
@@ -27,6 +29,7 @@ from services.ledger.evidence import LINKED_TOPIC
 from services.ledger.request import Request
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
+from services.ledger.table import Table
 
 
 @dataclass(frozen=True)
@@ -92,33 +95,57 @@ class _Inputs:
         return self.seeds.pop(0)
 
 
-def _drawn_ids(command: StoredCommand) -> list[UUID]:
-    """The ids ``command`` drew (``LedgerConfig.new_id``), in the order it drew them: the core's
-    own command ``open_shoe`` draws its shoe's id when none is given; a game's command, what its
-    registry entry's ``rerun_ids(command, arguments, answer)`` says (none without one)."""
-    if command.command == "open_shoe":
-        given = command.args.get("shoe_id") is not None
-        return [] if given else [UUID(command.result["shoe_id"])]
-    game = games.game_of_method(command.command)
-    if game is None or game.rerun_ids is None:
-        return []
-    return [UUID(str(i)) for i in game.rerun_ids(command.command, command.args, command.result)]
+def _texts(value: Any) -> set[str]:
+    """Every text among a command's arguments (nested)."""
+    if isinstance(value, dict):
+        return set().union(*(_texts(v) for v in value.values()))
+    if isinstance(value, list | tuple):
+        return set().union(*(_texts(v) for v in value))
+    return {str(value)} if isinstance(value, str | UUID) else set()
 
 
-def _shuffled(source: Ledger, command: StoredCommand) -> list[UUID]:
-    """The shoes ``command`` shuffled (each drew a seed), in order: ``open_shoe``'s from its
-    answer; any other command's from the aggregates its request records it created (its
-    effects at version 1; a request stored before effects were records none)."""
-    if command.command == "open_shoe":
-        return [UUID(command.result["shoe_id"])]
+# The core's aggregates named by uuid5 of their names (never a drawn id).
+_NAMED = frozenset({Table.Opened.TOPIC, Account.Opened.TOPIC})
+
+
+def _created(source: Ledger, command: StoredCommand) -> list[tuple[UUID, str]]:
+    """The aggregates ``command`` created, in the order it created them, each with its first
+    event's topic: from its request's effects (version 1 events; a request stored before
+    effects were records none)."""
     found = []
     for originator, version in command.effects:
-        if version != 1:
-            continue
-        first = source.app.recorder.select_events(UUID(str(originator)), lte=1)
-        if first and first[0].topic == Shoe.Shuffled.TOPIC:
-            found.append(UUID(str(originator)))
+        if version == 1:
+            oid = UUID(str(originator))
+            first = source.app.recorder.select_events(oid, lte=1)
+            if first:
+                found.append((oid, first[0].topic))
     return found
+
+
+def _inputs(source: Ledger, command: StoredCommand) -> tuple[list[UUID], list[UUID]]:
+    """What ``command`` drew, in order: the ids (``LedgerConfig.new_id``) and the shoes whose
+    seeds it drew (``new_seed``).
+
+    The core's ``open_shoe``: its shoe (its id drawn when none was given). A game's command
+    whose registry entry declares ``rerun_ids(command, arguments, answer)``: those ids. Any
+    other command: the ids of the aggregates it created that are neither named (tables,
+    accounts: uuid5 of their names) nor among its arguments, in the order it created them,
+    its new aggregates of the game first and then its shoes (a round or a match draws its id
+    before it shuffles its shoe); a re-run that the guess does not fit differs from the source
+    (``event_log``) or stops with a ``ReplayError``. The shoes: those it created."""
+    if command.command == "open_shoe":
+        shoe = UUID(command.result["shoe_id"])
+        return ([] if command.args.get("shoe_id") is not None else [shoe]), [shoe]
+    created = _created(source, command)
+    shoes = [oid for oid, topic in created if topic == Shoe.Shuffled.TOPIC]
+    game = games.game_of_method(command.command)
+    if game is not None and game.rerun_ids is not None:
+        declared = game.rerun_ids(command.command, command.args, command.result)
+        return [UUID(str(i)) for i in declared], shoes
+    given = _texts(command.args)
+    drawn = [oid for oid, topic in created if topic != Shoe.Shuffled.TOPIC
+             and topic not in _NAMED and str(oid) not in given]
+    return drawn + [oid for oid in shoes if str(oid) not in given], shoes
 
 
 def _seed(source: Ledger, shoe_id: UUID) -> bytes:
@@ -129,8 +156,8 @@ def _seed(source: Ledger, shoe_id: UUID) -> bytes:
 def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Ledger:
     """A new ledger on ``target_url`` (an empty store) holding the source's commands re-run.
     The seeds come from the source's sealed seeds (so ``seal_key`` must open them); the ids a
-    command drew, from its stored answer (``_drawn_ids``). ReplayError names a command that
-    drew an id or a seed the replay cannot give it."""
+    command drew, from its stored answer and what it created (``_inputs``). ReplayError names
+    a command that drew an id or a seed the replay cannot give it."""
     key = source.config.seal_key if seal_key is None else seal_key
     inputs = _Inputs()
     target = Ledger(
@@ -143,8 +170,8 @@ def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Le
     try:
         for command in stored_commands(source):
             inputs.now = command.timestamp
-            inputs.ids = _drawn_ids(command)
-            inputs.seeds = [_seed(source, s) for s in _shuffled(source, command)]
+            inputs.ids, shoes = _inputs(source, command)
+            inputs.seeds = [_seed(source, s) for s in shoes]
             inputs.missing = None
             try:
                 getattr(target, command.command)(command.request_id, **command.args,
@@ -153,8 +180,7 @@ def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Le
                 if inputs.missing is None:
                     raise
                 game = games.game_of_method(command.command)
-                hint = (f"; {game.name} declares no Game.rerun_ids"
-                        if game is not None and game.rerun_ids is None else "")
+                hint = "" if game is None else f" (declare it: {game.name}'s Game.rerun_ids)"
                 raise ReplayError(
                     f"the stored command {command.command} (request {command.request_id}, log "
                     f"position {command.position}) drew {inputs.missing} the replay does not "

@@ -1,8 +1,10 @@
 """The re-run of stored commands (``services.ledger.replay``, ``sabot store rerun``) is
-game-neutral: a game's command gets the ids it drew from its registry entry
-(``Game.rerun_ids``) and the seeds of the shoes it shuffled from what its request records it
-created; a command that drew an id the replay cannot give stops it with a ``ReplayError``
-naming the command and its game, never a half-explained failure."""
+game-neutral: a command gets the ids it drew from its game's registry entry when it declares
+them (``Game.rerun_ids``: Trente et Quarante's), else from the aggregates it created (neither
+named nor given: its game's new round or match, then its shoes), and the seeds of the shoes
+it shuffled from what its request records it created. Treinta y Una rounds and a Cuarenta
+match re-run into identical events; a command that drew an id the replay cannot give stops it
+with a ``ReplayError`` naming the command, never a half-explained failure."""
 
 from __future__ import annotations
 
@@ -15,18 +17,21 @@ import pytest
 
 from services import games
 from services.games import Game
+from services.ledger.api import Ledger
 from services.ledger.replay import ReplayError, event_log, replay, stored_commands
+from tests.cuarenta.support import Referee, fund, ledger_on
 from tests.treinta_y_una.support import Croupier, table_ledger
 
 TYU = "treinta-y-una"
 
 
-def _round_ids(command: str, args: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
-    """Treinta y Una's, as its entry would say it: a round opened with no id drew its id, then
-    its own shoe's."""
-    if command != "tyu_open_round":
-        return []
-    return ([result["round_id"]] if args.get("round_id") is None else []) + [result["shoe_id"]]
+def _same(source: Ledger, url: str) -> None:
+    target = replay(source, url)
+    try:
+        assert event_log(target) == event_log(source)
+        assert target.balances() == source.balances()
+    finally:
+        target.close()
 
 
 def _with(monkeypatch: pytest.MonkeyPatch, rerun_ids: Any) -> None:
@@ -34,28 +39,43 @@ def _with(monkeypatch: pytest.MonkeyPatch, rerun_ids: Any) -> None:
     monkeypatch.setitem(games._games, TYU, dataclasses.replace(game, rerun_ids=rerun_ids))
 
 
-def test_a_games_commands_rerun_identical_through_its_entry(
-        store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _with(monkeypatch, _round_ids)
+def test_treinta_y_una_rounds_rerun_identical(store_url: str, tmp_path: Path) -> None:
     with table_ledger(f"sqlite:///{tmp_path}/source.db") as (ledger, tyu):
         croupier = Croupier(ledger, tyu)
         croupier.play()
         croupier.play()
         commands = {c.command for c in stored_commands(ledger)}
         assert {"tyu_open_round", "tyu_deal", "tyu_settle"} <= commands
-        target = replay(ledger, store_url)
-        try:
-            assert event_log(target) == event_log(ledger)
-            assert target.balances() == ledger.balances()
-        finally:
-            target.close()
+        _same(ledger, store_url)
 
 
-def test_a_command_that_drew_an_id_its_game_does_not_declare_is_named(
+def test_a_cuarenta_match_reruns_identical(store_url: str, tmp_path: Path) -> None:
+    with ledger_on(f"sqlite:///{tmp_path}/source.db") as (ledger, game):
+        fund(ledger, ["ana", "beto"])
+        opened = game.open_match("open", "mesa-1", ["ana", "beto"], stake=5_000)
+        assert Referee(game, opened.match).finish().phase == "over"
+        assert {"cuarenta_open_match", "cuarenta_play"} <= {
+            c.command for c in stored_commands(ledger)}
+        _same(ledger, store_url)
+
+
+def _round_ids(command: str, args: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
+    """As Treinta y Una's entry would declare them: a round opened with no id drew its id,
+    then its own shoe's."""
+    if command != "tyu_open_round":
+        return []
+    return ([result["round_id"]] if args.get("round_id") is None else []) + [result["shoe_id"]]
+
+
+def test_the_ids_a_game_declares_are_the_ones_given(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _with(monkeypatch, None)
+    _with(monkeypatch, _round_ids)
     with table_ledger(f"sqlite:///{tmp_path}/source.db") as (ledger, tyu):
         Croupier(ledger, tyu).play()
-        with pytest.raises(ReplayError, match=r"tyu_open_round .*drew an id.*"
-                           r"treinta-y-una declares no Game.rerun_ids"):
+        _same(ledger, f"sqlite:///{tmp_path}/declared.db")
+    _with(monkeypatch, lambda *_: [])  # declares that its commands draw none: not so
+    with table_ledger(f"sqlite:///{tmp_path}/again.db") as (ledger, tyu):
+        Croupier(ledger, tyu).play()
+        with pytest.raises(ReplayError, match=r"tyu_open_round \(request r1, log position "
+                           r"\d+\) drew an id .*treinta-y-una's Game.rerun_ids"):
             replay(ledger, f"sqlite:///{tmp_path}/target.db")
