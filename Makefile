@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install proto promtool run run-postgres test test-fast lint bench clean
+.PHONY: install proto promtool run run-postgres test test-serial test-long test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -50,8 +50,23 @@ promtool: install
 	else echo "promtool: not available here (its test skips; the structural check runs)"; fi; \
 	rm -rf $$d
 
+# The suite in two processes (pytest-xdist; the machine has 2 cores): every server listens on a
+# free port, every PostgreSQL test makes its own database or schema (names carry the process
+# id), so the two never share a store. TEST_WORKERS=0 runs it in one process; `make
+# test-serial` too. The hypothesis example counts are each property's own (tests/conftest.py:
+# profile "ci", the same counts in every mode).
+TEST_WORKERS ?= 2
+PYTEST := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -p no:cacheprovider
+
 test: install
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -p no:cacheprovider
+	$(PYTEST) -n $(TEST_WORKERS) --durations=25
+
+test-serial: install
+	$(PYTEST) -n 0
+
+# By hand or at night: the properties that state no example count run 1000 examples.
+test-long: install
+	HYPOTHESIS_PROFILE=long $(PYTEST) -n $(TEST_WORKERS)
 
 lint: install
 	$(BIN)/ruff check domain services ops tests bench

@@ -4,6 +4,7 @@ the PostgreSQL append-only guard (ops/postgres/append_only.sql), and applies the
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,8 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_wheel_carries_its_stubs_and_sql_and_guards_postgres(
     tmp_path: Path, postgres_database: str,
 ) -> None:
+    # Built from a copy of the tree: the build regenerates services/api/gen in the tree it
+    # builds, which the tests running beside this one (pytest -n 2) import.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "var", "build", "*.egg-info", ".hypothesis", "__pycache__",
+        ".mypy_cache", ".ruff_cache", ".pytest_cache"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
          "--quiet", "-w", str(tmp_path / "dist")], check=True, capture_output=True, cwd=tmp_path)
     (wheel,) = (tmp_path / "dist").glob("sabot-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -24,7 +24,8 @@ def _pg_ready() -> bool:
     try:
         with psycopg.connect(PG_DSN + " dbname=postgres", autocommit=True, connect_timeout=3) as c:
             if not c.execute("SELECT 1 FROM pg_database WHERE datname=%s", (PG_DB,)).fetchone():
-                with suppress(psycopg.errors.DuplicateDatabase):
+                # two test processes (pytest -n 2, or two runs) may create it at once
+                with suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                     c.execute(f'CREATE DATABASE "{PG_DB}"')
         return True
     except psycopg.OperationalError:
