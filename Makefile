@@ -55,18 +55,22 @@ promtool: install
 # id), so the two never share a store. TEST_WORKERS=0 runs it in one process; `make
 # test-serial` too. The hypothesis example counts are each property's own (tests/conftest.py:
 # profile "ci", the same counts in every mode).
+# The temporary folders under a short base of their own (removed after a green run): xdist's
+# default, /tmp/pytest-of-USER/pytest-N/popen-gwN/..., makes a ledger socket's path in a test's
+# tmp_path longer than AF_UNIX's 107 bytes.
 TEST_WORKERS ?= 2
 PYTEST := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -p no:cacheprovider
 
 test: install
-	$(PYTEST) -n $(TEST_WORKERS) --durations=25
+	@base=$$(mktemp -d /tmp/st.XXXXXX) && \
+	$(PYTEST) -n $(TEST_WORKERS) --durations=25 --basetemp=$$base && rm -rf $$base
 
 test-serial: install
 	$(PYTEST) -n 0
 
 # By hand or at night: the properties that state no example count run 1000 examples.
 test-long: install
-	HYPOTHESIS_PROFILE=long $(PYTEST) -n $(TEST_WORKERS)
+	HYPOTHESIS_PROFILE=long $(MAKE) test
 
 lint: install
 	$(BIN)/ruff check domain services ops tests bench
