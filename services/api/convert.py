@@ -11,7 +11,7 @@ import dataclasses
 import enum
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -40,6 +40,7 @@ CHOICES: dict[str, common_pb2.Refait31Choice.ValueType] = {
     "prison": common_pb2.REFAIT31_CHOICE_PRISON,
 }
 CHOICE_NAMES = {v: k for k, v in CHOICES.items()}
+V = TypeVar("V")
 # Keys of the events' data that name an account or a person (redacted for other players).
 IDENTITY_KEYS = frozenset(
     {"account_id", "player", "counter_account", "debit_account", "credit_account", "cut_by"}
@@ -72,6 +73,14 @@ def redact(data: Any, viewer: str | None, names: frozenset[str] = frozenset()) -
     if dataclasses.is_dataclass(data) and not isinstance(data, type):
         return redact(views.to_dict(data), viewer, names)
     return data
+
+
+def redacted(view: V, viewer: str | None, names: frozenset[str] = frozenset()) -> V:
+    """A view (a frozen dataclass of ``services.ledger.views``' kind) as ``viewer`` may see it:
+    :func:`redact` on its data, read back as the same class (None: the view itself)."""
+    if viewer is None:
+        return view
+    return views.from_dict(type(view), redact(views.to_dict(view), viewer, names))
 
 
 def _names(value: Any, viewer: str, names: frozenset[str]) -> Any:

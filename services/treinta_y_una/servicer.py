@@ -7,10 +7,12 @@ on its own hand only: PERMISSION_DENIED ``player``) and the turn (FAILED_PRECOND
 naming whose turn it is). Answers, streams and recalls carry face-down cards by position only
 until shown; ``GetMyHand`` is the holder's alone.
 
-A player's ``WatchRound`` and ``RecallRound`` show the other players' names as "" (its own and
-the house's accounts as they are: ``convert.redact`` with the round's :data:`NAMES`, as
-``WatchTable`` shows a Trente et Quarante table); the croupier, back office and regulator see
-every name. ``RecallRound`` reads the steps from the game's read model (caught up first).
+A player's ``WatchRound``, ``RecallRound``, ``GetRound`` and ``GetLatestRound`` show the other
+players' names as "" (its own and the house's accounts as they are: ``convert.redact`` with the
+round's :data:`NAMES`, as ``WatchTable`` and ``GetCoup`` show a Trente et Quarante table); the
+croupier, back office and regulator see every name. A command's answer is the whole round as
+recorded, to the one who gave the command. ``RecallRound`` reads the steps from the game's read
+model (caught up first).
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from services.api.hub import Hub
 from services.api.reports import GameReadModels
 from services.api.roles import Principal
 from services.api.streams import follow
-from services.ledger import views
 from services.ledger.api import Ledger
 from services.ledger.views import StoredEvent
 from services.projections.games import Step
@@ -141,9 +142,7 @@ def _step(s: RoundStep, viewer: str | None = None) -> pb.RoundStep:
 
 def seen_by(v: RoundView, viewer: str | None) -> RoundView:
     """The round as ``viewer`` may see it: the other players' names "" (None: every name)."""
-    if viewer is None:
-        return v
-    return views.from_dict(RoundView, convert.redact(views.to_dict(v), viewer, NAMES))
+    return convert.redacted(v, viewer, NAMES)
 
 
 class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
@@ -242,8 +241,8 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
         return self._simple(self.ledger.tyu_cancel_round, request, context, False)
 
     def GetRound(self, request: pb.GetRoundRequest, context: grpc.ServicerContext) -> pb.Round:
-        _, round_id = self._round("name", request.name)
-        return round_message(self.read({"round_id": "name"}, self.ledger.tyu_get_round, round_id))
+        view = self._round_view("name", request.name)
+        return round_message(seen_by(view, convert.viewer_of(self.caller(context))))
 
     def GetLatestRound(self, request: pb.GetLatestRoundRequest,
                        context: grpc.ServicerContext) -> pb.Round:
@@ -252,7 +251,7 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
         if view is None:
             raise errors.ApiError(grpc.StatusCode.NOT_FOUND, "parent", "NO_ROUND",
                                   "no round has opened at this table")
-        return round_message(view)
+        return round_message(seen_by(view, convert.viewer_of(self.caller(context))))
 
     def GetMyHand(self, request: pb.GetMyHandRequest, context: grpc.ServicerContext) -> pb.Hand:
         _, round_id = self._round("round", request.round)

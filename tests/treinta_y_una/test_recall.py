@@ -17,9 +17,7 @@ from services.treinta_y_una.servicer import _step, round_message, seen_by
 from services.treinta_y_una.views import RoundRecall
 from tests.api.support import PLAYERS, Api
 from tests.treinta_y_una.test_grpc import CODE, open_round, open_tyu_table, stakes, stub
-from tests.treinta_y_una.test_watch_names import _watch
-
-HOUSE = ("croupier", "back_office", "regulator")
+from tests.treinta_y_una.test_watch_names import HOUSE, _watch
 
 
 def _recall(api: Api, who: str, r: pb.Round) -> pb.RoundRecall:
