@@ -262,7 +262,9 @@ def test_the_projection_thread_brings_the_lag_to_zero(served: Served) -> None:
             break
         time.sleep(0.1)
     views = {p.view: p for p in lag.projections}
-    assert set(views) == {"bankrolls", "shoes", "recall", "reconciliation"}
+    # the core's four views and each registered game's own (Game.projections)
+    assert set(views) == {"bankrolls", "shoes", "recall", "reconciliation",
+                          "treinta_y_una_rounds", "cuarenta_matches"}
     assert all(p.events_behind == 0 and p.seconds_behind == 0.0 for p in views.values()), lag
     assert {p.head for p in views.values()} == {served.running.projections.head()}
     assert served.running.projections.errors == 0
