@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -245,34 +245,46 @@ def genesis(events: EventTable) -> Link | None:
         return None
 
 
+def _sizes(largest: int) -> Iterator[int]:
+    """Read sizes for a search of the next or last link: 64 rows first (a link closes every
+    batch, so one is usually near), doubling up to ``largest``."""
+    size = 64
+    while True:
+        yield min(size, largest)
+        size *= 2
+
+
 def link_before(events: EventTable, position: int, floor: int, step: int = 2000
                 ) -> RawEvent | None:
     """The last link stored before ``position`` and after ``floor`` (None: none there)."""
     before = position
-    while before > floor + 1:
-        batch = events.read_back(before, step)
+    for size in _sizes(step):
+        if before <= floor + 1:
+            return None
+        batch = events.read_back(before, size)
         for ev in batch:
             if ev.position <= floor:
                 return None
             if ev.topic == CHAIN_LINKED:
                 return ev
-        if len(batch) < step:
+        if len(batch) < size:
             return None
         before = batch[-1].position
-    return None
+    return None  # pragma: no cover (_sizes never ends)
 
 
 def link_at_or_after(events: EventTable, position: int, step: int = 2000) -> RawEvent | None:
     """The first link stored at or after ``position`` (None: none yet)."""
     after = position - 1
-    while True:
-        batch = events.read(after, step)
+    for size in _sizes(step):
+        batch = events.read(after, size)
         for ev in batch:
             if ev.topic == CHAIN_LINKED:
                 return ev
-        if len(batch) < step:
+        if len(batch) < size:
             return None
         after = batch[-1].position
+    return None  # pragma: no cover (_sizes never ends)
 
 
 def new_walk(events: EventTable, pinned: Mapping[str, Ed25519PublicKey] | None = None
@@ -346,7 +358,9 @@ def _feed_range(walk: ChainWalk, events: EventTable, start: int, end: int | None
     after = start - 1
     holes_left = list(holes)
     while True:
-        batch = events.read(after, 2000)
+        # no more rows than the range can hold (a range is often a few events, one a single)
+        limit = 2000 if end is None else max(1, min(2000, end - after))
+        batch = events.read(after, limit)
         for ev in batch:
             if end is not None and ev.position > end:
                 batch = []
@@ -354,7 +368,7 @@ def _feed_range(walk: ChainWalk, events: EventTable, start: int, end: int | None
             while holes_left and holes_left[0] < ev.position:
                 walk.feed(holes_left.pop(0), None)
             walk.feed(ev.position, ev)
-        if not batch or len(batch) < 2000:
+        if not batch or len(batch) < limit:
             break
         after = batch[-1].position
     for p in holes_left:
