@@ -6,6 +6,12 @@ errors as ``google.rpc.Status`` naming the request's field, request ids scoped b
 Who may play or see a seat is decided by the ledger from the caller's actor: a player plays
 its own seat only, and only its holder gets a hand's faces (``GetHand``); every other answer and
 stream holds a hand as how many cards it has.
+
+Names: the players seated at a match (opponents and partners, two sides face to face) know
+each other, so a seated player reads every seat's name, as the house does; a player not seated
+at it reads the others' names as "" (the seats, the money's accounts: ``convert.redacted``, as
+Treinta y Una's rounds and Trente et Quarante's tables show a player), the house's accounts as
+they are.
 """
 
 from __future__ import annotations
@@ -52,9 +58,14 @@ def _int(value: int | None) -> int:
     return -1 if value is None else value
 
 
+# The keys of a match's views that hold players' names (besides ``convert.IDENTITY_KEYS``).
+NAMES = frozenset({"seats"})
+
+
 def match_message(m: MatchView) -> cuarenta_pb2.Match:
     return cuarenta_pb2.Match(
-        name=match_name(m.table_id, m.match_id), seats=[names.account(s) for s in m.seats],
+        name=match_name(m.table_id, m.match_id),
+        seats=[names.account(s) if s else "" for s in m.seats],
         preset=m.preset, options=m.options, stake=convert.money(m.stake, m.currency),
         phase=m.phase, hand=m.hand, deal=m.deal, turn=m.turn, dealer=m.dealer,
         to_act=_int(m.to_act), points=list(m.points), table_cards=list(m.table),
@@ -120,6 +131,12 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
                                   f"no match {match_id} at table {table_id}")
         return match_id, view
 
+    def _viewer(self, context: grpc.ServicerContext, view: MatchView) -> str | None:
+        """Whom a read of the match is for (``convert.viewer_of``): None, every name, for the
+        house and for a player seated at it; else the player's account (others' names "")."""
+        viewer = convert.viewer_of(self.caller(context))
+        return None if viewer is None or viewer in view.seats else viewer
+
     def _moves(self, match_id: str, field: str) -> Sequence[MoveView]:
         moves: Sequence[MoveView] = self.read({"match_id": field}, self.game.cuarenta_moves,
                                               match_id)
@@ -177,7 +194,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
     def GetMatch(self, request: cuarenta_pb2.GetMatchRequest,
                  context: grpc.ServicerContext) -> cuarenta_pb2.Match:
         _, view = self._match("name", request.name)
-        return match_message(view)
+        return match_message(convert.redacted(view, self._viewer(context, view), NAMES))
 
     def GetHand(self, request: cuarenta_pb2.GetHandRequest,
                 context: grpc.ServicerContext) -> cuarenta_pb2.Hand:
@@ -192,8 +209,9 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
         if request.after < 0:
             raise errors.invalid("after", "must not be negative")
         moves = [move(s) for s in self.game_steps(GAME_NAME, match_id)]  # the read model's
+        viewer = self._viewer(context, view)
         return cuarenta_pb2.ListMovesResponse(moves=[
-            move_message(n, mv, view.table_id, view.currency)
+            move_message(n, convert.redacted(mv, viewer), view.table_id, view.currency)
             for n, mv in enumerate(moves, 1) if n > request.after])
 
     def GetReconciliation(self, request: cuarenta_pb2.GetReconciliationRequest,
@@ -221,6 +239,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
         if request.after < 0:
             raise errors.invalid("after", "must not be negative")
         sent = request.after
+        viewer = self._viewer(context, view)
 
         def turn() -> Turn[cuarenta_pb2.WatchMatchResponse]:
             nonlocal sent
@@ -230,7 +249,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
             send = []
             if len(moves) > sent:
                 send.append(cuarenta_pb2.WatchMatchResponse(moves=[
-                    move_message(n, mv, view.table_id, view.currency)
+                    move_message(n, convert.redacted(mv, viewer), view.table_id, view.currency)
                     for n, mv in enumerate(moves, 1) if n > sent]))
                 sent = len(moves)
             return Turn(send=send, over=over, wait=position)
