@@ -137,9 +137,11 @@ class WatchServicer(Base, events_pb2_grpc.WatchServiceServicer):
             raise errors.invalid("after_position", "must not be negative")
         viewer = convert.viewer_of(self.caller(context))
         table = self.read({"table_id": "table"}, self.ledger.get_table, table_id)
+        # the latest coup's shoe, as its game shows it (a game's round that is no coup, as a
+        # Treinta y Una round, has none: its events are its own stream's)
         homes: dict[str, str] = {}
-        if table.coup_id:
-            homes[table.coup_id] = self.coup_home(table.coup_id, "table")[1]
+        if table.coup_id and table.coup_shoe_id:
+            homes[table.coup_id] = table.coup_shoe_id
         selector = _TableFilter(table_id, table.shoe_id, homes, viewer)
 
         def answer(batch: list[StoredEvent]) -> events_pb2.WatchTableResponse | None:

@@ -10,11 +10,15 @@ ids with ``round_started(key, round_id)``; ``rounds(key)`` reads them back.
   ``coup_ids``, in ``services/trente_et_quarante/coup.py``). ``Table`` itself declared it
   before issue 13 moved it: its topic, its one field ``coup_id`` and every stored event are
   unchanged.
-- Treinta y Una's is ``RoundStarted`` (``sabot.ledger:Table.RoundStarted``, in
-  ``services/treinta_y_una/round.py``).
+- Treinta y Una's is ``RoundStarted`` (``sabot.ledger:Table.RoundStarted``, key ``round_ids``,
+  in ``services/treinta_y_una/round.py``): its topic, its one field ``round_id`` and every
+  stored event are unchanged.
+- Cuarenta records none: its matches are not the table's (each ``CuarentaMatch.Opened`` names
+  its table; the game's read model lists them).
 
 What a table view shows of its rounds (the latest, how many) is its game's (``table_rounds``,
-in ``services.ledger.api``); a table of a game that records none shows none.
+in ``services.ledger.api``; ``latest_round(key)`` reads it); a table of a game that records
+none shows none.
 """
 
 from __future__ import annotations
@@ -115,3 +119,9 @@ class Table(Aggregate):
         changed; empty when none)."""
         found: list[str] = self.__dict__.get(key, [])
         return found
+
+    def latest_round(self, key: str) -> tuple[str | None, int]:
+        """What a table view shows of the rounds kept under ``key`` (a game's ``table_rounds``):
+        the latest (None: none) and how many."""
+        found = self.rounds(key)
+        return (found[-1] if found else None), len(found)

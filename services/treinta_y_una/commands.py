@@ -45,7 +45,7 @@ from services.ledger.views import TurnView
 from services.ledger.writer import UnitOfWork
 from services.projections.games import META
 from services.treinta_y_una.reconcile import DayReconciliation, reconcile
-from services.treinta_y_una.round import RoundStarted, TreintaYUnaRound, round_ids
+from services.treinta_y_una.round import ROUND_IDS, RoundStarted, TreintaYUnaRound, round_ids
 from services.treinta_y_una.views import (
     HandView,
     ResultView,
@@ -82,6 +82,13 @@ class TreintaYUna:
         self._read = core.read
         self.config = core.config
         self.faces = Faces(core.config.seal_key)
+
+    # --- the core's table -------------------------------------------------------------------
+
+    def table_rounds(self, table: Table) -> tuple[str | None, int]:
+        """What a table view shows of its rounds (``services.ledger.api``): its latest round
+        (None: none) and how many opened at it."""
+        return table.latest_round(ROUND_IDS)
 
     # --- plumbing ---------------------------------------------------------------------------
 

@@ -29,17 +29,21 @@ from services.ledger.derived import Derived
 from services.ledger.table import Table
 from services.ledger.turns import no_turn, turn_began
 
+ROUND_IDS = "round_ids"  # the table's rounds, in the order they opened (``Table.rounds``)
+
 
 class RoundStarted(Table.Event):
-    """A Treinta y Una round opened at the table (its latest: ``round_id``)."""
+    """A Treinta y Una round opened at the table (its latest: ``round_id``): the game's round
+    of the table, kept by the core's neutral ``Table.round_started`` under ``round_ids`` (the
+    key this event's ``apply`` always filled: its topic, its field and stored events are
+    unchanged, class version 1)."""
 
     TOPIC = "sabot.ledger:Table.RoundStarted"
     class_version = 1
     round_id: str
 
     def apply(self, agg: Table) -> None:
-        rounds: list[str] = agg.__dict__.setdefault("round_ids", [])
-        rounds.append(self.round_id)
+        agg.round_started(ROUND_IDS, self.round_id)
 
 
 register_topic(RoundStarted.TOPIC, RoundStarted)  # an event of the core's Table, declared here
@@ -47,8 +51,7 @@ register_topic(RoundStarted.TOPIC, RoundStarted)  # an event of the core's Table
 
 def round_ids(table: Table) -> list[str]:
     """The Treinta y Una rounds opened at ``table``, in order."""
-    found: list[str] = table.__dict__.get("round_ids", [])
-    return found
+    return table.rounds(ROUND_IDS)
 
 
 def _hand(agg: TreintaYUnaRound, player: str) -> dict[str, Any]:

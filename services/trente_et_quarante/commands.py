@@ -60,6 +60,7 @@ from services.ledger.table import Table
 from services.ledger.views import MovementView, StakeView, StepView
 from services.ledger.writer import UnitOfWork
 from services.trente_et_quarante.coup import (
+    COUP_IDS,
     FATE_EVENTS,
     Coup,
     CoupStarted,
@@ -119,7 +120,7 @@ class TrenteEtQuarante:
     def table_rounds(self, table: Table) -> tuple[str | None, int]:
         """What a table view shows of its rounds: its latest coup (None: none) and how many
         coups opened at it."""
-        return last_coup_id(table), len(coup_ids(table))
+        return table.latest_round(COUP_IDS)
 
     def table_layout(self, unit: UnitOfWork, table: Table
                      ) -> tuple[tuple[StakeView, ...], str | None]:
