@@ -1,4 +1,8 @@
-"""Ledger views -> sabot.v1 messages, and the enum mappings between them.
+"""Ledger views -> sabot.v1 messages, and the enum mappings between them: the core's (tables,
+shoes, the stakes and movements of the core's views, accounts, statements, events, money, times,
+actors) and the redaction every game's answers go through. A game's own views are converted in
+its package (Trente et Quarante's coups, fates, stake results and recalled steps:
+``services/trente_et_quarante/convert.py``).
 
 ``viewer``: None shows every account id; a player's account id shows that player's own and the
 house's accounts, and leaves other players' ids empty (amounts and chances stay: they are public
@@ -18,7 +22,6 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.api import names
 from services.api.gen.sabot.v1 import (
-    betting_pb2,
     cashier_pb2,
     common_pb2,
     events_pb2,
@@ -26,7 +29,6 @@ from services.api.gen.sabot.v1 import (
 )
 from services.api.roles import Principal, Role
 from services.ledger import views
-from services.trente_et_quarante import views as tq_views
 
 CHANCES: dict[str, common_pb2.Chance.ValueType] = {
     "noir": common_pb2.CHANCE_NOIR,
@@ -113,7 +115,8 @@ def actor(data: dict[str, Any] | None, viewer: str | None = None) -> common_pb2.
         peer=str(data.get("peer", "")), account=names.account(account) if account else "")
 
 
-def _account(account_id: str, viewer: str | None) -> str:
+def account_name(account_id: str, viewer: str | None) -> str:
+    """``accounts/{id}`` as ``viewer`` may see it ("": another player's)."""
     shown = visible(account_id, viewer)
     return names.account(shown) if shown else ""
 
@@ -138,7 +141,7 @@ def stake(
 ) -> common_pb2.Stake:
     return common_pb2.Stake(
         name=names.stake(table_id, view.stake_id),
-        account=_account(view.account_id, viewer),
+        account=account_name(view.account_id, viewer),
         chance=CHANCES.get(view.chance, common_pb2.CHANCE_UNSPECIFIED),
         amount=money(view.amount, currency),
         status=view.status,
@@ -155,23 +158,11 @@ def movement(
         seq=view.seq,
         kind=view.kind,
         stake=names.stake(table_id, view.stake_id) if view.stake_id else "",
-        account=_account(view.account_id, viewer) if view.account_id else "",
+        account=account_name(view.account_id, viewer) if view.account_id else "",
         chance=CHANCES.get(view.chance, common_pb2.CHANCE_UNSPECIFIED),
         amount=money(view.amount, currency),
         debit_account=visible(view.debit_account, viewer),
         credit_account=visible(view.credit_account, viewer),
-    )
-
-
-def fate(table_id: str, view: tq_views.FateView, viewer: str | None = None) -> common_pb2.StakeFate:
-    return common_pb2.StakeFate(
-        stake=names.stake(table_id, view.stake_id),
-        account=_account(view.account_id, viewer),
-        chance=CHANCES.get(view.chance, common_pb2.CHANCE_UNSPECIFIED),
-        fate=view.fate,
-        amount_before_minor=view.amount_before,
-        amount_after_minor=view.amount_after,
-        status_after=view.status_after or "",
     )
 
 
@@ -217,49 +208,6 @@ def shoe(view: views.ShoeView, viewer: str | None = None) -> table_pb2.Shoe:
         create_time=timestamp(view.create_time),
         cut_time=timestamp(view.cut_time),
         close_time=timestamp(view.close_time),
-    )
-
-
-def coup(view: tq_views.CoupView, currency: str, viewer: str | None = None) -> table_pb2.Coup:
-    t = view.table_id
-    colour = "" if view.couleur is None else ("couleur" if view.couleur else "inverse")
-    return table_pb2.Coup(
-        name=names.coup(t, view.shoe_id, view.coup_id),
-        phase=view.phase,
-        number=view.number,
-        number_in_shoe=view.number_in_shoe,
-        start_position=view.start_position,
-        cards=[
-            table_pb2.DealtCard(
-                row=c.row, card=c.code, position=c.position, running_total=c.running_total
-            )
-            for c in view.cards
-        ],
-        noir_total=view.noir_total or 0,
-        rouge_total=view.rouge_total or 0,
-        result=view.result or "",
-        refait_total=view.refait_total or 0,
-        colour_result=colour,
-        winning_chances=[CHANCES[c] for c in view.winning_chances if c in CHANCES],
-        announcement=view.announcement or "",
-        cut_card_reached=view.cut_card_reached,
-        layout=[stake(t, s, currency, viewer) for s in view.layout],
-        movements=[movement(t, m, currency, viewer) for m in view.movements],
-        fates=[fate(t, f, viewer) for f in view.fates],
-        create_time=timestamp(view.create_time),
-        betting_close_time=timestamp(view.betting_close_time),
-        deal_time=timestamp(view.deal_time),
-        settle_time=timestamp(view.settle_time),
-    )
-
-
-def stake_result(table_id: str, result: tq_views.StakeResult, currency: str,
-                 shoe_id: str) -> betting_pb2.StakeResult:
-    return betting_pb2.StakeResult(
-        coup=names.coup(table_id, shoe_id, result.coup_id),
-        stake=stake(table_id, result.stake, currency) if result.stake else None,
-        movements=[movement(table_id, m, currency) for m in result.movements],
-        balance=money(result.balance, currency),
     )
 
 
@@ -326,21 +274,4 @@ def event(
         coup=names.coup(table_id, shoe_id, coup_id) if table_id and shoe_id and coup_id else "",
         data_json=data_json(redact(state, viewer)),
         actor=actor(by, viewer),
-    )
-
-
-def step(
-    table_id: str, shoe_id: str, coup_id: str, view: views.StepView, viewer: str | None = None
-) -> events_pb2.Event:
-    return events_pb2.Event(
-        position=view.position,
-        type=view.topic,
-        aggregate_id=coup_id,
-        aggregate_version=view.version,
-        time=timestamp(view.timestamp),
-        table=names.table(table_id),
-        shoe=names.shoe(table_id, shoe_id),
-        coup=names.coup(table_id, shoe_id, coup_id),
-        data_json=data_json(redact(view.state, viewer)),
-        actor=actor(view.actor, viewer),
     )

@@ -41,7 +41,7 @@ from services.api.regulator import RegulatorServicer
 from services.api.reports import GameReadModels, ProjectionKeeper, ReadModelServicer
 from services.api.roles import Principal
 from services.api.stream_quota import StreamQuota
-from services.api.streams import FeedServicer, RecallServicer, WatchServicer
+from services.api.streams import FeedServicer, WatchServicer
 from services.ledger.api import Ledger
 from services.ledger.remote import observer
 from services.ledger.writer import call_deadline
@@ -54,7 +54,6 @@ SERVICES = (
     cashier_pb2.DESCRIPTOR.services_by_name["ReportService"].full_name,
     events_pb2.DESCRIPTOR.services_by_name["WatchService"].full_name,
     events_pb2.DESCRIPTOR.services_by_name["FeedService"].full_name,
-    events_pb2.DESCRIPTOR.services_by_name["RecallService"].full_name,
     regulator_pb2.DESCRIPTOR.services_by_name["RegulatorService"].full_name,
     reports_pb2.DESCRIPTOR.services_by_name["ReadModelService"].full_name,
     *(name for game in games.games() for name in game.services),  # each game's (services.games)
@@ -220,7 +219,7 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     deps = (ledger, no_tokens, hub)
     tables = table_service.servicer(*deps)  # its game-neutral RPCs and each game's
     cashier, report = CashierServicer(*deps), ReportServicer(*deps)
-    watch, feed, recall = WatchServicer(*deps), FeedServicer(*deps), RecallServicer(*deps)
+    watch, feed = WatchServicer(*deps), FeedServicer(*deps)
     table_pb2_grpc.add_TableServiceServicer_to_server(tables, server)
     played = tuple(servicer for game in games.games() if game.servicers is not None
                    for servicer in game.servicers(server, *deps))  # each game's, registered
@@ -228,7 +227,6 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     cashier_pb2_grpc.add_ReportServiceServicer_to_server(report, server)
     events_pb2_grpc.add_WatchServiceServicer_to_server(watch, server)
     events_pb2_grpc.add_FeedServiceServicer_to_server(feed, server)
-    events_pb2_grpc.add_RecallServiceServicer_to_server(recall, server)
     if isinstance(notary, _FromConfig):
         notary = _notary(config)
     regulator = RegulatorServicer(
@@ -283,7 +281,7 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
                       tls="off" if files is None else (
                           "mtls" if files.client_ca is not None else "on"),
                       credentials=str(config.credentials_file or ""))
-    servicers = (tables, *played, cashier, report, watch, feed, recall, regulator, read_models)
+    servicers = (tables, *played, cashier, report, watch, feed, regulator, read_models)
     if endpoint is not None:
         get_logger().info("metrics served", listen=metrics_listen, port=endpoint.port)
     return Running(server, port, health_servicer, hub, ledger, threading.Event(), notary,

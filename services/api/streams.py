@@ -1,7 +1,8 @@
-"""WatchService (a table's events as they happen), FeedService (every event from a position, in
-batches, resumable) and RecallService (the last coups of a table, each step in order).
+"""WatchService (a table's events as they happen) and FeedService (every event from a position,
+in batches, resumable); RecallService (the last coups of a table) is Trente et Quarante's
+(``services/trente_et_quarante/recall.py``).
 
-Watch and recall show a player token other players' stakes without their account ids
+Watch shows a player token other players' stakes without their account ids
 (``convert.viewer_of``); the feed is the back office's and shows everything."""
 
 from __future__ import annotations
@@ -190,36 +191,3 @@ class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
         except RuleViolation:  # not (or no longer) readable as such: leave the names empty
             pass
         return convert.event(event, by=by)
-
-
-class RecallServicer(Base, events_pb2_grpc.RecallServiceServicer):
-    def ListRecalledCoups(
-        self, request: events_pb2.ListRecalledCoupsRequest, context: grpc.ServicerContext
-    ) -> events_pb2.ListRecalledCoupsResponse:
-        table_id = names.table_name("parent", request.parent)
-        offset, size = names.page(request.page_size, request.page_token, default=10)
-        if offset + size > 10_000:
-            raise errors.invalid("page_token", "recall reaches back 10,000 coups at most")
-        currency = self.table_currency(table_id, "parent")
-        viewer = convert.viewer_of(self.caller(context))
-        coups = self.read(
-            {"table_id": "parent", "n": "page_size"},
-            self.ledger.last_coups,
-            table_id,
-            offset + size + 1,
-        )
-        page = coups[offset : offset + size]
-        return events_pb2.ListRecalledCoupsResponse(
-            coups=[
-                events_pb2.RecalledCoup(
-                    coup=convert.coup(c.coup, currency, viewer),
-                    steps=[
-                        convert.step(table_id, c.coup.shoe_id, c.coup.coup_id, s, viewer)
-                        for s in c.steps
-                    ],
-                    dealt_by=convert.actor(c.dealt_by, viewer),
-                )
-                for c in page
-            ],
-            next_page_token=names.next_token(offset, size, len(coups)),
-        )

@@ -14,6 +14,7 @@ from services.api import convert, errors, names
 from services.api.base import Base, check_uuid
 from services.api.gen.sabot.v1 import betting_pb2, betting_pb2_grpc, common_pb2
 from services.api.roles import Role
+from services.trente_et_quarante import convert as tq_convert
 from services.trente_et_quarante.views import StakeResult
 
 _PLACE = {
@@ -53,7 +54,7 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
         return money.amount_minor
 
     def _answer(self, table_id: str, shoe_id: str, result: StakeResult) -> betting_pb2.StakeResult:
-        return convert.stake_result(
+        return tq_convert.stake_result(
             table_id, result, self.table_currency(table_id, "coup"), shoe_id
         )
 
@@ -83,7 +84,7 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
             choice,
             actor=self.actor(context),
         )
-        return convert.stake_result(table_id, result, currency, shoe_id)  # currency: immutable
+        return tq_convert.stake_result(table_id, result, currency, shoe_id)  # currency: immutable
 
     def _command(
         self,

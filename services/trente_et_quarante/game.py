@@ -50,14 +50,17 @@ METHODS: dict[str, Method] = {
 
 def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
                   ) -> tuple[Any, ...]:
-    """The game's gRPC servicers on ``server``: the betting service (its coups' commands are in
-    the table service of ``sabot.v1``: ``table_rpcs``)."""
-    from services.api.gen.sabot.v1 import betting_pb2_grpc
+    """The game's gRPC servicers on ``server``: the betting service and the recall of its coups
+    (its coups' commands are in the table service of ``sabot.v1``: ``table_rpcs``)."""
+    from services.api.gen.sabot.v1 import betting_pb2_grpc, events_pb2_grpc
     from services.trente_et_quarante.betting import BettingServicer
+    from services.trente_et_quarante.recall import RecallServicer
 
     betting = BettingServicer(ledger, tokens, hub)
     betting_pb2_grpc.add_BettingServiceServicer_to_server(betting, server)
-    return (betting,)
+    recall = RecallServicer(ledger, tokens, hub)
+    events_pb2_grpc.add_RecallServiceServicer_to_server(recall, server)
+    return (betting, recall)
 
 
 def table_rpcs() -> tuple[type, ...]:
@@ -94,7 +97,7 @@ GAME = Game(
     commands=TrenteEtQuarante,
     methods=METHODS,
     servicers=add_servicers,
-    services=("sabot.v1.BettingService",),
+    services=("sabot.v1.BettingService", "sabot.v1.RecallService"),
     table_rpcs=table_rpcs,
     topics=topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES,
     replay=replay,

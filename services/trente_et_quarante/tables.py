@@ -22,6 +22,7 @@ from services.api import convert, names
 from services.api.base import Base, check_uuid
 from services.api.errors import invalid
 from services.api.gen.sabot.v1 import table_pb2
+from services.trente_et_quarante import convert as tq_convert
 from services.trente_et_quarante.views import CoupView
 
 _SHOE = {"shoe_id": "name", "position": "cut_position", "table_id": "name"}
@@ -50,7 +51,7 @@ class CoupRpcs(Base):
         currency = self.table_currency(table_id, "parent")
         viewer = convert.viewer_of(self.caller(context))
         return table_pb2.ListCoupsResponse(
-            coups=[convert.coup(v, currency, viewer) for v in found],
+            coups=[tq_convert.coup(v, currency, viewer) for v in found],
             next_page_token=next_token,
         )
 
@@ -151,7 +152,7 @@ class CoupRpcs(Base):
             shoe_id,
             actor=self.actor(context),
         )
-        return convert.coup(view, self.table_currency(table_id, "parent"))
+        return tq_convert.coup(view, self.table_currency(table_id, "parent"))
 
     def _coup(self, name: str) -> tuple[str, str, str]:
         table_id, shoe_id, coup_id = names.coup_name("name", name)
@@ -164,7 +165,7 @@ class CoupRpcs(Base):
         table_id, _, coup_id = self._coup(request.name)
         view = self.read(_COUP, self.ledger.get_coup, coup_id)
         viewer = convert.viewer_of(self.caller(context))
-        return convert.coup(view, self.table_currency(table_id, "name"), viewer)
+        return tq_convert.coup(view, self.table_currency(table_id, "name"), viewer)
 
     def _coup_step(
         self, context: grpc.ServicerContext, request_id: str, name: str,
@@ -175,7 +176,7 @@ class CoupRpcs(Base):
         table_id, _, coup_id = self._coup(name)
         view = self.write(_COUP, step, rid, coup_id,
                           actor=self.actor(context))
-        return convert.coup(view, self.table_currency(table_id, "name"))
+        return tq_convert.coup(view, self.table_currency(table_id, "name"))
 
     def CloseBetting(
         self, request: table_pb2.CloseBettingRequest, context: grpc.ServicerContext

@@ -9,6 +9,10 @@ TYPE_CHECKING`` block, counts.
 - the games never import each other: not ``services/trente_et_quarante``,
   ``services/treinta_y_una``, ``services/cuarenta`` (the service side), nor their
   ``domain/<game>`` packages;
+- ``services/api`` is game-neutral: none of its modules imports a game's service package
+  (``services.trente_et_quarante``, ``services.treinta_y_una``, ``services.cuarenta``); a game
+  plugs its servicers, its RPCs of ``sabot.v1.TableService`` and its own conversions in through
+  its registry entry (``services.games``), which ``server.py`` and ``tables.py`` read;
 - only the commands (``services/cli``) build the applications through the composition root:
   nothing else under ``services`` or ``domain`` imports ``services.bootstrap``, and no command
   makes a ``Ledger``, a ``LedgerConfig``, a ledger process, a notary, the read models or a
@@ -112,6 +116,12 @@ def test_a_game_never_imports_another(side: str, game: str) -> None:
     files = _files(f"{side}/{game}")
     assert files, f"{side}/{game} holds no module"
     assert _broken(files, others) == []
+
+
+def test_the_api_imports_no_games_package() -> None:
+    files = [p for p in _files("services/api") if "gen" not in p.relative_to(ROOT).parts]
+    assert len(files) > 10, "services/api holds too few modules"
+    assert _broken(files, tuple(f"services.{game}" for game in GAMES)) == []
 
 
 def test_only_the_commands_use_the_composition_root() -> None:
