@@ -61,9 +61,13 @@ promtool: install
 TEST_WORKERS ?= 2
 PYTEST := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -p no:cacheprovider
 
+# The tests marked alone (tests/conftest.py ALONE: deadlines timed under load) first, in one
+# process; then the rest in TEST_WORKERS processes. Both summaries are printed.
 test: install
 	@base=$$(mktemp -d /tmp/st.XXXXXX) && \
-	$(PYTEST) -n $(TEST_WORKERS) --durations=25 --basetemp=$$base && rm -rf $$base
+	$(PYTEST) -m alone --basetemp=$$base/alone && \
+	$(PYTEST) -n $(TEST_WORKERS) -m "not alone" --durations=25 --basetemp=$$base/rest && \
+	rm -rf $$base
 
 test-serial: install
 	$(PYTEST) -n 0

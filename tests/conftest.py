@@ -36,6 +36,18 @@ ORPHAN = re.compile(r"sabot_test_(\d+)_[0-9a-f]{8}")
 PG_ADMIN_DSN = f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname=postgres connect_timeout=3"
 
 
+# Tests that time the server's answers under load (deadlines of a few seconds through a store
+# outage): `make test` runs them alone, in one process before the others, so that the second
+# process's work does not eat their deadlines (they stay as strict as they are).
+ALONE = ("tests/ops/test_outage.py",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(ALONE):
+            item.add_marker(pytest.mark.alone)
+
+
 def postgres_required() -> bool:
     return os.environ.get("SABOT_REQUIRE_POSTGRES") == "1"
 
