@@ -25,6 +25,9 @@ everything game-specific from here:
   ``sabot.v1.TableService`` (the RPCs of that service that are the game's: Trente et
   Quarante's shoes and coups); ``services.api.tables.servicer`` mixes every game's into the
   service's one servicer beside its game-neutral RPCs (an RPC defined twice is refused);
+- ``regulator_rpcs``: the same for the frozen ``sabot.v1.RegulatorService`` (Trente et
+  Quarante's ReplayCoup), mixed by ``services.api.regulator.servicer`` beside the service's
+  game-neutral RPCs (a shoe's replay, checkpoints, proofs, export);
 - ``topics``: every topic its aggregates store (also in ``services/topics.py``);
 - ``replay``: the regulator's replay of a shoe's rounds (``services.regulator.replay``):
   ``replay(found, opened, only)`` (the shoe's events, grouped by ``services.regulator.vocabulary
@@ -96,6 +99,7 @@ class Game:
     servicers: Servicers | None = None
     services: tuple[str, ...] = ()
     table_rpcs: Callable[[], tuple[type, ...]] | None = None
+    regulator_rpcs: Callable[[], tuple[type, ...]] | None = None
     topics: frozenset[str] = frozenset()
     replay: Callable[..., Any] | None = None
     verify: str | None = None

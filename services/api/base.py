@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 import grpc
@@ -27,6 +27,7 @@ from services.ledger.views import StoredEvent
 from services.ledger.wire import HostGone
 
 T = TypeVar("T")
+S = TypeVar("S", bound=type)
 
 CONFLICT_RETRIES = 4
 CACHE_LIMIT = 50_000
@@ -177,6 +178,24 @@ class Base:
             if len(cache) >= CACHE_LIMIT:
                 cache.clear()
             cache[key] = value
+
+
+def mixed(neutral: S, mixins: tuple[type, ...], service: str) -> S:
+    """The one servicer class of the gRPC ``service``: its game-neutral class ``neutral`` with
+    the games' ``mixins`` (their own RPCs of the service: ``Game.table_rpcs``,
+    ``Game.regulator_rpcs``) before it; ValueError if two of them define one RPC; ``neutral``
+    itself without mixins."""
+    seen: dict[str, type] = {}
+    for mixin in mixins:
+        for name in vars(mixin):
+            if name[:1].isupper() and name in seen:
+                raise ValueError(f"{name} of {service} is defined by "
+                                 f"{seen[name].__qualname__} and {mixin.__qualname__}")
+            seen.setdefault(name, mixin)
+    if not mixins:
+        return neutral
+    made = type(neutral.__name__, (*mixins, neutral), {"__module__": neutral.__module__})
+    return cast(S, made)
 
 
 def _rename(fields: Mapping[str, str], field: str) -> str:

@@ -5,6 +5,12 @@ is hashed and exported is what is really stored. The server's notary (``Follower
 writer of the Merkle tree: a replay first asks it to notarise what is stored, an export asks it
 for a checkpoint of the whole log (the export's anchor). Replays use the operator's sealed seed
 (the server's seal key); the regulator's escrow key never comes here.
+
+``sabot.v1.RegulatorService`` is a frozen contract: its game-neutral RPCs are here (a shoe's
+replay, checkpoints, proofs, export); a game's own (Trente et Quarante's ReplayCoup:
+``services/trente_et_quarante/regulator.py``) are mixins its registry entry names
+(``Game.regulator_rpcs``), which ``servicer`` mixes into the service's one servicer as
+``services.api.tables.servicer`` does for ``sabot.v1.TableService``.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from typing import Any, Literal
 import grpc
 
 from domain.errors import RuleViolation
+from services import games
 from services.api import errors, names
-from services.api.base import Base
+from services.api.base import Base, mixed
 from services.api.gen.sabot.v1 import regulator_pb2, regulator_pb2_grpc
 from services.api.hub import Hub
 from services.api.roles import Principal
@@ -122,16 +129,6 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
 
     # --- replays ----------------------------------------------------------------------------
 
-    def ReplayCoup(
-        self, request: regulator_pb2.ReplayCoupRequest, context: grpc.ServicerContext
-    ) -> Iterator[regulator_pb2.ReplayResponse]:
-        table_id, shoe_id, coup_id = names.coup_name("name", request.name)
-        self.check_coup(table_id, shoe_id, coup_id, "name")
-        self._catch_up()
-        with self._tree() as notary:
-            replayer = self._replayer(notary)
-            yield from _stream(replayer.coup(coup_id), request.differences_only, context)
-
     def ReplayShoe(
         self, request: regulator_pb2.ReplayShoeRequest, context: grpc.ServicerContext
     ) -> Iterator[regulator_pb2.ReplayResponse]:
@@ -141,7 +138,8 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
         self._catch_up()
         with self._tree() as notary:
             replayer = self._replayer(notary)
-            yield from _stream(replayer.shoe(shoe_id), request.differences_only, context)
+            yield from replay_answers(replayer.shoe(shoe_id), request.differences_only,
+                                      context)
 
     def _replayer(self, notary: Notary) -> Replayer:
         return Replayer(notary.events, notary if notary.present else None,
@@ -245,6 +243,22 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
                 db.close()
 
         yield from lines.run(work, context)
+
+
+def servicer_class(mixins: tuple[type, ...]) -> type[RegulatorServicer]:
+    """The servicer of ``sabot.v1.RegulatorService``: ``RegulatorServicer`` with the games'
+    ``mixins`` (their own RPCs of the service) before it; ValueError if two of them define one
+    RPC."""
+    return mixed(RegulatorServicer, mixins, "sabot.v1.RegulatorService")
+
+
+def servicer(*deps: Any, **options: Any) -> RegulatorServicer:
+    """The one servicer of ``sabot.v1.RegulatorService`` (``deps``: the ledger, tokens, hub;
+    ``options``: ``RegulatorServicer``'s): the game-neutral RPCs and every registered game's
+    (``Game.regulator_rpcs``: Trente et Quarante's ReplayCoup)."""
+    mixins = tuple(mixin for game in games.games() if game.regulator_rpcs is not None
+                   for mixin in game.regulator_rpcs())
+    return servicer_class(mixins)(*deps, **options)
 
 
 class _Lines:
@@ -354,7 +368,7 @@ def _step(s: ReplayStep) -> regulator_pb2.ReplayStep:
     return out
 
 
-def _stream(
+def replay_answers(
     steps: Iterable[ReplayStep], differences_only: bool, context: grpc.ServicerContext
 ) -> Iterator[regulator_pb2.ReplayResponse]:
     """Steps in batches, then the verdict. The first step is computed before anything is sent,

@@ -18,6 +18,7 @@ from services import games, traces
 from services import metrics as series
 from services.api import credentials, logs, tls
 from services.api import health as monitoring
+from services.api import regulator as regulator_service
 from services.api import tables as table_service
 from services.api.base import Base
 from services.api.cashier import CashierServicer, ReportServicer
@@ -229,7 +230,7 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     events_pb2_grpc.add_FeedServiceServicer_to_server(feed, server)
     if isinstance(notary, _FromConfig):
         notary = _notary(config)
-    regulator = RegulatorServicer(
+    regulator = regulator_service.servicer(  # its game-neutral RPCs and each game's
         *deps, store=config.store, seal_key=config.seal_key, follower=notary,
         checkpoint_public_key=None if notary is None else public_key_bytes(
             notary.key.public_key()))

@@ -20,7 +20,7 @@ import grpc
 
 from services import games
 from services.api import convert, names
-from services.api.base import Base
+from services.api.base import Base, mixed
 from services.api.errors import invalid
 from services.api.gen.sabot.v1 import table_pb2, table_pb2_grpc
 
@@ -90,16 +90,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
 def servicer_class(mixins: tuple[type, ...]) -> type[TableServicer]:
     """The servicer of ``sabot.v1.TableService``: ``TableServicer`` with the games' ``mixins``
     (their own RPCs of the service) before it; ValueError if two of them define one RPC."""
-    seen: dict[str, type] = {}
-    for mixin in mixins:
-        for name in vars(mixin):
-            if name[:1].isupper() and name in seen:
-                raise ValueError(f"{name} of sabot.v1.TableService is defined by "
-                                 f"{seen[name].__qualname__} and {mixin.__qualname__}")
-            seen.setdefault(name, mixin)
-    if not mixins:
-        return TableServicer
-    return type("TableServicer", (*mixins, TableServicer), {"__module__": __name__})
+    return mixed(TableServicer, mixins, "sabot.v1.TableService")
 
 
 def servicer(*deps: Any) -> TableServicer:

@@ -71,6 +71,14 @@ def table_rpcs() -> tuple[type, ...]:
     return (CoupRpcs,)
 
 
+def regulator_rpcs() -> tuple[type, ...]:
+    """The game's RPC of ``sabot.v1.RegulatorService`` (ReplayCoup), mixed into the service's
+    servicer (``services/trente_et_quarante/regulator.py``)."""
+    from services.trente_et_quarante.regulator import CoupReplay
+
+    return (CoupReplay,)
+
+
 def replay(found: Any, opened: Mapping[str, Any], only: str | None) -> Any:
     """The regulator's replay of a shoe's coups (``services/trente_et_quarante/replay.py``)."""
     from services.trente_et_quarante.replay import replay as replay_coups
@@ -99,6 +107,7 @@ GAME = Game(
     servicers=add_servicers,
     services=("sabot.v1.BettingService", "sabot.v1.RecallService"),
     table_rpcs=table_rpcs,
+    regulator_rpcs=regulator_rpcs,
     topics=topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES,
     replay=replay,
     rerun_ids=rerun_ids,
