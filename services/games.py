@@ -28,6 +28,15 @@ everything game-specific from here:
 - ``regulator_rpcs``: the same for the frozen ``sabot.v1.RegulatorService`` (Trente et
   Quarante's ReplayCoup), mixed by ``services.api.regulator.servicer`` beside the service's
   game-neutral RPCs (a shoe's replay, checkpoints, proofs, export);
+- ``round_home``: for its rounds of a shoe (Trente et Quarante's coups), the round locator of
+  the gRPC servicers (``services.api.base.Base.round_home``): ``round_home(servicer, round_id,
+  field)``, the (table id, shoe id) of one of its rounds, read through ``servicer.read`` (its
+  error naming ``field``: NOT_FOUND when it has no such round); the servicers cache the answer
+  (immutable);
+- ``feed_keys``: ``feed_keys(topic, state, originator_id)``, the ``RoundPlace`` of a stored
+  event of one of those rounds (None: not one of its rounds' events): the feed
+  (``sabot.v1.FeedService``) names the event's table, shoe and round from it, WatchTable
+  follows a table's rounds by it;
 - ``topics``: every topic its aggregates store (also in ``services/topics.py``);
 - ``replay``: the regulator's replay of a shoe's rounds (``services.regulator.replay``):
   ``replay(found, opened, only)`` (the shoe's events, grouped by ``services.regulator.vocabulary
@@ -87,6 +96,16 @@ Servicers = Callable[..., tuple[Any, ...]]  # (server, ledger, tokens, hub) -> t
 
 
 @dataclass(frozen=True)
+class RoundPlace:
+    """Where a stored event of one of a game's rounds of a shoe belongs (``Game.feed_keys``):
+    the round's id, and its table and shoe when the event names them (the round's opening)."""
+
+    round_id: str
+    table_id: str | None = None
+    shoe_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Game:
     """One game the ledger plays (see the module's text)."""
 
@@ -100,6 +119,8 @@ class Game:
     services: tuple[str, ...] = ()
     table_rpcs: Callable[[], tuple[type, ...]] | None = None
     regulator_rpcs: Callable[[], tuple[type, ...]] | None = None
+    round_home: Callable[[Any, str, str], tuple[str, str]] | None = None
+    feed_keys: Callable[[str, Mapping[str, Any], str], RoundPlace | None] | None = None
     topics: frozenset[str] = frozenset()
     replay: Callable[..., Any] | None = None
     verify: str | None = None

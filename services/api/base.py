@@ -2,7 +2,8 @@
 
 Who may act on a stake or an account is decided by the ledger, from the actor each command
 carries (``actor``: the authenticated principal and its peer); the caches here hold immutable
-facts of tables, shoes and coups only, never an owner."""
+facts of tables, shoes and the games' rounds of a shoe (located by their game:
+``Game.round_home``) only, never an owner."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from uuid import UUID
 
 import grpc
 
-from domain.errors import RuleViolation
+from domain.errors import NotFound, RuleViolation
+from services import games
 from services.api import errors
 from services.api.hub import Hub
 from services.api.interceptor import authenticate, current_principal
@@ -42,7 +44,8 @@ class Base:
         self.hub = hub
         self._lock = threading.Lock()
         self._currency: dict[str, str] = {}  # table or account id -> currency (immutable)
-        self._coup_home: dict[str, tuple[str, str]] = {}  # coup id -> (table, shoe) (immutable)
+        # a game's round of a shoe (a coup) -> (table, shoe) (immutable; ``Game.round_home``)
+        self._round_home: dict[str, tuple[str, str]] = {}
         self._actors: dict[tuple[Principal, str], Actor] = {}  # (principal, peer) -> its actor
         self._attributor: Attributor | None = None  # who caused each event (read here)
 
@@ -139,18 +142,29 @@ class Base:
             self._remember(self._currency, "a:" + account_id, known)
         return known
 
-    def coup_home(self, coup_id: str, field: str) -> tuple[str, str]:
-        """(table id, shoe id) of a coup."""
+    def round_home(self, round_id: str, field: str) -> tuple[str, str]:
+        """(table id, shoe id) of a game's round of a shoe (a coup), as its game locates it
+        (``Game.round_home``; NOT_FOUND naming ``field`` when no game has it)."""
         with self._lock:
-            known = self._coup_home.get(coup_id)
+            known = self._round_home.get(round_id)
         if known is None:
-            view = self.read({"coup_id": field}, self.ledger.get_coup, coup_id)
-            known = (view.table_id, view.shoe_id)
-            self._remember(self._coup_home, coup_id, known)
+            locators = [g.round_home for g in games.games() if g.round_home is not None]
+            if not locators:
+                raise errors.ApiError(grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND",
+                                      "no game plays rounds of a shoe")
+            for i, locate in enumerate(locators):
+                try:
+                    known = locate(self, round_id, field)
+                    break
+                except NotFound:
+                    if i == len(locators) - 1:
+                        raise
+            assert known is not None
+            self._remember(self._round_home, round_id, known)
         return known
 
-    def remember_coup(self, coup_id: str, table_id: str, shoe_id: str) -> None:
-        self._remember(self._coup_home, coup_id, (table_id, shoe_id))
+    def remember_round(self, round_id: str, table_id: str, shoe_id: str) -> None:
+        self._remember(self._round_home, round_id, (table_id, shoe_id))
 
     def shoe_table(self, shoe_id: str, field: str) -> str:
         with self._lock:
@@ -160,17 +174,20 @@ class Base:
             self._remember(self._currency, "s:" + shoe_id, known)
         return known
 
-    def check_coup(self, table_id: str, shoe_id: str, coup_id: str, field: str) -> None:
-        if self.coup_home(coup_id, field) != (table_id, shoe_id):
+    def check_round(self, table_id: str, shoe_id: str, round_id: str, field: str,
+                    noun: str = "round") -> None:
+        """NOT_FOUND naming ``field`` unless the round ``round_id`` (a ``noun``: a coup) is of
+        that table and shoe."""
+        if self.round_home(round_id, field) != (table_id, shoe_id):
             raise errors.ApiError(
-                grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND", "no such coup at this table/shoe"
+                grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND", f"no such {noun} at this table/shoe"
             )
 
     def forget(self) -> None:
         """Drop every cached fact (as after a restart)."""
         with self._lock:
             self._currency.clear()
-            self._coup_home.clear()
+            self._round_home.clear()
             self._actors.clear()
 
     def _remember(self, cache: dict[str, Any], key: str, value: Any) -> None:

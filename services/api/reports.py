@@ -262,7 +262,7 @@ class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
             filters["shoe_id"] = shoe_id
         if request.coup:
             table_id, shoe_id, coup_id = names.coup_name("coup", request.coup)
-            self.check_coup(table_id, shoe_id, coup_id, "coup")
+            self.check_round(table_id, shoe_id, coup_id, "coup", "coup")
             filters["coup_id"] = coup_id
         if request.player:
             filters["player"] = names.account_name("player", request.player, house=True)

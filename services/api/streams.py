@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 import grpc
 
 from domain.errors import RuleViolation
-from services import topics
+from services import games, topics
 from services.api import convert, errors, names
 from services.api.base import Base
 from services.api.gen.sabot.v1 import events_pb2, events_pb2_grpc
@@ -30,20 +30,21 @@ R = TypeVar("R")
 
 
 class _TableFilter:
-    """Which events belong to one table: its own, its shoes' and its coups'."""
+    """Which events belong to one table: its own, its shoes' and its games' rounds of a shoe
+    (its coups: placed by their game, ``Game.feed_keys``)."""
 
     def __init__(
         self,
         table_id: str,
         shoe_id: str | None,
-        coup_home: dict[str, str],
+        round_home: dict[str, str],
         viewer: str | None = None,
     ) -> None:
         self.table_id = table_id
         self.viewer = viewer
         self.table_aggregate = str(table_uuid(table_id))
         self.shoes: set[str] = {shoe_id} if shoe_id else set()
-        self.coups: dict[str, str] = dict(coup_home)  # coup id -> shoe id
+        self.rounds: dict[str, str] = dict(round_home)  # round id -> shoe id
 
     def match(self, event: StoredEvent) -> events_pb2.Event | None:
         origin = str(event.originator_id)
@@ -52,15 +53,27 @@ class _TableFilter:
             return convert.event(event, self.table_id, viewer=self.viewer)
         if event.topic == topics.SHOE_SHUFFLED and state.get("table_id") == self.table_id:
             self.shoes.add(origin)
-        if event.topic == topics.COUP_OPENED and state.get("table_id") == self.table_id:
-            self.coups[origin] = str(state.get("shoe_id", ""))
+        place = _placed(event)
+        if place is not None and place.table_id == self.table_id:
+            self.rounds[origin] = place.shoe_id or ""
         if origin in self.shoes:
             return convert.event(event, self.table_id, origin, viewer=self.viewer)
-        if origin in self.coups:
+        if origin in self.rounds:
             return convert.event(
-                event, self.table_id, self.coups[origin], origin, viewer=self.viewer
+                event, self.table_id, self.rounds[origin], origin, viewer=self.viewer
             )
         return None
+
+
+def _placed(event: StoredEvent) -> games.RoundPlace | None:
+    """The round of a shoe a stored event belongs to, as its game places it
+    (``Game.feed_keys``; None: no game's round)."""
+    for game in games.games():
+        if game.feed_keys is not None:
+            place = game.feed_keys(event.topic, event.state, str(event.originator_id))
+            if place is not None:
+                return place
+    return None
 
 
 @contextmanager
@@ -178,12 +191,12 @@ class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
         """The event with its table, shoe and coup names filled in where it has them, and
         ``by``: the actor of its command."""
         origin = str(event.originator_id)
-        state = event.state
         try:
-            if event.topic == topics.COUP_OPENED:
-                self.remember_coup(origin, str(state["table_id"]), str(state["shoe_id"]))
-            if event.topic in topics.COUP_EVENTS:
-                table_id, shoe_id = self.coup_home(origin, "after_position")
+            place = _placed(event)
+            if place is not None:
+                if place.table_id is not None and place.shoe_id is not None:
+                    self.remember_round(place.round_id, place.table_id, place.shoe_id)
+                table_id, shoe_id = self.round_home(place.round_id, "after_position")
                 return convert.event(event, table_id, shoe_id, origin, by=by)
             if event.topic in topics.SHOE_EVENTS:
                 return convert.event(event, self.shoe_table(origin, "after_position"), origin,

@@ -71,7 +71,7 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
             raise errors.invalid("amount", "required")
         currency = self.table_currency(table_id, "coup")
         amount = self._amount(request.amount, currency)
-        self.check_coup(table_id, shoe_id, coup_id, "coup")
+        self.check_round(table_id, shoe_id, coup_id, "coup", "coup")
         result = self.write(
             _PLACE,
             self.ledger.place_stake,
@@ -99,7 +99,7 @@ class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
         coup_table, shoe_id, coup_id = names.coup_name("coup", request.coup)
         if coup_table != table_id:
             raise errors.invalid("coup", "not a coup of the stake's table")
-        self.check_coup(table_id, shoe_id, coup_id, "coup")
+        self.check_round(table_id, shoe_id, coup_id, "coup", "coup")
         result = self.write(_STAKE, call, rid, coup_id, stake_id,
                           actor=self.actor(context))
         return self._answer(table_id, shoe_id, result)

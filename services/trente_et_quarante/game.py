@@ -8,7 +8,7 @@ from typing import Any
 from domain.cards import DeckKind
 from domain.trente_et_quarante.rules import TABLE
 from services import topics
-from services.games import TRENTE_ET_QUARANTE, Game
+from services.games import TRENTE_ET_QUARANTE, Game, RoundPlace
 from services.ledger.account import AccountKind
 from services.ledger.methods import INT, OPT_STR, STR, Method, command, query
 from services.trente_et_quarante.commands import TrenteEtQuarante
@@ -79,6 +79,24 @@ def regulator_rpcs() -> tuple[type, ...]:
     return (CoupReplay,)
 
 
+def round_home(servicer: Any, coup_id: str, field: str) -> tuple[str, str]:
+    """(table id, shoe id) of a coup, read through the servicer (NOT_FOUND naming ``field``)."""
+    view = servicer.read({"coup_id": field}, servicer.ledger.get_coup, coup_id)
+    return str(view.table_id), str(view.shoe_id)
+
+
+def feed_keys(topic: str, state: Mapping[str, Any], origin: str) -> RoundPlace | None:
+    """The coup a stored event of a coup belongs to (its table and shoe: those its opening
+    names)."""
+    if topic == topics.COUP_OPENED:
+        table_id, shoe_id = state.get("table_id"), state.get("shoe_id")
+        return RoundPlace(origin, None if table_id is None else str(table_id),
+                          None if shoe_id is None else str(shoe_id))
+    if topic in topics.COUP_EVENTS:
+        return RoundPlace(origin)
+    return None
+
+
 def replay(found: Any, opened: Mapping[str, Any], only: str | None) -> Any:
     """The regulator's replay of a shoe's coups (``services/trente_et_quarante/replay.py``)."""
     from services.trente_et_quarante.replay import replay as replay_coups
@@ -108,6 +126,8 @@ GAME = Game(
     services=("sabot.v1.BettingService", "sabot.v1.RecallService"),
     table_rpcs=table_rpcs,
     regulator_rpcs=regulator_rpcs,
+    round_home=round_home,
+    feed_keys=feed_keys,
     topics=topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES,
     replay=replay,
     rerun_ids=rerun_ids,

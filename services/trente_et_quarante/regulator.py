@@ -25,7 +25,7 @@ class CoupReplay(RegulatorServicer):
         self, request: regulator_pb2.ReplayCoupRequest, context: grpc.ServicerContext
     ) -> Iterator[regulator_pb2.ReplayResponse]:
         table_id, shoe_id, coup_id = names.coup_name("name", request.name)
-        self.check_coup(table_id, shoe_id, coup_id, "name")
+        self.check_round(table_id, shoe_id, coup_id, "name", "coup")
         self._catch_up()
         with self._tree() as notary:
             replayer = self._replayer(notary)

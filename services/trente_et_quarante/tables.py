@@ -156,7 +156,7 @@ class CoupRpcs(Base):
 
     def _coup(self, name: str) -> tuple[str, str, str]:
         table_id, shoe_id, coup_id = names.coup_name("name", name)
-        self.check_coup(table_id, shoe_id, coup_id, "name")
+        self.check_round(table_id, shoe_id, coup_id, "name", "coup")
         return table_id, shoe_id, coup_id
 
     def GetCoup(
