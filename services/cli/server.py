@@ -18,6 +18,7 @@ from services.api import demo, logs
 from services.api.roles import Principal, Role
 from services.cli import CliError, settings_of
 from services.settings import SettingError, add_flags
+from services.trente_et_quarante import demo as tq_demo
 
 DEV_KEY_FILE = Path("var/dev-seal.key")
 DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
@@ -194,7 +195,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
                 channel = channel_of_env(target)
             with logs.muted():
-                demo.play(target, demo.cast_from(tokens, suffix), preset=args.preset,
+                tq_demo.play(target, demo.cast_from(tokens, suffix), preset=args.preset,
                           channel=channel)
                 _other_games(target, tokens, running.tls)
         _print_connect(target, tokens, args.dev, running.tls)
@@ -377,7 +378,7 @@ def _play_trente_et_quarante(target: str, tokens: dict[str, Principal],
                              args: argparse.Namespace, channel: Any) -> None:
     admin = {t: w for t, w in tokens.items() if w.role is Role.ADMIN}
     cast = demo.cast_from(admin or tokens, secrets.token_hex(2))  # an admin plays every part
-    demo.play(target, cast, preset=args.preset, channel=channel)
+    tq_demo.play(target, cast, preset=args.preset, channel=channel)
 
 
 add_demo(DEFAULT_DEMO, _play_trente_et_quarante)

@@ -22,6 +22,7 @@ from services.api import demo, server
 from services.api.client import Client
 from services.api.config import Config, parse_tokens
 from services.ledger.api import Ledger, LedgerConfig
+from services.trente_et_quarante import demo as tq_demo
 
 from .support import Api
 
@@ -89,7 +90,8 @@ def test_the_demo_plays_a_whole_shoe_through_the_api(api: Api) -> None:
         [f"{api.tokens['croupier']}:croupier", f"{api.tokens['cashier']}:cashier",
          *(f"{t}:player:{p}" for p, t in api.player_tokens.items())]))
     said: list[str] = []
-    balances = demo.play(api.target, demo.cast_from(tokens, "t"), say=said.append, cut=150)
+    balances = tq_demo.play(api.target, demo.cast_from(tokens, "t"), say=said.append,
+                            cut=150)
     text = "\n".join(said)
     assert "Seed revealed" in text and "matches the one published" in text
     assert "rien ne va plus" in text.lower()

@@ -11,9 +11,9 @@ import pytest
 
 import services.cli as cli
 from domain.trente_et_quarante.rules import house_rules
-from services.api import demo
 from services.api.client import new_request_id
 from services.api.gen.sabot.v1 import betting_pb2, common_pb2, table_pb2
+from services.trente_et_quarante import demo
 
 from .scenes import API_FIRST_31, API_TWIN_31, Scene
 from .support import Api, balance, failure, money, new_account, open_coup, open_shoe, open_table

@@ -10,9 +10,12 @@ TYPE_CHECKING`` block, counts.
   ``services/treinta_y_una``, ``services/cuarenta`` (the service side), nor their
   ``domain/<game>`` packages;
 - ``services/api`` is game-neutral: none of its modules imports a game's service package
-  (``services.trente_et_quarante``, ``services.treinta_y_una``, ``services.cuarenta``); a game
-  plugs its servicers, its RPCs of ``sabot.v1.TableService`` and its own conversions in through
-  its registry entry (``services.games``), which ``server.py`` and ``tables.py`` read;
+  (``services.trente_et_quarante``, ``services.treinta_y_una``, ``services.cuarenta``) nor its
+  rule book (``domain.<game>``: Trente et Quarante's demo is its own,
+  ``services/trente_et_quarante/demo.py``); a game plugs its servicers, its RPCs of
+  ``sabot.v1.TableService`` and ``sabot.v1.RegulatorService``, its own conversions and the
+  placing of its rounds' events in through its registry entry (``services.games``), which
+  ``server.py``, ``tables.py``, ``regulator.py``, ``base.py`` and ``streams.py`` read;
 - only the commands (``services/cli``) build the applications through the composition root:
   nothing else under ``services`` or ``domain`` imports ``services.bootstrap``, and no command
   makes a ``Ledger``, a ``LedgerConfig``, a ledger process, a notary, the read models or a
@@ -121,7 +124,8 @@ def test_a_game_never_imports_another(side: str, game: str) -> None:
 def test_the_api_imports_no_games_package() -> None:
     files = [p for p in _files("services/api") if "gen" not in p.relative_to(ROOT).parts]
     assert len(files) > 10, "services/api holds too few modules"
-    assert _broken(files, tuple(f"services.{game}" for game in GAMES)) == []
+    assert _broken(files, tuple(f"{where}.{game}" for game in GAMES
+                                for where in ("services", "domain"))) == []
 
 
 def test_only_the_commands_use_the_composition_root() -> None:
