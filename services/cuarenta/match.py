@@ -247,7 +247,7 @@ class CuarentaMatch(Aggregate):
             agg.points = list(self.totals)
             agg.table = []
             agg.to_act = None
-            agg.turn_since = None
+            no_turn(agg)
 
     class Forfeited(Event):
         """``seat``'s side forfeits: ``abandoned`` or ``turn_time``."""
@@ -278,7 +278,7 @@ class CuarentaMatch(Aggregate):
             agg.end = self.reason
             agg.points = list(self.totals)
             agg.to_act = None
-            agg.turn_since = None
+            no_turn(agg)
 
     class MoneyMoved(Event):
         """One movement of the match's money (``stake``: player -> table; ``commission``:
