@@ -238,7 +238,7 @@ class Cuarenta:
             m = self.state(unit, agg)
             why = _reason(reason)
             if turn is not None:
-                check_turn(turn, getattr(agg, "turn_version", None), agg.to_act == s, "the match")
+                check_turn(turn, agg.turn_version, agg.to_act == s, "the match")
             elapsed: float | None = None
             if why is F.ForfeitReason.ABANDONED:
                 if not _plays_for(actor, agg.seats[s]):
@@ -279,7 +279,7 @@ class Cuarenta:
             since = agg.turn_since
             return TurnView(
                 GAME_NAME, str(agg.id), agg.table_id,
-                getattr(agg, "turn_version", None) if running else None,
+                agg.turn_version if running else None,
                 seat if running else None,
                 agg.seats[seat] if running and seat is not None else None,
                 since.isoformat() if running and since is not None else None,

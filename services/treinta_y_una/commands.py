@@ -367,7 +367,7 @@ class TreintaYUna:
         def step_of(unit: UnitOfWork, agg: TreintaYUnaRound, rules: TableRules,
                     state: R.Round) -> tuple[R.Step, int]:
             if turn is not None:
-                check_turn(turn, getattr(agg, "turn_version", None), agg.whose_turn == player,
+                check_turn(turn, agg.turn_version, agg.whose_turn == player,
                            "the round")
             since = agg.turn_since
             waited = 0 if since is None else max(int((unit.now - since).total_seconds()), 0)
@@ -402,7 +402,7 @@ class TreintaYUna:
             running = agg.phase == "playing" and who is not None and since is not None
             return TurnView(
                 GAME, str(agg.id), agg.table_id,
-                getattr(agg, "turn_version", None) if running else None, None,
+                agg.turn_version if running else None, None,
                 who if running else None,
                 since.isoformat() if running and since is not None else None,
                 rules_of(agg.options).turn_seconds)
