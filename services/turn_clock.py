@@ -156,7 +156,7 @@ class TurnClock:
                     self.ledger.tyu_stand_for_absent(rid, aggregate_id, view.player, view.turn,
                                                      actor=self.actor)
             except NotTheWriter:
-                return done  # another server writes: its clock acts
+                break  # another server writes: its clock acts (what this pass did stays noted)
             except RuleViolation as exc:
                 if exc.reason not in NOT_YET:  # moved on, over: read the turn again
                     self.turns.pop(aggregate_id, None)
