@@ -161,7 +161,7 @@ class Cuarenta:
                 self.core.player(unit, account, rules.currency, f"seats[{i}]")
             mid = self.core.id_for(unit, CuarentaMatch, match_id, "match")
             step = rulebook.open_match(rules, dealer)
-            self._check_funds(unit, accounts, step.movements)
+            self._check_funds(unit, accounts, step.movements, rules.currency)
             ts = unit.now
             house = self._house(unit, table_id)
             agg = CuarentaMatch._create(
@@ -342,15 +342,14 @@ class Cuarenta:
         return seat
 
     def _check_funds(self, unit: UnitOfWork, accounts: list[str],
-                     movements: tuple[Movement, ...]) -> None:
+                     movements: tuple[Movement, ...], currency: str) -> None:
+        """The seats' stakes against their balances (``Core.check_balances``: FAILED_PRECONDITION
+        ``stake`` ``INSUFFICIENT_FUNDS``)."""
+        net: dict[str, int] = {}
         for mv in movements:
             if mv.source is Role.PLAYER and mv.seat is not None:
-                account = self.core.account(unit, accounts[mv.seat])
-                if account.balance < mv.amount:
-                    raise FailedPrecondition(
-                        "stake", "INSUFFICIENT_FUNDS",
-                        f"the balance of {account.account_id!r} is {account.balance}, "
-                        f"{mv.amount} needed")
+                net[accounts[mv.seat]] = net.get(accounts[mv.seat], 0) - mv.amount
+        self.core.check_balances(unit, net, currency, "stake")
 
     def _move_money(self, unit: UnitOfWork, agg: CuarentaMatch, house: dict[Role, Account],
                     movements: tuple[Movement, ...], ts: datetime) -> list[MoveView]:
