@@ -34,7 +34,8 @@ everything game-specific from here:
   error naming ``field``: NOT_FOUND when it has no such round); the servicers cache the answer
   (immutable);
 - ``feed_keys``: ``feed_keys(topic, state, originator_id)``, the ``RoundPlace`` of a stored
-  event of one of those rounds (None: not one of its rounds' events): the feed
+  event of one of those rounds (None: not one of its rounds' events; asked only of the events
+  of its ``topics``, ``of_topic``): the feed
   (``sabot.v1.FeedService``) names the event's table, shoe and round from it, WatchTable
   follows a table's rounds by it;
 - ``topics``: every topic its aggregates store (also in ``services/topics.py``);
@@ -151,6 +152,7 @@ def lazy(module: str, name: str) -> Callable[..., Any]:
 _lock = threading.RLock()
 _games: dict[str, Game] = {}
 _methods: dict[str, tuple[str, Method]] = {}  # method name -> (game, its declaration)
+_by_topic: dict[str, tuple[Game, ...]] = {}  # topic -> the games storing it (``of_topic``)
 _loaded = False
 
 
@@ -180,6 +182,7 @@ def register(game: Game, reserved: frozenset[str] = frozenset()) -> Game:
             if name in _methods or name in CORE_NAMES or name in reserved:
                 raise ValueError(f"{game.name}: the method name {name!r} is taken")
         _games[game.name] = game
+        _by_topic.clear()
         for name, method in game.methods.items():
             _methods[name] = (game.name, method)
     return game
@@ -189,6 +192,7 @@ def unregister(name: str) -> None:
     """Remove a game (for tests that register one of their own)."""
     with _lock:
         _games.pop(name, None)
+        _by_topic.clear()
         for method in [m for m, (g, _) in _methods.items() if g == name]:
             del _methods[method]
 
@@ -197,6 +201,19 @@ def games() -> tuple[Game, ...]:
     """Every registered game, in the order registered."""
     _load()
     return tuple(_games.values())
+
+
+def of_topic(topic: str) -> tuple[Game, ...]:
+    """The registered games whose aggregates store ``topic`` (``Game.topics``), in the order
+    registered: a stored event's game, looked up once per topic (the feed places each event
+    by its game's ``feed_keys`` only)."""
+    _load()
+    found = _by_topic.get(topic)
+    if found is None:
+        with _lock:
+            found = tuple(g for g in _games.values() if topic in g.topics)
+            _by_topic[topic] = found
+    return found
 
 
 def names() -> tuple[str, ...]:

@@ -7,6 +7,7 @@ facts of tables, shoes and the games' rounds of a shoe (located by their game:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -142,24 +143,27 @@ class Base:
             self._remember(self._currency, "a:" + account_id, known)
         return known
 
-    def round_home(self, round_id: str, field: str) -> tuple[str, str]:
+    def round_home(self, round_id: str, field: str,
+                   game: games.Game | None = None) -> tuple[str, str]:
         """(table id, shoe id) of a game's round of a shoe (a coup), as its game locates it
-        (``Game.round_home``; NOT_FOUND naming ``field`` when no game has it)."""
+        (``Game.round_home``: ``game``'s when the caller knows it, else each game's in turn;
+        NOT_FOUND naming ``field`` when no game has it)."""
         with self._lock:
             known = self._round_home.get(round_id)
         if known is None:
-            locators = [g.round_home for g in games.games() if g.round_home is not None]
+            if game is not None and game.round_home is not None:
+                locators = [game.round_home]
+            else:
+                locators = [g.round_home for g in games.games() if g.round_home is not None]
             if not locators:
                 raise errors.ApiError(grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND",
                                       "no game plays rounds of a shoe")
-            for i, locate in enumerate(locators):
-                try:
+            for locate in locators[:-1]:
+                with contextlib.suppress(NotFound):
                     known = locate(self, round_id, field)
                     break
-                except NotFound:
-                    if i == len(locators) - 1:
-                        raise
-            assert known is not None
+            if known is None:  # the last game's answer, or its NOT_FOUND
+                known = locators[-1](self, round_id, field)
             self._remember(self._round_home, round_id, known)
         return known
 

@@ -53,9 +53,9 @@ class _TableFilter:
             return convert.event(event, self.table_id, viewer=self.viewer)
         if event.topic == topics.SHOE_SHUFFLED and state.get("table_id") == self.table_id:
             self.shoes.add(origin)
-        place = _placed(event)
-        if place is not None and place.table_id == self.table_id:
-            self.rounds[origin] = place.shoe_id or ""
+        placed = _placed(event)
+        if placed is not None and placed[1].table_id == self.table_id:
+            self.rounds[origin] = placed[1].shoe_id or ""
         if origin in self.shoes:
             return convert.event(event, self.table_id, origin, viewer=self.viewer)
         if origin in self.rounds:
@@ -65,14 +65,15 @@ class _TableFilter:
         return None
 
 
-def _placed(event: StoredEvent) -> games.RoundPlace | None:
-    """The round of a shoe a stored event belongs to, as its game places it
-    (``Game.feed_keys``; None: no game's round)."""
-    for game in games.games():
+def _placed(event: StoredEvent) -> tuple[games.Game, games.RoundPlace] | None:
+    """The round of a shoe a stored event belongs to, and its game, as that game places it
+    (``Game.feed_keys`` of the game storing the event's topic, ``games.of_topic``; None: no
+    game's round)."""
+    for game in games.of_topic(event.topic):
         if game.feed_keys is not None:
             place = game.feed_keys(event.topic, event.state, str(event.originator_id))
             if place is not None:
-                return place
+                return game, place
     return None
 
 
@@ -192,11 +193,12 @@ class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
         ``by``: the actor of its command."""
         origin = str(event.originator_id)
         try:
-            place = _placed(event)
-            if place is not None:
+            placed = _placed(event)
+            if placed is not None:
+                game, place = placed
                 if place.table_id is not None and place.shoe_id is not None:
                     self.remember_round(place.round_id, place.table_id, place.shoe_id)
-                table_id, shoe_id = self.round_home(place.round_id, "after_position")
+                table_id, shoe_id = self.round_home(place.round_id, "after_position", game)
                 return convert.event(event, table_id, shoe_id, origin, by=by)
             if event.topic in topics.SHOE_EVENTS:
                 return convert.event(event, self.shoe_table(origin, "after_position"), origin,
