@@ -98,6 +98,16 @@ class ProjectionKeeper:
     def lag(self) -> list[Lag]:
         return self.models.lag()
 
+    def game_steps(self, game: str, unit_id: str) -> list[Step]:
+        """``game``'s public steps of a round or match, as of the head of the log now."""
+        with self._lock:
+            return self.models.game_steps(game, unit_id)
+
+    def game_reconcile(self, game: str, table_id: str) -> Any:
+        """``game``'s reconciliation of ``table_id``, as of the head of the log now."""
+        with self._lock:
+            return self.models.game_reconcile(game, table_id)
+
     def reconcile(self) -> Reconciliation:
         """Balances of the read model against the write side's, read while the log did not
         move (retried a few times when it did; the last answer otherwise)."""
@@ -144,9 +154,7 @@ class GameReadModels(Base):
     def game_steps(self, game: str, unit_id: str) -> list[Step]:
         """A round's or match's public steps from ``game``'s read model, as of the head of
         the log when called."""
-        keeper = self.read_models()
-        with keeper._lock:
-            return keeper.models.game_steps(game, unit_id)
+        return self.read_models().game_steps(game, unit_id)
 
     def game_reconciliation(self, game: str, table: str,
                             gaming_day: str) -> tuple[str, str, Any, int]:
@@ -163,9 +171,7 @@ class GameReadModels(Base):
             raise errors.ApiError(grpc.StatusCode.INVALID_ARGUMENT, "table", "WRONG_GAME",
                                   f"not a {game} table: it plays {view.game}")
         keeper = self.read_models()
-        with keeper._lock:
-            keeper.models.catch_up()
-            found = keeper.models.game_reconcile(game, table_id, fresh=False)
+        found = keeper.game_reconcile(game, table_id)
         return table_id, view.currency, found, keeper.position()
 
 
