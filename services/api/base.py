@@ -204,9 +204,10 @@ class Base:
 def mixed(neutral: S, mixins: tuple[type, ...], service: str) -> S:
     """The one servicer class of the gRPC ``service``: its game-neutral class ``neutral`` with
     the games' ``mixins`` (their own RPCs of the service: ``Game.table_rpcs``,
-    ``Game.regulator_rpcs``) before it; ValueError if two of them define one RPC; ``neutral``
-    itself without mixins."""
-    seen: dict[str, type] = {}
+    ``Game.regulator_rpcs``) before it; ValueError if two of them define one RPC, or one of
+    them an RPC of ``neutral`` itself (it would shadow it unseen); ``neutral`` itself without
+    mixins."""
+    seen: dict[str, type] = {name: neutral for name in vars(neutral) if name[:1].isupper()}
     for mixin in mixins:
         for name in vars(mixin):
             if name[:1].isupper() and name in seen:
