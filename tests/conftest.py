@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
 import pytest
@@ -52,6 +52,15 @@ def postgres_required() -> bool:
     return os.environ.get("SABOT_REQUIRE_POSTGRES") == "1"
 
 
+def postgres_unavailable(what: str, detail: str = "") -> NoReturn:
+    """PostgreSQL (or a tool of its) is not there: skip the test, or fail it when
+    SABOT_REQUIRE_POSTGRES=1. Every PostgreSQL test's one way of saying so."""
+    tail = f": {detail}" if detail else ""
+    if postgres_required():
+        pytest.fail(f"{what} and SABOT_REQUIRE_POSTGRES=1{tail}")
+    pytest.skip(f"{what} (set SABOT_REQUIRE_POSTGRES=1 to fail){tail}")
+
+
 def _reachable() -> str | None:
     """None if PostgreSQL answers, else the reason."""
     try:
@@ -86,9 +95,7 @@ def postgres_database() -> Iterator[str]:
     """A fresh database for this test session, dropped at its end: its name."""
     reason = _reachable()
     if reason is not None:
-        if postgres_required():
-            pytest.fail(f"PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1: {reason}")
-        pytest.skip(f"PostgreSQL unreachable (set SABOT_REQUIRE_POSTGRES=1 to fail): {reason}")
+        postgres_unavailable("PostgreSQL unreachable", reason)
     name = f"sabot_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(PG_ADMIN_DSN, autocommit=True) as conn:
         _drop_orphans(conn)

@@ -25,6 +25,7 @@ from services.api.gen.sabot.v1 import cashier_pb2
 from services.api.roles import Role
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.remote import LedgerHost, RemoteLedger
+from tests.conftest import postgres_unavailable
 
 from .support import DEPOSIT, PLAYERS, Api, money
 
@@ -61,9 +62,7 @@ def _pg_database() -> str:
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute("SELECT 1")
     except psycopg.OperationalError as exc:
-        if os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1: {exc}")
-        pytest.skip(f"PostgreSQL unreachable (SABOT_REQUIRE_POSTGRES=1 makes this fail): {exc}")
+        postgres_unavailable("PostgreSQL unreachable", str(exc))
     name = f"sabot_test_api_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')

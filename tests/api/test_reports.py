@@ -37,6 +37,7 @@ from services.api.gen.sabot.v1 import (
     table_pb2,
 )
 from services.ledger.ids import stake_uuid
+from tests.conftest import postgres_unavailable
 
 from .support import failure
 
@@ -183,9 +184,7 @@ def _pg_url() -> tuple[str, str]:
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute("SELECT 1")
     except psycopg.OperationalError as exc:
-        if os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1: {exc}")
-        pytest.skip(f"PostgreSQL unreachable (SABOT_REQUIRE_POSTGRES=1 makes this fail): {exc}")
+        postgres_unavailable("PostgreSQL unreachable", str(exc))
     name = f"sabot_test_reports_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')

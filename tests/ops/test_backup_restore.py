@@ -23,6 +23,7 @@ from tests.conftest import (
     PG_USER,
     READER_ROLE,
     SERVER_ROLE,
+    postgres_unavailable,
 )
 
 from .support import (
@@ -65,7 +66,7 @@ def databases() -> list[str]:
 def test_a_dump_restored_into_a_new_database_reconciles_exports_and_verifies(
         tmp_path: Path, databases: list[str]) -> None:
     if shutil.which("pg_dump") is None and not Path("/usr/lib/postgresql/15/bin/pg_dump").exists():
-        pytest.skip("pg_dump not installed")
+        postgres_unavailable("pg_dump not installed")
     keys = Keys(tmp_path)
     source = create_store()
     databases.append(source)

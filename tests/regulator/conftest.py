@@ -17,6 +17,7 @@ from services.regulator.checkpoint import public_key_bytes
 from services.regulator.notary import Notary
 from services.regulator.source import Database, EventTable
 from services.regulator.vocabulary import coup_end
+from tests.conftest import postgres_unavailable
 
 from .play import Player, make_ledger
 
@@ -95,9 +96,7 @@ def postgres_or_skip() -> None:
 
         psycopg.connect(PG_ADMIN, connect_timeout=3).close()
     except Exception as exc:
-        if os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1: {exc}")
-        pytest.skip(f"PostgreSQL unreachable: {exc}")
+        postgres_unavailable("PostgreSQL unreachable", str(exc))
 
 
 def fresh_pg_database(name: str) -> str:
