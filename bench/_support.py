@@ -14,6 +14,7 @@ import psycopg
 
 from services.ledger.actor import Actor
 from services.ledger.api import Ledger
+from services.ledger.config import LedgerConfig
 from services.ledger.writer import UnitOfWork
 
 Row = tuple[str, float]
@@ -49,6 +50,24 @@ def percentile(values: list[float], q: float) -> float:
 def player(name: str) -> Actor:
     """A player principal of its own account, as the games' benchmarks act."""
     return Actor(name, "player", "bench", account=name)
+
+
+def funded_ledger(url: str, seal_key: bytes, table: tuple[str, str, dict[str, str], str],
+                  players: list[str], balance: int = 10**10) -> tuple[Ledger, RequestIds]:
+    """A ledger on ``url`` with one table open (``table``: id, variant, rules, game) and an
+    account of ``balance`` per player, and the request ids it was opened with (go on with them:
+    a fresh id per call)."""
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=seal_key))
+    rid = RequestIds()
+    try:
+        ledger.open_table(rid(), *table)
+        for p in players:
+            ledger.open_account(rid(), p)
+            ledger.deposit(rid(), p, balance)
+    except BaseException:
+        ledger.close()
+        raise
+    return ledger, rid
 
 
 class RequestIds:

@@ -22,10 +22,8 @@ from __future__ import annotations
 import os
 import time
 
-from bench._support import Floor, RequestIds, Row, on_each_store
+from bench._support import Floor, Row, funded_ledger, on_each_store
 from bench._support import player as _player
-from services.ledger.api import Ledger
-from services.ledger.config import LedgerConfig
 
 KEY = bytes(range(32))
 PLAYERS = ["ana", "beto"]
@@ -34,13 +32,9 @@ PG_DB = f"sabot_bench_cuarenta_{os.getpid()}"
 
 
 def matches(url: str, store: str, n: int = MATCHES) -> list[Row]:
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
-    rid = RequestIds()
+    table = ("mesa", "seed", {"commission_rate": "5%"}, "cuarenta")
+    ledger, rid = funded_ledger(url, KEY, table, PLAYERS)
     try:
-        ledger.open_table(rid(), "mesa", "seed", {"commission_rate": "5%"}, "cuarenta")
-        for p in PLAYERS:
-            ledger.open_account(rid(), p)
-            ledger.deposit(rid(), p, 10**10)
         commands = plays = 0
         play_time = 0.0
         floor = Floor(ledger, rid)

@@ -19,10 +19,8 @@ from __future__ import annotations
 import os
 import time
 
-from bench._support import Floor, RequestIds, Row, on_each_store
+from bench._support import Floor, Row, funded_ledger, on_each_store
 from bench._support import player as _player
-from services.ledger.api import Ledger
-from services.ledger.config import LedgerConfig
 
 KEY = bytes(range(32))
 PLAYERS = ["ana", "bea", "carl", "dani"]
@@ -31,13 +29,9 @@ PG_DB = f"sabot_bench_tyu_{os.getpid()}"
 
 
 def rounds(url: str, store: str, n: int = ROUNDS) -> list[Row]:
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
-    rid = RequestIds()
+    table = ("tyu", "clasica", {"max_stake": "100000"}, "treinta-y-una")
+    ledger, rid = funded_ledger(url, KEY, table, PLAYERS)
     try:
-        ledger.open_table(rid(), "tyu", "clasica", {"max_stake": "100000"}, "treinta-y-una")
-        for p in PLAYERS:
-            ledger.open_account(rid(), p)
-            ledger.deposit(rid(), p, 10**10)
         floor = Floor(ledger, rid)  # one no-op after each command: the floor at its moment
         t0 = time.perf_counter()
         for _ in range(n):
