@@ -39,13 +39,19 @@ run-postgres: install
 # promtool (Prometheus's rule checker) unpacked from Debian's prometheus package into the venv:
 # nothing installed system-wide, no service started. Best effort: where it cannot be had, the
 # promtool test skips and tests/ops' structural check of the rules still runs.
+# Kept in PROMTOOL_CACHE (var/ is gitignored) too: .ci/run removes the venv on every run, and the
+# download (apt-get download, at worst apt-get update first) is done once, not on every run.
+PROMTOOL_CACHE ?= var/tools/promtool
 promtool: install
 	@if [ -x $(BIN)/promtool ] || command -v promtool >/dev/null; then exit 0; fi; \
+	if [ -x $(PROMTOOL_CACHE) ]; then cp $(PROMTOOL_CACHE) $(BIN)/promtool; \
+	  echo "promtool: $(BIN)/promtool (from $(PROMTOOL_CACHE))"; exit 0; fi; \
 	d=$$(mktemp -d); \
 	if (cd $$d && { apt-get download prometheus || { apt-get update -qq && \
 	      apt-get download prometheus; }; }) >/dev/null 2>&1 \
 	   && dpkg-deb --fsys-tarfile $$d/prometheus_*.deb | tar -xO ./usr/bin/promtool > $$d/promtool \
 	   && chmod +x $$d/promtool && $$d/promtool --version >/dev/null 2>&1; then \
+	  mkdir -p $$(dirname $(PROMTOOL_CACHE)) && cp $$d/promtool $(PROMTOOL_CACHE); \
 	  mv $$d/promtool $(BIN)/promtool; echo "promtool: $(BIN)/promtool"; \
 	else echo "promtool: not available here (its test skips; the structural check runs)"; fi; \
 	rm -rf $$d
@@ -62,10 +68,12 @@ TEST_WORKERS ?= 2
 PYTEST := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -p no:cacheprovider
 
 # The tests marked alone (tests/conftest.py ALONE: deadlines timed under load) first, in one
-# process; then the rest in TEST_WORKERS processes. Both summaries are printed.
+# process; then the rest in TEST_WORKERS processes. Both summaries are printed. The first run
+# collects ALONE's files only (the whole suite's collection, about 10 s here, is done once).
 test: install
 	@base=$$(mktemp -d /tmp/st.XXXXXX) && \
-	$(PYTEST) -m alone --basetemp=$$base/alone && \
+	alone=$$($(BIN)/python -c 'from tests.conftest import ALONE; print(*ALONE)') && \
+	$(PYTEST) -m alone --basetemp=$$base/alone $$alone && \
 	$(PYTEST) -n $(TEST_WORKERS) -m "not alone" --durations=25 --basetemp=$$base/rest && \
 	rm -rf $$base
 
