@@ -7,8 +7,6 @@ the player played. On SQLite and PostgreSQL, with the ledger's clock injected.""
 from __future__ import annotations
 
 import functools
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,6 +15,7 @@ from domain.errors import RuleViolation
 from services.ledger.api import Ledger
 from services.turn_clock import PRINCIPAL, ROLE, TurnClock, request_id
 from tests.cuarenta.support import Inputs, fund, ledger_on, player
+from tests.ledger.play import together
 
 FORFEITED = "sabot.ledger:CuarentaMatch.Forfeited"
 RECORDED = "sabot.ledger:Request.Recorded"
@@ -30,26 +29,6 @@ def _dealt(game: Any, ledger: Ledger, stake: int = 1_000) -> Any:
     fund(ledger, ["ana", "beto"])
     m = game.open_match("o", "mesa-1", ["ana", "beto"], stake=stake).match
     return game.deal("d", m.match_id).match
-
-
-def together(*calls: Callable[[], Any]) -> list[Any]:
-    """The calls run at the same moment, each in a thread: their answers (or errors), in order."""
-    start = threading.Barrier(len(calls))
-    answers: list[Any] = [None] * len(calls)
-
-    def run(i: int) -> None:
-        start.wait()
-        try:
-            answers[i] = calls[i]()
-        except RuleViolation as exc:
-            answers[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return answers
 
 
 def _play(game: Any, m: Any, rid: str) -> Any:

@@ -4,9 +4,12 @@ illegal) moves, and records what happened."""
 from __future__ import annotations
 
 import random
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import count
+from typing import Any
 from uuid import UUID
 
 from domain.errors import RuleViolation
@@ -131,3 +134,23 @@ class Croupier:
             pass
         L.close_shoe(self.rid(), shoe.shoe_id)
         return shoe.shoe_id
+
+
+def together(*calls: Callable[[], Any]) -> list[Any]:
+    """The calls run at the same moment, each in a thread: their answers (or errors), in order."""
+    start = threading.Barrier(len(calls))
+    answers: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            answers[i] = calls[i]()
+        except RuleViolation as exc:
+            answers[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers

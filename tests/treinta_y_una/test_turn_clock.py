@@ -15,8 +15,7 @@ from typing import Any
 from domain.errors import RuleViolation
 from services.ledger.api import Ledger
 from services.turn_clock import PRINCIPAL, TurnClock
-from tests.cuarenta.test_turn_clock import together
-from tests.ledger.play import FixedInputs
+from tests.ledger.play import FixedInputs, together
 from tests.treinta_y_una.support import CROUPIER, PLAYERS, Croupier, game, open_table, player
 
 PLANTED = "sabot.ledger:TreintaYUnaRound.Planted"
