@@ -27,7 +27,7 @@ from services import topics as T
 from services.cuarenta.replay import replay_match
 from services.regulator.replay import Replayer, verdict
 from tests.cuarenta.support import Game, Referee, fund
-from tests.treinta_y_una.support import PLAYERS, Croupier, game, open_table
+from tests.treinta_y_una.support import Croupier, fund_players, game, open_table
 
 from .conftest import PG_ADMIN, Played, fresh_pg_database, postgres_or_skip, regulator_key
 from .play import Player, make_ledger
@@ -54,9 +54,7 @@ def _play(url: str) -> Three:
         out.shoes.append(sid)
         out.coups[sid] = coups
         open_table(ledger, "tyu-1", commission="5%")
-        for name in PLAYERS:
-            ledger.open_account(f"acc-{name}", name)
-            ledger.deposit(f"dep-{name}", name, 1_000_000)
+        fund_players(ledger)
         croupier = Croupier(ledger, game(ledger))
         for _ in range(ROUNDS):
             assert croupier.play().phase == "settled"

@@ -39,15 +39,21 @@ def open_table(ledger: Ledger, table_id: str, **overrides: str) -> None:
     ledger.open_table(f"open-{table_id}", table_id, "clasica", overrides, "treinta-y-una")
 
 
+def fund_players(ledger: Ledger, funds: int = 1_000_000) -> None:
+    """An account for each of PLAYERS, ``funds`` deposited in it."""
+    for name in PLAYERS:
+        ledger.open_account(f"acc-{name}", name)
+        ledger.deposit(f"dep-{name}", name, funds)
+
+
 @contextmanager
 def table_ledger(url: str, table_id: str = "tyu-1", funds: int = 1_000_000,
+                 inputs: FixedInputs | None = None,
                  **overrides: str) -> Iterator[tuple[Ledger, Any]]:
-    ledger = Ledger(FixedInputs().config(url))
+    ledger = Ledger((inputs or FixedInputs()).config(url))
     try:
         open_table(ledger, table_id, **overrides)
-        for name in PLAYERS:
-            ledger.open_account(f"acc-{name}", name)
-            ledger.deposit(f"dep-{name}", name, funds)
+        fund_players(ledger, funds)
         yield ledger, game(ledger)
     finally:
         ledger.close()

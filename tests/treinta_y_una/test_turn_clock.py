@@ -6,8 +6,7 @@ PostgreSQL, with the ledger's clock injected."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,7 +15,7 @@ from domain.errors import RuleViolation
 from services.ledger.api import Ledger
 from services.turn_clock import PRINCIPAL, TurnClock
 from tests.ledger.play import FixedInputs, together
-from tests.treinta_y_una.support import CROUPIER, PLAYERS, Croupier, game, open_table, player
+from tests.treinta_y_una.support import CROUPIER, PLAYERS, Croupier, player, table_ledger
 
 PLANTED = "sabot.ledger:TreintaYUnaRound.Planted"
 
@@ -29,17 +28,9 @@ class Clocked(FixedInputs):
         return super().clock() + timedelta(seconds=self.skip)
 
 
-@contextmanager
-def table(url: str, inputs: Clocked, turn_seconds: str = "10") -> Iterator[tuple[Ledger, Any]]:
-    ledger = Ledger(inputs.config(url))
-    try:
-        open_table(ledger, "tyu-1", turn_seconds=turn_seconds)
-        for name in PLAYERS:
-            ledger.open_account(f"acc-{name}", name)
-            ledger.deposit(f"dep-{name}", name, 1_000_000)
-        yield ledger, game(ledger)
-    finally:
-        ledger.close()
+def table(url: str, inputs: Clocked, turn_seconds: str = "10"
+          ) -> AbstractContextManager[tuple[Ledger, Any]]:
+    return table_ledger(url, "tyu-1", inputs=inputs, turn_seconds=turn_seconds)
 
 
 def _planted(ledger: Ledger, round_id: str) -> list[Any]:

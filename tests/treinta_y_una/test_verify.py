@@ -21,7 +21,7 @@ from sabot_verify.treinta_y_una import lot_index, round_shoes, value, verify_rou
 from services.regulator.export import write_export
 from tests.regulator.conftest import Played, regulator_key
 from tests.regulator.play import Player, make_ledger
-from tests.treinta_y_una.support import PLAYERS, Croupier, game, open_table
+from tests.treinta_y_una.support import Croupier, fund_players, game, open_table
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +39,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
         ledger.close_shoe(teq.rid(), sid)
         out.shoes.append(sid)
         open_table(ledger, "tyu-1", commission="5%")
-        for name in PLAYERS:
-            ledger.open_account(f"acc-{name}", name)
-            ledger.deposit(f"dep-{name}", name, 1_000_000)
+        fund_players(ledger)
         croupier = Croupier(ledger, game(ledger))
         for _ in range(4):
             croupier.play()
