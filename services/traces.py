@@ -164,17 +164,6 @@ class TraceInterceptor:
         return handler
 
 
-class _NoSpan:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-NO_SPAN = _NoSpan()
-
-
 def ledger_call(method: str) -> Any:
     """The CLIENT span of a ledger call (a context manager giving the span)."""
     from opentelemetry.trace import SpanKind
