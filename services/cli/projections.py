@@ -25,12 +25,10 @@ from services.cli import (
 )
 from services.cli.progress import Progress, quiet_argument
 from services.projections.export import Report, render
-from services.projections.games import UnitsView
-from services.projections.gamingday import DEFAULT
 from services.projections.projector import Projector
 from services.projections.reconcile import reconcile
-from services.projections.reconciliation import ReconciliationView
 from services.projections.reports import gaming_day, player_statement, shoe_history
+from services.projections.service import units_views, views_gaming_day
 from services.settings import add_flags
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -199,7 +197,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def _game_reconcile(args: argparse.Namespace, p: Projector) -> int:
-    views = {v.game: v for v in p.views if isinstance(v, UnitsView)}
+    views = units_views(p.views)
     view = views.get(args.game)
     if view is None:
         raise CliError(f"--game: no read model of the game {args.game!r} (one of "
@@ -212,10 +210,8 @@ def _game_reconcile(args: argparse.Namespace, p: Projector) -> int:
         except ValueError:
             raise CliError(f"--day: expected a date YYYY-MM-DD, got {args.day[:40]!r}") from None
     p.catch_up()
-    setting = next((v.gaming_day for v in p.views if isinstance(v, ReconciliationView)),
-                   settings_of(args).gaming_day or DEFAULT)
-    report, balanced = view.report(args.table, view.reconcile(p.store, args.table, setting),
-                                   args.day)
+    report, balanced = view.report(
+        args.table, view.reconcile(p.store, args.table, views_gaming_day(p.views)), args.day)
     _emit(args, report)
     return 0 if balanced else 1
 

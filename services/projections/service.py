@@ -4,7 +4,7 @@ recall and reports. Every query first applies what the log holds beyond the view
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from services.projections import default_views
@@ -17,6 +17,21 @@ from services.projections.recall import RecalledCoup, recall
 from services.projections.reconcile import Reconciliation, reconcile
 from services.projections.reconciliation import ReconciliationView
 from services.projections.reports import gaming_day, player_statement, shoe_history
+from services.projections.view import View
+
+
+def units_views(views: Iterable[View]) -> dict[str, UnitsView]:
+    """The games' own read models among ``views`` (``services.games.Game.projections``), by
+    game name."""
+    return {v.game: v for v in views if isinstance(v, UnitsView)}
+
+
+def views_gaming_day(views: Iterable[View]) -> GamingDay:
+    """The site's gaming day ``views`` file days under (their ``ReconciliationView``'s)."""
+    for view in views:
+        if isinstance(view, ReconciliationView):
+            return view.gaming_day
+    return DEFAULT
 
 
 class ReadModels:
@@ -77,18 +92,15 @@ class ReadModels:
 
     def game_view(self, game: str) -> UnitsView:
         """The units view of ``game`` (LookupError: the game has none)."""
-        for view in self.projector.views:
-            if isinstance(view, UnitsView) and view.game == game:
-                return view
-        raise LookupError(f"no read model of the game {game!r}")
+        found = units_views(self.projector.views).get(game)
+        if found is None:
+            raise LookupError(f"no read model of the game {game!r}")
+        return found
 
     @property
     def setting(self) -> GamingDay:
         """The site's gaming day the read models file days under."""
-        for view in self.projector.views:
-            if isinstance(view, ReconciliationView):
-                return view.gaming_day
-        return DEFAULT
+        return views_gaming_day(self.projector.views)
 
     def game_reconcile(self, game: str, table_id: str, fresh: bool = True) -> Any:
         """``game``'s reconciliation of ``table_id`` (its own answer type, as its ledger query
