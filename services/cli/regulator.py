@@ -196,15 +196,11 @@ def _checkpoint_with(args: argparse.Namespace, notary: Notary) -> int:
         assert notary.key is not None
         stop = threading.Event()
         print("notarising; Ctrl-C to stop", file=sys.stderr)
-        # on a connection of its own (as before), checking the chain against the same keys
-        follower = bootstrap.store_notary(settings_of(args), sign=True, origin=ORIGIN)
-        try:
-            follow_with(follower, stop, args.interval,
+        try:  # on the command's notary: follow_with releases its lock, taken again below
+            follow_with(notary, stop, args.interval,
                         on_standby=lambda text: print(text, file=sys.stderr))
         except KeyboardInterrupt:
             stop.set()
-        finally:
-            follower.db.close()
     _hold(notary, args.wait)
     try:
         signed = notary.sync()
