@@ -38,8 +38,8 @@ class LedgerConfig:
     where the writer keeps the last link it stored (outside the database: a store that lost
     its end is refused). ``evidence=False`` writes no links (for the bench's comparison only)."""
 
-    store_url: str
-    seal_key: bytes
+    store_url: str = field(repr=False)  # may hold the store's password
+    seal_key: bytes = field(repr=False)
     clock: Callable[[], datetime] = _now
     new_id: Callable[[], UUID] = uuid4
     new_seed: Callable[[], bytes] = _seed
@@ -47,7 +47,7 @@ class LedgerConfig:
     extra_env: dict[str, str] = field(default_factory=dict)
     regulator_key: bytes | None = None
     writer_name: str = ""
-    chain_key: bytes | None = None
+    chain_key: bytes | None = field(default=None, repr=False)
     chain_head: str | None = None
     evidence: bool = True
 
