@@ -19,7 +19,10 @@ from services.ledger.writer import UnitOfWork
 
 Row = tuple[str, float]
 
-PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
+PG_HOST = os.environ.get("SABOT_PG_HOST", "127.0.0.1")
+PG_PORT = int(os.environ.get("SABOT_PG_PORT", "5432"))
+PG_USER = os.environ.get("SABOT_PG_USER", "postgres")
+PG_ADMIN = f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname=postgres connect_timeout=3"
 
 
 def fresh_pg_database(name: str) -> str | None:
@@ -31,7 +34,7 @@ def fresh_pg_database(name: str) -> str | None:
             conn.execute(f'CREATE DATABASE "{name}"')
     except psycopg.OperationalError:
         return None
-    return f"postgresql://postgres@127.0.0.1:5432/{name}"
+    return f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
 
 
 def drop_pg_database(name: str) -> None:

@@ -25,11 +25,11 @@ from services.api.gen.sabot.v1 import cashier_pb2
 from services.api.roles import Role
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.remote import LedgerHost, RemoteLedger
-from tests.conftest import postgres_unavailable
+from tests.conftest import PG_ADMIN_DSN, postgres_unavailable
 
 from .support import DEPOSIT, PLAYERS, Api, money
 
-PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
+PG_ADMIN = PG_ADMIN_DSN
 SEED = bytes(range(100, 132))  # every shoe of the tests: the same seed, its own shoe id
 KEY = bytes(range(32))
 # role -> the principal the API tests call as (players: their account is their id)

@@ -40,6 +40,7 @@ from services.ledger.api import Ledger, LedgerConfig
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.replay import Replayer, verdict
 from services.regulator.source import Database, EventTable
+from tests.conftest import PG_HOST, PG_PORT, PG_USER
 
 from .conftest import KEY, SEED, LogBuffer, _drop, _pg_database
 from .support import Api, failure, fresh, money
@@ -160,7 +161,7 @@ def scene(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         url = f"sqlite:///{Path(tmp_path_factory.mktemp('regulator')) / 'sabot.db'}"
     else:
         database = _pg_database()
-        url = f"postgresql://postgres@127.0.0.1:5432/{database}"
+        url = f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{database}"
     if not structlog.is_configured():  # alone, without the shared fixture's log buffer
         logs.configure(stream=LogBuffer())
     running, tokens = _start(url, request.param)

@@ -37,11 +37,11 @@ from services.api.gen.sabot.v1 import (
     table_pb2,
 )
 from services.ledger.ids import stake_uuid
-from tests.conftest import postgres_unavailable
+from tests.conftest import PG_HOST, PG_PORT, PG_USER, postgres_unavailable
 
 from .support import failure
 
-PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
+PG_ADMIN = f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname=postgres connect_timeout=3"
 PLAYERS = ("ana", "bruno", "carla")
 CHANCES = ("noir", "rouge", "couleur", "inverse")
 CHANCE = {"noir": common_pb2.CHANCE_NOIR, "rouge": common_pb2.CHANCE_ROUGE,
@@ -188,7 +188,7 @@ def _pg_url() -> tuple[str, str]:
     name = f"sabot_test_reports_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    return f"postgresql://postgres@127.0.0.1:5432/{name}", name
+    return f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}", name
 
 
 @pytest.fixture(scope="module",

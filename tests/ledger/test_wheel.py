@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import PG_HOST, PG_PORT, PG_USER
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,7 +38,7 @@ def test_a_wheel_carries_its_stubs_and_sql_and_guards_postgres(
     assert "sabot_verify/__main__.py" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)  # a pure-Python wheel: unpacking installs it
-    url = f"postgresql://postgres@127.0.0.1:5432/{postgres_database}?schema=public"
+    url = f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{postgres_database}?schema=public"
     script = (
         "import services.ledger.schema as s, services.ledger.api as a\n"
         f"assert str(s.SQL_FILE).startswith({str(site)!r}), s.SQL_FILE\n"
@@ -44,7 +46,8 @@ def test_a_wheel_carries_its_stubs_and_sql_and_guards_postgres(
         "l.open_account('wheel-1', 'wheel-player')\n"
         "l.close()\n"
         "import psycopg\n"
-        f"with psycopg.connect('host=127.0.0.1 user=postgres dbname={postgres_database}') as c:\n"
+        f"with psycopg.connect('host={PG_HOST} port={PG_PORT} user={PG_USER} "
+        f"dbname={postgres_database}') as c:\n"
         "    try:\n"
         "        c.execute('DELETE FROM sabot_events')\n"
         "    except psycopg.Error as e:\n"

@@ -14,10 +14,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.conftest import PG_HOST, PG_PORT, PG_USER
+
 from .game import Game
 
 PG_DB = "sabot_test_projections"
-PG_DSN = "host=127.0.0.1 port=5432 user=postgres"
+PG_DSN = f"host={PG_HOST} port={PG_PORT} user={PG_USER}"
 
 
 def _pg_ready() -> bool:
@@ -51,7 +53,7 @@ def postgres_env() -> Iterator[dict[str, str]]:
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": PG_DB,
             "POSTGRES_HOST": "127.0.0.1",
-            "POSTGRES_PORT": "5432",
+            "POSTGRES_PORT": str(PG_PORT),
             "POSTGRES_USER": "postgres",
             "POSTGRES_PASSWORD": "",
             "POSTGRES_SCHEMA": schema,
@@ -83,7 +85,7 @@ def pg_env() -> Iterator[dict[str, str]]:
 def _url(env: dict[str, str]) -> tuple[str, dict[str, str]]:
     if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
         return "sqlite:///" + env["SQLITE_DBNAME"], {}
-    url = f"postgresql://postgres@127.0.0.1:5432/{env['POSTGRES_DBNAME']}"
+    url = f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{env['POSTGRES_DBNAME']}"
     return url, {"POSTGRES_SCHEMA": env["POSTGRES_SCHEMA"]}
 
 

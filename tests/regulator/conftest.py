@@ -17,11 +17,11 @@ from services.regulator.checkpoint import public_key_bytes
 from services.regulator.notary import Notary
 from services.regulator.source import Database, EventTable
 from services.regulator.vocabulary import coup_end
-from tests.conftest import postgres_unavailable
+from tests.conftest import PG_HOST, PG_PORT, PG_USER, postgres_unavailable
 
 from .play import Player, make_ledger
 
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PG_ADMIN = f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/postgres"
 # One database name per test process (several runs may share the PostgreSQL cluster); the
 # pattern is tests/conftest.py's, so a killed run's database is dropped by the next run.
 PG_DB = f"sabot_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
@@ -105,7 +105,7 @@ def fresh_pg_database(name: str) -> str:
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
-    return f"postgresql://postgres@127.0.0.1:5432/{name}"
+    return f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
 
 
 @pytest.fixture

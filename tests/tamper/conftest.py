@@ -34,11 +34,12 @@ from regulator.conftest import postgres_or_skip, regulator_key
 from regulator.play import CHAIN_KEY, Player, make_ledger
 
 from services.regulator.checkpoint import public_key_bytes
+from tests.conftest import PG_HOST, PG_PORT, PG_USER
 
 CHAIN_PUBLIC = Ed25519PrivateKey.from_private_bytes(CHAIN_KEY).public_key().public_bytes_raw()
 CHECKPOINT = Ed25519PrivateKey.from_private_bytes(b"\x0c" * 32)
 CHECKPOINT_PUBLIC = public_key_bytes(CHECKPOINT.public_key())
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PG_ADMIN = f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/postgres"
 TABLE = "t-tq"
 
 
@@ -116,7 +117,7 @@ def postgres_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stor
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     where = tmp_path_factory.mktemp("tamper-pg")
-    url = f"postgresql://postgres@127.0.0.1:5432/{name}"
+    url = f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
     head = where / "head.json"
     played = _play(url, head)
     yield Store("postgres", url, head, played, where)
@@ -142,7 +143,7 @@ def copy_store(template: Store, where: Path) -> Iterator[Store]:
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
     try:
-        yield Store("postgres", f"postgresql://postgres@127.0.0.1:5432/{name}", head,
+        yield Store("postgres", f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}", head,
                     template.played, where)
     finally:
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
