@@ -309,4 +309,4 @@ def test_the_cli_reads_the_setting(game: Game, tmp_path: Path,
         assert "Europe/Paris local time" in capsys.readouterr().out
     finally:
         monkeypatch.delenv("SABOT_GAMING_DAY")
-        Projector(game.ledger.app, default_views()).catch_up()
+        Projector(game.ledger.app, default_views(DEFAULT)).catch_up()  # back to the default
