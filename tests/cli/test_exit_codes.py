@@ -81,3 +81,26 @@ def test_version_of_the_installed_command() -> None:
     done = subprocess.run([str(Path(sys.executable).parent / "sabot"), "--version"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and done.stdout.startswith("sabot "), done
+
+
+def test_odds_of_a_game_take_its_own_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    """``sabot odds --game treinta-y-una --preset francaise`` named Trente et Quarante's preset
+    and quietly got Treinta y Una's default: refused now, naming the game's presets; without
+    --preset each game takes its own."""
+    code, _, err = run(["odds", "--game", "treinta-y-una", "--preset", "francaise",
+                        "--no-monte-carlo"], capsys)
+    assert code == Exit.USAGE and "'francaise'" in err and "clasica" in err, err
+    code, out, _ = run(["odds", "--game", "treinta-y-una", "--no-monte-carlo", "--format",
+                        "json"], capsys)
+    assert code == 0 and '"preset": "clasica"' in out
+    code, out, _ = run(["odds", "--format", "json"], capsys)
+    assert code == 0 and '"preset": "francaise"' in out
+
+
+def test_monte_carlo_progress_ends_at_its_count() -> None:
+    from domain.treinta_y_una import montecarlo
+    from domain.treinta_y_una.rules import table_rules
+
+    seen: list[int] = []
+    montecarlo.run(table_rules(), 150, 1, progress=seen.append)
+    assert seen[-1] == 150 and seen == sorted(seen)
