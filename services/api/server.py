@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -344,7 +345,10 @@ def _notary(config: Config) -> Follower | None:
 # gRPC server reflection under both of its names: grpc.reflection.v1 (what current grpcurl, buf
 # curl and Postman ask first) and v1alpha (older clients). grpcio-reflection ships v1alpha only;
 # v1's messages are the same fields with the same numbers, so v1alpha's servicer answers v1 too.
+# The files it answers are those protoc wrote with their comments (setup.py: descriptors.binpb),
+# so a client that describes a service shows the API's documentation.
 REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+DESCRIPTORS = Path(__file__).parent / "gen" / "descriptors.binpb"
 
 
 def serve_reflection(server: grpc.Server, services: Sequence[str]) -> None:
@@ -353,13 +357,42 @@ def serve_reflection(server: grpc.Server, services: Sequence[str]) -> None:
 
     servicer = reflection.ReflectionServicer(
         (*services, reflection.SERVICE_NAME, REFLECTION_V1))
+    documented = _documented_files()
+    # the library's stub says it returns None; it is a generator of responses
+    info: Callable[[Any, grpc.ServicerContext], Any] = servicer.ServerReflectionInfo
+
+    def answer(requests: Any, context: grpc.ServicerContext) -> Any:
+        for response in info(requests, context):
+            if response.HasField("file_descriptor_response") and documented:
+                files = response.file_descriptor_response.file_descriptor_proto
+                files[:] = [documented.get(_file_name(f), f) for f in files]
+            yield response
+
     method = grpc.stream_stream_rpc_method_handler(
-        servicer.ServerReflectionInfo,
+        answer,
         request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
         response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString)
     for name in (reflection.SERVICE_NAME, REFLECTION_V1):
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(name, {"ServerReflectionInfo": method}),))
+
+
+def _documented_files() -> dict[str, bytes]:
+    """Our proto files as protoc wrote them with their comments, by file name (none when the
+    build left no descriptor set: reflection then answers the files without comments)."""
+    from google.protobuf import descriptor_pb2
+
+    try:
+        found = descriptor_pb2.FileDescriptorSet.FromString(DESCRIPTORS.read_bytes())
+    except OSError:
+        return {}
+    return {f.name: f.SerializeToString() for f in found.file}
+
+
+def _file_name(serialized: bytes) -> str:
+    from google.protobuf import descriptor_pb2
+
+    return descriptor_pb2.FileDescriptorProto.FromString(serialized).name
 
 
 def _safe(url: str) -> str:

@@ -4,6 +4,7 @@ curl and Postman ask first) and v1alpha, each listing every service and describi
 from __future__ import annotations
 
 import pytest
+from google.protobuf import descriptor_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 
 from .support import Api
@@ -25,6 +26,11 @@ def test_reflection_lists_and_describes(api: Api, service: str) -> None:
                 file_containing_symbol="sabot.v1.CashierService")])))
         names = {s.name for s in answers[0].list_services_response.service}
         assert {"sabot.v1.CashierService", "grpc.health.v1.Health", *NAMES} <= names
-        assert answers[1].file_descriptor_response.file_descriptor_proto
+        files = {f.name: f for f in map(descriptor_pb2.FileDescriptorProto.FromString,
+                                         answers[1].file_descriptor_response
+                                         .file_descriptor_proto)}
+        cashier = files["sabot/v1/cashier.proto"]
+        comments = " ".join(loc.leading_comments for loc in cashier.source_code_info.location)
+        assert "Cash in at the cage." in comments, comments[:300]  # the API's documentation
     finally:
         client.close()
