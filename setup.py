@@ -17,6 +17,7 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 PROTO = ROOT / "proto"
 GEN = ROOT / "services" / "api" / "gen"
+DESCRIPTORS = "descriptors.binpb"  # every proto file of ours, with its comments
 PACKAGE = "services.api.gen"
 OPS_SQL = ROOT / "ops" / "postgres"
 
@@ -47,6 +48,9 @@ def generate() -> None:
         f"--grpc_python_out={GEN}",
         f"--mypy_out={GEN}",
         f"--mypy_grpc_out={GEN}",
+        # the files with their comments, for server reflection (services/api/server.py)
+        f"--descriptor_set_out={GEN / DESCRIPTORS}",
+        "--include_source_info",
     ]
     for name in ("protoc-gen-mypy", "protoc-gen-mypy_grpc"):
         path = _plugin(name)
@@ -71,7 +75,7 @@ class BuildPyWithProtos(build_py):
         generate()
         if not self.editable_mode:
             for path in GEN.rglob("*"):
-                if path.suffix in {".py", ".pyi"}:
+                if path.suffix in {".py", ".pyi", ".binpb"}:
                     target = Path(self.build_lib) / path.relative_to(ROOT)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(path, target)

@@ -161,7 +161,7 @@ def run(
         for t in stand_at:
             net, outcome, bust = play(rules, shoe, t, banker_stands_at, stake)
             tallies[t].add(-net / stake, outcome, bust)
-        if progress is not None and i % 10_000 == 0:
+        if progress is not None and (i % 100 == 0 or i == deals):  # the last count too
             progress(i)
     edges = tuple(tallies[t].estimate(t) for t in stand_at)
     return MonteCarlo(deals, seed, banker_stands_at, edges)

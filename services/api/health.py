@@ -49,6 +49,7 @@ from typing import Any
 from grpc_health.v1 import health, health_pb2
 
 from services.metrics import ServerMetrics
+from services.version import version
 
 log = logging.getLogger(__name__)
 
@@ -384,6 +385,7 @@ class HealthMonitor:
             return None
         facts = self.facts.as_json() if self.facts is not None else {}
         return serving, {"service": service, "status": "SERVING" if serving else "NOT_SERVING",
+                         "version": version(),
                          "statuses": {k or "(server)": ("SERVING" if v else "NOT_SERVING")
                                       for k, v in sorted(self.statuses.items())},
                          "facts": facts}

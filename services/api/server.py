@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -48,6 +49,7 @@ from services.ledger.remote import observer
 from services.ledger.writer import call_deadline
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.notary import Follower, signing_follower
+from services.version import version
 
 SERVICES = (
     table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
@@ -243,8 +245,7 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
             servicer.use_read_models(projections)
     reports_pb2_grpc.add_ReadModelServiceServicer_to_server(read_models, server)
     server.add_generic_rpc_handlers((checks,))  # Check on threads of its own
-    reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME,
-                                         reflection.SERVICE_NAME), server)
+    serve_reflection(server, (*SERVICES, health.SERVICE_NAME))
     try:
         if server_tls is None:
             port = server.add_insecure_port(config.listen)
@@ -278,7 +279,8 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     projections.start()
     server.start()
     monitor.start()  # its first look sets every status before it returns
-    get_logger().info("server started", listen=config.listen, port=port, store=_safe(config.store),
+    get_logger().info("server started", version=version(), listen=config.listen, port=port,
+                      store=_safe(config.store),
                       tls="off" if files is None else (
                           "mtls" if files.client_ca is not None else "on"),
                       credentials=str(config.credentials_file or ""))
@@ -338,6 +340,59 @@ def _notary(config: Config) -> Follower | None:
         public = Ed25519PrivateKey.from_private_bytes(config.chain_key).public_key()
         publics.append(public.public_bytes_raw())
     return signing_follower(config.store, config.checkpoint_key, publics, on_error=notary_error)
+
+
+# gRPC server reflection under both of its names: grpc.reflection.v1 (what current grpcurl, buf
+# curl and Postman ask first) and v1alpha (older clients). grpcio-reflection ships v1alpha only;
+# v1's messages are the same fields with the same numbers, so v1alpha's servicer answers v1 too.
+# The files it answers are those protoc wrote with their comments (setup.py: descriptors.binpb),
+# so a client that describes a service shows the API's documentation.
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+DESCRIPTORS = Path(__file__).parent / "gen" / "descriptors.binpb"
+
+
+def serve_reflection(server: grpc.Server, services: Sequence[str]) -> None:
+    """Reflection v1 and v1alpha on ``server``, listing ``services`` and both reflections."""
+    from grpc_reflection.v1alpha import reflection_pb2
+
+    servicer = reflection.ReflectionServicer(
+        (*services, reflection.SERVICE_NAME, REFLECTION_V1))
+    documented = _documented_files()
+    # the library's stub says it returns None; it is a generator of responses
+    info: Callable[[Any, grpc.ServicerContext], Any] = servicer.ServerReflectionInfo
+
+    def answer(requests: Any, context: grpc.ServicerContext) -> Any:
+        for response in info(requests, context):
+            if response.HasField("file_descriptor_response") and documented:
+                files = response.file_descriptor_response.file_descriptor_proto
+                files[:] = [documented.get(_file_name(f), f) for f in files]
+            yield response
+
+    method = grpc.stream_stream_rpc_method_handler(
+        answer,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString)
+    for name in (reflection.SERVICE_NAME, REFLECTION_V1):
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(name, {"ServerReflectionInfo": method}),))
+
+
+def _documented_files() -> dict[str, bytes]:
+    """Our proto files as protoc wrote them with their comments, by file name (none when the
+    build left no descriptor set: reflection then answers the files without comments)."""
+    from google.protobuf import descriptor_pb2
+
+    try:
+        found = descriptor_pb2.FileDescriptorSet.FromString(DESCRIPTORS.read_bytes())
+    except OSError:
+        return {}
+    return {f.name: f.SerializeToString() for f in found.file}
+
+
+def _file_name(serialized: bytes) -> str:
+    from google.protobuf import descriptor_pb2
+
+    return descriptor_pb2.FileDescriptorProto.FromString(serialized).name
 
 
 def _safe(url: str) -> str:

@@ -15,12 +15,13 @@ and one line in ``COMMAND_MODULES``; ``sabot demo --game GAME`` takes a game's d
 ``services.cli.server.DEMOS`` (``add_demo(game, play)``). ``OLD_NAMES`` keeps the names of
 the previous release working, hidden from ``--help``, for one release.
 
-Every error is one line on stderr and a non-zero exit, never a traceback: a usage error (exit 2,
-``Parser``), an error of the rules or of a command (exit 2), a call the server refused (its
-status, exit 1), a file or a store that cannot be used (exit 1), and anything unforeseen (exit 1;
-``SABOT_DEBUG=1`` shows its traceback). Output to a reader that has gone
-(``sabot report events | head``) ends quietly, as the Python documentation's note on SIGPIPE
-does it.
+Every error is one line on stderr and a non-zero exit, never a traceback; the exit code tells
+the cause apart (``services/cli/exits.py``, docs/exit-codes.md): 1 a check found a difference,
+2 usage (``Parser``, a setting, a file, a value the command checks before any call), 3 refused
+by the rules or the server (what the store or the server says no to), 4 not permitted,
+5 unreachable or unavailable (retry), 70 anything unforeseen (``SABOT_DEBUG=1`` shows its
+traceback). Output to a reader that has gone (``sabot report events | head``) ends quietly and
+successfully, as the Python documentation's note on SIGPIPE does it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from domain.errors import RuleViolation
+from domain.errors import InvalidArgument, RuleViolation
+from services.cli.exits import Exit, of_status
+from services.version import version
 
 if TYPE_CHECKING:
     from services.settings import Settings
@@ -104,7 +107,19 @@ OFFLINE_REPORTS = ("day", "statement", "shoes")
 
 
 class CliError(Exception):
-    """A usage error to print as one line."""
+    """An error to print as one line, with its exit code (``services.cli.exits``; default: a
+    usage error)."""
+
+    def __init__(self, message: str, code: int = Exit.USAGE) -> None:
+        super().__init__(message)
+        self.code = int(code)
+
+
+def rpc_failure(exc: Any, prefix: str = "") -> CliError:
+    """A failed gRPC call (a ``grpc.RpcError``) as a CliError: its status and details in one
+    line, the exit code of its status (refused, not permitted, unavailable...)."""
+    name = exc.code().name
+    return CliError(f"{prefix}{name}: {exc.details()}", of_status(name))
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
@@ -251,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="sabot", description="Sabot gaming ledger: the casino's commands, "
                     "grouped by what you do (README.md, Commands). SABOT_* settings: flag, "
                     "else environment, else .env, else default (README.md, Settings).")
+    parser.add_argument("--version", action="version", version=f"sabot {version()}")
     sub: Commands = parser.add_subparsers(dest="command", required=True,  # type: ignore[assignment]
                                           metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -270,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # a usage error, said in one line: its exit code (--help: exit)
         if exc.code in (0, None):
             raise
-        return exc.code if isinstance(exc.code, int) else 2
+        return exc.code if isinstance(exc.code, int) else Exit.USAGE
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         _resolve_caller(args)
@@ -278,32 +294,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a broken pipe shows here, while it can still be handled
         return code
     except BrokenPipeError:
-        # The reader has gone (e.g. ``| head``): stop quietly. Python would flush stdout again at
-        # exit and complain, so stdout goes to /dev/null (the docs' recipe, "Note on SIGPIPE").
+        # The reader has gone (e.g. ``| head``): it took what it wanted, so the command ends
+        # quietly and successfully. Python would flush stdout again at exit and complain, so
+        # stdout goes to /dev/null (the docs' recipe, "Note on SIGPIPE").
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
-    except RuleViolation as exc:
-        return _say(f"{exc.field}: {exc.message}", 2)
+        return Exit.OK
+    except InvalidArgument as exc:  # a value of the command line, checked before any call
+        return _say(f"{exc.field}: {exc.message}", Exit.USAGE)
+    except RuleViolation as exc:  # the rules or the store refused (no such coup, a state)
+        return _say(f"{exc.field}: {exc.message}", Exit.REFUSED)
     except CliError as exc:
-        return _say(str(exc), 2)
+        return _say(str(exc), exc.code)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # one line whatever went wrong, never a traceback
-        code_of = getattr(exc, "code", None)
-        if callable(code_of) and callable(getattr(exc, "details", None)):  # a grpc.RpcError
-            return _say(f"{code_of().name}: {exc.details()}", 1)  # type: ignore[attr-defined]
-        if type(exc).__name__ == "SettingError":  # services.settings: a setting not usable
-            return _say(str(exc), 2)
-        if os.environ.get("SABOT_DEBUG") == "1":
-            traceback.print_exc()
-        if type(exc).__module__.partition(".")[0] in ("eventsourcing", "psycopg", "sqlite3"):
-            return _say(f"--store: cannot use the store: {exc}", 1)
-        if isinstance(exc, OSError):
-            where = f"{exc.filename}: " if exc.filename else ""
-            return _say(f"{where}{exc.strerror or exc}", 1)
-        text = " ".join(str(exc).split())[:300] or "no message"
-        return _say(f"{type(exc).__name__}: {text} (SABOT_DEBUG=1 shows where)", 1)
+        return _unforeseen(exc)
+
+
+def _unforeseen(exc: Exception) -> int:
+    """An exception no command caught, as one line and the exit code of its cause."""
+    code_of = getattr(exc, "code", None)
+    if callable(code_of) and callable(getattr(exc, "details", None)):  # a grpc.RpcError
+        failure = rpc_failure(exc)
+        return _say(str(failure), failure.code)
+    if type(exc).__name__ == "SettingError":  # services.settings: a setting not usable
+        return _say(str(exc), Exit.USAGE)
+    if os.environ.get("SABOT_DEBUG") == "1":
+        traceback.print_exc()
+    if type(exc).__module__.partition(".")[0] in ("eventsourcing", "psycopg", "sqlite3"):
+        # a store that does not answer is unavailable (retry); one that answers wrongly, usage
+        down = type(exc).__name__ in ("OperationalError", "ConnectionTimeout", "PoolTimeout")
+        return _say(f"--store: cannot use the store: {exc}",
+                    Exit.UNAVAILABLE if down else Exit.USAGE)
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _say(f"{where}{exc.strerror or exc}", Exit.USAGE)
+    text = " ".join(str(exc).split())[:300] or "no message"
+    return _say(f"{type(exc).__name__}: {text} (SABOT_DEBUG=1 shows where)", Exit.INTERNAL)
 
 
 def _resolve_caller(args: argparse.Namespace) -> None:

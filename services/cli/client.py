@@ -19,7 +19,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2
 
-from domain.currency import format_minor
+from domain.currency import format_minor, minor_unit
 from services.api.client import Client, new_request_id
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2, treinta_y_una_pb2_grpc
@@ -34,7 +34,7 @@ from services.api.gen.sabot.v1 import (
     reports_pb2_grpc,
     table_pb2,
 )
-from services.cli import CliError, commands, keep_old_names, settings_of
+from services.cli import CliError, commands, keep_old_names, rpc_failure, settings_of
 from services.cli.progress import Progress, quiet_argument
 from services.settings import SettingError, Settings, add_flags
 
@@ -94,7 +94,10 @@ def human(data: Any, currency: str = "") -> Any:
         currency = str(data.get("currency_code") or currency)
         out: dict[str, Any] = {}
         for key, value in data.items():
-            if key.endswith("_minor") and currency and _whole(value):
+            nested = _json_field(key, value)
+            if nested is not None:  # detail_json, data_json: the fields they hold
+                out[key.removesuffix("_json")] = human(nested, currency)
+            elif key.endswith("_minor") and currency and _whole(value):
                 out[key.removesuffix("_minor")] = format_minor(int(value), currency)
             elif key in DECIMAL_MINOR and currency and value:  # e.g. "3693.09" minor units
                 out[key] = format_minor(Decimal(str(value)), currency)
@@ -108,17 +111,34 @@ def human(data: Any, currency: str = "") -> Any:
     return data
 
 
+def _json_field(key: str, value: Any) -> Any:
+    """The object a ``…_json`` text field holds (None: not one, or not JSON)."""
+    if not key.endswith("_json") or not isinstance(value, str) or not value:
+        return None
+    try:
+        found = json.loads(value)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict | list) else None
+
+
 def _whole(value: Any) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or (
         isinstance(value, str) and value.lstrip("-").isdigit())
 
 
 def _cell(value: Any) -> str:
+    """A value as one cell: a message as ``field=value`` pairs, a list comma-separated."""
     if isinstance(value, dict):
-        return json.dumps(value, separators=(",", ":"))
+        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
     if isinstance(value, list):
         return ",".join(_cell(v) for v in value)
     return str(value)
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: cut with an ellipsis, never silently."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _table(rows: list[dict[str, Any]], out: Any, indent: str = "") -> None:
@@ -151,7 +171,7 @@ def _block(data: dict[str, Any], out: Any, indent: str = "") -> None:
     width = max((len(k) for k in scalars), default=0)
     for key, value in scalars.items():
         text = _cell(value)
-        print(f"{indent}{key.ljust(width)}  {text[:160]}", file=out)
+        print(f"{indent}{key.ljust(width)}  {_clip(text, 160)}", file=out)
     for key, value in nested.items():
         print(f"{indent}{key}:", file=out)
         if isinstance(value, dict):  # a message: its fields, indented
@@ -159,7 +179,8 @@ def _block(data: dict[str, Any], out: Any, indent: str = "") -> None:
             continue
         rows = value
         if all(isinstance(r, dict) and all(_flat(v) for v in r.values()) for r in rows):
-            _table([{k: (_cell(v)[:80]) for k, v in r.items()} for r in rows], out, indent + "  ")
+            _table([{k: _clip(_cell(v), 80) for k, v in r.items()} for r in rows], out,
+                   indent + "  ")
         else:
             for row in rows:
                 _block(row, out, indent + "  ")
@@ -285,6 +306,62 @@ def _money(amount: int, currency: str) -> common_pb2.Money:
     return common_pb2.Money(currency_code=currency, amount_minor=amount)
 
 
+def amount_flags(p: argparse.ArgumentParser, currency: str = "EUR") -> None:
+    """``--amount 500.00`` (major units, as every screen and report shows money: the
+    currency's decimals), or ``--amount-minor 50000`` (minor units, for scripts), one of them
+    required; ``--currency`` (default EUR) reads the amount and is sent with it, so the server
+    refuses an account or table in another currency instead of moving a hundredth or a hundred
+    times the sum."""
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--amount", metavar="MAJOR",
+                       help="the amount as shown, in major units with the currency's decimals "
+                            "(500.00)")
+    given.add_argument("--amount-minor", type=MINOR_UNITS, metavar="MINOR",
+                       help="the amount in minor units (50000 is 500.00 EUR)")
+    p.add_argument("--currency", default=currency, type=_currency,
+                   help=f"ISO 4217 code of the amount (default {currency})")
+
+
+def _currency(text: str) -> str:
+    if minor_unit(text) is None:
+        raise argparse.ArgumentTypeError(f"not a currency the ledger accepts: {text[:8]!r} "
+                                         "(an ISO 4217 code such as EUR)")
+    return text
+
+
+def amount_of(a: argparse.Namespace) -> common_pb2.Money:
+    """The ``Money`` of ``amount_flags``: ``--amount-minor`` as it is, ``--amount`` read in
+    major units with its currency's decimals (a bare whole number is refused with a hint while
+    the previous release's minor-unit ``--amount`` may still be in scripts)."""
+    if a.amount_minor is not None:
+        return _money(a.amount_minor, a.currency)
+    return _money(parse_major(a.amount, a.currency), a.currency)
+
+
+def parse_major(text: str, currency: str, flag: str = "--amount") -> int:
+    """``text`` (``500.00``) in minor units of ``currency``, else a one-line usage error naming
+    ``flag``: the currency's decimals exactly, positive, within int64."""
+    digits = minor_unit(currency) or 0
+    shown = text[:40] + ("..." if len(text) > 40 else "")
+    whole_part, dot, fraction = text.strip().partition(".")
+    if not whole_part.isdigit() or (dot and not fraction.isdigit()):
+        raise CliError(f"{flag}: not an amount: {shown!r} (major units, e.g. "
+                       f"{format_minor(50_000 * 10 ** max(digits - 2, 0), currency)})")
+    scale = int(10 ** digits)
+    minor = int(whole_part) * scale + (int(fraction.ljust(digits, "0")) if dot else 0)
+    if not 1 <= minor <= INT64_MAX:
+        raise CliError(f"{flag}: {shown} {currency} is out of range (1..{INT64_MAX} minor "
+                       "units)")
+    if digits and not dot:
+        raise CliError(f"{flag} {shown}: give major units with {currency}'s {digits} decimals "
+                       f"({format_minor(minor, currency)}), or --amount-minor {shown} for "
+                       "minor units (--amount took minor units before this release)")
+    if len(fraction) != digits:
+        raise CliError(f"{flag} {shown}: {currency} has {digits} decimals "
+                       f"(e.g. {format_minor(minor if len(fraction) < digits else 1, currency)})")
+    return minor
+
+
 def _rid(args: argparse.Namespace) -> str:
     return str(args.request_id or new_request_id())
 
@@ -303,7 +380,7 @@ def _run(build: Build) -> Callable[[argparse.Namespace], int]:
             else:
                 _stream(response, args.format)
         except grpc.RpcError as exc:
-            raise CliError(f"{exc.code().name}: {exc.details()}") from None
+            raise rpc_failure(exc) from None
         finally:
             client.close()
         return 0
@@ -481,8 +558,7 @@ def _register_stakes(sub: Any) -> None:
         p.add_argument("coup")
         p.add_argument("--account", required=True)
         p.add_argument("--chance", choices=tuple(CHANCES), required=True)
-        p.add_argument("--amount", type=MINOR_UNITS, required=True, help="minor units")
-        p.add_argument("--currency", default="")
+        amount_flags(p)
         p.add_argument("--stake-id", default="")
         p.add_argument("--choice", choices=tuple(CHOICES), default=None)
 
@@ -490,7 +566,7 @@ def _register_stakes(sub: Any) -> None:
          betting_pb2.PlaceStakeRequest(
              request_id=_rid(a), coup=_name("coups", a.coup),
              account=_name("accounts", a.account), chance=CHANCES[a.chance],
-             amount=_money(a.amount, a.currency), stake_id=a.stake_id,
+             amount=amount_of(a), stake_id=a.stake_id,
              refait31_choice=CHOICES.get(a.choice or "", common_pb2.REFAIT31_CHOICE_UNSPECIFIED))),
          mutating=True, setup=place_setup)
 
@@ -506,13 +582,9 @@ def _register_stakes(sub: Any) -> None:
         return {"request_id": _rid(a), "name": _name("stakes", a.stake),
                 "coup": _name("coups", a.coup)}
 
-    def amount_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--amount", type=MINOR_UNITS, required=True, help="minor units")
-        p.add_argument("--currency", default="")
-
     _add(stake, "raise", "add to a free stake", lambda a: ("betting", "RaiseStake",
-         betting_pb2.RaiseStakeRequest(**base(a), amount=_money(a.amount, a.currency))),
-         mutating=True, setup=on_stake(amount_arg))
+         betting_pb2.RaiseStakeRequest(**base(a), amount=amount_of(a))),
+         mutating=True, setup=on_stake(amount_flags))
     _add(stake, "withdraw", "take a free stake back", lambda a: ("betting", "WithdrawStake",
          betting_pb2.WithdrawStakeRequest(**base(a))), mutating=True, setup=on_stake())
     _add(stake, "insure", "insure a stake for the coup", lambda a: ("betting", "InsureStake",
@@ -559,16 +631,15 @@ def _register_accounts(sub: Any) -> None:
 
     def money_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("account")
-        p.add_argument("--amount", type=MINOR_UNITS, required=True, help="minor units")
-        p.add_argument("--currency", default="")
+        amount_flags(p)
 
     _add(account, "deposit", "cash in", lambda a: ("cashier", "Deposit",
          cashier_pb2.DepositRequest(request_id=_rid(a), name=_name("accounts", a.account),
-                                    amount=_money(a.amount, a.currency))),
+                                    amount=amount_of(a))),
          mutating=True, setup=money_setup)
     _add(account, "withdraw", "cash out", lambda a: ("cashier", "Withdraw",
          cashier_pb2.WithdrawRequest(request_id=_rid(a), name=_name("accounts", a.account),
-                                     amount=_money(a.amount, a.currency))),
+                                     amount=amount_of(a))),
          mutating=True, setup=money_setup)
 
     def statement_setup(p: argparse.ArgumentParser) -> None:
@@ -780,7 +851,7 @@ def _regulator_call(a: argparse.Namespace, method: str, request: Message) -> Any
             return answer
         return list(answer)
     except grpc.RpcError as exc:
-        raise CliError(f"{exc.code().name}: {exc.details()}") from None
+        raise rpc_failure(exc) from None
     finally:
         client.close()
 
@@ -797,7 +868,7 @@ def _regulator_stream(a: argparse.Namespace, method: str, request: Message,
             progress.advance(len(getattr(message, field)))
             yield message
     except grpc.RpcError as exc:
-        raise CliError(f"{exc.code().name}: {exc.details()}") from None
+        raise rpc_failure(exc) from None
     finally:
         client.close()
 
@@ -807,7 +878,7 @@ def _health(args: argparse.Namespace) -> int:
     try:
         reply = client.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
     except grpc.RpcError as exc:
-        raise CliError(f"{exc.code().name}: {exc.details()}") from None
+        raise rpc_failure(exc) from None
     finally:
         client.close()
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
@@ -950,7 +1021,7 @@ def _reports_run(build: ReportBuild) -> Callable[[argparse.Namespace], int]:
             stub = (service[0] if service else reports_pb2_grpc.ReadModelServiceStub)(channel)
             response = getattr(stub, method)(request, metadata=metadata, timeout=120)
         except grpc.RpcError as exc:
-            raise CliError(f"{exc.code().name}: {exc.details()}") from None
+            raise rpc_failure(exc) from None
         finally:
             channel.close()
         data: bytes = getattr(response, "export", b"")

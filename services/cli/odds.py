@@ -21,7 +21,12 @@ from domain.trente_et_quarante.odds import (
     house_edges,
     infinite_coup_odds,
 )
-from domain.trente_et_quarante.rules import PRESET_NAMES, HouseRules, house_rules
+from domain.trente_et_quarante.rules import (
+    DEFAULT_PRESET,
+    PRESET_NAMES,
+    HouseRules,
+    house_rules,
+)
 from services.cli import CliError
 from services.cli import rules as game_rules
 from services.cli.options import overrides, parse_seed, whole
@@ -42,7 +47,9 @@ def register(sub: Any) -> None:
         help=f"the game (default {game_rules.DEFAULT_GAME}; "
         f"also {', '.join(game_rules.GAME_MODULES)})",
     )
-    p.add_argument("--preset", default="francaise", help=f"one of {', '.join(PRESET_NAMES)}")
+    p.add_argument("--preset", default=None,
+                   help="the game's preset (default: the game's own; trente-et-quarante: one "
+                        f"of {', '.join(PRESET_NAMES)})")
     p.add_argument(
         "--option", action="append", default=[], metavar="K=V", help="override one house rule"
     )
@@ -76,6 +83,8 @@ def cmd_odds(args: argparse.Namespace) -> int:
         return code
     if args.format not in FORMATS:
         raise CliError(f"--format: must be table or json, got {args.format!r}")
+    if args.preset is None:
+        args.preset = DEFAULT_PRESET
     if args.preset not in PRESET_NAMES:
         names = ", ".join(PRESET_NAMES)
         raise InvalidArgument(

@@ -9,8 +9,8 @@ rule book on the command line.
   [--preset P] [--option K=V] [--no-monte-carlo]``: the exact figures of a hand's first three
   cards and the banker's edge by Monte-Carlo on N deals through the engine (``DEFAULT_DEALS``
   unless ``--monte-carlo N`` says otherwise; ``--no-monte-carlo``: the exact figures only)
-  against punters who stand at 15 ... 30. ``--preset`` left at ``sabot odds``'s own default
-  (Trente et Quarante's ``francaise``) means this game's default preset; ``--decks`` may only be 1.
+  against punters who stand at 15 ... 30. ``--preset`` not given means this game's default preset
+  (another game's preset is refused, naming it); ``--decks`` may only be 1.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from services.cli.options import overrides, parse_seed, whole
 FORMATS = ("table", "json")
 GAME = "treinta-y-una"
 DEFAULT_DEALS = 1_000  # the Monte-Carlo's deals when none are given: ~3 s, SE ~3.3% per edge
-_ODDS_DEFAULT_PRESET = "francaise"  # ``sabot odds --preset``'s default, Trente et Quarante's
 
 
 def register(games: Any) -> None:
@@ -135,8 +134,6 @@ def cmd_options(args: argparse.Namespace) -> int:
 
 def _rules_for_odds(args: argparse.Namespace) -> TableRules:
     preset = getattr(args, "preset", None) or DEFAULT_PRESET
-    if preset == _ODDS_DEFAULT_PRESET:
-        preset = DEFAULT_PRESET
     decks = getattr(args, "decks", None)
     if decks is not None and str(decks).strip() != "1":
         raise InvalidArgument("--decks", "OUT_OF_RANGE", f"{GAME} is played with one deck")

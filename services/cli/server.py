@@ -16,7 +16,7 @@ from typing import Any, cast
 from services.api import config as api_config
 from services.api import demo, logs
 from services.api.roles import Principal, Role
-from services.cli import CliError, settings_of
+from services.cli import CliError, rpc_failure, settings_of
 from services.settings import SettingError, add_flags
 from services.trente_et_quarante import demo as tq_demo
 
@@ -209,7 +209,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         signals.restore()
         if isinstance(exc, CliError):
             raise
-        raise CliError(f"demo: {exc.code().name}: {exc.details()}") from None
+        raise rpc_failure(exc, "demo: ") from None
     except BaseException:
         running.stop()
         signals.restore()
@@ -402,7 +402,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     except grpc.RpcError as exc:
-        raise CliError(f"{exc.code().name}: {exc.details()}") from None
+        raise rpc_failure(exc) from None
     return 0
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 import psycopg
 
 from services import bootstrap
 from services.cli import CliError, commands, keep_old_names, settings_of
+from services.cli.client import whole
 from services.ledger.api import Ledger
 from services.ledger.config import store_env
 from services.settings import add_flags
@@ -84,15 +86,32 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+EVENTS_PAGE = 1000  # events read per query (read_events takes 1..10,000)
+
+
 def cmd_events(args: argparse.Namespace) -> int:
+    """The log from ``--after`` to its end (read a page at a time), or ``--limit`` events; a
+    limit that leaves events unread says so on stderr, with the ``--after`` to go on from."""
     ledger = _open(args)
+    left, after = args.limit, args.after
     try:
-        for e in ledger.read_events(args.after, args.limit):
-            row: dict[str, Any] = {
-                "position": e.position, "originator_id": e.originator_id, "version": e.version,
-                "topic": e.topic, "state": e.state,
-            }
-            print(json.dumps(row, sort_keys=True))
+        while left is None or left > 0:
+            page = ledger.read_events(after, EVENTS_PAGE if left is None
+                                      else min(left, EVENTS_PAGE))
+            for e in page:
+                row: dict[str, Any] = {
+                    "position": e.position, "originator_id": e.originator_id,
+                    "version": e.version, "topic": e.topic, "state": e.state,
+                }
+                print(json.dumps(row, sort_keys=True))
+                after = e.position
+            if not page:
+                return 0
+            if left is not None:
+                left -= len(page)
+        if ledger.read_events(after, 1):
+            print(f"sabot: --limit {args.limit}: more events follow position {after} (go on "
+                  f"with --after {after})", file=sys.stderr)
     finally:
         ledger.close()
     return 0
@@ -160,7 +179,8 @@ def register(sub: Any) -> None:
     p = store_.add_parser("events", help="print the event log as JSON lines")
     store(p)
     p.add_argument("--after", type=int, default=0, help="log position to start after")
-    p.add_argument("--limit", type=int, default=1000)
+    p.add_argument("--limit", type=whole(1, 2**63 - 1), default=None,
+                   help="at most N events (default: the whole log from --after)")
     p.set_defaults(func=cmd_events)
     p = store_.add_parser("balance-sheet", help="every account's balance and their sum, from "
                                                 "the write side")

@@ -105,7 +105,7 @@ def test_client_commands_print_answers_and_errors(api: Api, monkeypatch: pytest.
     assert cli.main(["account", "get", "anne", *common, "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["name"] == "accounts/anne" and shown["kind"] == "player"
-    assert cli.main(["account", "get", "nobody-at-all", *common]) == 2
+    assert cli.main(["account", "get", "nobody-at-all", *common]) == 3  # refused: NOT_FOUND
     assert "NOT_FOUND" in capsys.readouterr().err
     assert cli.main(["health", "--target", api.target]) == 0
     assert capsys.readouterr().out.strip() == "SERVING"

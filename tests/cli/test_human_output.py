@@ -25,21 +25,21 @@ def test_money_in_major_units_as_text_minor_units_in_json(
 
 
 @pytest.mark.parametrize(("currency", "deposit", "shown"), [
-    ("JPY", "500", "500 JPY"), ("KWD", "1500", "1.500 KWD"), ("CHF", "123456", "1234.56 CHF")])
+    ("JPY", "500", "500 JPY"), ("KWD", "1.500", "1.500 KWD"), ("CHF", "1234.56", "1234.56 CHF")])
 def test_each_currency_with_its_own_decimals(served: Served, currency: str, deposit: str,
                                              shown: str, capsys: pytest.CaptureFixture[str]
                                              ) -> None:
     account = f"holder-{currency.lower()}"
     assert run(["account", "open", account, "--currency", currency, *served.admin()],
                capsys)[0] == 0
-    code, out, _ = run(["account", "deposit", account, "--amount", deposit, *served.admin()],
-                       capsys)
+    code, out, _ = run(["account", "deposit", account, "--amount", deposit, "--currency",
+                        currency, *served.admin()], capsys)
     assert code == 0 and shown in out, out
 
 
 def test_enums_in_the_game_words(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["stake", "place", served.coup, "--account", "bruno", "--chance",
-                        "couleur", "--amount", "2500", *served.admin()], capsys)
+                        "couleur", "--amount", "25.00", *served.admin()], capsys)
     assert code == 0
     assert re.search(r"\bcouleur\b", out) and "CHANCE_" not in out, out
     assert "REFAIT31_CHOICE" not in out and re.search(r"refait31_choice +none", out), out

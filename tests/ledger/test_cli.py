@@ -24,14 +24,23 @@ def run(*argv: str) -> int:
     return code
 
 
-def test_events_balances_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_events_balances_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path}/s.db"
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
     Croupier(ledger, "t1", ["ana", "bruno"], random.Random(5)).setup("francaise")
     ledger.close()
     assert run("ledger-events", "--store", url, "--limit", "3") == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert [json.loads(x)["position"] for x in lines] == [1, 2, 3]
+    out, err = capsys.readouterr()
+    assert [json.loads(x)["position"] for x in out.splitlines()] == [1, 2, 3]
+    assert err == ("sabot: --limit 3: more events follow position 3 (go on with --after 3)\n")
+    assert run("ledger-events", "--store", url, "--after", "2") == 0  # to the end, no limit
+    out, err = capsys.readouterr()
+    every = [json.loads(x)["position"] for x in out.splitlines()]
+    assert every == list(range(3, 3 + len(every))) and len(every) > 3 and err == ""
+    monkeypatch.setattr(cli, "EVENTS_PAGE", 2)  # read in pages: the same events
+    assert run("ledger-events", "--store", url, "--after", "2") == 0
+    assert [json.loads(x)["position"] for x in capsys.readouterr().out.splitlines()] == every
     assert run("ledger-balances", "--store", url) == 0
     assert capsys.readouterr().out.splitlines()[-1].split()[-1] == "0"
     assert run("ledger-replay", "--store", url, "--seal-key", KEY.hex(),

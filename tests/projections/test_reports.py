@@ -242,7 +242,7 @@ def test_cli_commands(game: Game, tmp_path: Path, capsys: pytest.CaptureFixture[
         assert {x["events_behind"] for x in lags} == {0}
         assert main(["report", "day", "--store", *url, "--day", "2026-13"]) == 2
         assert "gaming_day" in capsys.readouterr().err
-        assert main(["report", "statement", "--store", *url, "--account", "zed"]) == 2
+        assert main(["report", "statement", "--store", *url, "--account", "zed"]) == 3
         assert cli.register is not None
     finally:
         climod.COMMAND_MODULES = modules

@@ -77,7 +77,7 @@ def test_through_sabot_main(
             sabot_cli, "COMMAND_MODULES", (*sabot_cli.COMMAND_MODULES, "services.cli.regulator")
         )
     url = played_sqlite.url
-    assert sabot_cli.main(["replay", "--store", url, "--coup", "nope"]) == 2
+    assert sabot_cli.main(["replay", "--store", url, "--coup", "nope"]) == 3  # refused: no coup
     assert "coup_id: no coup nope" in capsys.readouterr().err
     assert sabot_cli.main(["replay", "--store", url, "--shoe", played_sqlite.shoes[2]]) == 0
     assert capsys.readouterr().out.startswith("verdict: identical")
