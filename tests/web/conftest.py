@@ -25,6 +25,7 @@ from services.regulator.checkpoint import public_key_bytes
 
 KEY = bytes(range(32))
 SEED = bytes.fromhex("2681de5d9808d4aac823a5a53ba27f2843cfbacbd0cbaa839f27ef876c6ef52a")
+HIDDEN = bytes.fromhex("5eed" * 16)  # the second shoe's seed: never revealed (in play)
 CHECKPOINT_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 ROLES = ("admin", "croupier", "cashier", "back_office", "regulator")
 PLAYERS = ("anne", "bruno")
@@ -40,6 +41,7 @@ class Played:
     shoe: str = ""
     coups: list[str] = field(default_factory=list)
     seed: bytes = SEED
+    open_coup: str = ""  # a coup of a shoe still in play (its seed HIDDEN, unrevealed)
     checkpoint_public_key: str = public_key_bytes(CHECKPOINT_KEY.public_key()).hex()
 
 
@@ -83,6 +85,14 @@ def _play(played: Played) -> None:
             if dealt.cut_card_reached:
                 break
         t.CloseShoe(table_pb2.CloseShoeRequest(request_id=new_request_id(), name=shoe.name))
+        second = t.OpenShoe(table_pb2.OpenShoeRequest(request_id=new_request_id(),
+                                                      parent=table.name))
+        t.CutShoe(table_pb2.CutShoeRequest(request_id=new_request_id(), name=second.name,
+                                           cut_position=7, cut_by="bruno"))
+        coup = t.OpenCoup(table_pb2.OpenCoupRequest(request_id=new_request_id(),
+                                                    parent=second.name))
+        t.DealCoup(table_pb2.DealCoupRequest(request_id=new_request_id(), name=coup.name))
+        played.open_coup = coup.name
     finally:
         for client in c.values():
             client.close()
@@ -95,7 +105,8 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     tokens = {r: f"tok-{r}-{uuid.uuid4().hex}" for r in ROLES}
     tokens.update({p: f"tok-player-{p}-{uuid.uuid4().hex}" for p in PLAYERS})
     spec = ",".join(f"{t}:{r}" if r in ROLES else f"{t}:player:{r}" for r, t in tokens.items())
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: SEED),
+    seeds = iter((SEED, HIDDEN))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: next(seeds)),
                     batching=True)
     running = server.start(Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec),
                                   seal_key=KEY, workers=8,

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import Played, shot
+from .conftest import HIDDEN, Played, shot
 
 
 def sign_in(browser: Any, console: str, token: str, account: str = "") -> Any:
@@ -111,12 +111,17 @@ def test_pages_are_safe(console: str, played: Played) -> None:
                                           "csrf": csrf.group(1)})
         assert done.status_code == 303
         pages = [http.get(p).text for p in ("/", "/tables", f"/{played.table}",
-                                             f"/coup/{played.coups[-1]}")]
-        facts = http.get(f"/api/coup/{played.coups[-1]}").text
-        for text in (*pages, facts):
+                                             f"/coup/{played.coups[-1]}",
+                                             f"/coup/{played.open_coup}",
+                                             f"/api/tables/{played.table.split('/')[1]}",
+                                             f"/api/coup/{played.coups[-1]}",
+                                             f"/api/coup/{played.open_coup}")]
+        assert all(pages)
+        assert played.seed.hex() in pages[6]  # the closed shoe's seed: revealed, checkable
+        for text in pages:
+            assert HIDDEN.hex() not in text  # the shoe in play: its seed nowhere
             for token in played.tokens.values():
                 assert token not in text
-        assert http.get("/signin").cookies.get("sabot_session") is None or True
 
 
 def test_a_bad_credential_is_not_signed_in(browser: Any, console: str) -> None:
