@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install proto promtool run run-postgres test test-serial test-long test-fast lint bench clean
+.PHONY: install proto promtool chromium run run-postgres test test-serial test-long test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,7 +19,8 @@ proto: install
 
 run: install
 	mkdir -p var
-	$(BIN)/python -m services.cli.server serve --dev --demo --listen 127.0.0.1:50051 --store sqlite:///var/sabot.db
+	$(BIN)/python -m services.cli.server serve --dev --demo --listen 127.0.0.1:50051 --store sqlite:///var/sabot.db \
+		--web 127.0.0.1:8080
 
 # The same on the local PostgreSQL (trust auth): roles sabot_owner and sabot_server, the owner
 # sets the store up (sabot store init), the server connects as the role that may only read and
@@ -55,6 +56,15 @@ promtool: install
 	  mv $$d/promtool $(BIN)/promtool; echo "promtool: $(BIN)/promtool"; \
 	else echo "promtool: not available here (its test skips; the structural check runs)"; fi; \
 	rm -rf $$d
+
+# Debian's chromium for the web console's browser tests (tests/web drive it with Playwright,
+# given as executable_path: Playwright's own browser download cannot be used). As root, where
+# it is missing; elsewhere say how.
+chromium:
+	@if command -v chromium >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq chromium >/dev/null) && echo "chromium: $$(command -v chromium)"; \
+	else echo "chromium: missing: sudo apt-get install chromium (tests/web need it)"; exit 1; fi
 
 # The suite in two processes (pytest-xdist; the machine has 2 cores): every server listens on a
 # free port, every PostgreSQL test makes its own database or schema (names carry the process

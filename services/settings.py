@@ -443,6 +443,9 @@ SETTINGS: tuple[Setting, ...] = (
             "off", _SERVE, _address, metavar="HOST:PORT",
             help="serve Prometheus metrics (/metrics) and the health (/health) over HTTP at "
                  "this address"),
+    Setting("web_listen", "SABOT_WEB_LISTEN", None, "HOST:PORT", "127.0.0.1:8080", ("web",),
+            _address, metavar="HOST:PORT",
+            help="the web console's address (sabot web --listen)"),
     Setting("store_timeout", "SABOT_STORE_TIMEOUT", "--store-timeout", "seconds, 0.5..600",
             "5", _SERVE, _seconds(0.5, 600), metavar="SECONDS",
             help="the longest a call waits for the store before it is answered UNAVAILABLE "
@@ -528,6 +531,7 @@ class Settings:
     gaming_day: GamingDay | None = None  # None: as the read models were built
     env_file: Path = Path(DEFAULT_ENV_FILE)
     metrics_listen: str | None = None
+    web_listen: str = "127.0.0.1:8080"
     store_timeout: float = 5.0
     otlp_endpoint: str | None = None
     tls_cert: Path | None = None

@@ -54,11 +54,12 @@ COMMAND_MODULES = (
     "services.cli.odds",  # odds (exact and Monte-Carlo), of every game (--game)
     "services.cli.cuarenta",  # demo --game cuarenta
     "services.cli.treinta_y_una",  # demo --game treinta-y-una
+    "services.cli.web",  # web: the web console
 )
 
 # The order ``sabot --help`` lists the commands in (a game's own come last).
 ORDER = ("table", "shoe", "coup", "stake", "account", "report", "regulator", "health", "demo",
-         "serve", "credentials", "keys", "store", "rules", "odds")
+         "serve", "web", "credentials", "keys", "store", "rules", "odds")
 
 # The groups' help.
 GROUPS: dict[str, str] = {

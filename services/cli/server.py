@@ -45,6 +45,9 @@ def register(sub: Any) -> None:
     p.add_argument("--demo", action="store_true",
                    help="play the demo through the API once started, then keep serving")
     p.add_argument("--preset", default="francaise", help="the demo table's preset")
+    p.add_argument("--web", default=None, metavar="HOST:PORT",
+                   help="also serve the web console at this address, a client of this server "
+                        "(sabot web; make run: 127.0.0.1:8080)")
     p.set_defaults(func=cmd_serve)
 
     d = sub.add_parser("demo", help="play the demo against a running server (an admin --token "
@@ -204,6 +207,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Metrics: http://{metrics_host}:{running.metrics_port}/metrics (health: "
                   f"/health, /health/sabot.writer)")
             sys.stdout.flush()
+        if args.web:
+            _start_web(args.web, target, running.tls)
     except (grpc.RpcError, CliError) as exc:
         running.stop()
         signals.restore()
@@ -223,6 +228,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
                        "the server stopped: restart it")
     return 0
+
+
+def _start_web(listen: str, target: str, tls: bool) -> None:
+    """``serve --web``: the web console on a thread of this process, a client of this server
+    (over TLS with the client settings of the environment when the server serves TLS)."""
+    from services.api.tls import open_channel
+    from services.cli.client import channel_of_env
+    from services.cli.web import start_console
+
+    channel = channel_of_env(target) if tls else open_channel(target)
+    running = start_console(listen, target, channel)
+    print(f"Console: {running.url}/ (sign in with a token above; docs/web.md)", flush=True)
 
 
 def _other_games(target: str, tokens: dict[str, Principal], tls: bool) -> None:

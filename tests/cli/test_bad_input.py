@@ -76,6 +76,7 @@ BAD: dict[str, Case] = {
     "serve": _plain("--dev", "--listen", "127.0.0.1:{port}", "--store",
                     "sqlite:///{tmp}/serve.db", "--env-file", "{tmp}/none.env"),
     "demo": _plain("--target", "{target}", "--token", "not-a-token-of-this-server"),
+    "web": _plain("--listen", "0.0.0.0:0", "--target", "{target}"),  # plaintext off loopback
     "credentials issue": _plain("--file", "{tmp}/c.toml", "--principal", "p-1", "--role",
                                 "admin", "--days", "-1"),
     "credentials revoke": _plain("--file", "{tmp}/none.toml", "k-nope"),

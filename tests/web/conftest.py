@@ -1,0 +1,157 @@
+"""A real server (SQLite, a notary signing checkpoints) with a closed one-deck shoe of Trente
+et Quarante played through the API, and the web console in front of it; Playwright drives
+Debian's chromium (never a browser of its own download)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from services.api import logs, server
+from services.api.client import Client, new_request_id
+from services.api.config import Config, parse_tokens
+from services.api.gen.sabot.v1 import betting_pb2, cashier_pb2, common_pb2, table_pb2
+from services.ledger.api import Ledger, LedgerConfig
+from services.regulator.checkpoint import public_key_bytes
+
+KEY = bytes(range(32))
+SEED = bytes.fromhex("2681de5d9808d4aac823a5a53ba27f2843cfbacbd0cbaa839f27ef876c6ef52a")
+HIDDEN = bytes.fromhex("5eed" * 16)  # the second shoe's seed: never revealed (in play)
+CHECKPOINT_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
+ROLES = ("admin", "croupier", "cashier", "back_office", "regulator")
+PLAYERS = ("anne", "bruno")
+CHROMIUM = os.environ.get("SABOT_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("SABOT_WEB_ARTIFACTS", "var/test-artifacts/web"))
+
+
+@dataclass
+class Played:
+    target: str
+    tokens: dict[str, str]
+    table: str = ""
+    shoe: str = ""
+    coups: list[str] = field(default_factory=list)
+    seed: bytes = SEED
+    open_coup: str = ""  # a coup of a shoe still in play (its seed HIDDEN, unrevealed)
+    checkpoint_public_key: str = public_key_bytes(CHECKPOINT_KEY.public_key()).hex()
+
+
+def _money(minor: int) -> common_pb2.Money:
+    return common_pb2.Money(currency_code="EUR", amount_minor=minor)
+
+
+def _play(played: Played) -> None:
+    c = {who: Client(played.target, token) for who, token in played.tokens.items()}
+    try:
+        for p in PLAYERS:
+            c["cashier"].cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
+                request_id=new_request_id(), account_id=p, currency_code="EUR"))
+            c["cashier"].cashier.Deposit(cashier_pb2.DepositRequest(
+                request_id=new_request_id(), name=f"accounts/{p}", amount=_money(1_000_000)))
+        t = c["croupier"].tables
+        table = t.OpenTable(table_pb2.OpenTableRequest(
+            request_id=new_request_id(), table_id=f"web-{uuid.uuid4().hex[:6]}",
+            overrides={"decks": "1"}))
+        played.table = table.name
+        shoe = t.OpenShoe(table_pb2.OpenShoeRequest(request_id=new_request_id(),
+                                                    parent=table.name))
+        t.CutShoe(table_pb2.CutShoeRequest(request_id=new_request_id(), name=shoe.name,
+                                           cut_position=26, cut_by="anne"))
+        played.shoe = shoe.name
+        for _ in range(20):
+            coup = t.OpenCoup(table_pb2.OpenCoupRequest(request_id=new_request_id(),
+                                                        parent=shoe.name))
+            for player, chance in zip(PLAYERS, (common_pb2.CHANCE_NOIR, common_pb2.CHANCE_ROUGE),
+                                      strict=True):
+                if any(s.account == f"accounts/{player}" for s in coup.layout):
+                    continue
+                c[player].betting.PlaceStake(betting_pb2.PlaceStakeRequest(
+                    request_id=new_request_id(), coup=coup.name, account=f"accounts/{player}",
+                    chance=chance, amount=_money(1_000)))
+            dealt = t.DealCoup(table_pb2.DealCoupRequest(request_id=new_request_id(),
+                                                         name=coup.name))
+            t.SettleCoup(table_pb2.SettleCoupRequest(request_id=new_request_id(),
+                                                     name=coup.name))
+            played.coups.append(coup.name)
+            if dealt.cut_card_reached:
+                break
+        t.CloseShoe(table_pb2.CloseShoeRequest(request_id=new_request_id(), name=shoe.name))
+        second = t.OpenShoe(table_pb2.OpenShoeRequest(request_id=new_request_id(),
+                                                      parent=table.name))
+        t.CutShoe(table_pb2.CutShoeRequest(request_id=new_request_id(), name=second.name,
+                                           cut_position=7, cut_by="bruno"))
+        coup = t.OpenCoup(table_pb2.OpenCoupRequest(request_id=new_request_id(),
+                                                    parent=second.name))
+        t.DealCoup(table_pb2.DealCoupRequest(request_id=new_request_id(), name=coup.name))
+        played.open_coup = coup.name
+    finally:
+        for client in c.values():
+            client.close()
+
+
+@pytest.fixture(scope="package")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
+    logs.configure(stream=io.StringIO())
+    url = f"sqlite:///{tmp_path_factory.mktemp('web') / 'sabot.db'}"
+    tokens = {r: f"tok-{r}-{uuid.uuid4().hex}" for r in ROLES}
+    tokens.update({p: f"tok-player-{p}-{uuid.uuid4().hex}" for p in PLAYERS})
+    spec = ",".join(f"{t}:{r}" if r in ROLES else f"{t}:player:{r}" for r, t in tokens.items())
+    seeds = iter((SEED, HIDDEN))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: next(seeds)),
+                    batching=True)
+    running = server.start(Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec),
+                                  seal_key=KEY, workers=8,
+                                  checkpoint_key=CHECKPOINT_KEY.private_bytes_raw()), ledger)
+    played = Played(f"127.0.0.1:{running.port}", tokens)
+    try:
+        _play(played)
+        assert running.notary is not None
+        assert running.notary.checkpoint_now(30) is not None  # every event under a signed head
+        yield played
+    finally:
+        running.stop(grace=1)
+        ledger.close()
+
+
+@pytest.fixture(scope="package")
+def console(played: Played) -> Iterator[str]:
+    from services.api.tls import open_channel
+    from services.cli.web import start_console
+
+    channel = open_channel(played.target)
+    running = start_console("127.0.0.1:0", played.target, channel,
+                            checkpoint_public_key=played.checkpoint_public_key)
+    try:
+        yield running.url
+    finally:
+        running.stop()
+        channel.close()
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install chromium (Debian's package)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def shot(page: Any, name: str) -> None:
+    """A screenshot of the page, kept as a test artifact."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
