@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -286,7 +286,33 @@ def _money(amount: int, currency: str) -> common_pb2.Money:
 
 
 def _rid(args: argparse.Namespace) -> str:
-    return str(args.request_id or new_request_id())
+    """The command's request id: ``--request-id``, else a new one, kept in ``args`` so that a
+    call whose outcome is unknown says it (``failure``): a retry with it has no second
+    effect."""
+    if args.request_id:
+        return str(args.request_id)
+    made = getattr(args, "made_request_id", None) or new_request_id()
+    args.made_request_id = made
+    return str(made)
+
+
+# The codes after which a command may or may not have been done: its error line names the
+# request id the CLI made, to retry with (--request-id).
+UNKNOWN_OUTCOME = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                             grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN,
+                             grpc.StatusCode.INTERNAL, grpc.StatusCode.ABORTED,
+                             grpc.StatusCode.RESOURCE_EXHAUSTED})
+
+
+def failure(exc: grpc.RpcError, args: argparse.Namespace) -> CliError:
+    """A refused or failed call as the command's one error line; when its outcome is unknown
+    and the CLI made the request id, the line names it (retry with ``--request-id``)."""
+    code = exc.code()
+    text = f"{code.name}: {exc.details()}"
+    made = getattr(args, "made_request_id", None)
+    if made and code in UNKNOWN_OUTCOME:
+        text += f" (request id {made}: retry with --request-id {made})"
+    return CliError(text)
 
 
 Build = Callable[[argparse.Namespace], tuple[str, str, Message]]
@@ -303,7 +329,7 @@ def _run(build: Build) -> Callable[[argparse.Namespace], int]:
             else:
                 _stream(response, args.format)
         except grpc.RpcError as exc:
-            raise CliError(f"{exc.code().name}: {exc.details()}") from None
+            raise failure(exc, args) from None
         finally:
             client.close()
         return 0
@@ -314,6 +340,9 @@ def _run(build: Build) -> Callable[[argparse.Namespace], int]:
 def _stream(responses: Iterable[Message], fmt: str) -> None:
     try:
         for response in responses:
+            if response.DESCRIPTOR.fields_by_name.get("events") is None:
+                _items(response, fmt)  # a game's steps or moves
+                continue
             for event in getattr(response, "events", ()):
                 if fmt == "json":
                     print(json.dumps(_plain(event), ensure_ascii=False), flush=True)
@@ -323,6 +352,21 @@ def _stream(responses: Iterable[Message], fmt: str) -> None:
                           f"  {event.data_json[:120]}", flush=True)
     except KeyboardInterrupt:
         pass
+
+
+def _items(response: Message, fmt: str) -> None:
+    """A streamed message's items (a round's steps, a match's moves), one line each: JSON, or
+    the item's set fields as ``key=value``."""
+    for field in response.DESCRIPTOR.fields:
+        if field.message_type is None or not isinstance(getattr(response, field.name), Sequence):
+            continue
+        for item in getattr(response, field.name):
+            data = _plain(item)
+            if fmt == "json":
+                print(json.dumps(data, ensure_ascii=False), flush=True)
+            else:
+                shown = human({k: v for k, v in data.items() if v not in ("", 0, [], {}, -1)})
+                print("  ".join(f"{k}={_cell(v)}" for k, v in shown.items())[:240], flush=True)
 
 
 Setup = Callable[[argparse.ArgumentParser], object]
@@ -373,8 +417,11 @@ def _register_tables(sub: Any) -> None:
         p.description = TABLE_OPEN_DESCRIPTION
         p.formatter_class = argparse.RawDescriptionHelpFormatter
         p.add_argument("table_id")
-        p.add_argument("--preset", default="francaise",
-                       help="francaise (default), espanola or italiana")
+        p.add_argument("--game", default="", help="the game the table plays: "
+                       "trente-et-quarante (default), treinta-y-una or cuarenta")
+        p.add_argument("--preset", default="",
+                       help="the game's preset (Trente et Quarante: francaise (default), "
+                       "espanola or italiana; see sabot rules GAME options)")
         p.add_argument("--option", action="append", default=[], metavar="OPTION=VALUE",
                        help="override one house rule (repeatable), e.g. max_stake=500000 or "
                        "prisoners_at_close=returned; the same flag as in sabot odds")
@@ -388,7 +435,8 @@ def _register_tables(sub: Any) -> None:
                 raise CliError(f"--option: expected OPTION=VALUE, got {item!r}")
             overrides[key] = value
         return "tables", "OpenTable", table_pb2.OpenTableRequest(
-            request_id=_rid(a), table_id=a.table_id, preset=a.preset, overrides=overrides)
+            request_id=_rid(a), table_id=a.table_id, game=a.game,
+            preset=a.preset or ("" if a.game else "francaise"), overrides=overrides)
 
     _add(table, "open", "open a table", open_build, mutating=True, setup=open_setup)
     _add(table, "close", "close a table for good, between shoes: the stakes left are settled "
@@ -661,6 +709,10 @@ def _register_regulator(sub: Any) -> None:
     for action, method, kind, text in (
         ("replay-coup", "ReplayCoup", "coups", "replay a coup beside its recorded events"),
         ("replay-shoe", "ReplayShoe", "shoes", "replay every coup of a shoe"),
+        ("replay-round", "ReplayRound", "rounds", "replay a Treinta y Una round beside its "
+                                                  "recorded events"),
+        ("replay-match", "ReplayMatch", "matches", "replay a Cuarenta match beside its "
+                                                   "recorded events"),
     ):
         p = reg.add_parser(action, help=text)
         p.add_argument("name", help=f"the {kind[:-1]}'s resource name")
