@@ -280,9 +280,8 @@ class TreintaYUnaCalls(_Calls):
 
     def replay(self, round: str, differences_only: bool = False) -> Replay:
         """The regulator's replay of the round (``RegulatorService.ReplayRound``)."""
-        return self._replay(self._stream(self._regulator.ReplayRound, regulator_pb2.
-                                         ReplayRoundRequest(
-            name=round, differences_only=differences_only)))
+        request = regulator_pb2.ReplayRoundRequest(name=round, differences_only=differences_only)
+        return self._replay(self._stream(self._regulator.ReplayRound, request))
 
 
 class CuarentaCalls(_Calls):
@@ -361,6 +360,5 @@ class CuarentaCalls(_Calls):
 
     def replay(self, match: str, differences_only: bool = False) -> Replay:
         """The regulator's replay of the match (``RegulatorService.ReplayMatch``)."""
-        return self._replay(self._stream(self._regulator.ReplayMatch, regulator_pb2.
-                                         ReplayMatchRequest(
-            name=match, differences_only=differences_only)))
+        request = regulator_pb2.ReplayMatchRequest(name=match, differences_only=differences_only)
+        return self._replay(self._stream(self._regulator.ReplayMatch, request))

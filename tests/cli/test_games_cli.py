@@ -163,3 +163,29 @@ def test_an_unknown_outcome_names_the_request_id_to_retry_with(
     assert uuid.UUID(rid)
     assert cli.main([*argv, "--request-id", "mine-1"]) == 2
     assert "retry with" not in capsys.readouterr().err
+
+
+def test_the_cuarenta_demo_with_an_admin_token_alone_opens_nothing(
+        api: Api, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22: ``sabot demo --game cuarenta`` with an admin token only opened a match, held
+    the stakes and stopped at the first hand it could not see. It now says which tokens it
+    needs and refuses before opening anything; given two player tokens it plays to the end."""
+    from services.api.gen.sabot.v1 import table_pb2
+
+    monkeypatch.delenv("SABOT_TOKENS", raising=False)
+    monkeypatch.delenv("SABOT_CREDENTIALS", raising=False)
+    s = Sabot(api, capsys)
+    tables = api.as_("admin").tables
+
+    def count() -> int:
+        return len(tables.ListTables(table_pb2.ListTablesRequest(page_size=1000)).tables)
+
+    before = count()
+    code, out, err = s.run("admin", "demo", "--game", "cuarenta")
+    assert code == 2 and err.count("\n") == 1 and "two player tokens" in err, err
+    assert count() == before  # nothing opened, no money held
+    monkeypatch.setenv("SABOT_TOKENS", f"{api.player_tokens['anne']}:player:anne,"
+                                       f"{api.player_tokens['bruno']}:player:bruno")
+    code, out, err = s.run("admin", "demo", "--game", "cuarenta")
+    assert code == 0, err
+    assert "wins the match" in out and count() == before + 1
