@@ -1,6 +1,9 @@
 """Client commands for every sabot.v1 RPC: ``sabot table|shoe|coup|stake|account|report|
-regulator|health``. Common options: ``--target``, ``--token``, ``--format table|json``, and TLS:
-``--tls-ca FILE [--tls-client-cert FILE --tls-client-key FILE]``.
+regulator|health`` (the games' own groups, ``sabot round`` and ``sabot match``, are in
+``services/cli/treinta_y_una.py`` and ``cuarenta.py`` and use the plumbing here). Common
+options: ``--target``, ``--token``, ``--format table|json``, and TLS: ``--tls-ca FILE
+[--tls-client-cert FILE --tls-client-key FILE]``. A mutating command's request id is
+``--request-id``, else made here; an error whose outcome is unknown names it (``failure``).
 """
 
 from __future__ import annotations
