@@ -30,7 +30,7 @@ from services.api.logs import get_logger
 from services.api.roles import Principal, Role
 from services.ledger.api import Ledger
 from services.projections.export import Report, render
-from services.projections.games import Step
+from services.projections.games import Step, Unit
 from services.projections.gamingday import GamingDay
 from services.projections.projector import Lag
 from services.projections.recall import RecalledCoup
@@ -102,6 +102,11 @@ class ProjectionKeeper:
         """``game``'s public steps of a round or match, as of the head of the log now."""
         with self._lock:
             return self.models.game_steps(game, unit_id)
+
+    def game_units(self, game: str, table_id: str) -> list[Unit]:
+        """``game``'s rounds or matches of ``table_id`` in the order they opened, as of now."""
+        with self._lock:
+            return self.models.game_units(game, table_id)
 
     def game_reconcile(self, game: str, table_id: str) -> Any:
         """``game``'s reconciliation of ``table_id``, as of the head of the log now."""

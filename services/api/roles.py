@@ -74,6 +74,8 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     # the regulator's tools: the regulator (and admin); the back office may read checkpoints
     "/sabot.v1.RegulatorService/ReplayCoup": (False, frozenset()),
     "/sabot.v1.RegulatorService/ReplayShoe": (False, frozenset()),
+    "/sabot.v1.RegulatorService/ReplayRound": (False, frozenset()),  # Treinta y Una's
+    "/sabot.v1.RegulatorService/ReplayMatch": (False, frozenset()),  # Cuarenta's
     "/sabot.v1.RegulatorService/GetLatestCheckpoint": (False, frozenset({B})),
     "/sabot.v1.RegulatorService/GetInclusionProof": (False, frozenset()),
     "/sabot.v1.RegulatorService/GetConsistencyProof": (False, frozenset()),
@@ -99,6 +101,7 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.cuarenta.v1.CuarentaService/GetHand": (False, frozenset({P})),
     "/sabot.cuarenta.v1.CuarentaService/ListMoves": (False, _READERS),
     "/sabot.cuarenta.v1.CuarentaService/WatchMatch": (False, _READERS),
+    "/sabot.cuarenta.v1.CuarentaService/ListMatches": (False, _READERS),
     "/sabot.cuarenta.v1.CuarentaService/GetReconciliation": (False, frozenset({B})),
     # Treinta y Una (issue 13): the croupier opens, deals, stands for an absent player and
     # settles; a player stakes and says "carta" or "me planto" (its own hand, in its turn: the
@@ -117,6 +120,7 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.treinta_y_una.v1.TreintaYUnaService/GetMyHand": (False, frozenset({P})),
     "/sabot.treinta_y_una.v1.TreintaYUnaService/WatchRound": (False, _READERS),
     "/sabot.treinta_y_una.v1.TreintaYUnaService/RecallRound": (False, _READERS),
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/ListRounds": (False, _READERS),
     # the games' reconciliations, from the read models: as the ReadModelService's reports
     "/sabot.treinta_y_una.v1.TreintaYUnaService/GetReconciliation": (False, frozenset({B})),
 }

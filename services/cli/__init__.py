@@ -1,7 +1,8 @@
 """The ``sabot`` command, grouped by what its user does (README.md, "Commands"):
 
 - over gRPC, a caller of a running server: ``table``, ``shoe``, ``coup`` (croupier), ``stake``
-  (player), ``account`` (cashier), ``report`` (back office), ``regulator``, ``health``, ``demo``;
+  (player), ``round`` (Treinta y Una), ``match`` (Cuarenta), ``account`` (cashier), ``report``
+  (back office), ``regulator``, ``health``, ``demo``;
 - on a store URL, offline: ``store init|events|balance-sheet|rerun|replay|checkpoint|export|
   proof|reconcile|report …|projections …``;
 - the operator's: ``serve``, ``credentials …``, ``keys regulator|checkpoint|chain``;
@@ -52,14 +53,14 @@ COMMAND_MODULES = (
     "services.cli.auditor",  # rules shuffle, rules trente-et-quarante deal
     "services.cli.rules",  # rules GAME …: the rule books answer questions
     "services.cli.odds",  # odds (exact and Monte-Carlo), of every game (--game)
-    "services.cli.cuarenta",  # demo --game cuarenta
-    "services.cli.treinta_y_una",  # demo --game treinta-y-una
+    "services.cli.cuarenta",  # demo --game cuarenta; match …
+    "services.cli.treinta_y_una",  # demo --game treinta-y-una; round …
     "services.cli.web",  # web: the web console
 )
 
 # The order ``sabot --help`` lists the commands in (a game's own come last).
-ORDER = ("table", "shoe", "coup", "stake", "account", "report", "regulator", "health", "demo",
-         "serve", "web", "credentials", "keys", "store", "rules", "odds")
+ORDER = ("table", "shoe", "coup", "stake", "round", "match", "account", "report", "regulator",
+         "health", "demo", "serve", "web", "credentials", "keys", "store", "rules", "odds")
 
 # The groups' help.
 GROUPS: dict[str, str] = {

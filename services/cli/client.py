@@ -1,6 +1,9 @@
 """Client commands for every sabot.v1 RPC: ``sabot table|shoe|coup|stake|account|report|
-regulator|health``. Common options: ``--target``, ``--token``, ``--format table|json``, and TLS:
-``--tls-ca FILE [--tls-client-cert FILE --tls-client-key FILE]``.
+regulator|health`` (the games' own groups, ``sabot round`` and ``sabot match``, are in
+``services/cli/treinta_y_una.py`` and ``cuarenta.py`` and use the plumbing here). Common
+options: ``--target``, ``--token``, ``--format table|json``, and TLS: ``--tls-ca FILE
+[--tls-client-cert FILE --tls-client-key FILE]``. A mutating command's request id is
+``--request-id``, else made here; an error whose outcome is unknown names it (``failure``).
 """
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -306,18 +309,20 @@ def _money(amount: int, currency: str) -> common_pb2.Money:
     return common_pb2.Money(currency_code=currency, amount_minor=amount)
 
 
-def amount_flags(p: argparse.ArgumentParser, currency: str = "EUR") -> None:
+def amount_flags(p: argparse.ArgumentParser, name: str = "amount", currency: str = "EUR",
+                 what: str = "the amount") -> None:
     """``--amount 500.00`` (major units, as every screen and report shows money: the
     currency's decimals), or ``--amount-minor 50000`` (minor units, for scripts), one of them
-    required; ``--currency`` (default EUR) reads the amount and is sent with it, so the server
-    refuses an account or table in another currency instead of moving a hundredth or a hundred
-    times the sum."""
+    required (``name``: another flag, e.g. ``bank``, ``stake``); ``--currency`` (default EUR)
+    reads the amount and is sent with it, so the server refuses an account or table in another
+    currency instead of moving a hundredth or a hundred times the sum."""
+    flag = f"--{name}"
     given = p.add_mutually_exclusive_group(required=True)
-    given.add_argument("--amount", metavar="MAJOR",
-                       help="the amount as shown, in major units with the currency's decimals "
+    given.add_argument(flag, dest=name, metavar="MAJOR",
+                       help=f"{what} as shown, in major units with the currency's decimals "
                             "(500.00)")
-    given.add_argument("--amount-minor", type=MINOR_UNITS, metavar="MINOR",
-                       help="the amount in minor units (50000 is 500.00 EUR)")
+    given.add_argument(f"{flag}-minor", dest=f"{name}_minor", type=MINOR_UNITS, metavar="MINOR",
+                       help=f"{what} in minor units (50000 is 500.00 EUR)")
     p.add_argument("--currency", default=currency, type=_currency,
                    help=f"ISO 4217 code of the amount (default {currency})")
 
@@ -329,13 +334,14 @@ def _currency(text: str) -> str:
     return text
 
 
-def amount_of(a: argparse.Namespace) -> common_pb2.Money:
+def amount_of(a: argparse.Namespace, name: str = "amount") -> common_pb2.Money:
     """The ``Money`` of ``amount_flags``: ``--amount-minor`` as it is, ``--amount`` read in
     major units with its currency's decimals (a bare whole number is refused with a hint while
     the previous release's minor-unit ``--amount`` may still be in scripts)."""
-    if a.amount_minor is not None:
-        return _money(a.amount_minor, a.currency)
-    return _money(parse_major(a.amount, a.currency), a.currency)
+    minor = getattr(a, f"{name}_minor")
+    if minor is not None:
+        return _money(int(minor), a.currency)
+    return _money(parse_major(str(getattr(a, name)), a.currency, f"--{name}"), a.currency)
 
 
 def parse_major(text: str, currency: str, flag: str = "--amount") -> int:
@@ -363,7 +369,33 @@ def parse_major(text: str, currency: str, flag: str = "--amount") -> int:
 
 
 def _rid(args: argparse.Namespace) -> str:
-    return str(args.request_id or new_request_id())
+    """The command's request id: ``--request-id``, else a new one, kept in ``args`` so that a
+    call whose outcome is unknown says it (``failure``): a retry with it has no second
+    effect."""
+    if args.request_id:
+        return str(args.request_id)
+    made = getattr(args, "made_request_id", None) or new_request_id()
+    args.made_request_id = made
+    return str(made)
+
+
+# The codes after which a command may or may not have been done: its error line names the
+# request id the CLI made, to retry with (--request-id).
+UNKNOWN_OUTCOME = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                             grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN,
+                             grpc.StatusCode.INTERNAL, grpc.StatusCode.ABORTED,
+                             grpc.StatusCode.RESOURCE_EXHAUSTED})
+
+
+def failure(exc: grpc.RpcError, args: argparse.Namespace) -> CliError:
+    """A refused or failed call as the command's one error line; when its outcome is unknown
+    and the CLI made the request id, the line names it (retry with ``--request-id``)."""
+    found = rpc_failure(exc)  # its status and details, and the exit code of its status
+    made = getattr(args, "made_request_id", None)
+    if made and exc.code() in UNKNOWN_OUTCOME:
+        return CliError(f"{found} (request id {made}: retry with --request-id {made})",
+                        found.code)
+    return found
 
 
 Build = Callable[[argparse.Namespace], tuple[str, str, Message]]
@@ -380,7 +412,7 @@ def _run(build: Build) -> Callable[[argparse.Namespace], int]:
             else:
                 _stream(response, args.format)
         except grpc.RpcError as exc:
-            raise rpc_failure(exc) from None
+            raise failure(exc, args) from None
         finally:
             client.close()
         return 0
@@ -391,6 +423,9 @@ def _run(build: Build) -> Callable[[argparse.Namespace], int]:
 def _stream(responses: Iterable[Message], fmt: str) -> None:
     try:
         for response in responses:
+            if response.DESCRIPTOR.fields_by_name.get("events") is None:
+                _items(response, fmt)  # a game's steps or moves
+                continue
             for event in getattr(response, "events", ()):
                 if fmt == "json":
                     print(json.dumps(_plain(event), ensure_ascii=False), flush=True)
@@ -400,6 +435,21 @@ def _stream(responses: Iterable[Message], fmt: str) -> None:
                           f"  {event.data_json[:120]}", flush=True)
     except KeyboardInterrupt:
         pass
+
+
+def _items(response: Message, fmt: str) -> None:
+    """A streamed message's items (a round's steps, a match's moves), one line each: JSON, or
+    the item's set fields as ``key=value``."""
+    for field in response.DESCRIPTOR.fields:
+        if field.message_type is None or not isinstance(getattr(response, field.name), Sequence):
+            continue
+        for item in getattr(response, field.name):
+            data = _plain(item)
+            if fmt == "json":
+                print(json.dumps(data, ensure_ascii=False), flush=True)
+            else:
+                shown = human({k: v for k, v in data.items() if v not in ("", 0, [], {}, -1)})
+                print("  ".join(f"{k}={_cell(v)}" for k, v in shown.items())[:240], flush=True)
 
 
 Setup = Callable[[argparse.ArgumentParser], object]
@@ -450,8 +500,11 @@ def _register_tables(sub: Any) -> None:
         p.description = TABLE_OPEN_DESCRIPTION
         p.formatter_class = argparse.RawDescriptionHelpFormatter
         p.add_argument("table_id")
-        p.add_argument("--preset", default="francaise",
-                       help="francaise (default), espanola or italiana")
+        p.add_argument("--game", default="", help="the game the table plays: "
+                       "trente-et-quarante (default), treinta-y-una or cuarenta")
+        p.add_argument("--preset", default="",
+                       help="the game's preset (Trente et Quarante: francaise (default), "
+                       "espanola or italiana; see sabot rules GAME options)")
         p.add_argument("--option", action="append", default=[], metavar="OPTION=VALUE",
                        help="override one house rule (repeatable), e.g. max_stake=500000 or "
                        "prisoners_at_close=returned; the same flag as in sabot odds")
@@ -465,7 +518,8 @@ def _register_tables(sub: Any) -> None:
                 raise CliError(f"--option: expected OPTION=VALUE, got {item!r}")
             overrides[key] = value
         return "tables", "OpenTable", table_pb2.OpenTableRequest(
-            request_id=_rid(a), table_id=a.table_id, preset=a.preset, overrides=overrides)
+            request_id=_rid(a), table_id=a.table_id, game=a.game,
+            preset=a.preset or ("" if a.game else "francaise"), overrides=overrides)
 
     _add(table, "open", "open a table", open_build, mutating=True, setup=open_setup)
     _add(table, "close", "close a table for good, between shoes: the stakes left are settled "
@@ -732,6 +786,10 @@ def _register_regulator(sub: Any) -> None:
     for action, method, kind, text in (
         ("replay-coup", "ReplayCoup", "coups", "replay a coup beside its recorded events"),
         ("replay-shoe", "ReplayShoe", "shoes", "replay every coup of a shoe"),
+        ("replay-round", "ReplayRound", "rounds", "replay a Treinta y Una round beside its "
+                                                  "recorded events"),
+        ("replay-match", "ReplayMatch", "matches", "replay a Cuarenta match beside its "
+                                                   "recorded events"),
     ):
         p = reg.add_parser(action, help=text)
         p.add_argument("name", help=f"the {kind[:-1]}'s resource name")

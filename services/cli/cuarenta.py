@@ -128,10 +128,19 @@ def _narrate(moves: Any, names: dict[int, str], money: Callable[[int], str],
             say(f"  {mv.reason}: {money(mv.amount.amount_minor)} to {to}")
 
 
+NEEDS = ("the Cuarenta demo needs two player tokens with their own accounts (a hand is shown "
+         "to its holder only; an admin token plays the croupier and the cashier but cannot see "
+         "a player's cards): sabot serve --dev makes them, or sabot credentials issue --role "
+         "player --account A")
+
+
 def demo_play(target: str, tokens: dict[str, Principal], args: argparse.Namespace,
               channel: Any) -> object:
-    """``sabot demo --game cuarenta`` (``services.cli.server.DEMOS``)."""
-    return play(target, demo.cast_from(tokens, secrets.token_hex(2)), channel=channel)
+    """``sabot demo --game cuarenta`` (``services.cli.server.DEMOS``): refused before anything
+    is opened unless two player tokens with their own accounts are given (an admin token alone
+    would open a match, hold the stakes and stop at the first hand it may not see)."""
+    cast = demo.cast_from(tokens, secrets.token_hex(2), players=2, own=2, why=NEEDS)
+    return play(target, cast, channel=channel)
 
 
 def cmd_replay(args: argparse.Namespace, fallback: Callable[[argparse.Namespace], int]) -> int:
@@ -176,12 +185,138 @@ def _wrap(parser: argparse.ArgumentParser, command: Callable[..., int]) -> None:
     parser.set_defaults(func=lambda args: command(args, fallback))
 
 
+MATCHES_HELP = ("Cuarenta matches: open, deal (croupier); hand, play (player, its own seat and "
+                "token); forfeit (a player for its own seat, the croupier on turn time); get, "
+                "list, moves, watch; replay (regulator)")
+
+
+def register_matches(sub: Any) -> None:
+    """``sabot match open|deal|play|forfeit|get|list|moves|watch|hand|replay``: CuarentaService
+    over gRPC, one call each, as the caller's token (a table: ``sabot table open T --game
+    cuarenta``). A match is named ``tables/{table}/matches/{match}``; a table or a player by
+    its id. Mutating calls make a request id when ``--request-id`` is not given (named in the
+    error line when the outcome is unknown, to retry with)."""
+    from services.cli import CliError, commands
+    from services.cli.client import (
+        INT32_MAX,
+        PAGE_SIZE,
+        _add,
+        _name,
+        _rid,
+        amount_flags,
+        amount_of,
+        whole,
+    )
+    from services.cli.treinta_y_una import _replay_alias
+
+    group = commands(sub).group("match", MATCHES_HELP)
+    svc = "cuarenta"
+    seat_type = whole(0, 3, "a seat")
+
+    def on_match(extra: Callable[[argparse.ArgumentParser], None] | None = None
+                 ) -> Callable[[argparse.ArgumentParser], None]:
+        def setup(p: argparse.ArgumentParser) -> None:
+            p.add_argument("match", help="tables/{table}/matches/{match}")
+            if extra:
+                extra(p)
+        return setup
+
+    def seat_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--seat", type=seat_type, required=True, help="the seat (0 to 3)")
+
+    def open_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table")
+        p.add_argument("--seat", action="append", required=True, metavar="ACCOUNT",
+                       help="a seat's player (repeat: two, or four: seats 0 and 2 against 1 "
+                            "and 3)")
+        amount_flags(p, "stake", what="each side's stake")
+        p.add_argument("--preset", default="", help="seed (default), seed_literal, pagat")
+        p.add_argument("--option", action="append", default=[], metavar="OPTION=VALUE",
+                       help="override an option (repeatable), e.g. commission_rate=5%%")
+        p.add_argument("--dealer", type=seat_type, default=None,
+                       help="the first hand's dealer (default: the last seat)")
+        p.add_argument("--match-id", default="", help="a UUID (default: the server's)")
+
+    def open_build(a: argparse.Namespace) -> tuple[str, str, Any]:
+        options = {}
+        for item in a.option:
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise CliError(f"--option: expected OPTION=VALUE, got {item!r}")
+            options[key] = value
+        request = pb.OpenMatchRequest(
+            request_id=_rid(a), table=_name("tables", a.table), match_id=a.match_id,
+            seats=[_name("accounts", s) for s in a.seat], stake=amount_of(a, "stake"),
+            preset=a.preset, options=options)
+        if a.dealer is not None:
+            request.dealer = a.dealer
+        return svc, "OpenMatch", request
+
+    _add(group, "open", "open a match: seats, each side's stake held on the table (croupier)",
+         open_build, mutating=True, setup=open_setup)
+    _add(group, "deal", "five cards to each seat from the hand's shoe (croupier)",
+         lambda a: (svc, "Deal", pb.DealRequest(request_id=_rid(a), match=a.match)),
+         mutating=True, setup=on_match())
+
+    def play_setup(p: argparse.ArgumentParser) -> None:
+        seat_arg(p)
+        p.add_argument("--card", required=True, help="a card of the seat's hand, e.g. 5H")
+        p.add_argument("--capture", action="append", default=[], metavar="CARD",
+                       help="a table card it takes (repeat: the base, then the run); none: "
+                            "what it takes when there is no choice")
+        p.add_argument("--leave", action="store_true", help="leave the card on the table")
+
+    _add(group, "play", "play a card of the caller's seat with its capture (player, in turn)",
+         lambda a: (svc, "PlayCard", pb.PlayCardRequest(
+             request_id=_rid(a), match=a.match, seat=a.seat, card=a.card,
+             capture=a.capture, leave_on_table=a.leave)), mutating=True,
+         setup=on_match(play_setup))
+
+    def forfeit_setup(p: argparse.ArgumentParser) -> None:
+        seat_arg(p)
+        p.add_argument("--reason", choices=("abandoned", "turn_time"), default="abandoned")
+
+    _add(group, "forfeit", "forfeit for a side: abandoned (a player, its own seat) or "
+         "turn_time (the croupier or an opponent, once it has passed)",
+         lambda a: (svc, "Forfeit", pb.ForfeitRequest(
+             request_id=_rid(a), match=a.match, seat=a.seat, reason=a.reason)),
+         mutating=True, setup=on_match(forfeit_setup))
+    _add(group, "get", "show a match", lambda a: (svc, "GetMatch", pb.GetMatchRequest(
+        name=a.match)), setup=on_match())
+
+    def list_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table")
+        p.add_argument("--page-size", type=PAGE_SIZE, default=0, help="default 50")
+        p.add_argument("--page-token", default="")
+
+    _add(group, "list", "a table's matches in the order they opened (one page)",
+         lambda a: (svc, "ListMatches", pb.ListMatchesRequest(
+             parent=_name("tables", a.table), page_size=a.page_size,
+             page_token=a.page_token)), setup=list_setup)
+
+    def after_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--after", type=whole(0, INT32_MAX), default=0,
+                       help="moves after this number (0: from the start)")
+
+    _add(group, "moves", "the match move by move", lambda a: (svc, "ListMoves",
+         pb.ListMovesRequest(match=a.match, after=a.after)), setup=on_match(after_arg))
+    _add(group, "watch", "the match's moves as they happen, until it is over",
+         lambda a: (svc, "WatchMatch", pb.WatchMatchRequest(match=a.match, after=a.after)),
+         setup=on_match(after_arg))
+    _add(group, "hand", "the seat's own cards and its legal plays (player, its own seat)",
+         lambda a: (svc, "GetHand", pb.GetHandRequest(match=a.match, seat=a.seat)),
+         setup=on_match(seat_arg))
+    _replay_alias(sub, group, "replay-match", "the regulator's replay of the match beside its "
+                  "recorded events (exit 1 unless identical)")
+
+
 def register(sub: Any) -> None:
-    """``sabot demo --game cuarenta`` and ``--match`` on ``sabot store replay`` (until the
-    replays have their registry)."""
+    """``sabot demo --game cuarenta``, ``sabot match …`` and ``--match`` on ``sabot store
+    replay`` (until the replays have their registry)."""
     from services.cli.server import add_demo
 
     add_demo(GAME, demo_play)
+    register_matches(sub)
     try:
         replay = sub.find("store replay")
     except KeyError:

@@ -148,7 +148,140 @@ def demo_play(target: str, tokens: dict[str, Principal], args: argparse.Namespac
 
 
 def register(sub: Any) -> None:
-    """``sabot demo --game treinta-y-una``."""
+    """``sabot demo --game treinta-y-una`` and ``sabot round …``."""
     from services.cli.server import add_demo
 
     add_demo(GAME, demo_play)
+    register_rounds(sub)
+
+
+ROUNDS_HELP = ("Treinta y Una rounds: open, deal, settle, cancel, stand-for-absent (croupier); "
+               "stake, carta, planto, hand (player, its own token); get, latest, list, watch, "
+               "recall; replay (regulator)")
+
+
+def register_rounds(sub: Any) -> None:
+    """``sabot round open|stake|deal|carta|planto|stand-for-absent|settle|cancel|get|latest|list|
+    watch|hand|recall|replay``: TreintaYUnaService over gRPC, one call each, as the caller's
+    token (a table: ``sabot table open T --game treinta-y-una``). A round is named
+    ``tables/{table}/rounds/{round}``; a table or a player by its id. Mutating calls make a
+    request id when ``--request-id`` is not given (named in the error line when the outcome is
+    unknown, to retry with)."""
+    from services.cli import commands
+    from services.cli.client import (
+        PAGE_SIZE,
+        POSITION,
+        _add,
+        _name,
+        _rid,
+        amount_flags,
+        amount_of,
+    )
+
+    group = commands(sub).group("round", ROUNDS_HELP)
+    svc = "treinta_y_una"
+
+    def on_round(extra: Callable[[argparse.ArgumentParser], None] | None = None
+                 ) -> Callable[[argparse.ArgumentParser], None]:
+        def setup(p: argparse.ArgumentParser) -> None:
+            p.add_argument("round", help="tables/{table}/rounds/{round}")
+            if extra:
+                extra(p)
+        return setup
+
+    def player_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--player", required=True, help="the player's account (a player token: "
+                                                        "its own)")
+
+    def open_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table")
+        p.add_argument("--seat", action="append", required=True, metavar="ACCOUNT",
+                       help="a seat, counter-clockwise (repeat: 2 to 13)")
+        amount_flags(p, "bank", what="what the banker puts up")
+        p.add_argument("--round-id", default="", help="a UUID (default: the server's)")
+
+    _add(group, "open", "open the table's next round: seats, banker, bank (croupier)",
+         lambda a: (svc, "OpenRound", pb.OpenRoundRequest(
+             request_id=_rid(a), parent=_name("tables", a.table),
+             seats=[_name("accounts", s) for s in a.seat], bank=amount_of(a, "bank"),
+             round_id=a.round_id)), mutating=True, setup=open_setup)
+
+    def stake_setup(p: argparse.ArgumentParser) -> None:
+        player_arg(p)
+        amount_flags(p, what="the stake")
+
+    _add(group, "stake", "a punter's stake before the deal (player)",
+         lambda a: (svc, "PlaceStake", pb.PlaceStakeRequest(
+             request_id=_rid(a), round=a.round, player=_name("accounts", a.player),
+             amount=amount_of(a))), mutating=True, setup=on_round(stake_setup))
+    for name, method, request, text in (
+            ("deal", "Deal", pb.DealRequest, "three cards face down to each hand (croupier)"),
+            ("settle", "SettleRound", pb.SettleRoundRequest,
+             "the showdown: the bank collects and pays (croupier)"),
+            ("cancel", "CancelRound", pb.CancelRoundRequest,
+             "call the round off before the deal: stakes and bank back (croupier)")):
+        _add(group, name, text, _round_call(svc, method, request, _rid, player=False),
+             mutating=True, setup=on_round())
+    for name, method, with_player, text in (
+            ("carta", "Carta", pb.CartaRequest, "\"carta\": one card face up (player, in turn)"),
+            ("planto", "MePlanto", pb.MePlantoRequest, "\"me planto\": stand (player, in turn)"),
+            ("stand-for-absent", "StandForAbsent", pb.StandForAbsentRequest,
+             "stand for an absent player once the turn time has passed (croupier)")):
+        _add(group, name, text, _round_call(svc, method, with_player, _rid, player=True),
+             mutating=True, setup=on_round(player_arg))
+    _add(group, "get", "show a round (a player: the others' names hidden)",
+         lambda a: (svc, "GetRound", pb.GetRoundRequest(name=a.round)), setup=on_round())
+    _add(group, "latest", "a table's latest round",
+         lambda a: (svc, "GetLatestRound", pb.GetLatestRoundRequest(
+             parent=_name("tables", a.table))),
+         setup=lambda p: p.add_argument("table"))
+
+    def list_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table")
+        p.add_argument("--page-size", type=PAGE_SIZE, default=0, help="default 50")
+        p.add_argument("--page-token", default="")
+
+    _add(group, "list", "a table's rounds in the order they opened (one page)",
+         lambda a: (svc, "ListRounds", pb.ListRoundsRequest(
+             parent=_name("tables", a.table), page_size=a.page_size,
+             page_token=a.page_token)), setup=list_setup)
+    def after_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--after", type=POSITION, default=0,
+                       help="log position (0: the round's start)")
+
+    _add(group, "watch", "every step of a round as it happens, until it ends",
+         lambda a: (svc, "WatchRound", pb.WatchRoundRequest(round=a.round,
+                                                              after_position=a.after)),
+         setup=on_round(after_arg))
+    _add(group, "hand", "the player's own hand, faces shown (its own token)",
+         lambda a: (svc, "GetMyHand", pb.GetMyHandRequest(
+             round=a.round, player=_name("accounts", a.player))), setup=on_round(player_arg))
+    _add(group, "recall", "the round and every recorded step, in order",
+         lambda a: (svc, "RecallRound", pb.RecallRoundRequest(name=a.round)), setup=on_round())
+    _replay_alias(sub, group, "replay-round", "the regulator's replay of the round beside its "
+                  "recorded events (exit 1 unless identical)")
+
+
+def _round_call(service: str, method: str, request: Any, rid: Callable[[Any], str], *,
+                player: bool) -> Callable[[argparse.Namespace], tuple[str, str, Any]]:
+    def build(a: argparse.Namespace) -> tuple[str, str, Any]:
+        fields: dict[str, Any] = {"request_id": rid(a), "round": a.round}
+        if player:
+            fields["player"] = a.player if "/" in a.player else f"accounts/{a.player}"
+        return service, method, request(**fields)
+
+    return build
+
+
+def _replay_alias(sub: Any, group: Any, regulator: str, text: str) -> None:
+    """``sabot round|match replay NAME``: ``sabot regulator replay-round|replay-match``'s
+    command, in the game's group."""
+    from services.cli import commands
+
+    try:
+        found = commands(sub).find(f"regulator {regulator}")
+    except KeyError:
+        return
+    p = group.add_parser("replay", help=text, parents=[found], add_help=False,
+                         conflict_handler="resolve")
+    p.set_defaults(func=found.get_default("func"))

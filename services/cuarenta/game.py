@@ -60,6 +60,7 @@ GAME = Game(
     commands=Cuarenta,
     methods=METHODS,
     servicers=lazy("services.cuarenta.servicer", "add_servicers"),
+    regulator_rpcs=lazy("services.cuarenta.regulator", "regulator_rpcs"),  # ReplayMatch
     services=(SERVICE,),
     topics=topics.CUARENTA | topics.CUARENTA_AGGREGATES,
     replay=lazy("services.cuarenta.replay", "replay_match"),  # the regulator's, of one match

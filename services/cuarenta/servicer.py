@@ -27,6 +27,7 @@ from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
 from services.api.reports import GameReadModels
 from services.api.streams import Turn, stream
 from services.cuarenta.commands import GAME_NAME
+from services.cuarenta.listing import MatchList
 from services.cuarenta.projection import move
 from services.cuarenta.reconcile import Reconciliation
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
@@ -112,7 +113,7 @@ def hand_message(m: HandView, table_id: str) -> cuarenta_pb2.Hand:
     )
 
 
-class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer):
+class CuarentaServicer(MatchList, GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer):
     """The ledger's ``cuarenta_*`` methods (``services/cuarenta/game.py``) over gRPC."""
 
     @property

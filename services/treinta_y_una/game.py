@@ -43,6 +43,7 @@ GAME = Game(
     commands=TreintaYUna,
     methods=METHODS,
     servicers=lazy("services.treinta_y_una.servicer", "add_servicers"),
+    regulator_rpcs=lazy("services.treinta_y_una.regulator", "regulator_rpcs"),  # ReplayRound
     services=("sabot.treinta_y_una.v1.TreintaYUnaService",),
     topics=topics.TREINTA_Y_UNA | topics.TREINTA_Y_UNA_AGGREGATES,
     replay=lazy("services.treinta_y_una.replay", "replay"),

@@ -37,6 +37,7 @@ from services.ledger.api import Ledger
 from services.ledger.views import StoredEvent
 from services.projections.games import Step
 from services.treinta_y_una.commands import GAME
+from services.treinta_y_una.listing import RoundList
 from services.treinta_y_una.reconcile import DayReconciliation
 from services.treinta_y_una.views import (
     HandView,
@@ -145,7 +146,7 @@ def seen_by(v: RoundView, viewer: str | None) -> RoundView:
     return convert.redacted(v, viewer, NAMES)
 
 
-class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
+class TreintaYUnaServicer(RoundList, GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
     def _round(self, field: str, name: str) -> tuple[str, str]:
         view = self._round_view(field, name)
         return view.table_id, view.round_id

@@ -435,7 +435,28 @@ RPCS: dict[str, tuple[set[str], Any]] = {
                             lambda s: regulator_pb2.GetConsistencyProofRequest(first_size=1)),
     "ExportEvents": ({"regulator", "admin"}, lambda s: regulator_pb2.ExportEventsRequest(
         shoes=[s.open_shoe])),
+    "ReplayRound": ({"regulator", "admin"}, lambda s: regulator_pb2.ReplayRoundRequest(
+        name=_game_unit(s, "round"), differences_only=True)),
+    "ReplayMatch": ({"regulator", "admin"}, lambda s: regulator_pb2.ReplayMatchRequest(
+        name=_game_unit(s, "match"), differences_only=True)),
 }
+
+_UNITS: dict[tuple[str, str], str] = {}
+
+
+def _game_unit(scene: Scene, kind: str) -> str:
+    """A Treinta y Una round (``round``) or a Cuarenta match (``match``) open on the scene's
+    server, made once (issue 22's replays: their roles)."""
+    key = (scene.url, kind)
+    if key not in _UNITS:
+        admin = scene.clients["admin"]
+        if kind == "round":
+            table = admin.rounds.open_table(fresh("tyu-roles")).name
+            _UNITS[key] = admin.rounds.open_round(table, PLAYERS[:2], 1_000).name
+        else:
+            table = admin.matches.open_table(fresh("cu-roles")).name
+            _UNITS[key] = admin.matches.open(table, PLAYERS[:2], 100).match.name
+    return _UNITS[key]
 
 
 @pytest.mark.parametrize("method", list(RPCS))

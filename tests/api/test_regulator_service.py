@@ -1,6 +1,7 @@
 """The servicer of the frozen ``sabot.v1.RegulatorService``: its game-neutral RPCs in
-``services/api/regulator.py``, each game's own (Trente et Quarante's ReplayCoup) plugged in
-through the game's registry entry (``Game.regulator_rpcs``), every RPC of the proto served."""
+``services/api/regulator.py``, each game's own (Trente et Quarante's ReplayCoup, Treinta y
+Una's ReplayRound, Cuarenta's ReplayMatch) plugged in through the game's registry entry
+(``Game.regulator_rpcs``), every RPC of the proto served."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 from services import games
 from services.api import regulator
 from services.api.gen.sabot.v1 import regulator_pb2, regulator_pb2_grpc
+from services.cuarenta.regulator import MatchReplay
+from services.treinta_y_una.regulator import RoundReplay
 from services.trente_et_quarante.regulator import CoupReplay
 
 NEUTRAL = {"ReplayShoe", "GetLatestCheckpoint", "GetInclusionProof", "GetConsistencyProof",
@@ -32,8 +35,15 @@ def test_every_rpc_of_the_service_is_served_by_the_neutral_part_or_a_game() -> N
     assert served == _rpcs()
     tq = games.get(games.TRENTE_ET_QUARANTE)
     assert tq.regulator_rpcs is not None and tq.regulator_rpcs() == (CoupReplay,)
-    assert {n for n in vars(CoupReplay) if n[:1].isupper()} == _rpcs() - NEUTRAL
+    assert {n for n in vars(CoupReplay) if n[:1].isupper()} == {"ReplayCoup"}
+    tyu, cu = games.get("treinta-y-una"), games.get("cuarenta")
+    assert tyu.regulator_rpcs is not None and tyu.regulator_rpcs() == (RoundReplay,)
+    assert cu.regulator_rpcs is not None and cu.regulator_rpcs() == (MatchReplay,)
+    assert {n for n in vars(RoundReplay) if n[:1].isupper()} == {"ReplayRound"}
+    assert {n for n in vars(MatchReplay) if n[:1].isupper()} == {"ReplayMatch"}
+    assert _rpcs() - NEUTRAL == {"ReplayCoup", "ReplayRound", "ReplayMatch"}  # issue 22's two
     assert issubclass(cls, regulator.RegulatorServicer) and issubclass(cls, CoupReplay)
+    assert issubclass(cls, RoundReplay) and issubclass(cls, MatchReplay)
 
 
 def test_an_rpc_two_games_define_is_refused() -> None:

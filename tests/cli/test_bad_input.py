@@ -27,6 +27,8 @@ NO_SHOE = "tables/cli/shoes/00000000-0000-4000-8000-000000000000"
 NO_COUP = NO_SHOE + "/coups/00000000-0000-4000-8000-000000000001"
 NO_STAKE = "tables/cli/stakes/00000000-0000-4000-8000-000000000002"
 HUGE = "99999999999999999999"
+NO_ROUND = "tables/cli/rounds/00000000-0000-4000-8000-000000000003"
+NO_MATCH = "tables/cli/matches/00000000-0000-4000-8000-000000000004"
 
 Case = Callable[[Served, Path], list[str]]
 
@@ -105,6 +107,35 @@ BAD: dict[str, Case] = {
     "stake half-withdraw": _admin(NO_STAKE, "--coup", "{coup}"),
     "stake get": _admin(NO_STAKE),
     "stake list": _admin("no-such-table"),
+    # issue 22: Treinta y Una's rounds, Cuarenta's matches (each refused by the command or the
+    # server: no such round or match, a table of another game, a value out of range)
+    "round open": _admin("cli", "--seat", "anne", "--seat", "bruno", "--bank", "1.00"),
+    "round stake": _admin(NO_ROUND, "--player", "anne", "--amount", HUGE),
+    "round deal": _admin(NO_ROUND),
+    "round settle": _admin(NO_ROUND),
+    "round cancel": _admin(NO_ROUND),
+    "round carta": _admin(NO_ROUND, "--player", "anne"),
+    "round planto": _admin(NO_ROUND, "--player", "anne"),
+    "round stand-for-absent": _admin(NO_ROUND, "--player", "anne"),
+    "round get": _admin("not-a-round"),
+    "round latest": _admin("cli"),
+    "round list": _admin("cli"),
+    "round watch": _admin(NO_ROUND, "--after", "-1"),
+    "round hand": _admin(NO_ROUND, "--player", "anne"),
+    "round recall": _admin(NO_ROUND),
+    "round replay": _admin(NO_ROUND),
+    "match open": _admin("cli", "--seat", "anne", "--seat", "bruno", "--stake", "1.00"),
+    "match deal": _admin(NO_MATCH),
+    "match play": _admin(NO_MATCH, "--seat", "4", "--card", "5H"),
+    "match forfeit": _admin(NO_MATCH, "--seat", "0", "--reason", "bored"),
+    "match get": _admin(NO_MATCH),
+    "match list": _admin("cli"),
+    "match moves": _admin(NO_MATCH),
+    "match watch": _admin(NO_MATCH, "--after", "x"),
+    "match hand": _admin(NO_MATCH, "--seat", "0"),
+    "match replay": _admin(NO_MATCH),
+    "regulator replay-round": _admin(NO_ROUND),
+    "regulator replay-match": _admin("tables/cli/matches/not-a-uuid"),
     "account open": _admin("carla", "--currency", "eur"),
     "account get": _admin("nobody"),
     "account deposit": _admin("anne", "--amount", HUGE),

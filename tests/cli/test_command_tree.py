@@ -18,8 +18,8 @@ from services.cli import OLD_NAMES, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 WORD = re.compile(r"[a-z][a-z0-9-]*(\|[a-z][a-z0-9-]*)*")
-TOP = ("table", "shoe", "coup", "stake", "account", "report", "regulator", "health", "demo",
-       "serve", "web", "credentials", "keys", "store", "rules", "odds")
+TOP = ("table", "shoe", "coup", "stake", "round", "match", "account", "report", "regulator",
+       "health", "demo", "serve", "web", "credentials", "keys", "store", "rules", "odds")
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:

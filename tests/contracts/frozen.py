@@ -460,6 +460,13 @@ RPC_ROLES: dict[str, tuple[bool, tuple[str, ...]]] = {
         False, ("back_office", "croupier", "player")),
     "/sabot.treinta_y_una.v1.TreintaYUnaService/GetReconciliation": (False, ("back_office",)),
     "/sabot.cuarenta.v1.CuarentaService/GetReconciliation": (False, ("back_office",)),
+    # Issue 22: a table's rounds and matches; their replays online (the regulator's)
+    "/sabot.treinta_y_una.v1.TreintaYUnaService/ListRounds": (
+        False, ("back_office", "croupier", "player")),
+    "/sabot.cuarenta.v1.CuarentaService/ListMatches": (
+        False, ("back_office", "croupier", "player")),
+    "/sabot.v1.RegulatorService/ReplayRound": (False, ()),
+    "/sabot.v1.RegulatorService/ReplayMatch": (False, ()),
 }
 
 # Every ``sabot`` command path (old names stay, as hidden aliases at least).
