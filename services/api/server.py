@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -386,7 +386,17 @@ def _documented_files() -> dict[str, bytes]:
         found = descriptor_pb2.FileDescriptorSet.FromString(DESCRIPTORS.read_bytes())
     except OSError:
         return {}
+    for file in found.file:  # as the generated modules have them: no json_name written out
+        for message in _messages(file.message_type):
+            for f in message.field:
+                f.ClearField("json_name")
     return {f.name: f.SerializeToString() for f in found.file}
+
+
+def _messages(messages: Any) -> Iterator[Any]:
+    for message in messages:
+        yield message
+        yield from _messages(message.nested_type)
 
 
 def _file_name(serialized: bytes) -> str:
