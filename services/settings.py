@@ -33,6 +33,7 @@ from services.api.config import ConfigError, read_dotenv, token_entries
 from services.api.credentials import Credential, CredentialError, check_token
 from services.api.roles import Principal
 from services.api.stream_quota import DEFAULT_PER_PRINCIPAL
+from services.files import FileTrustError, check_trusted
 from services.ledger.config import store_env
 from services.projections import gamingday
 from services.projections.gamingday import GamingDay
@@ -98,6 +99,10 @@ def read_key(text: str, kind: KeyKind) -> bytes:
         is_file = False
     if not is_file:
         raise ValueError(f"not {kind.value}: {kind.shape}")
+    try:
+        check_trusted(path, folder=True, what="the key file")
+    except FileTrustError as exc:
+        raise ValueError(str(exc)) from None
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -290,6 +295,17 @@ def _store(value: str) -> str:
 
 def _path(value: str) -> Path:
     return Path(_text(value))
+
+
+def _head_file(value: str) -> str:
+    """The writer's head file: a path; an existing file must be this user's or root's, and
+    not writable by others (``services/files.py``): a planted head would hide a cut store."""
+    text = _text(value)
+    try:
+        check_trusted(text, what="the head file")
+    except FileTrustError as exc:
+        raise ValueError(str(exc)) from None
+    return text
 
 
 def _whole(low: int, high: int) -> Parse:
@@ -488,7 +504,7 @@ SETTINGS: tuple[Setting, ...] = (
             help="a public key of the ledger's evidence chain, to check it against"),
     Setting("chain_head", "SABOT_CHAIN_HEAD", "--chain-head",
             "a path: the file the writer updates after each commit",
-            "none (serve --dev: beside the store)", _SERVE, _text, metavar="FILE",
+            "none (serve --dev: beside the store)", _SERVE, _head_file, metavar="FILE",
             help="the writer's head file (a store that lost its end is refused)"),
     Setting("server_role", None, "--server-role", "a PostgreSQL role name", "none",
             ("store init",), _role, metavar="ROLE",
@@ -501,9 +517,11 @@ SETTINGS: tuple[Setting, ...] = (
 )
 BY_NAME: Mapping[str, Setting] = {s.name: s for s in SETTINGS}
 ALWAYS = tuple(s.name for s in SETTINGS if EVERY_COMMAND in s.read_by)
-# The variables that are not settings of the ledger: the test suite's and the bench's knobs,
-# and the eventsourcing library's own setting for this app (services/ledger/schema.py).
-NOT_SETTINGS = ("SABOT_REQUIRE_POSTGRES", "SABOT_BENCH_", "SABOT_CREATE_TABLE")
+# The variables that are not settings of the ledger: the test suite's and the bench's knobs
+# (their PostgreSQL server: tests/conftest.py, bench/_support.py), and the eventsourcing
+# library's own setting for this app (services/ledger/schema.py).
+NOT_SETTINGS = ("SABOT_REQUIRE_POSTGRES", "SABOT_BENCH_", "SABOT_CREATE_TABLE", "SABOT_PG_HOST",
+                "SABOT_PG_PORT", "SABOT_PG_USER")
 
 
 @dataclass(frozen=True)
@@ -573,7 +591,7 @@ class Settings:
         if unknown:
             raise ValueError(f"no such setting: {', '.join(sorted(unknown))}")
         file = _env_file(flags, environment, env_file)
-        from_file = read_dotenv(file) if file is not None else {}
+        from_file = _read_env_file(file) if file is not None else {}
         values: dict[str, Any] = {}
         sources: dict[str, str] = {}
         for setting in SETTINGS:
@@ -627,6 +645,17 @@ def _env_file(flags: Mapping[str, Any], env: Mapping[str, str],
     return Path(str(text))
 
 
+def _read_env_file(file: Path) -> dict[str, str]:
+    """The settings of the ``.env`` file (a missing file: none); SettingError for a file that
+    someone other than this user or root owns or may write (it could name their credentials
+    file, their store or their server)."""
+    try:
+        check_trusted(file, what="the .env file")
+    except FileTrustError as exc:
+        raise SettingError(f"{exc} (SABOT_ENV_FILE / --env-file)") from None
+    return read_dotenv(file)
+
+
 def _given(setting: Setting, flags: Mapping[str, Any], env: Mapping[str, str],
            from_file: Mapping[str, str], file: Path | None) -> tuple[str, str, bool] | None:
     """The setting's text, where it came from and whether that is the file, if it was given
@@ -658,6 +687,13 @@ def _given(setting: Setting, flags: Mapping[str, Any], env: Mapping[str, str],
     return None
 
 
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _parse(setting: Setting, text: str, source: str, file: Path | None) -> Any:
     """The setting's value, or SettingError in one line naming where it came from, the other
     way to give it, and never the text of a secret. ``file``: the file it came from."""
@@ -673,7 +709,8 @@ def _parse(setting: Setting, text: str, source: str, file: Path | None) -> Any:
         return setting.parse(text)
     except ValueError as exc:
         reason = str(exc)
-        if setting.secret and text.strip() and text.strip() in reason:  # never, but surely
+        if setting.secret and text.strip() and text.strip() in reason \
+                and not _is_file(text.strip()):  # never, but surely (a file's path is no secret)
             reason = "cannot be used"
         raise SettingError(f"{source}: {reason}{also}") from None
 

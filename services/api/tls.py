@@ -19,6 +19,8 @@ from typing import Any
 
 import grpc
 
+from services.files import FileTrustError, check_trusted
+
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "ip6-loopback"})
 
 
@@ -65,6 +67,10 @@ class ServerFiles:
 
     def load(self) -> tuple[bytes, bytes, bytes | None]:
         cert = _read(self.cert, "--tls-cert")
+        try:
+            check_trusted(self.key, folder=True, what="the key file")
+        except FileTrustError as exc:
+            raise TlsError(f"--tls-key: {exc}") from None
         key = _read(self.key, "--tls-key")
         ca = None if self.client_ca is None else _read(self.client_ca, "--tls-client-ca")
         _check_pair(cert, key)

@@ -107,6 +107,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not (tokens or hashed or settings.credentials):
         raise CliError("no credentials: nobody could call the server (SABOT_CREDENTIALS, "
                        "SABOT_TOKENS, or --dev)")
+    if settings.credentials is not None:  # before the ledger starts: nothing to undo
+        from services.api.credentials import CredentialError, check_present
+
+        try:
+            check_present(settings.credentials)
+        except CredentialError as exc:
+            where = settings.sources.get("credentials", "--credentials")
+            raise CliError(f"{where}: {exc}") from None
     seal_key = settings.seal_key
     if seal_key is None and args.dev:
         seal_key = _dev_seal_key()
