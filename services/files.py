@@ -4,6 +4,10 @@ and neither the group nor others may write them (as ssh's StrictModes). For the 
 file and the key files, their folder too: owned by this user or root, and writable by group or
 others only with the sticky bit (``/tmp``), so that nobody else can swap the file.
 
+``read_env_file`` reads a ``.env`` file in the format docker compose and python-dotenv share
+(``KEY=VALUE``, ``export``, quotes, ``#`` comments at a line's start or after a blank,
+``${VAR}`` expanded), by python-dotenv, after the checks above.
+
 A file another user made is what a local user who wants to be admin plants: a credentials file
 naming their token, a ``.env`` naming their credentials file. The errors are one line naming
 the file and the fix (``chown``, ``chmod go-w``).
@@ -11,10 +15,14 @@ the file and the fix (``chown``, ``chmod go-w``).
 
 from __future__ import annotations
 
+import io
 import os
 import pwd
 import stat
 from pathlib import Path
+
+from dotenv import dotenv_values
+from dotenv.parser import parse_stream
 
 
 class FileTrustError(ValueError):
@@ -62,4 +70,25 @@ def check_trusted(path: Path | str, *, folder: bool = False, what: str = "the fi
                 f"chmod go-w {where}")
 
 
-__all__ = ["FileTrustError", "check_trusted"]
+def read_env_file(path: Path | str) -> dict[str, str]:
+    """The ``KEY=VALUE`` settings of a ``.env`` file (a missing file: none). FileTrustError for
+    a file ``check_trusted`` refuses; ValueError naming the file and the line of a line that is
+    not ``KEY=VALUE`` (never what it holds: it may be a secret mistyped)."""
+    path = Path(path)
+    check_trusted(path, what="the .env file")
+    try:
+        if not path.is_file():
+            return {}
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ValueError(f"{path}: cannot read it: {reason}") from None
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            raise ValueError(f"{path}: line {binding.original.line}: not KEY=VALUE (the format "
+                             "of docker compose and python-dotenv)")
+    values = dotenv_values(stream=io.StringIO(text), interpolate=True)
+    return {key: value for key, value in values.items() if value is not None}
+
+
+__all__ = ["FileTrustError", "check_trusted", "read_env_file"]

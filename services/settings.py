@@ -29,11 +29,11 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from domain.errors import InvalidArgument
-from services.api.config import ConfigError, read_dotenv, token_entries
+from services.api.config import ConfigError, token_entries
 from services.api.credentials import Credential, CredentialError, check_token
 from services.api.roles import Principal
 from services.api.stream_quota import DEFAULT_PER_PRINCIPAL
-from services.files import FileTrustError, check_trusted
+from services.files import FileTrustError, check_trusted, read_env_file
 from services.ledger.config import store_env
 from services.projections import gamingday
 from services.projections.gamingday import GamingDay
@@ -650,10 +650,9 @@ def _read_env_file(file: Path) -> dict[str, str]:
     someone other than this user or root owns or may write (it could name their credentials
     file, their store or their server)."""
     try:
-        check_trusted(file, what="the .env file")
-    except FileTrustError as exc:
+        return read_env_file(file)
+    except ValueError as exc:  # FileTrustError too
         raise SettingError(f"{exc} (SABOT_ENV_FILE / --env-file)") from None
-    return read_dotenv(file)
 
 
 def _given(setting: Setting, flags: Mapping[str, Any], env: Mapping[str, str],

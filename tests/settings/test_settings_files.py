@@ -20,7 +20,7 @@ from services.api import credentials
 from services.api.credentials import CredentialError, Keyring
 from services.api.roles import Role
 from services.api.tls import ServerFiles, TlsError
-from services.files import FileTrustError, check_trusted
+from services.files import FileTrustError, check_trusted, read_env_file
 from services.settings import SettingError, Settings
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
@@ -212,3 +212,30 @@ def test_credentials_hash_refuses_a_token_under_128_bits(
     monkeypatch.setattr("sys.stdin", io.StringIO(token + "\n"))
     code, err = _sabot(["credentials", "hash"], capsys)
     assert code == 2 and "the token on stdin: a token must carry at least 128 bits" in err
+
+
+def test_the_env_file_reads_as_compose_and_python_dotenv_do(tmp_path: Path) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("SABOT_WORKERS=7  # threads\nexport SABOT_LISTEN='0.0.0.0:1' # all\n"
+                      'SABOT_GAMING_DAY="06:00 Europe/Paris"\nSABOT_SHIFTS=${N_SHIFTS}\n'
+                      "\n# a comment\n")
+    s = Settings.load({}, {}, dotenv)
+    assert (s.workers, s.listen) == (7, "0.0.0.0:1")
+    assert s.gaming_day is not None and s.gaming_day.zone == "Europe/Paris"
+    dotenv.write_text("SABOT_WORKERS=7\n  this line is no setting\n")
+    with pytest.raises(SettingError, match=rf"^{dotenv}: line 2: not KEY=VALUE"):
+        Settings.load({}, {}, dotenv)
+
+
+def test_every_line_of_env_example_reads_uncommented(tmp_path: Path) -> None:
+    """Each commented sample of .env.example is a line the reader takes as it is written (the
+    hashed SABOT_TOKENS sample too)."""
+    example = Path(__file__).resolve().parents[2] / ".env.example"
+    samples = [line[1:] for line in example.read_text().splitlines()
+               if line.startswith("#SABOT_")]
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("\n".join(samples) + "\n")
+    values = read_env_file(dotenv)
+    assert len(values) == len(samples) >= 15
+    tokens = Settings.load({}, {}, dotenv, only=("tokens",)).tokens
+    assert [c.principal.role for c in tokens.hashed] == [Role.BACK_OFFICE]
