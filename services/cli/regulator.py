@@ -142,6 +142,8 @@ def _hold(notary: Notary, wait: float) -> None:
 
 def _write_pair(out: str, private_pem: bytes, public: bytes) -> None:
     key_path, pub_path = Path(out + ".key"), Path(out + ".pub")
+    if not key_path.parent.is_dir():  # never made: a typo would make folders anywhere
+        raise CliError(f"--out: {key_path.parent}: no such folder; make it first")
     if key_path.exists():
         raise CliError(f"--out: {key_path} exists; refusing to overwrite a key")
     fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
