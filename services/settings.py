@@ -70,6 +70,11 @@ class KeyKind(enum.Enum):
         return self in (KeyKind.ED25519_PRIVATE, KeyKind.X25519_PRIVATE)
 
     @property
+    def secret(self) -> bool:
+        """A private key or the seal key: never a NAME.pub file."""
+        return self.private or self is KeyKind.SEAL
+
+    @property
     def pem(self) -> bool:
         return self is not KeyKind.SEAL
 
@@ -99,6 +104,10 @@ def read_key(text: str, kind: KeyKind) -> bytes:
         is_file = False
     if not is_file:
         raise ValueError(f"not {kind.value}: {kind.shape}")
+    if kind.secret and path.suffix == ".pub":
+        raise ValueError(f"{path}: a public key (NAME.pub) given for {kind.value}; give the "
+                         "private half of the pair (NAME.key)" if kind.private else
+                         f"{path}: a public key (NAME.pub) given for {kind.value}")
     try:
         check_trusted(path, folder=True, what="the key file")
     except FileTrustError as exc:
@@ -114,7 +123,20 @@ def read_key(text: str, kind: KeyKind) -> bytes:
     raw = data.decode("ascii", "replace").strip()
     if not _HEX64.fullmatch(raw):
         raise ValueError(f"{path}: does not hold 64 hex digits ({kind.value})")
+    if kind.secret and _same_as_pub(path, raw):
+        raise ValueError(f"{path}: holds the public key of {path.with_suffix('.pub').name}; "
+                         f"{kind.value} is the private half of the pair")
     return _checked(bytes.fromhex(raw), kind)
+
+
+def _same_as_pub(path: Path, raw: str) -> bool:
+    """Whether the key file beside ``path`` named NAME.pub holds the same 64 hex digits (a
+    public key copied over the private one)."""
+    try:
+        beside = path.with_suffix(".pub").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return beside.lower() == raw.lower()
 
 
 def _checked(raw: bytes, kind: KeyKind) -> bytes:
@@ -410,10 +432,10 @@ SETTINGS: tuple[Setting, ...] = (
             "none (serve --dev: var/dev-seal.key)",
             (*_SERVE, "store rerun"), _key(KeyKind.SEAL), secret=True,
             metavar="KEY", help="the key that seals each shoe's seed"),
-    Setting("checkpoint_key", "SABOT_CHECKPOINT_KEY", "--checkpoint-key",
+    Setting("checkpoint_key", "SABOT_CHECKPOINT_KEY", "--checkpoint-private-key",
             "Ed25519 private: " + KeyKind.ED25519_PRIVATE.shape, "none: no notary",
             (*_SERVE, "store checkpoint", "store export"), _key(KeyKind.ED25519_PRIVATE),
-            secret=True, flag_aliases=("--key",), metavar="KEY",
+            secret=True, flag_aliases=("--checkpoint-key", "--key"), metavar="KEY",
             help="the notary's signing key (`sabot keys checkpoint`); store export needs none"),
     Setting("checkpoint_public_key", "SABOT_CHECKPOINT_PUBLIC_KEY", "--checkpoint-public-key",
             "Ed25519 public: " + KeyKind.ED25519_PUBLIC.shape,
@@ -425,11 +447,11 @@ SETTINGS: tuple[Setting, ...] = (
             _key(KeyKind.X25519_PUBLIC), aliases=("SABOT_REGULATOR_KEY",),
             flag_aliases=("--regulator-key",), metavar="KEY",
             help="every seed is escrowed to this regulator's key (`sabot keys regulator`)"),
-    Setting("regulator_key", None, "--regulator-key",
+    Setting("regulator_key", None, "--regulator-private-key",
             "X25519 private: " + KeyKind.X25519_PRIVATE.shape + " (the regulator's machine "
             "only: never an environment variable)", "none", ("store replay",),
-            _key(KeyKind.X25519_PRIVATE), secret=True, metavar="KEY",
-            help="the regulator's private key: opens the escrowed seeds"),
+            _key(KeyKind.X25519_PRIVATE), secret=True, flag_aliases=("--regulator-key",),
+            metavar="KEY", help="the regulator's private key: opens the escrowed seeds"),
     Setting("workers", "SABOT_WORKERS", "--workers", "1..256", str(DEFAULT_WORKERS), _SERVE,
             _whole(1, 256), metavar="N", help="threads serving calls"),
     Setting("projections", "SABOT_PROJECTIONS", "--projections", "on or off", "on", _SERVE,
@@ -472,8 +494,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tls_cert", "SABOT_TLS_CERT", "--tls-cert", _PEM + ": the certificate chain",
             "none: plaintext, loopback only", _SERVE, _path, metavar="FILE",
             help="serve TLS with this certificate chain"),
-    Setting("tls_key", "SABOT_TLS_KEY", "--tls-key", _PEM + ": the key of --tls-cert", "none",
-            _SERVE, _path, metavar="FILE", help="the private key of --tls-cert"),
+    Setting("tls_key", "SABOT_TLS_KEY", "--tls-private-key", _PEM + ": the key of --tls-cert",
+            "none", _SERVE, _path, flag_aliases=("--tls-key",), metavar="FILE",
+            help="the private key of --tls-cert"),
     Setting("tls_client_ca", "SABOT_TLS_CLIENT_CA", "--tls-client-ca",
             _PEM + ": the CA of the clients' certificates", "none: no client certificates",
             _SERVE, _path, metavar="FILE", help="require client certificates signed by it (mTLS)"),
@@ -485,17 +508,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tls_client_cert", "SABOT_TLS_CLIENT_CERT", "--tls-client-cert",
             _PEM + ": this client's certificate", "none", _TLS_CLIENT, _path,
             flag_aliases=("--tls-cert",), metavar="FILE", help="mTLS: this client's certificate"),
-    Setting("tls_client_key", "SABOT_TLS_CLIENT_KEY", "--tls-client-key",
+    Setting("tls_client_key", "SABOT_TLS_CLIENT_KEY", "--tls-client-private-key",
             _PEM + ": the key of --tls-client-cert", "none", _TLS_CLIENT, _path,
-            flag_aliases=("--tls-key",), metavar="FILE", help="mTLS: its private key"),
+            flag_aliases=("--tls-client-key", "--tls-key"), metavar="FILE",
+            help="mTLS: its private key"),
     Setting("streams_per_principal", "SABOT_STREAMS_PER_PRINCIPAL", None, "1..1024",
             str(DEFAULT_PER_PRINCIPAL), _SERVE, _whole(1, 1024),
             help="streams one principal may hold open at once"),
-    Setting("chain_key", "SABOT_CHAIN_KEY", "--chain-key",
+    Setting("chain_key", "SABOT_CHAIN_KEY", "--chain-private-key",
             "Ed25519 private: " + KeyKind.ED25519_PRIVATE.shape,
             "none: required by serve (serve --dev: var/dev-chain.key)", _SERVE,
-            _key(KeyKind.ED25519_PRIVATE), secret=True, metavar="KEY",
-            help="the key that signs the ledger's evidence chain (`sabot keys chain`)"),
+            _key(KeyKind.ED25519_PRIVATE), secret=True, flag_aliases=("--chain-key",),
+            metavar="KEY",
+            help="the key that signs the ledger's evidence chain (NAME.key of `sabot keys "
+                 "chain`)"),
     Setting("chain_public_keys", "SABOT_CHAIN_PUBLIC_KEY", "--chain-public-key",
             "Ed25519 public: " + KeyKind.ED25519_PUBLIC.shape + "; repeatable, comma-separated "
             "in the variable", "the key the chain's first link introduces",

@@ -1,10 +1,10 @@
 """TLS and mTLS: the server's credentials (re-read when the files change, without a restart),
 the clients' channels, and the rule that a plaintext listener stays on loopback.
 
-``sabot serve --tls-cert FILE --tls-key FILE [--tls-client-ca FILE]`` serves TLS; with a client
-CA every client must present a certificate that CA signed (and a certificate named in the
-credentials file stands for its principal). Clients take ``--tls-ca FILE [--tls-cert FILE
---tls-key FILE]``.
+``sabot serve --tls-cert FILE --tls-private-key FILE [--tls-client-ca FILE]`` serves TLS; with
+a client CA every client must present a certificate that CA signed (and a certificate named in
+the credentials file stands for its principal). Clients take ``--tls-ca FILE
+[--tls-client-cert FILE --tls-client-private-key FILE]``.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ class ServerFiles:
         try:
             check_trusted(self.key, folder=True, what="the key file")
         except FileTrustError as exc:
-            raise TlsError(f"--tls-key: {exc}") from None
-        key = _read(self.key, "--tls-key")
+            raise TlsError(f"--tls-private-key: {exc}") from None
+        key = _read(self.key, "--tls-private-key")
         ca = None if self.client_ca is None else _read(self.client_ca, "--tls-client-ca")
         _check_pair(cert, key)
         return cert, key, ca
@@ -98,12 +98,12 @@ def _check_pair(cert: bytes, key: bytes) -> None:
         certificate = x509.load_pem_x509_certificates(cert)[0]
         private = serialization.load_pem_private_key(key, password=None)
     except (ValueError, TypeError) as exc:
-        raise TlsError(f"--tls-cert/--tls-key: cannot load them: {exc}") from None
+        raise TlsError(f"--tls-cert/--tls-private-key: cannot load them: {exc}") from None
     pem = serialization.Encoding.PEM
     spki = serialization.PublicFormat.SubjectPublicKeyInfo
     if certificate.public_key().public_bytes(pem, spki) != private.public_key().public_bytes(
             pem, spki):
-        raise TlsError("--tls-key: not the key of the --tls-cert certificate")
+        raise TlsError("--tls-private-key: not the key of the --tls-cert certificate")
 
 
 def server_credentials(files: ServerFiles,
@@ -147,7 +147,7 @@ def channel_credentials(ca: Pem | None = None, cert: Pem | None = None,
     """A client's TLS credentials: the CA that signed the server's certificate (None: the
     system's roots), and for mTLS its own certificate and key."""
     if (cert is None) != (key is None):
-        raise TlsError("--tls-cert and --tls-key go together")
+        raise TlsError("--tls-client-cert and --tls-client-private-key go together")
 
     def data(value: Pem | None, setting: str) -> bytes | None:
         if value is None or isinstance(value, bytes):
@@ -155,8 +155,9 @@ def channel_credentials(ca: Pem | None = None, cert: Pem | None = None,
         return _read(value, setting)
 
     return grpc.ssl_channel_credentials(
-        root_certificates=data(ca, "--tls-ca"), private_key=data(key, "--tls-key"),
-        certificate_chain=data(cert, "--tls-cert"))
+        root_certificates=data(ca, "--tls-ca"),
+        private_key=data(key, "--tls-client-private-key"),
+        certificate_chain=data(cert, "--tls-client-cert"))
 
 
 def open_channel(target: str, tls: grpc.ChannelCredentials | None = None,

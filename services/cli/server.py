@@ -125,8 +125,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if chain_key is None and args.dev:
         chain_key = _dev_seal_key(DEV_CHAIN_KEY_FILE)
     if chain_key is None:
-        raise CliError("SABOT_CHAIN_KEY / --chain-key: the ledger's evidence key is required: 64 "
-                       "hex digits or a key file (`sabot keys chain`), or use --dev")
+        raise CliError("SABOT_CHAIN_KEY / --chain-private-key: the ledger's evidence key is "
+                       "required: 64 hex digits or its key file (NAME.key of `sabot keys chain`), "
+                       "or use --dev")
     if chain_head is None and args.dev:
         chain_head = _dev_chain_head(settings.store)
     if settings.store.startswith("sqlite:///"):
@@ -347,8 +348,8 @@ def _print_connect(target: str, tokens: dict[str, Principal], dev: bool,
                    tls: bool = False) -> None:
     print(f"\nThe server is listening on {target} (Ctrl-C or SIGTERM stops it gracefully).")
     if tls:
-        print("It serves TLS: give the commands below --tls-ca FILE (and --tls-cert FILE "
-              "--tls-key FILE on an mTLS listener).")
+        print("It serves TLS: give the commands below --tls-ca FILE (and --tls-client-cert FILE "
+              "--tls-client-private-key FILE on an mTLS listener).")
     if dev:
         print("Development tokens (this run only):")
         for token, who in tokens.items():

@@ -191,7 +191,8 @@ def test_a_tls_key_another_user_made_is_refused(tmp_path: Path) -> None:
     cert.write_text("-----BEGIN CERTIFICATE-----\n")
     key.write_text("-----BEGIN PRIVATE KEY-----\n")
     _by_nobody(key)
-    with pytest.raises(TlsError, match=rf"^--tls-key: {key}: the key file is owned by nobody"):
+    with pytest.raises(TlsError, match=rf"^--tls-private-key: {key}: the key file is owned "
+                                       "by nobody"):
         ServerFiles(cert, key).load()
 
 
