@@ -74,6 +74,7 @@ class ServerFiles:
         key = _read(self.key, "--tls-private-key")
         ca = None if self.client_ca is None else _read(self.client_ca, "--tls-client-ca")
         _check_pair(cert, key)
+        _check_servable(cert, self.cert)
         return cert, key, ca
 
     def stamp(self) -> tuple[tuple[int, int, int] | None, ...]:
@@ -104,6 +105,35 @@ def _check_pair(cert: bytes, key: bytes) -> None:
     if certificate.public_key().public_bytes(pem, spki) != private.public_key().public_bytes(
             pem, spki):
         raise TlsError("--tls-private-key: not the key of the --tls-cert certificate")
+
+
+# gRPC's TLS (BoringSSL, grpcio 1.85) loads an Ed25519 or Ed448 server certificate, and then
+# completes no handshake with it (NO_COMMON_SIGNATURE_ALGORITHMS).
+MAKE_P256 = ("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "
+             "server.key -out server.crt ...")
+
+
+def _check_servable(cert: bytes, path: Path) -> None:
+    """TlsError for a server certificate gRPC's TLS completes no handshake with (its key, or
+    the signature over it, is Ed25519 or Ed448): ECDSA P-256 or RSA serve."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ed448, ed25519
+    from cryptography.x509.oid import SignatureAlgorithmOID
+
+    certificate = x509.load_pem_x509_certificates(cert)[0]
+    key = certificate.public_key()
+    kind = None
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        kind = "Ed25519"
+    elif isinstance(key, ed448.Ed448PublicKey):
+        kind = "Ed448"
+    elif certificate.signature_algorithm_oid in (SignatureAlgorithmOID.ED25519,
+                                                 SignatureAlgorithmOID.ED448):
+        kind = "EdDSA-signed"
+    if kind is not None:
+        raise TlsError(f"--tls-cert: {path}: an {kind} certificate, which gRPC's TLS completes "
+                       "no handshake with (NO_COMMON_SIGNATURE_ALGORITHMS); use an ECDSA P-256 "
+                       f"or RSA pair ({MAKE_P256})")
 
 
 def server_credentials(files: ServerFiles,

@@ -115,6 +115,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except CredentialError as exc:
             where = settings.sources.get("credentials", "--credentials")
             raise CliError(f"{where}: {exc}") from None
+    if settings.tls_cert is not None and settings.tls_key is not None:
+        from services.api.tls import ServerFiles, TlsError
+
+        try:  # a pair gRPC can serve, whose files nobody else wrote: before the ledger starts
+            ServerFiles(settings.tls_cert, settings.tls_key, settings.tls_client_ca).load()
+        except TlsError as exc:
+            raise CliError(str(exc)) from None
     seal_key = settings.seal_key
     if seal_key is None and args.dev:
         seal_key = _dev_seal_key()
