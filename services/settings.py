@@ -34,7 +34,7 @@ from services.api.credentials import Credential, CredentialError, check_token
 from services.api.roles import Principal
 from services.api.stream_quota import DEFAULT_PER_PRINCIPAL
 from services.files import FileTrustError, check_trusted, read_env_file
-from services.ledger.config import store_env
+from services.ledger.config import DEFAULT_MAX_OVERFLOW, store_env
 from services.projections import gamingday
 from services.projections.gamingday import GamingDay
 
@@ -454,6 +454,13 @@ SETTINGS: tuple[Setting, ...] = (
             metavar="KEY", help="the regulator's private key: opens the escrowed seeds"),
     Setting("workers", "SABOT_WORKERS", "--workers", "1..256", str(DEFAULT_WORKERS), _SERVE,
             _whole(1, 256), metavar="N", help="threads serving calls"),
+    Setting("pg_pool_size", "SABOT_PG_POOL_SIZE", "--pg-pool-size", "1..200",
+            "the workers, at most 20", _SERVE, _whole(1, 200), metavar="N",
+            help="PostgreSQL: the connections each of the server's two pools keeps (the "
+                 "writer's, and its process's reads); the total is logged at start"),
+    Setting("pg_max_overflow", "SABOT_PG_MAX_OVERFLOW", "--pg-max-overflow", "0..200",
+            str(DEFAULT_MAX_OVERFLOW), _SERVE, _whole(0, 200), metavar="N",
+            help="PostgreSQL: the connections each pool may open beyond its size while busy"),
     Setting("projections", "SABOT_PROJECTIONS", "--projections", "on or off", "on", _SERVE,
             _on_off("a thread keeps the read models up to date"), metavar="on|off",
             help="keep the read models up to date in the server"),
@@ -566,6 +573,8 @@ class Settings:
     regulator_public_key: bytes | None = None  # raw X25519
     regulator_key: bytes | None = field(default=None, repr=False)  # raw X25519 private
     workers: int = DEFAULT_WORKERS
+    pg_pool_size: int | None = None  # None: the workers, at most 20
+    pg_max_overflow: int = DEFAULT_MAX_OVERFLOW
     projections: bool = True
     turn_clock: bool = True
     ledger_process: bool = True

@@ -31,7 +31,8 @@ SERVE_SETTINGS = (
     "store", "listen", "credentials", "tokens", "seal_key", "chain_key", "chain_head",
     "checkpoint_key", "regulator_public_key", "tls_cert", "tls_key", "tls_client_ca", "insecure",
     "workers", "projections", "ledger_process", "gaming_day", "shifts", "streams_per_principal",
-    "metrics_listen", "store_timeout", "otlp_endpoint", "turn_clock",
+    "metrics_listen", "store_timeout", "otlp_endpoint", "turn_clock", "pg_pool_size",
+    "pg_max_overflow",
 )
 
 
@@ -164,7 +165,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from services import traces
 
         traces.configure(otlp_endpoint)
-    pool_size = min(cfg.workers, 20)
+    pool_size = settings.pg_pool_size or min(cfg.workers, 20)
     writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
     ledger: Ledger
     ledger_process: LedgerProcess | None = None
@@ -182,6 +183,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                            store_timeout=settings.store_timeout)
         except ChainBroken as exc:
             raise CliError(str(exc)) from None
+    if settings.store.startswith(("postgresql:", "postgres:")):
+        _log_connections(pool_size, settings.pg_max_overflow, pools=2 if cfg.ledger_process
+                         else 1)
     try:
         running = server.start(cfg, ledger, metrics_listen=metrics_listen,
                                notary=bootstrap.notary(settings, on_error=server.notary_error))
@@ -239,6 +243,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
                        "the server stopped: restart it")
     return 0
+
+
+# The store connections beyond the ledger's pools, at most: the read models' pool (3, and its
+# overflow of 2), the notary's, the health probe's, the writer lease's and the writer's store
+# probe. Measured on PostgreSQL 15 (pg_stat_activity, `sabot serve --dev`): 2 pools of 20 + 5
+# open once started (45); with --pg-pool-size 4 --pg-max-overflow 1, 2 x 4 + 5 (13).
+OTHER_CONNECTIONS = 9
+
+
+def _log_connections(pool_size: int, max_overflow: int, pools: int) -> None:
+    """One line at start: the most connections this server opens to PostgreSQL (the writer's
+    pool and, with a ledger process, that process's reads: ``pools``; each ``pool_size`` +
+    ``max_overflow``), so that ``max_connections`` can be sized against the servers."""
+    logs.get_logger().info(
+        "store connections", at_most=pools * (pool_size + max_overflow) + OTHER_CONNECTIONS,
+        pools=pools, pool_size=pool_size, max_overflow=max_overflow, others=OTHER_CONNECTIONS,
+        settings="SABOT_PG_POOL_SIZE / --pg-pool-size, SABOT_PG_MAX_OVERFLOW / "
+                 "--pg-max-overflow")
 
 
 def _other_games(target: str, tokens: dict[str, Principal], tls: bool) -> None:
