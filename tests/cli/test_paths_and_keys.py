@@ -47,9 +47,9 @@ def test_a_read_command_creates_no_sqlite_file(command: list[str], tmp_path: Pat
     assert list(tmp_path.iterdir()) == []
 
 
-def test_rerun_with_another_seal_key_names_the_flag(tmp_path: Path,
+def test_rerun_with_another_seal_key_names_the_flag(store_url: str, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"sqlite:///{tmp_path}/s.db"
+    url = store_url  # SQLite and PostgreSQL
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
     croupier = Croupier(ledger, "t1", ["ana", "bruno"], random.Random(5))
     croupier.setup("francaise")
