@@ -29,11 +29,12 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from domain.errors import InvalidArgument
-from services.api.config import ConfigError, read_dotenv, token_entries
+from services.api.config import ConfigError, token_entries
 from services.api.credentials import Credential, CredentialError, check_token
 from services.api.roles import Principal
 from services.api.stream_quota import DEFAULT_PER_PRINCIPAL
-from services.ledger.config import store_env
+from services.files import FileTrustError, check_trusted, read_env_file
+from services.ledger.config import DEFAULT_MAX_OVERFLOW, store_env
 from services.projections import gamingday
 from services.projections.gamingday import GamingDay
 
@@ -69,6 +70,11 @@ class KeyKind(enum.Enum):
         return self in (KeyKind.ED25519_PRIVATE, KeyKind.X25519_PRIVATE)
 
     @property
+    def secret(self) -> bool:
+        """A private key or the seal key: never a NAME.pub file."""
+        return self.private or self is KeyKind.SEAL
+
+    @property
     def pem(self) -> bool:
         return self is not KeyKind.SEAL
 
@@ -98,6 +104,14 @@ def read_key(text: str, kind: KeyKind) -> bytes:
         is_file = False
     if not is_file:
         raise ValueError(f"not {kind.value}: {kind.shape}")
+    if kind.secret and path.suffix == ".pub":
+        raise ValueError(f"{path}: a public key (NAME.pub) given for {kind.value}; give the "
+                         "private half of the pair (NAME.key)" if kind.private else
+                         f"{path}: a public key (NAME.pub) given for {kind.value}")
+    try:
+        check_trusted(path, folder=True, what="the key file")
+    except FileTrustError as exc:
+        raise ValueError(str(exc)) from None
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -109,7 +123,20 @@ def read_key(text: str, kind: KeyKind) -> bytes:
     raw = data.decode("ascii", "replace").strip()
     if not _HEX64.fullmatch(raw):
         raise ValueError(f"{path}: does not hold 64 hex digits ({kind.value})")
+    if kind.secret and _same_as_pub(path, raw):
+        raise ValueError(f"{path}: holds the public key of {path.with_suffix('.pub').name}; "
+                         f"{kind.value} is the private half of the pair")
     return _checked(bytes.fromhex(raw), kind)
+
+
+def _same_as_pub(path: Path, raw: str) -> bool:
+    """Whether the key file beside ``path`` named NAME.pub holds the same 64 hex digits (a
+    public key copied over the private one)."""
+    try:
+        beside = path.with_suffix(".pub").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return beside.lower() == raw.lower()
 
 
 def _checked(raw: bytes, kind: KeyKind) -> bytes:
@@ -292,6 +319,17 @@ def _path(value: str) -> Path:
     return Path(_text(value))
 
 
+def _head_file(value: str) -> str:
+    """The writer's head file: a path; an existing file must be this user's or root's, and
+    not writable by others (``services/files.py``): a planted head would hide a cut store."""
+    text = _text(value)
+    try:
+        check_trusted(text, what="the head file")
+    except FileTrustError as exc:
+        raise ValueError(str(exc)) from None
+    return text
+
+
 def _whole(low: int, high: int) -> Parse:
     def parse(value: str) -> int:
         value = value.strip()
@@ -394,10 +432,10 @@ SETTINGS: tuple[Setting, ...] = (
             "none (serve --dev: var/dev-seal.key)",
             (*_SERVE, "store rerun"), _key(KeyKind.SEAL), secret=True,
             metavar="KEY", help="the key that seals each shoe's seed"),
-    Setting("checkpoint_key", "SABOT_CHECKPOINT_KEY", "--checkpoint-key",
+    Setting("checkpoint_key", "SABOT_CHECKPOINT_KEY", "--checkpoint-private-key",
             "Ed25519 private: " + KeyKind.ED25519_PRIVATE.shape, "none: no notary",
             (*_SERVE, "store checkpoint", "store export"), _key(KeyKind.ED25519_PRIVATE),
-            secret=True, flag_aliases=("--key",), metavar="KEY",
+            secret=True, flag_aliases=("--checkpoint-key", "--key"), metavar="KEY",
             help="the notary's signing key (`sabot keys checkpoint`); store export needs none"),
     Setting("checkpoint_public_key", "SABOT_CHECKPOINT_PUBLIC_KEY", "--checkpoint-public-key",
             "Ed25519 public: " + KeyKind.ED25519_PUBLIC.shape,
@@ -409,13 +447,20 @@ SETTINGS: tuple[Setting, ...] = (
             _key(KeyKind.X25519_PUBLIC), aliases=("SABOT_REGULATOR_KEY",),
             flag_aliases=("--regulator-key",), metavar="KEY",
             help="every seed is escrowed to this regulator's key (`sabot keys regulator`)"),
-    Setting("regulator_key", None, "--regulator-key",
+    Setting("regulator_key", None, "--regulator-private-key",
             "X25519 private: " + KeyKind.X25519_PRIVATE.shape + " (the regulator's machine "
             "only: never an environment variable)", "none", ("store replay",),
-            _key(KeyKind.X25519_PRIVATE), secret=True, metavar="KEY",
-            help="the regulator's private key: opens the escrowed seeds"),
+            _key(KeyKind.X25519_PRIVATE), secret=True, flag_aliases=("--regulator-key",),
+            metavar="KEY", help="the regulator's private key: opens the escrowed seeds"),
     Setting("workers", "SABOT_WORKERS", "--workers", "1..256", str(DEFAULT_WORKERS), _SERVE,
             _whole(1, 256), metavar="N", help="threads serving calls"),
+    Setting("pg_pool_size", "SABOT_PG_POOL_SIZE", "--pg-pool-size", "1..200",
+            "the workers, at most 20", _SERVE, _whole(1, 200), metavar="N",
+            help="PostgreSQL: the connections each of the server's two pools keeps (the "
+                 "writer's, and its process's reads); the total is logged at start"),
+    Setting("pg_max_overflow", "SABOT_PG_MAX_OVERFLOW", "--pg-max-overflow", "0..200",
+            str(DEFAULT_MAX_OVERFLOW), _SERVE, _whole(0, 200), metavar="N",
+            help="PostgreSQL: the connections each pool may open beyond its size while busy"),
     Setting("projections", "SABOT_PROJECTIONS", "--projections", "on or off", "on", _SERVE,
             _on_off("a thread keeps the read models up to date"), metavar="on|off",
             help="keep the read models up to date in the server"),
@@ -459,8 +504,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tls_cert", "SABOT_TLS_CERT", "--tls-cert", _PEM + ": the certificate chain",
             "none: plaintext, loopback only", _SERVE, _path, metavar="FILE",
             help="serve TLS with this certificate chain"),
-    Setting("tls_key", "SABOT_TLS_KEY", "--tls-key", _PEM + ": the key of --tls-cert", "none",
-            _SERVE, _path, metavar="FILE", help="the private key of --tls-cert"),
+    Setting("tls_key", "SABOT_TLS_KEY", "--tls-private-key", _PEM + ": the key of --tls-cert",
+            "none", _SERVE, _path, flag_aliases=("--tls-key",), metavar="FILE",
+            help="the private key of --tls-cert"),
     Setting("tls_client_ca", "SABOT_TLS_CLIENT_CA", "--tls-client-ca",
             _PEM + ": the CA of the clients' certificates", "none: no client certificates",
             _SERVE, _path, metavar="FILE", help="require client certificates signed by it (mTLS)"),
@@ -472,17 +518,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tls_client_cert", "SABOT_TLS_CLIENT_CERT", "--tls-client-cert",
             _PEM + ": this client's certificate", "none", _TLS_CLIENT, _path,
             flag_aliases=("--tls-cert",), metavar="FILE", help="mTLS: this client's certificate"),
-    Setting("tls_client_key", "SABOT_TLS_CLIENT_KEY", "--tls-client-key",
+    Setting("tls_client_key", "SABOT_TLS_CLIENT_KEY", "--tls-client-private-key",
             _PEM + ": the key of --tls-client-cert", "none", _TLS_CLIENT, _path,
-            flag_aliases=("--tls-key",), metavar="FILE", help="mTLS: its private key"),
+            flag_aliases=("--tls-client-key", "--tls-key"), metavar="FILE",
+            help="mTLS: its private key"),
     Setting("streams_per_principal", "SABOT_STREAMS_PER_PRINCIPAL", None, "1..1024",
             str(DEFAULT_PER_PRINCIPAL), _SERVE, _whole(1, 1024),
             help="streams one principal may hold open at once"),
-    Setting("chain_key", "SABOT_CHAIN_KEY", "--chain-key",
+    Setting("chain_key", "SABOT_CHAIN_KEY", "--chain-private-key",
             "Ed25519 private: " + KeyKind.ED25519_PRIVATE.shape,
             "none: required by serve (serve --dev: var/dev-chain.key)", _SERVE,
-            _key(KeyKind.ED25519_PRIVATE), secret=True, metavar="KEY",
-            help="the key that signs the ledger's evidence chain (`sabot keys chain`)"),
+            _key(KeyKind.ED25519_PRIVATE), secret=True, flag_aliases=("--chain-key",),
+            metavar="KEY",
+            help="the key that signs the ledger's evidence chain (NAME.key of `sabot keys "
+                 "chain`)"),
     Setting("chain_public_keys", "SABOT_CHAIN_PUBLIC_KEY", "--chain-public-key",
             "Ed25519 public: " + KeyKind.ED25519_PUBLIC.shape + "; repeatable, comma-separated "
             "in the variable", "the key the chain's first link introduces",
@@ -491,7 +540,7 @@ SETTINGS: tuple[Setting, ...] = (
             help="a public key of the ledger's evidence chain, to check it against"),
     Setting("chain_head", "SABOT_CHAIN_HEAD", "--chain-head",
             "a path: the file the writer updates after each commit",
-            "none (serve --dev: beside the store)", _SERVE, _text, metavar="FILE",
+            "none (serve --dev: beside the store)", _SERVE, _head_file, metavar="FILE",
             help="the writer's head file (a store that lost its end is refused)"),
     Setting("server_role", None, "--server-role", "a PostgreSQL role name", "none",
             ("store init",), _role, metavar="ROLE",
@@ -504,9 +553,11 @@ SETTINGS: tuple[Setting, ...] = (
 )
 BY_NAME: Mapping[str, Setting] = {s.name: s for s in SETTINGS}
 ALWAYS = tuple(s.name for s in SETTINGS if EVERY_COMMAND in s.read_by)
-# The variables that are not settings of the ledger: the test suite's and the bench's knobs,
-# and the eventsourcing library's own setting for this app (services/ledger/schema.py).
-NOT_SETTINGS = ("SABOT_REQUIRE_POSTGRES", "SABOT_BENCH_", "SABOT_CREATE_TABLE")
+# The variables that are not settings of the ledger: the test suite's and the bench's knobs
+# (their PostgreSQL server: tests/conftest.py, bench/_support.py), and the eventsourcing
+# library's own setting for this app (services/ledger/schema.py).
+NOT_SETTINGS = ("SABOT_REQUIRE_POSTGRES", "SABOT_BENCH_", "SABOT_CREATE_TABLE", "SABOT_PG_HOST",
+                "SABOT_PG_PORT", "SABOT_PG_USER")
 
 
 @dataclass(frozen=True)
@@ -525,6 +576,8 @@ class Settings:
     regulator_public_key: bytes | None = None  # raw X25519
     regulator_key: bytes | None = field(default=None, repr=False)  # raw X25519 private
     workers: int = DEFAULT_WORKERS
+    pg_pool_size: int | None = None  # None: the workers, at most 20
+    pg_max_overflow: int = DEFAULT_MAX_OVERFLOW
     projections: bool = True
     turn_clock: bool = True
     ledger_process: bool = True
@@ -577,7 +630,7 @@ class Settings:
         if unknown:
             raise ValueError(f"no such setting: {', '.join(sorted(unknown))}")
         file = _env_file(flags, environment, env_file)
-        from_file = read_dotenv(file) if file is not None else {}
+        from_file = _read_env_file(file) if file is not None else {}
         values: dict[str, Any] = {}
         sources: dict[str, str] = {}
         for setting in SETTINGS:
@@ -631,6 +684,16 @@ def _env_file(flags: Mapping[str, Any], env: Mapping[str, str],
     return Path(str(text))
 
 
+def _read_env_file(file: Path) -> dict[str, str]:
+    """The settings of the ``.env`` file (a missing file: none); SettingError for a file that
+    someone other than this user or root owns or may write (it could name their credentials
+    file, their store or their server)."""
+    try:
+        return read_env_file(file)
+    except ValueError as exc:  # FileTrustError too
+        raise SettingError(f"{exc} (SABOT_ENV_FILE / --env-file)") from None
+
+
 def _given(setting: Setting, flags: Mapping[str, Any], env: Mapping[str, str],
            from_file: Mapping[str, str], file: Path | None) -> tuple[str, str, bool] | None:
     """The setting's text, where it came from and whether that is the file, if it was given
@@ -662,6 +725,13 @@ def _given(setting: Setting, flags: Mapping[str, Any], env: Mapping[str, str],
     return None
 
 
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _parse(setting: Setting, text: str, source: str, file: Path | None) -> Any:
     """The setting's value, or SettingError in one line naming where it came from, the other
     way to give it, and never the text of a secret. ``file``: the file it came from."""
@@ -677,7 +747,8 @@ def _parse(setting: Setting, text: str, source: str, file: Path | None) -> Any:
         return setting.parse(text)
     except ValueError as exc:
         reason = str(exc)
-        if setting.secret and text.strip() and text.strip() in reason:  # never, but surely
+        if setting.secret and text.strip() and text.strip() in reason \
+                and not _is_file(text.strip()):  # never, but surely (a file's path is no secret)
             reason = "cannot be used"
         raise SettingError(f"{source}: {reason}{also}") from None
 

@@ -31,7 +31,8 @@ if [ ! -s secrets/credentials.toml ]; then
   run credentials issue --credentials /out/credentials.toml --principal admin-1 --role admin --days 30
 fi
 if [ ! -s secrets/server.key ]; then
-  openssl req -x509 -newkey ed25519 -nodes -days 30 -subj "/CN=sabot" \
+  # ECDSA P-256: gRPC's TLS completes no handshake with an Ed25519 certificate
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=sabot" \
     -addext "subjectAltName=DNS:sabot,DNS:localhost,IP:127.0.0.1" \
     -keyout secrets/server.key -out secrets/server.crt
 fi

@@ -57,21 +57,14 @@ class Config:
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines of a .env file; blank lines and ``#`` comments skipped, quotes stripped."""
-    values: dict[str, str] = {}
-    if not path.is_file():
-        return values
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        key = key.strip().removeprefix("export ").strip()
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        values[key] = value
-    return values
+    """KEY=VALUE lines of a .env file, as docker compose and python-dotenv read them
+    (``services.files.read_env_file``: refused when another user may have written it)."""
+    from services.files import read_env_file
+
+    try:
+        return read_env_file(path)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def parse_tokens(text: str) -> dict[str, Principal]:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from services.api.roles import Principal, Role
+from services.files import FileTrustError, check_trusted
 
 MIN_TOKEN_BITS = 128
 TOKEN_PREFIX = "sabot_"
@@ -373,20 +374,23 @@ def revoke(path: Path, *, credential_id: str | None = None, principal_id: str | 
 
 
 def check_private(path: Path) -> None:
-    """Refuse a credentials file others may write (they could add a credential), or one in a
-    directory others may write (they could replace it): as ssh's StrictModes."""
-    for where, what in ((path, "the file"), (path.parent, "its directory")):
-        try:
-            st = where.stat()
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise CredentialError(f"{path}: cannot check {what}: {exc}") from None
-        sticky = what != "the file" and st.st_mode & 0o1000
-        if st.st_mode & 0o022 and not sticky:
-            raise CredentialError(
-                f"{path}: {what} may be written by others (mode {st.st_mode & 0o777:o}); "
-                f"chmod go-w {where}")
+    """Refuse a credentials file someone other than this user or root owns, or others may
+    write (they could add a credential), or one in a directory they may write (they could
+    replace it) unless sticky: as ssh's StrictModes (``services/files.py``)."""
+    try:
+        check_trusted(path, folder=True)
+    except FileTrustError as exc:
+        raise CredentialError(str(exc)) from None
+
+
+def check_present(path: Path) -> None:
+    """Refuse a credentials file that does not exist (a server started on it would hold no
+    principals until someone, anyone, made it), and one ``check_private`` refuses."""
+    if not path.is_file():
+        raise CredentialError(
+            f"{path}: no such credentials file; make it with `sabot credentials issue "
+            f"--credentials {path} --principal ID --role ROLE`, or fix the path")
+    check_private(path)
 
 
 # --- the server's keyring ---------------------------------------------------------------------
@@ -492,6 +496,8 @@ class Keyring:
         with self._lock:
             seen = self._stat()
             try:
+                if initial:
+                    check_present(self.path)
                 check_private(self.path)
                 loaded = read(self.path)
             except CredentialError as exc:

@@ -153,10 +153,11 @@ def _tls_files(config: Config) -> tls.ServerFiles | None:
     if config.tls_cert is None and config.tls_key is None:
         if config.tls_client_ca is not None:
             raise ConfigError("SABOT_TLS_CLIENT_CA (--tls-client-ca) needs --tls-cert and "
-                              "--tls-key")
+                              "--tls-private-key")
         return None
     if config.tls_cert is None or config.tls_key is None:
-        raise ConfigError("--tls-cert and --tls-key go together (SABOT_TLS_CERT, SABOT_TLS_KEY)")
+        raise ConfigError("--tls-cert and --tls-private-key go together (SABOT_TLS_CERT, "
+                          "SABOT_TLS_KEY)")
     return tls.ServerFiles(config.tls_cert, config.tls_key, config.tls_client_ca)
 
 
@@ -182,7 +183,7 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     files = _tls_files(config)
     if files is None and not config.insecure and not tls.is_loopback(config.listen):
         raise ConfigError(f"refusing plaintext on {config.listen} (not loopback): give "
-                          "--tls-cert and --tls-key, or --insecure")
+                          "--tls-cert and --tls-private-key, or --insecure")
     try:
         server_tls = None if files is None else tls.server_credentials(files, _event)
     except tls.TlsError as exc:

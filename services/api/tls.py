@@ -1,10 +1,10 @@
 """TLS and mTLS: the server's credentials (re-read when the files change, without a restart),
 the clients' channels, and the rule that a plaintext listener stays on loopback.
 
-``sabot serve --tls-cert FILE --tls-key FILE [--tls-client-ca FILE]`` serves TLS; with a client
-CA every client must present a certificate that CA signed (and a certificate named in the
-credentials file stands for its principal). Clients take ``--tls-ca FILE [--tls-cert FILE
---tls-key FILE]``.
+``sabot serve --tls-cert FILE --tls-private-key FILE [--tls-client-ca FILE]`` serves TLS; with
+a client CA every client must present a certificate that CA signed (and a certificate named in
+the credentials file stands for its principal). Clients take ``--tls-ca FILE
+[--tls-client-cert FILE --tls-client-private-key FILE]``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+
+from services.files import FileTrustError, check_trusted
 
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "ip6-loopback"})
 
@@ -65,9 +67,14 @@ class ServerFiles:
 
     def load(self) -> tuple[bytes, bytes, bytes | None]:
         cert = _read(self.cert, "--tls-cert")
-        key = _read(self.key, "--tls-key")
+        try:
+            check_trusted(self.key, folder=True, what="the key file")
+        except FileTrustError as exc:
+            raise TlsError(f"--tls-private-key: {exc}") from None
+        key = _read(self.key, "--tls-private-key")
         ca = None if self.client_ca is None else _read(self.client_ca, "--tls-client-ca")
         _check_pair(cert, key)
+        _check_servable(cert, self.cert)
         return cert, key, ca
 
     def stamp(self) -> tuple[tuple[int, int, int] | None, ...]:
@@ -92,12 +99,41 @@ def _check_pair(cert: bytes, key: bytes) -> None:
         certificate = x509.load_pem_x509_certificates(cert)[0]
         private = serialization.load_pem_private_key(key, password=None)
     except (ValueError, TypeError) as exc:
-        raise TlsError(f"--tls-cert/--tls-key: cannot load them: {exc}") from None
+        raise TlsError(f"--tls-cert/--tls-private-key: cannot load them: {exc}") from None
     pem = serialization.Encoding.PEM
     spki = serialization.PublicFormat.SubjectPublicKeyInfo
     if certificate.public_key().public_bytes(pem, spki) != private.public_key().public_bytes(
             pem, spki):
-        raise TlsError("--tls-key: not the key of the --tls-cert certificate")
+        raise TlsError("--tls-private-key: not the key of the --tls-cert certificate")
+
+
+# gRPC's TLS (BoringSSL, grpcio 1.85) loads an Ed25519 or Ed448 server certificate, and then
+# completes no handshake with it (NO_COMMON_SIGNATURE_ALGORITHMS).
+MAKE_P256 = ("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "
+             "server.key -out server.crt ...")
+
+
+def _check_servable(cert: bytes, path: Path) -> None:
+    """TlsError for a server certificate gRPC's TLS completes no handshake with (its key, or
+    the signature over it, is Ed25519 or Ed448): ECDSA P-256 or RSA serve."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ed448, ed25519
+    from cryptography.x509.oid import SignatureAlgorithmOID
+
+    certificate = x509.load_pem_x509_certificates(cert)[0]
+    key = certificate.public_key()
+    kind = None
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        kind = "Ed25519"
+    elif isinstance(key, ed448.Ed448PublicKey):
+        kind = "Ed448"
+    elif certificate.signature_algorithm_oid in (SignatureAlgorithmOID.ED25519,
+                                                 SignatureAlgorithmOID.ED448):
+        kind = "EdDSA-signed"
+    if kind is not None:
+        raise TlsError(f"--tls-cert: {path}: an {kind} certificate, which gRPC's TLS completes "
+                       "no handshake with (NO_COMMON_SIGNATURE_ALGORITHMS); use an ECDSA P-256 "
+                       f"or RSA pair ({MAKE_P256})")
 
 
 def server_credentials(files: ServerFiles,
@@ -141,7 +177,7 @@ def channel_credentials(ca: Pem | None = None, cert: Pem | None = None,
     """A client's TLS credentials: the CA that signed the server's certificate (None: the
     system's roots), and for mTLS its own certificate and key."""
     if (cert is None) != (key is None):
-        raise TlsError("--tls-cert and --tls-key go together")
+        raise TlsError("--tls-client-cert and --tls-client-private-key go together")
 
     def data(value: Pem | None, setting: str) -> bytes | None:
         if value is None or isinstance(value, bytes):
@@ -149,8 +185,9 @@ def channel_credentials(ca: Pem | None = None, cert: Pem | None = None,
         return _read(value, setting)
 
     return grpc.ssl_channel_credentials(
-        root_certificates=data(ca, "--tls-ca"), private_key=data(key, "--tls-key"),
-        certificate_chain=data(cert, "--tls-cert"))
+        root_certificates=data(ca, "--tls-ca"),
+        private_key=data(key, "--tls-client-private-key"),
+        certificate_chain=data(cert, "--tls-client-cert"))
 
 
 def open_channel(target: str, tls: grpc.ChannelCredentials | None = None,

@@ -66,6 +66,11 @@ def _file(args: argparse.Namespace) -> Path:
     settings = settings_of(args)
     settings.require("credentials")
     assert settings.credentials is not None
+    folder = settings.credentials.parent
+    if not folder.is_dir():  # never made: a typo would make folders anywhere
+        where = settings.sources.get("credentials", "--credentials").split(" in ")[0]
+        raise CliError(f"{where}: {folder}: no such folder; make it first (mkdir, owned by "
+                       "the server's user, not writable by others)")
     return settings.credentials
 
 

@@ -3,8 +3,8 @@ checkpoint|export|replay|proof``.
 
 Their settings are services/settings.py's (the same on every command): the store is ``--store``
 (``SABOT_STORE``, old name ``SABOT_STORE_URL``); the notary's Ed25519 checkpoint key is
-``--checkpoint-key`` (``SABOT_CHECKPOINT_KEY``; old flag ``--key``): 64 hex digits, a file of
-them, or the PEM file ``sabot keys checkpoint`` writes. Only the notary signs: ``store
+``--checkpoint-private-key`` (``SABOT_CHECKPOINT_KEY``; old flag ``--key``): 64 hex digits, a file
+of them, or the PEM file ``sabot keys checkpoint`` writes. Only the notary signs: ``store
 checkpoint`` takes the store's writer lock (waiting up to ``--wait`` seconds, else an error);
 ``--follow`` stands by until it is free. ``store export`` only reads: it exports up to the
 store's latest signed checkpoint (``sabot store checkpoint`` or a running server's notary signs
@@ -59,12 +59,12 @@ def register(sub: Any) -> None:
     p = keys.add_parser("checkpoint", help="the notary's Ed25519 checkpoint key pair "
                                            "(NAME.key: SABOT_CHECKPOINT_KEY)")
     p.add_argument("--out", required=True, help="writes OUT.key (PEM, private) and OUT.pub (hex)")
-    p.set_defaults(func=cmd_checkpoint_keygen)
+    p.set_defaults(func=cmd_checkpoint_keygen, pair="checkpoint")
 
     p = keys.add_parser("chain", help="the ledger's Ed25519 evidence chain key pair "
                                       "(NAME.key: SABOT_CHAIN_KEY)")
     p.add_argument("--out", required=True, help="writes OUT.key (PEM, private) and OUT.pub (hex)")
-    p.set_defaults(func=cmd_checkpoint_keygen)
+    p.set_defaults(func=cmd_checkpoint_keygen, pair="chain")
 
     p = store.add_parser("checkpoint", help="the notary: notarise new events and sign the "
                                             "tree head")
@@ -140,15 +140,27 @@ def _hold(notary: Notary, wait: float) -> None:
         raise CliError(f"--store: {NotaryBusy(notary.writer.where)}; stop it, or give --wait")
 
 
-def _write_pair(out: str, private_pem: bytes, public: bytes) -> None:
+# Where each pair's private half belongs, as `sabot keys` says it (the chain key is the
+# server's own: it signs every batch the writer saves).
+_PRIVATE_HOME = {
+    "regulator": "the regulator's machine only: keep it off the server",
+    "checkpoint": "the notary's: SABOT_CHECKPOINT_KEY / --checkpoint-private-key, on the server "
+                  "or the notary's host only",
+    "chain": "the server's: SABOT_CHAIN_KEY / --chain-private-key, on the servers only",
+}
+
+
+def _write_pair(out: str, private_pem: bytes, public: bytes, pair: str = "regulator") -> None:
     key_path, pub_path = Path(out + ".key"), Path(out + ".pub")
+    if not key_path.parent.is_dir():  # never made: a typo would make folders anywhere
+        raise CliError(f"--out: {key_path.parent}: no such folder; make it first")
     if key_path.exists():
         raise CliError(f"--out: {key_path} exists; refusing to overwrite a key")
     fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(private_pem)
     pub_path.write_text(public.hex() + "\n")
-    print(f"private key {key_path} (keep it off the server), public key {pub_path}")
+    print(f"private key {key_path} ({_PRIVATE_HOME[pair]}), public key {pub_path}")
     print(public.hex())
 
 
@@ -164,7 +176,8 @@ def cmd_checkpoint_keygen(args: argparse.Namespace) -> int:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    _write_pair(args.out, pem, public_key_bytes(key.public_key()))
+    _write_pair(args.out, pem, public_key_bytes(key.public_key()),
+                getattr(args, "pair", "checkpoint"))
     return 0
 
 

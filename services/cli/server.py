@@ -31,7 +31,8 @@ SERVE_SETTINGS = (
     "store", "listen", "credentials", "tokens", "seal_key", "chain_key", "chain_head",
     "checkpoint_key", "regulator_public_key", "tls_cert", "tls_key", "tls_client_ca", "insecure",
     "workers", "projections", "ledger_process", "gaming_day", "shifts", "streams_per_principal",
-    "metrics_listen", "store_timeout", "otlp_endpoint", "turn_clock",
+    "metrics_listen", "store_timeout", "otlp_endpoint", "turn_clock", "pg_pool_size",
+    "pg_max_overflow",
 )
 
 
@@ -110,6 +111,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not (tokens or hashed or settings.credentials):
         raise CliError("no credentials: nobody could call the server (SABOT_CREDENTIALS, "
                        "SABOT_TOKENS, or --dev)")
+    if settings.credentials is not None:  # before the ledger starts: nothing to undo
+        from services.api.credentials import CredentialError, check_present
+
+        try:
+            check_present(settings.credentials)
+        except CredentialError as exc:
+            where = settings.sources.get("credentials", "--credentials")
+            raise CliError(f"{where}: {exc}") from None
+    if settings.tls_cert is not None and settings.tls_key is not None:
+        from services.api.tls import ServerFiles, TlsError
+
+        try:  # a pair gRPC can serve, whose files nobody else wrote: before the ledger starts
+            ServerFiles(settings.tls_cert, settings.tls_key, settings.tls_client_ca).load()
+        except TlsError as exc:
+            raise CliError(str(exc)) from None
     seal_key = settings.seal_key
     if seal_key is None and args.dev:
         seal_key = _dev_seal_key()
@@ -120,8 +136,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if chain_key is None and args.dev:
         chain_key = _dev_seal_key(DEV_CHAIN_KEY_FILE)
     if chain_key is None:
-        raise CliError("SABOT_CHAIN_KEY / --chain-key: the ledger's evidence key is required: 64 "
-                       "hex digits or a key file (`sabot keys chain`), or use --dev")
+        raise CliError("SABOT_CHAIN_KEY / --chain-private-key: the ledger's evidence key is "
+                       "required: 64 hex digits or its key file (NAME.key of `sabot keys chain`), "
+                       "or use --dev")
     if chain_head is None and args.dev:
         chain_head = _dev_chain_head(settings.store)
     if settings.store.startswith("sqlite:///"):
@@ -151,7 +168,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from services import traces
 
         traces.configure(otlp_endpoint)
-    pool_size = min(cfg.workers, 20)
+    pool_size = settings.pg_pool_size or min(cfg.workers, 20)
     writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
     ledger: Ledger
     ledger_process: LedgerProcess | None = None
@@ -169,6 +186,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                            store_timeout=settings.store_timeout)
         except ChainBroken as exc:
             raise CliError(str(exc)) from None
+    if settings.store.startswith(("postgresql:", "postgres:")):
+        _log_connections(pool_size, settings.pg_max_overflow, pools=2 if cfg.ledger_process
+                         else 1)
     try:
         running = server.start(cfg, ledger, metrics_listen=metrics_listen,
                                notary=bootstrap.notary(settings, on_error=server.notary_error))
@@ -240,6 +260,22 @@ def _start_web(listen: str, target: str, tls: bool) -> None:
     channel = channel_of_env(target) if tls else open_channel(target)
     running = start_console(listen, target, channel)
     print(f"Console: {running.url}/ (sign in with a token above; docs/web.md)", flush=True)
+# The store connections beyond the ledger's pools, at most: the read models' pool (3, and its
+# overflow of 2), the notary's, the health probe's, the writer lease's and the writer's store
+# probe. Measured on PostgreSQL 15 (pg_stat_activity, `sabot serve --dev`): 2 pools of 20 + 5
+# open once started (45); with --pg-pool-size 4 --pg-max-overflow 1, 2 x 4 + 5 (13).
+OTHER_CONNECTIONS = 9
+
+
+def _log_connections(pool_size: int, max_overflow: int, pools: int) -> None:
+    """One line at start: the most connections this server opens to PostgreSQL (the writer's
+    pool and, with a ledger process, that process's reads: ``pools``; each ``pool_size`` +
+    ``max_overflow``), so that ``max_connections`` can be sized against the servers."""
+    logs.get_logger().info(
+        "store connections", at_most=pools * (pool_size + max_overflow) + OTHER_CONNECTIONS,
+        pools=pools, pool_size=pool_size, max_overflow=max_overflow, others=OTHER_CONNECTIONS,
+        settings="SABOT_PG_POOL_SIZE / --pg-pool-size, SABOT_PG_MAX_OVERFLOW / "
+                 "--pg-max-overflow")
 
 
 def _other_games(target: str, tokens: dict[str, Principal], tls: bool) -> None:
@@ -356,8 +392,8 @@ def _print_connect(target: str, tokens: dict[str, Principal], dev: bool,
                    tls: bool = False) -> None:
     print(f"\nThe server is listening on {target} (Ctrl-C or SIGTERM stops it gracefully).")
     if tls:
-        print("It serves TLS: give the commands below --tls-ca FILE (and --tls-cert FILE "
-              "--tls-key FILE on an mTLS listener).")
+        print("It serves TLS: give the commands below --tls-ca FILE (and --tls-client-cert FILE "
+              "--tls-client-private-key FILE on an mTLS listener).")
     if dev:
         print("Development tokens (this run only):")
         for token, who in tokens.items():

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from domain.errors import RuleViolation
 from services import bootstrap
 from services.cli import CliError, commands, keep_old_names, settings_of
 from services.cli.client import whole
@@ -18,10 +20,25 @@ from services.ledger.config import store_env
 from services.settings import add_flags
 
 
-def _open(args: argparse.Namespace) -> Ledger:
+def _open(args: argparse.Namespace, *, existing: bool = False) -> Ledger:
     """A ledger on ``--store`` that reads (a standby: it never takes the writer lease).
-    Reading needs no seal key; re-running the commands does (``SABOT_SEAL_KEY``)."""
-    return bootstrap.open_ledger(settings_of(args), standby=True)
+    Reading needs no seal key; re-running the commands does (``SABOT_SEAL_KEY``).
+    ``existing``: a SQLite file that does not exist is refused (a command that only reads
+    never creates one on a mistyped path)."""
+    settings = settings_of(args)
+    if existing:
+        _check_exists(settings.store)
+    return bootstrap.open_ledger(settings, standby=True)
+
+
+def _check_exists(store: str) -> None:
+    env = store_env(store)
+    if env["PERSISTENCE_MODULE"] != "eventsourcing.sqlite":
+        return
+    name = env["SQLITE_DBNAME"]
+    if name != ":memory:" and not name.startswith("file:") and not Path(name).is_file():
+        raise CliError(f"--store: {name}: no such SQLite file (a command that reads creates "
+                       "none); check the path")
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -92,7 +109,7 @@ EVENTS_PAGE = 1000  # events read per query (read_events takes 1..10,000)
 def cmd_events(args: argparse.Namespace) -> int:
     """The log from ``--after`` to its end (read a page at a time), or ``--limit`` events; a
     limit that leaves events unread says so on stderr, with the ``--after`` to go on from."""
-    ledger = _open(args)
+    ledger = _open(args, existing=True)
     left, after = args.limit, args.after
     try:
         while left is None or left > 0:
@@ -120,7 +137,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_balances(args: argparse.Namespace) -> int:
     from domain.currency import format_minor
 
-    ledger = _open(args)
+    ledger = _open(args, existing=True)
     try:
         balances = ledger.balances()
         currency = {name: ledger.get_account(name).currency for name in balances}
@@ -139,9 +156,16 @@ def cmd_balances(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from services.ledger.replay import event_log, replay
 
-    source = _open(args)
+    source = _open(args, existing=True)
     try:
-        target = replay(source, args.into)
+        try:
+            target = replay(source, args.into)
+        except RuleViolation as exc:
+            if exc.reason != "SEAL_KEY_MISMATCH":
+                raise
+            raise CliError("--seal-key: a shoe's sealed seed in --store does not open with this "
+                           "key: give the seal key the store was written with (SABOT_SEAL_KEY)"
+                           ) from None
         try:
             same = event_log(target) == event_log(source)
         finally:

@@ -1,7 +1,7 @@
 """``sabot web --listen HOST:PORT --target HOST:PORT``: the web console (services/web/), a
 client of the gRPC server at ``--target`` with the client TLS settings of every gRPC command
-(``--tls-ca``, ``--tls-client-cert``, ``--tls-client-key``). It serves HTTPS given ``--cert``
-and ``--key``; plaintext only on a loopback address unless ``--insecure``."""
+(``--tls-ca``, ``--tls-client-cert``, ``--tls-client-private-key``). It serves HTTPS given
+``--cert`` and ``--private-key``; plaintext only on a loopback address unless ``--insecure``."""
 
 from __future__ import annotations
 
@@ -42,10 +42,11 @@ def start_console(listen: str, target: str, channel: Any, *, cert: Path | None =
     from services.web.app import Console, build
 
     if (cert is None) != (key is None):
-        raise CliError("--cert and --key: give both (HTTPS) or neither (plaintext on loopback)")
+        raise CliError("--cert and --private-key: give both (HTTPS) or neither (plaintext on "
+                       "loopback)")
     if cert is None and not insecure and not is_loopback(listen):
         raise CliError(f"--listen {listen}: plaintext is served on a loopback address only; "
-                       "give --cert and --key (HTTPS), or --insecure")
+                       "give --cert and --private-key (HTTPS), or --insecure")
     host, _, port = listen.rpartition(":")
     sock = socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -94,7 +95,8 @@ def register(sub: Any) -> None:
     tls_arguments(p)
     reads(p, "web_listen", "target", *TLS_SETTINGS)
     p.add_argument("--cert", type=Path, default=None, help="serve HTTPS with this certificate")
-    p.add_argument("--key", type=Path, default=None, help="... and this private key")
+    p.add_argument("--private-key", dest="key", type=Path, default=None,
+                   help="... and this private key")
     p.add_argument("--insecure", action="store_true",
                    help="allow plaintext on an address other than loopback")
     p.add_argument("--checkpoint-public-key", default="", metavar="HEX",

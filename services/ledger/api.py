@@ -118,7 +118,7 @@ class Ledger(metaclass=_Games):
         self.config = config
         if len(config.seal_key) != 32:
             raise InvalidArgument("seal_key", "BAD_KEY", "must be 32 bytes")
-        env = store_env(config.store_url, config.pool_size)
+        env = store_env(config.store_url, config.pool_size, config.max_overflow)
         env.update(config.extra_env)
         self.app = LedgerApplication(env=env)
         postgres = env["PERSISTENCE_MODULE"] == "eventsourcing.postgres"

@@ -15,6 +15,8 @@ from domain.errors import InvalidArgument
 
 APP_NAME = "sabot"  # the event table is ``sabot_events``
 
+DEFAULT_MAX_OVERFLOW = 2  # a PostgreSQL pool's connections beyond its size, while busy
+
 
 def _now() -> datetime:
     return datetime.now(tz=UTC)
@@ -44,6 +46,7 @@ class LedgerConfig:
     new_id: Callable[[], UUID] = uuid4
     new_seed: Callable[[], bytes] = _seed
     pool_size: int = 5
+    max_overflow: int = DEFAULT_MAX_OVERFLOW
     extra_env: dict[str, str] = field(default_factory=dict)
     regulator_key: bytes | None = None
     writer_name: str = ""
@@ -58,7 +61,8 @@ class LedgerConfig:
         The injected clock, ids and seeds stay here: that process uses the real ones."""
         return {"store": self.store_url, "seal_key": self.seal_key.hex(),
                 "regulator_key": self.regulator_key.hex() if self.regulator_key else "",
-                "pool_size": self.pool_size, "writer_name": self.writer_name,
+                "pool_size": self.pool_size, "max_overflow": self.max_overflow,
+                "writer_name": self.writer_name,
                 "chain_key": self.chain_key.hex() if self.chain_key else "",
                 "chain_head": self.chain_head or "", "extra_env": dict(self.extra_env),
                 "evidence": self.evidence}
@@ -69,6 +73,7 @@ class LedgerConfig:
         return cls(
             store_url=str(given["store"]), seal_key=bytes.fromhex(str(given["seal_key"])),
             pool_size=int(given.get("pool_size", 5)),
+            max_overflow=int(given.get("max_overflow", DEFAULT_MAX_OVERFLOW)),
             regulator_key=regulator_public_key(str(given.get("regulator_key") or "")),
             writer_name=str(given.get("writer_name") or ""),
             chain_key=bytes.fromhex(str(given.get("chain_key") or "")) or None,
@@ -119,9 +124,11 @@ def regulator_public_key(text: str, field: str = "SABOT_REGULATOR_KEY") -> bytes
     return key
 
 
-def store_env(url: str, pool_size: int = 5) -> dict[str, str]:
+def store_env(url: str, pool_size: int = 5,
+              max_overflow: int = DEFAULT_MAX_OVERFLOW) -> dict[str, str]:
     """The eventsourcing environment for a store URL (``?schema=NAME`` picks a PostgreSQL
-    schema, default ``public``)."""
+    schema, default ``public``); a PostgreSQL pool of ``pool_size`` connections, and up to
+    ``max_overflow`` more while it is busy."""
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path)
@@ -146,7 +153,7 @@ def store_env(url: str, pool_size: int = 5) -> dict[str, str]:
             "POSTGRES_USER": unquote(parsed.username or "postgres"),
             "POSTGRES_PASSWORD": unquote(parsed.password or ""),
             "POSTGRES_POOL_SIZE": str(pool_size),
-            "POSTGRES_MAX_OVERFLOW": "2",
+            "POSTGRES_MAX_OVERFLOW": str(max_overflow),
             "POSTGRES_MAX_WAITING": "64",
             "POSTGRES_LOCK_TIMEOUT": "5",
             "POSTGRES_ENABLE_DB_FUNCTIONS": "n",

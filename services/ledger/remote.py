@@ -48,7 +48,7 @@ from services import traces
 from services.ledger import wire
 from services.ledger.api import Ledger, read_log
 from services.ledger.application import BACKSTOP, LedgerApplication
-from services.ledger.config import LedgerConfig, store_env
+from services.ledger.config import DEFAULT_MAX_OVERFLOW, LedgerConfig, store_env
 from services.ledger.errors import StoreUnavailable
 from services.ledger.evidence import ChainBroken
 from services.ledger.views import StoredEvent
@@ -253,7 +253,8 @@ class RemoteLedger:
     log) use ``app``, a store connection of this process's own. ``secret``: the host's."""
 
     def __init__(self, path: str, store_url: str, pool_size: int = 5, *,
-                 secret: bytes, store_timeout: float | None = None) -> None:
+                 secret: bytes, store_timeout: float | None = None,
+                 max_overflow: int = DEFAULT_MAX_OVERFLOW) -> None:
         self.path = path
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect(path)
@@ -267,7 +268,7 @@ class RemoteLedger:
         except (ProtocolError, OSError) as exc:
             self._sock.close()
             raise OSError(f"the ledger socket refused this process: {exc}") from None
-        env = store_env(store_url, pool_size)
+        env = store_env(store_url, pool_size, max_overflow)
         if store_timeout is not None:
             env["STORE_TIMEOUT"] = str(store_timeout)
         self.app = LedgerApplication(env=env)
@@ -478,7 +479,8 @@ class LedgerProcess(RemoteLedger):
         store_timeout = config.extra_env.get("STORE_TIMEOUT")
         try:
             super().__init__(path, config.store_url, config.pool_size, secret=secret,
-                             store_timeout=float(store_timeout) if store_timeout else None)
+                             store_timeout=float(store_timeout) if store_timeout else None,
+                             max_overflow=config.max_overflow)
         except BaseException:
             self._end(0)
             raise

@@ -100,7 +100,7 @@ def test_plaintext_beyond_loopback_is_refused_at_start(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         "sabot: error: refusing plaintext on 0.0.0.0:0 (not loopback): give --tls-cert and "
-        "--tls-key, or --insecure")
+        "--tls-private-key, or --insecure")
 
 
 def test_serve_over_mtls_with_a_credentials_file_and_sighup(

@@ -125,7 +125,7 @@ def test_required_settings_name_the_variable_and_the_flag() -> None:
     s = Settings.load({}, {}, None)
     with pytest.raises(SettingError, match=r"^SABOT_SEAL_KEY / --seal-key: required$"):
         s.require("store", "seal_key")
-    with pytest.raises(SettingError, match=r"^--regulator-key: required$"):
+    with pytest.raises(SettingError, match=r"^--regulator-private-key: required$"):
         s.require("regulator_key")
     assert isinstance(SettingError("x"), ConfigError)
 
