@@ -31,7 +31,7 @@ from domain.treinta_y_una import round as R
 from domain.treinta_y_una.banker import BankerChoice, BankerReason, BankLot, draw_banker
 from domain.treinta_y_una.hand import evaluate
 from domain.treinta_y_una.movements import Movement
-from domain.treinta_y_una.rules import TableRules
+from domain.treinta_y_una.rules import RULING, TableRules
 from domain.treinta_y_una.stakes import Stake
 from services import topics
 from services.ledger.account import Account
@@ -280,7 +280,9 @@ class TreintaYUna:
 
         def decide(unit: UnitOfWork) -> RoundView:
             table = self._table(unit, table_id)
-            rules = rules_of(table.options)
+            # the round records the table's rules, under the latest rulings for a table
+            # recorded before they existed (its earlier rounds keep theirs: ``from_options``)
+            rules = rules_of({"ruling": str(RULING), **table.options})
             names = _seats(seats)
             if not isinstance(bank, int) or isinstance(bank, bool) or not 0 < bank <= MAX_BANK:
                 raise InvalidArgument("bank", "BAD_AMOUNT", "must be whole minor units above 0")

@@ -22,7 +22,14 @@ import pytest
 from domain.errors import FailedPrecondition, RuleViolation
 from services.ledger.api import Ledger
 from tests.ledger.play import FixedInputs
-from tests.treinta_y_una.support import CROUPIER, PLAYERS, Croupier, player, table_ledger
+from tests.treinta_y_una.support import (
+    CROUPIER,
+    PLAYERS,
+    Croupier,
+    open_table,
+    player,
+    table_ledger,
+)
 
 PLANTED = "sabot.ledger:TreintaYUnaRound.Planted"
 RECORDED = "sabot.ledger:Request.Recorded"
@@ -149,4 +156,16 @@ def test_a_banker_who_cannot_put_up_the_bank(store_url: str,
             tyu.open_round("open", "tyu-1", ",".join(PLAYERS), 5_000, actor=CROUPIER)
         view = tyu.open_round("open-2", "tyu-1", ",".join(PLAYERS), 1_000, actor=CROUPIER)
         assert view.phase == "betting" and view.bank == 1_000
+        assert sum(ledger.balances().values()) == 0
+
+
+def test_a_round_records_the_ruling_it_settles_under(store_url: str) -> None:
+    """Issue 22 item 9: a new round records ``ruling`` 2 in its options (the rules every replay
+    of it reads); a table opened with ``ruling`` 1 keeps the rulings stored rounds had."""
+    with table_ledger(store_url) as (ledger, tyu):
+        view = Croupier(ledger, tyu).play()
+        assert view.options["ruling"] == "2" and view.phase == "settled"
+        open_table(ledger, "tyu-old", ruling="1")
+        view = Croupier(ledger, tyu, table_id="tyu-old", n=100).play()
+        assert view.options["ruling"] == "1" and view.phase == "settled"
         assert sum(ledger.balances().values()) == 0
