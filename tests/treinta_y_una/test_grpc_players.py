@@ -119,14 +119,26 @@ def test_a_stranger_cannot_forfeit_a_seat_of_a_match(api: Api) -> None:
     m = game(api, "croupier").Deal(cpb.DealRequest(request_id=new_request_id(),
                                                    match=m.name)).match
     before = _stored(api)
+    them = game(api, stranger)
     for seat in (0, 1):
-        code, field, reason = failure(game(api, stranger).Forfeit, cpb.ForfeitRequest(
+        code, field, reason = failure(them.Forfeit, cpb.ForfeitRequest(
             request_id=new_request_id(), match=m.name, seat=seat, reason="turn_time"))
         assert (code, field, reason) == (grpc.StatusCode.PERMISSION_DENIED, "seat",
                                          "NOT_AN_OPPONENT")
-        code, field, _ = failure(game(api, stranger).Forfeit, cpb.ForfeitRequest(
+        code, field, _ = failure(them.Forfeit, cpb.ForfeitRequest(
             request_id=new_request_id(), match=m.name, seat=seat, reason="abandoned"))
         assert (code, field) == (grpc.StatusCode.PERMISSION_DENIED, "seat")
+    # every refusal the stranger meets, on its bytes: no seated player's name (GetMatch shows
+    # it the seats as "")
+    calls = [(them.Forfeit, cpb.ForfeitRequest(request_id=new_request_id(), match=m.name,
+                                               seat=m.to_act, reason="turn_time")),
+             (them.PlayCard, cpb.PlayCardRequest(request_id=new_request_id(), match=m.name,
+                                                 seat=m.to_act, card="AS")),
+             (them.GetHand, cpb.GetHandRequest(match=m.name, seat=m.to_act))]
+    for call, request in calls:
+        code, raw = _refusal_bytes(call, request)
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+        assert all(s.encode() not in raw for s in seated), raw
     assert _stored(api) == before
     after = game(api, "croupier").GetMatch(cpb.GetMatchRequest(name=m.name))
     assert after.phase == "playing"
