@@ -16,6 +16,7 @@ import pytest
 from domain.errors import FailedPrecondition, RuleViolation
 from services.ledger.api import Ledger
 from services.ledger.errors import PermissionDenied
+from services.ledger.remote import LedgerHost, RemoteLedger
 from services.ledger.replay import event_log, replay
 from tests.cuarenta.support import Inputs, fund, ledger_on, player
 
@@ -120,3 +121,35 @@ def test_a_stranger_cannot_forfeit_a_seat_of_a_two_player_match(store_url: str) 
             game.forfeit("stranger", m.match_id, m.to_act, "turn_time", actor=player("zoe"))
         assert isinstance(denied.value, PermissionDenied)
         assert ledger.saved_position() == n
+
+
+def test_a_late_play_through_the_ledger_socket(store_url: str, tmp_path: Path) -> None:
+    """The same through the ledger process's socket (``LedgerHost``/``RemoteLedger``, as
+    ``sabot serve --ledger-process`` runs it): the refusal crosses whole, the forfeit is
+    stored, a retry answers the same refusal."""
+    inputs = Inputs()
+    ledger = Ledger(inputs.config(store_url), batching=True)
+    host = LedgerHost(ledger, str(tmp_path / "l.sock")).start()
+    remote = RemoteLedger(str(tmp_path / "l.sock"), store_url, secret=host.secret)
+    try:
+        remote.open_table("table-mesa-1", "mesa-1", "seed", OVERRIDES, game="cuarenta")
+        for a in ("ana", "beto"):
+            remote.open_account(f"open-{a}", a)
+            remote.deposit(f"fund-{a}", a, 100_000)
+        m = remote.cuarenta_open_match("o", "mesa-1", ["ana", "beto"], stake=1_000).match
+        m = remote.cuarenta_deal("d", m.match_id).match
+        seat, who = m.to_act, m.seats[m.to_act]
+        p = remote.cuarenta_hand(m.match_id, seat, actor=player(who)).legal[0]
+        inputs.skip = 5.29
+        for _ in range(2):  # the first answer, then the retry's
+            with pytest.raises(FailedPrecondition) as late:
+                remote.cuarenta_play("late", m.match_id, seat, p.card, list(p.capture),
+                                     actor=player(who))
+            assert (late.value.field, late.value.reason) == ("seat", "TURN_TIME_OVER")
+        assert len(_events(ledger, FORFEITED)) == 1
+        assert remote.cuarenta_match(m.match_id).end == "forfeit"
+        assert sum(ledger.balances().values()) == 0
+    finally:
+        remote.close()
+        host.close()
+        ledger.close()

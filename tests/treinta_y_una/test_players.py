@@ -15,17 +15,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from domain.errors import FailedPrecondition, RuleViolation
 from services.ledger.api import Ledger
+from services.ledger.remote import LedgerHost, RemoteLedger
 from tests.ledger.play import FixedInputs
 from tests.treinta_y_una.support import (
     CROUPIER,
     PLAYERS,
     Croupier,
+    game,
     open_table,
     player,
     table_ledger,
@@ -169,3 +172,34 @@ def test_a_round_records_the_ruling_it_settles_under(store_url: str) -> None:
         view = Croupier(ledger, tyu, table_id="tyu-old", n=100).play()
         assert view.options["ruling"] == "1" and view.phase == "settled"
         assert sum(ledger.balances().values()) == 0
+
+
+def test_a_late_me_planto_through_the_ledger_socket(store_url: str, tmp_path: Path) -> None:
+    """The same through the ledger process's socket (``LedgerHost``/``RemoteLedger``): the
+    refusal crosses whole, the "me planto" for the absent player is stored, a retry answers
+    the same refusal."""
+    inputs = Clocked()
+    ledger = Ledger(inputs.config(store_url), batching=True)
+    host = LedgerHost(ledger, str(tmp_path / "l.sock")).start()
+    remote = RemoteLedger(str(tmp_path / "l.sock"), store_url, secret=host.secret)
+    try:
+        remote.open_table("open-tyu-1", "tyu-1", "clasica", {"turn_seconds": "2"},
+                          "treinta-y-una")
+        for name in PLAYERS:
+            remote.open_account(f"acc-{name}", name)
+            remote.deposit(f"dep-{name}", name, 1_000_000)
+        croupier = Croupier(remote, game(remote))
+        view = remote.tyu_deal("d", croupier.stakes(croupier.open()).round_id, actor=CROUPIER)
+        inputs.skip = 2.25
+        for _ in range(2):  # the first answer, then the retry's
+            with pytest.raises(FailedPrecondition) as late:
+                remote.tyu_me_planto("late", view.round_id, view.mano,
+                                     actor=player(view.mano))
+            assert (late.value.field, late.value.reason) == ("player", "TURN_TIME_OVER")
+        (stood,) = _events(ledger, PLANTED)
+        assert stood.state["for_absent"] is True and stood.state["player"] == view.mano
+        assert remote.tyu_get_round(view.round_id).whose_turn != view.mano
+    finally:
+        remote.close()
+        host.close()
+        ledger.close()
