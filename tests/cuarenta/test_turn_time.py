@@ -8,6 +8,7 @@ claim a seat's turn time, nor may a partner. On SQLite and PostgreSQL, the clock
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,40 @@ def test_a_late_play_through_the_ledger_socket(store_url: str, tmp_path: Path) -
         remote.close()
         host.close()
         ledger.close()
+
+
+def test_the_export_of_a_late_play_verifies(tmp_path: Path) -> None:
+    """``sabot-verify`` on the export of a match forfeited by a late play (the refused request
+    and the forfeit it recorded): VERIFIED, the match replayed by the verifier's own code."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from sabot_verify.__main__ import run
+
+    from services.regulator.checkpoint import public_key_bytes
+    from services.regulator.export import write_export
+    from services.regulator.notary import Notary
+    from services.regulator.source import Database, EventTable
+    from services.regulator.vocabulary import coup_end
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    inputs = Inputs()
+    with ledger_on(url, inputs, overrides=OVERRIDES) as (ledger, game):
+        m = _dealt(game, ledger, ["ana", "beto"])
+        p = _legal(game, m)
+        inputs.skip = 5.29
+        with pytest.raises(FailedPrecondition):
+            game.play("late", m.match_id, m.to_act, p.card, list(p.capture),
+                      actor=player(m.seats[m.to_act]))
+    key = Ed25519PrivateKey.from_private_bytes(b"\x07" * 32)
+    db = Database(url)
+    notary = Notary(db, EventTable(db), key, "sabot-test", coup_end)
+    notary.sync()
+    notary.checkpoint_now()
+    buf = io.StringIO()
+    write_export(buf, EventTable(Database(url)), notary, public_key_bytes(key.public_key()))
+    out = io.StringIO()
+    code = run(buf.getvalue().splitlines(), checkpoint_key=public_key_bytes(key.public_key()),
+               out=out)
+    assert code == 0, out.getvalue()
+    assert f"OK   cuarenta match {m.match_id}" in out.getvalue()
+    assert "(won; 0-0)" in out.getvalue() and "VERIFIED:" in out.getvalue()
+    assert "money: every posting belongs to one command, each balanced" in out.getvalue()
