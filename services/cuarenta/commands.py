@@ -51,7 +51,7 @@ from services.ledger.core import Core
 from services.ledger.errors import PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard
 from services.ledger.ids import check_name, table_account
-from services.ledger.refused import Refused
+from services.ledger.refused import Consequence, Refused
 from services.ledger.shoe import Shoe
 from services.ledger.turns import check_turn
 from services.ledger.views import TurnView
@@ -274,23 +274,28 @@ class Cuarenta:
                  seat: int) -> None:
         """A play by the seat to play after its turn time, by the ledger's clock when the
         play is decided (``unit.now`` since the turn began; ``rulebook.turn_expired``): the
-        side forfeits (RULES.md §3), recorded now, and the play is refused, FAILED_PRECONDITION
-        ``seat`` ``TURN_TIME_OVER`` (``services/ledger/refused.py``: the forfeit and the
-        refusal are stored together; a retry gets the refusal again). Whether the turn clock
-        claimed the turn yet or not (it only claims turns nobody acts on)."""
+        side forfeits (RULES.md §3), recorded now as the ledger's own ``cuarenta_forfeit``
+        (reason ``turn_time``, by ``SYSTEM``), and the play is refused, FAILED_PRECONDITION
+        ``seat`` ``TURN_TIME_OVER`` (``services/ledger/refused.py``: the two stored together; a
+        retry gets the refusal again). Whether the turn clock claimed the turn yet or not (it
+        only claims turns nobody acts on)."""
         since = agg.turn_since
         if m.phase is not rulebook.Phase.PLAYING or m.to_act != seat or since is None:
             return
         elapsed = (unit.now - since).total_seconds()
         if not rulebook.turn_expired(m.rules, elapsed):
             return
+        turn = agg.turn_version
         step = rulebook.forfeit(m, seat, F.ForfeitReason.TURN_TIME)
-        self._record(unit, agg, step, unit.now, elapsed)
+        done = self._record(unit, agg, step, unit.now, elapsed)
+        # recorded as the ledger's own turn-time claim: what cuarenta_forfeit stores
+        claim = {"match_id": str(agg.id), "seat": seat, "reason": F.ForfeitReason.TURN_TIME.value,
+                 "turn": turn}
         raise Refused(FailedPrecondition(
             "seat", "TURN_TIME_OVER",
             f"seat {seat}'s turn time ({m.rules.turn_seconds} s) ran out {elapsed:.2f} s after "
             "its turn began, by the ledger's clock: the play is refused and the side "
-            "forfeits the match"))
+            "forfeits the match"), Consequence("cuarenta_forfeit", claim, done))
 
     # --- queries --------------------------------------------------------------------------
 

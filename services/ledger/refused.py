@@ -5,21 +5,35 @@ or is refused (a ``RuleViolation``, raised before anything is triggered: nothing
 A few refusals carry a consequence the rules give whatever the caller wanted: a player's play
 arriving after its turn time, by the ledger's clock, is refused (``TURN_TIME_OVER``) and the
 forfeit or the "me planto" the rules give for the lapsed turn is recorded. The command's
-``decide`` triggers the consequence's events, then raises ``Refused(error)``; the writer saves
-those events with the command's ``Request`` in the command's transaction, the request's stored
-answer being the refusal (:func:`answer_of`), and answers the caller with ``error``. A retry of
-the same request id gets the same refusal again (``Writer._answer``), never a second
-consequence; the request's ``effects`` name the consequence's events.
+``decide`` triggers the consequence's events (exactly what the consequence's own command would
+trigger), then raises ``Refused(error, consequence)``. The writer saves, in the command's
+transaction, the command's ``Request`` with the refusal as its stored answer
+(:func:`answer_of`) and no effects, then the consequence's own ``Request``
+(:meth:`Consequence.request`): the ledger's command (``cuarenta_forfeit`` reason ``turn_time``,
+``tyu_stand_for_absent``) with its arguments and answer, run as the ledger's ``SYSTEM`` actor,
+its request id ``consequence:<the refused request's UUID>``, its effects the events. So the log
+says who did what: the player sent a late move (refused), the ledger applied the rules. A
+retry of the refused request gets the same refusal again (``Writer._answer``), never a second
+consequence; the regulator's replay re-runs the refused request (which records the
+consequence again, identically) and then finds the consequence's request stored.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
+from services.ledger.actor import SYSTEM, Actor
 from services.ledger.errors import PermissionDenied
+from services.ledger.ids import request_uuid
+from services.ledger.request import Request
 
 KEY = "refused"  # the stored answer of a refused request: {"refused": {...}}; no view has it
 _KINDS: dict[str, type[RuleViolation]] = {
@@ -27,15 +41,41 @@ _KINDS: dict[str, type[RuleViolation]] = {
 }
 
 
+@dataclass(frozen=True)
+class Consequence:
+    """What the rules did for a refused command, as the ledger's own command: its name and
+    arguments (exactly as that command's method stores them, so a replay finds them stored),
+    its answer (a view), by ``actor``."""
+
+    command: str
+    args: dict[str, Any]
+    result: Any
+    actor: Actor = SYSTEM
+
+    def request(self, refused: UUID, now: datetime, effects: list[list[Any]],
+                result: dict[str, Any]) -> Request:
+        """Its ``Request`` (``result``: the answer as stored data), for the refused request
+        of id ``refused``."""
+        request_id = f"consequence:{refused}"
+        text = json.dumps({"command": self.command, "args": self.args}, sort_keys=True)
+        return Request._create(
+            Request.Recorded, id=request_uuid(request_id, self.actor.scope),
+            request_id=request_id, command=self.command,
+            digest=hashlib.sha256(text.encode("utf-8")).hexdigest(), arguments=self.args,
+            result=result, actor=self.actor.to_dict(), effects=effects, timestamp=now)
+
+
 class Refused(Exception):
     """Raised by a command's ``decide`` after it triggered the consequence of its refusal:
-    ``error`` is the answer (stored with the request), the triggered events are stored."""
+    ``error`` is the answer (stored with the request), the triggered events are stored with
+    ``consequence``'s request."""
 
-    def __init__(self, error: RuleViolation) -> None:
+    def __init__(self, error: RuleViolation, consequence: Consequence) -> None:
         if type(error).__name__ not in _KINDS:
             raise TypeError(f"a recorded refusal is one of {sorted(_KINDS)}")
         super().__init__(str(error))
         self.error = error
+        self.consequence = consequence
 
     def stored(self) -> dict[str, Any]:
         """The request's stored answer."""

@@ -878,6 +878,8 @@ class Writer:
             return self._answer(command, known)
         except Refused as refused:  # refused, and what the rules give for it triggered
             result = refused
+        effects = unit.effects()
+        refusal = isinstance(result, Refused)
         request = Request._create(
             Request.Recorded,
             id=rid,
@@ -887,10 +889,14 @@ class Writer:
             arguments=command.args,
             result=result.stored() if isinstance(result, Refused) else plain(result),
             actor=command.actor.to_dict(),
-            effects=unit.effects(),
+            effects=[] if refusal else effects,
             timestamp=unit.now,
         )
         unit.requests[rid] = request
+        if isinstance(result, Refused):  # the consequence: the ledger's own command
+            c = result.consequence
+            done = c.request(rid, unit.now, effects, plain(c.result))
+            unit.requests[done.id] = done
         return result
 
 

@@ -40,7 +40,7 @@ from services.ledger.core import Core
 from services.ledger.errors import PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
 from services.ledger.ids import check_name, movement_account, table_uuid
-from services.ledger.refused import Refused, unnamed
+from services.ledger.refused import Consequence, Refused, unnamed
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
@@ -361,9 +361,10 @@ class TreintaYUna:
         """A "carta" or "me planto" by the player whose turn it is after the table's turn
         time, by the ledger's clock when it is decided (``unit.now`` since his turn began or
         his last "carta"): the croupier's "me planto" for an absent player (RULES.md §2) is
-        recorded now, ``for_absent``, and the move is refused, FAILED_PRECONDITION ``player``
-        ``TURN_TIME_OVER`` (``services/ledger/refused.py``: the two stored together; a retry
-        gets the refusal again). Whether the turn clock claimed the turn yet or not."""
+        recorded now, ``for_absent``, as the ledger's own ``tyu_stand_for_absent`` (by
+        ``SYSTEM``), and the move is refused, FAILED_PRECONDITION ``player`` ``TURN_TIME_OVER``
+        (``services/ledger/refused.py``: the two stored together; a retry gets the refusal
+        again). Whether the turn clock claimed the turn yet or not."""
         since = agg.turn_since
         if (rules.turn_seconds == 0 or state.phase is not R.Phase.PLAYING
                 or state.whose_turn != player or since is None):
@@ -371,13 +372,16 @@ class TreintaYUna:
         elapsed = (unit.now - since).total_seconds()
         if elapsed < rules.turn_seconds:
             return
-        waited = int(elapsed)
-        self._record(unit, agg, R.stand_for_absent(rules, state, player, waited), waited)
+        waited, turn = int(elapsed), agg.turn_version
+        moved = self._record(unit, agg, R.stand_for_absent(rules, state, player, waited), waited)
+        # recorded as the ledger's own stand for the absent player: what stand_for_absent stores
+        stood = {"round_id": str(agg.id), "player": player, "turn": turn}
         raise Refused(FailedPrecondition(
             "player", "TURN_TIME_OVER",
             f"the turn time ({rules.turn_seconds} s) ran out {elapsed:.2f} s after the turn "
             "began, by the ledger's clock: refused, and \"me planto\" is recorded for the "
-            "absent player"))
+            "absent player"), Consequence("tyu_stand_for_absent", stood,
+                                          self.view(unit, agg, moved)))
 
     def place_stake(self, request_id: str, round_id: str, player: str, amount: int, *,
                     actor: Actor = SYSTEM) -> RoundView:

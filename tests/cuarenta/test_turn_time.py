@@ -47,6 +47,7 @@ def test_a_late_play_is_refused_and_the_side_forfeits(store_url: str, tmp_path: 
         m = _dealt(game, ledger, ["ana", "beto"])
         seat, who = m.to_act, m.seats[m.to_act]
         p = _legal(game, m)
+        turn = game.turn(m.match_id).turn
         inputs.skip = 5.29  # issue 20: accepted on main, the clock's pass not come yet
         with pytest.raises(FailedPrecondition) as late:
             game.play("late", m.match_id, seat, p.card, list(p.capture), actor=player(who))
@@ -57,12 +58,20 @@ def test_a_late_play_is_refused_and_the_side_forfeits(store_url: str, tmp_path: 
         after = game.get_match(m.match_id)
         assert after.phase == "over" and after.end == "forfeit" and after.winner == 1 - seat % 2
         assert sum(ledger.balances().values()) == 0
-        # the request is stored with the refusal as its answer and the forfeit as its effects
-        (request,) = [e for e in _events(ledger, RECORDED)
-                      if e.state["request_id"] == "late"]
+        # the player's request is stored with the refusal as its answer, and the forfeit as
+        # the ledger's own turn-time claim (cuarenta_forfeit by the system actor), its effects
+        recorded = _events(ledger, RECORDED)
+        (request,) = [e for e in recorded if e.state["request_id"] == "late"]
         assert request.state["result"]["refused"]["reason"] == "TURN_TIME_OVER"
-        assert request.state["actor"]["account"] == who
-        assert [m.match_id, forfeit.version] in request.state["effects"]
+        assert request.state["actor"]["account"] == who and request.state["effects"] == []
+        (claim,) = [e for e in recorded if e.state["request_id"] == (
+            f"consequence:{request.originator_id}")]
+        assert claim.state["command"] == "cuarenta_forfeit"
+        assert claim.state["arguments"] == {"match_id": m.match_id, "seat": seat,
+                                            "reason": "turn_time", "turn": turn}
+        assert claim.state["actor"]["principal"] == "system"
+        assert [m.match_id, forfeit.version] in claim.state["effects"]
+        assert claim.state["result"]["match"]["end"] == "forfeit"
         # a retry gets the first answer, and nothing more is stored
         n = ledger.saved_position()
         with pytest.raises(FailedPrecondition) as again:

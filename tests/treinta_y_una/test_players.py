@@ -57,6 +57,7 @@ def test_a_late_move_is_refused_and_the_player_stood_for(store_url: str, move: s
         croupier = Croupier(ledger, tyu)
         view = tyu.deal("d", croupier.stakes(croupier.open()).round_id, actor=CROUPIER)
         mano = view.mano
+        turn = tyu.turn(view.round_id).turn
         inputs.skip = 2.25  # issue 20: accepted on main, the clock's pass not come yet
         with pytest.raises(FailedPrecondition) as late:
             getattr(tyu, move)("late", view.round_id, mano, actor=player(mano))
@@ -67,11 +68,20 @@ def test_a_late_move_is_refused_and_the_player_stood_for(store_url: str, move: s
         assert stood.state["waited_seconds"] == 2
         after = tyu.get_round(view.round_id)
         assert after.whose_turn != mano
-        (request,) = [e for e in _events(ledger, RECORDED) if e.state["request_id"] == "late"]
+        recorded = _events(ledger, RECORDED)
+        (request,) = [e for e in recorded if e.state["request_id"] == "late"]
         assert request.state["result"] == {"refused": {
             "kind": "FailedPrecondition", "field": "player", "reason": "TURN_TIME_OVER",
             "message": late.value.message}}
-        assert [view.round_id, stood.version] in request.state["effects"]
+        assert request.state["effects"] == []
+        # the "me planto" is the ledger's own stand for the absent player, by the system actor
+        (stand,) = [e for e in recorded
+                    if e.state["request_id"] == f"consequence:{request.originator_id}"]
+        assert stand.state["command"] == "tyu_stand_for_absent"
+        assert stand.state["arguments"] == {"round_id": view.round_id, "player": mano,
+                                            "turn": turn}
+        assert stand.state["actor"]["principal"] == "system"
+        assert [view.round_id, stood.version] in stand.state["effects"]
         n = ledger.saved_position()
         with pytest.raises(FailedPrecondition) as again:
             getattr(tyu, move)("late", view.round_id, mano, actor=player(mano))
