@@ -142,3 +142,60 @@ def test_a_stranger_cannot_forfeit_a_seat_of_a_match(api: Api) -> None:
     assert _stored(api) == before
     after = game(api, "croupier").GetMatch(cpb.GetMatchRequest(name=m.name))
     assert after.phase == "playing"
+
+
+def test_no_trente_et_quarante_refusal_to_a_player_names_another(api: Api) -> None:
+    """The third game: the refusals bruno meets at a coup where anne stakes too (another's
+    account, another's stake for each stake command, over the maximum, opposed chances,
+    insurance refused, betting closed), on their bytes: never anne's name (WatchTable hides it
+    from him). Ownership is checked first (docs/architecture.md), the rule book's messages name
+    only the caller's own account."""
+    from services.api.gen.sabot.v1 import betting_pb2, common_pb2
+    from tests.api.support import open_coup, open_shoe, open_table
+    from tests.api.test_retries_after_state_change import place, step
+
+    coup = open_coup(api, open_shoe(api, open_table(api).name).name)
+    annes = place(api, coup.name, amount=1_000).stake.name
+    bruno = api.as_("bruno").betting
+    mine = bruno.PlaceStake(betting_pb2.PlaceStakeRequest(
+        request_id=new_request_id(), coup=coup.name, account="accounts/bruno",
+        chance=common_pb2.CHANCE_NOIR, amount=money(1_000))).stake.name
+    calls: list[tuple[Any, Any]] = [
+        (bruno.PlaceStake, betting_pb2.PlaceStakeRequest(
+            request_id=new_request_id(), coup=coup.name, account="accounts/anne",
+            chance=common_pb2.CHANCE_NOIR, amount=money(100))),
+        (bruno.PlaceStake, betting_pb2.PlaceStakeRequest(
+            request_id=new_request_id(), coup=coup.name, account="accounts/bruno",
+            chance=common_pb2.CHANCE_ROUGE, amount=money(100))),  # opposed to his noir
+        (bruno.PlaceStake, betting_pb2.PlaceStakeRequest(
+            request_id=new_request_id(), coup=coup.name, account="accounts/bruno",
+            chance=common_pb2.CHANCE_NOIR, amount=money(10**9))),  # over the maximum
+        (bruno.RaiseStake, betting_pb2.RaiseStakeRequest(
+            request_id=new_request_id(), name=annes, coup=coup.name, amount=money(100))),
+        (bruno.WithdrawStake, betting_pb2.WithdrawStakeRequest(
+            request_id=new_request_id(), name=annes, coup=coup.name)),
+        (bruno.InsureStake, betting_pb2.InsureStakeRequest(
+            request_id=new_request_id(), name=annes, coup=coup.name)),
+        (bruno.MoveStake, betting_pb2.MoveStakeRequest(
+            request_id=new_request_id(), name=annes, coup=coup.name,
+            chance=common_pb2.CHANCE_COULEUR)),
+        (bruno.HalfWithdrawStake, betting_pb2.HalfWithdrawStakeRequest(
+            request_id=new_request_id(), name=annes, coup=coup.name)),
+        (bruno.ChooseRefait31, betting_pb2.ChooseRefait31Request(
+            request_id=new_request_id(), name=annes, coup=coup.name,
+            refait31_choice=common_pb2.REFAIT31_CHOICE_PRISON)),
+    ]
+    codes = set()
+    for call, request in calls:
+        before = _stored(api)
+        code, raw = _refusal_bytes(call, request)
+        codes.add(code)
+        assert b"anne" not in raw, (request, raw)
+        assert _stored(api) == before  # a refusal stores nothing
+    step(api, "DealCoup", coup.name)
+    code, raw = _refusal_bytes(bruno.RaiseStake, betting_pb2.RaiseStakeRequest(
+        request_id=new_request_id(), name=mine, coup=coup.name, amount=money(100)))
+    codes.add(code)
+    assert b"anne" not in raw
+    assert grpc.StatusCode.PERMISSION_DENIED in codes
+    assert codes & {grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT}
