@@ -57,6 +57,8 @@ class Consequence:
         """Its ``Request`` (``result``: the answer as stored data), for the refused request
         of id ``refused``."""
         request_id = f"consequence:{refused}"
+        # the digest as ``writer.Command.digest`` makes it: a replay's run of the command finds
+        # this request stored, with the same arguments
         text = json.dumps({"command": self.command, "args": self.args}, sort_keys=True)
         return Request._create(
             Request.Recorded, id=request_uuid(request_id, self.actor.scope),
