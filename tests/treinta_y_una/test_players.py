@@ -23,6 +23,7 @@ import pytest
 from domain.errors import FailedPrecondition, RuleViolation
 from services.ledger.api import Ledger
 from services.ledger.remote import LedgerHost, RemoteLedger
+from services.ledger.replay import event_log, replay
 from tests.ledger.play import FixedInputs
 from tests.treinta_y_una.support import (
     CROUPIER,
@@ -51,7 +52,8 @@ def _events(ledger: Ledger, topic: str) -> list[Any]:
 
 
 @pytest.mark.parametrize("move", ["me_planto", "carta"])
-def test_a_late_move_is_refused_and_the_player_stood_for(store_url: str, move: str) -> None:
+def test_a_late_move_is_refused_and_the_player_stood_for(store_url: str, move: str,
+                                                          tmp_path: Path) -> None:
     inputs = Clocked()
     with table_ledger(store_url, inputs=inputs, turn_seconds="2") as (ledger, tyu):
         croupier = Croupier(ledger, tyu)
@@ -93,6 +95,12 @@ def test_a_late_move_is_refused_and_the_player_stood_for(store_url: str, move: s
         assert sum(ledger.balances().values()) == 0
         hand = next(h for h in settled.hands if h.player == mano)
         assert len(hand.slots) == 3  # his late "carta" drew nothing
+        # the regulator's replay: the refused move re-run records the same "me planto"
+        target = replay(ledger, f"sqlite:///{tmp_path}/replayed.db")
+        try:
+            assert event_log(target) == event_log(ledger)
+        finally:
+            target.close()
 
 
 def test_no_turn_time_no_lateness(store_url: str) -> None:
