@@ -19,6 +19,11 @@ decides inside the command, with its own clock, whether the time is up (else
 ``TURN_MOVED``: the player acted meanwhile); a refused command stores nothing. The request
 id is derived from the match's or round's id and the turn's number, so a retry, or a second
 server's runner, never applies it twice: the ledger answers the first answer again.
+
+The clock only claims turns nobody acts on: a player's own move after its turn time (by the
+ledger's clock) is refused by the ledger itself, ``TURN_TIME_OVER``, which records the same
+forfeit or "me planto" in that transaction (issue 20; ``services/ledger/refused.py``), so a
+late move never stands, whether this runner is on, off or behind.
 """
 
 from __future__ import annotations

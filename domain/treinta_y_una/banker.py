@@ -83,7 +83,10 @@ def next_banker(
     """Who holds the bank next game. ``player_hands``: the punters' hands in turn order (from
     the mano). The banker who made 31 keeps it; else the player who made 31 takes it (several:
     the first in turn order, or under ``several_31 = real_first`` a real before a plain 31);
-    nobody: ``bank_without_31``."""
+    nobody: ``bank_without_31``; passing to the mano, under ruling 2 (issue 22 item 9) the bank
+    goes to the first player to the banker's right who was dealt in (the first of
+    ``player_hands``), never to a seat that staked nothing; under ruling 1 (rounds recorded
+    before) to the seat at the banker's right."""
     if banker_hand.thirty_one:
         return BankerChoice(banker, BankerReason.KEPT_31)
     made = [(player, hand) for player, hand in player_hands if hand.thirty_one]
@@ -92,6 +95,8 @@ def next_banker(
             made.sort(key=lambda item: not item[1].real)  # stable: turn order within each kind
         return BankerChoice(made[0][0], BankerReason.PASSED_31)
     if rules.bank_without_31 is BankWithout31.PASSES_TO_MANO:
+        if rules.ruling >= 2 and player_hands:
+            return BankerChoice(player_hands[0][0], BankerReason.PASSED_TO_MANO)
         return BankerChoice(mano(seats, banker), BankerReason.PASSED_TO_MANO)
     return BankerChoice(banker, BankerReason.KEPT)
 

@@ -73,6 +73,12 @@ class TableRules:
     min_stake: int  # minor units
     max_stake: int  # minor units: "una cantidad máxima acordada de antemano"
     currency: str  # ISO 4217
+    # the edition of the rulings the table's rounds are settled under (docs/treinta-y-una.md,
+    # "Rulings"): 2 (issue 22: one commission on all one winner collects from one counterparty
+    # in a round; a bank passing to the mano goes to the first player dealt in); 1: as before
+    # (a commission on each payout; the bank to the seat at the banker's right). A ruleset
+    # stored without it (a round or table recorded before) reads 1 (``from_options``).
+    ruling: int = 2
 
     def options(self) -> dict[str, str]:
         """Every option as canonical text, stable keys (``preset`` first)."""
@@ -80,8 +86,10 @@ class TableRules:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> TableRules:
-        """Inverse of ``options()``. Raises InvalidArgument naming ``options.<name>``."""
-        return TABLE.from_options(options)
+        """Inverse of ``options()``. Raises InvalidArgument naming ``options.<name>``. A
+        ruleset stored before ``ruling`` existed is read as ruling 1: its rounds replay and
+        settle as they were recorded."""
+        return TABLE.from_options({"ruling": str(FIRST_RULING), **options})
 
 
 # The options in the order of RULES.md §2, each read by the kind of its default
@@ -103,7 +111,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("min_stake", 100, "house rule"),
     Option("max_stake", 100_000, "seed 003: a maximum agreed beforehand"),
     Option("currency", "EUR", "house rule"),
+    Option("ruling", 2, "RULES.md §2, the rulings of issue 22 item 9 (1: as recorded before)"),
 )
+FIRST_RULING, RULING = 1, 2  # the first edition of the rulings (stored before), the latest
 OPTION_NAMES = tuple(o.name for o in OPTIONS)
 OPTION_DEFAULTS: dict[str, Any] = {o.name: o.default for o in OPTIONS}
 
@@ -143,6 +153,8 @@ def _check(rules: TableRules, given: Collection[str], prefix: str) -> None:
         raise out_of_range(f"must be 0 to 3600, got {rules.turn_seconds}", "turn_seconds")
     if not 0 <= rules.commission < 1:
         raise out_of_range(f"must be at least 0 and below 1, got {rules.commission}", "commission")
+    if not FIRST_RULING <= rules.ruling <= RULING:
+        raise out_of_range(f"must be {FIRST_RULING} to {RULING}, got {rules.ruling}", "ruling")
     if rules.min_stake < 1:
         raise out_of_range(f"must be at least 1, got {rules.min_stake}", "min_stake")
     if rules.max_stake < rules.min_stake:

@@ -9,7 +9,12 @@ ellos apostó"; "procediendo al cobro y pago de tantos": the bank collects first
 Order of the movements: the collections (cobro) of the losing stakes in turn order, then the
 payments (pago) of the winners in turn order, then the bank returned to the banker. A commission
 is charged on each winning payout (``commission``, rounded down), right after it: from the
-winner's account for a punter, from the bank for a collection.
+winner's account for a punter, from the bank for a collection. Under ruling 2 (``rules.ruling``,
+issue 22 item 9) a "winning payout" is all that one winner collects from one counterparty in the
+round: a stake lost at once by a hand over 31 and the rest of it collected at the showdown (a
+banker's real) are one payout, its commission rounded down once (the part charged at once is
+deducted from the showdown's); under ruling 1 (rounds recorded before) each collection is
+charged on its own.
 """
 
 from __future__ import annotations
@@ -105,12 +110,15 @@ def settle_stakes(
         multiple = REAL_MULTIPLE if banker_hand.real else 1
         already = s.amount if s.lost_at_once else 0
         take = s.amount * multiple - already
-        commission = commission_on(rules, take)
+        earlier = commission_on(rules, already)  # charged at once (``collect_at_once``)
+        if rules.ruling >= 2:  # one payout from this punter to the bank: rounded down once
+            commission = commission_on(rules, take + already) - earlier
+        else:
+            commission = commission_on(rules, take)
         collections += movement(MovementKind.COLLECTION, s.player, take)
         collections += movement(MovementKind.BANK_COMMISSION, banker, commission)
         collections += movement(MovementKind.RETURN, s.player, s.held - take)
         bank += take - commission
-        earlier = commission_on(rules, already)
         lost.append(
             StakeSettled(
                 s.player, outcome, s.amount, multiple, take + already, 0, commission + earlier

@@ -19,6 +19,7 @@ import hmac
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 from uuid import UUID
 
@@ -258,6 +259,22 @@ def _check_stake(e: _Ev, options: dict[str, str], shown: dict[str, tuple[int, bo
     if outcome == "lost" and s["paid"] != s["amount"] * multiple:
         raise _Bad(e.position, f"{s['player']}: collected {s['paid']}, due "
                    f"{s['amount'] * multiple}")
+    rate = Fraction(str(options.get("commission", "0")))
+
+    def cut(amount: int) -> int:  # rounded down (RULES.md, Money)
+        return amount * rate.numerator // rate.denominator
+
+    at_once = s["amount"] if outcome == "lost" and mine[2] and (
+        options.get("bust") == "loses_at_once") else 0
+    if outcome == "void":
+        due = 0
+    elif outcome == "lost" and int(options.get("ruling", "1")) < 2:  # each collection alone
+        due = cut(at_once) + cut(s["paid"] - at_once)
+    else:  # ruling 2 (issue 22 item 9): all one winner collects from one counterparty, once
+        due = cut(s["paid"])
+    if s.get("commission", 0) != due:
+        raise _Bad(e.position, f"{s['player']}: commission {s.get('commission', 0)}, "
+                   f"recomputed {due}")
 
 
 def _check_next_banker(e: _Ev, options: dict[str, str],
@@ -273,8 +290,11 @@ def _check_next_banker(e: _Ev, options: dict[str, str],
         if made:
             expected = made[0]
         elif options.get("bank_without_31") == "passes_to_mano":
-            b = seats.index(banker)
-            expected = seats[(b + 1) % len(seats)]
+            if int(options.get("ruling", "1")) >= 2 and punters:  # the first dealt in
+                expected = punters[0]
+            else:  # ruling 1: the seat at the banker's right
+                b = seats.index(banker)
+                expected = seats[(b + 1) % len(seats)]
         else:
             expected = banker
     if e.state["next_banker"] != expected:

@@ -51,6 +51,7 @@ from services.ledger.core import Core
 from services.ledger.errors import PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard
 from services.ledger.ids import check_name, table_account
+from services.ledger.refused import Consequence, Refused
 from services.ledger.shoe import Shoe
 from services.ledger.turns import check_turn
 from services.ledger.views import TurnView
@@ -207,7 +208,8 @@ class Cuarenta:
         base and run; None: what it takes when there is no choice; []: nothing). A player plays
         its own seat only (PERMISSION_DENIED ``NOT_YOUR_SEAT``); the rule book refuses a play
         out of turn, of a card not held, or an illegal capture (FAILED_PRECONDITION naming the
-        rule), and nothing is stored."""
+        rule), and nothing is stored. A play after the seat's turn time (by the ledger's clock)
+        is refused, ``TURN_TIME_OVER``, and the side's forfeit recorded (``_on_time``)."""
         named = None if capture is None else _words(capture)
 
         def decide(unit: UnitOfWork) -> MatchStep:
@@ -216,6 +218,7 @@ class Cuarenta:
             if not _plays_for(actor, agg.seats[s]):
                 raise PermissionDenied("seat", "NOT_YOUR_SEAT", "a player plays its own seat")
             m = self.state(unit, agg)
+            self._on_time(unit, agg, m, s)
             step = rulebook.play(m, s, card, named)
             return self._record(unit, agg, step, unit.now)
 
@@ -245,11 +248,12 @@ class Cuarenta:
                     raise PermissionDenied(
                         "seat", "NOT_YOUR_SEAT", "a player abandons for its own seat only")
             else:
-                if actor.is_player and actor.account in {
-                        a for i, a in enumerate(agg.seats) if i % 2 == s % 2}:
+                if actor.is_player and actor.account not in {
+                        a for i, a in enumerate(agg.seats) if i % 2 != s % 2}:
                     raise PermissionDenied(
                         "seat", "NOT_AN_OPPONENT",
-                        "the turn time is claimed by the house or an opponent")
+                        "the turn time is claimed by the house or an opponent seated at the "
+                        "match")
                 if m.phase is rulebook.Phase.PLAYING and m.to_act == s:
                     since = agg.turn_since
                     elapsed = 0.0 if since is None else (unit.now - since).total_seconds()
@@ -265,6 +269,33 @@ class Cuarenta:
         if turn is not None:  # (absent: the arguments stored before the turn clock)
             args["turn"] = turn
         return self.core.run("cuarenta_forfeit", request_id, args, decide, MatchStep, actor)
+
+    def _on_time(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
+                 seat: int) -> None:
+        """A play by the seat to play after its turn time, by the ledger's clock when the
+        play is decided (``unit.now`` since the turn began; ``rulebook.turn_expired``): the
+        side forfeits (RULES.md §3), recorded now as the ledger's own ``cuarenta_forfeit``
+        (reason ``turn_time``, by ``SYSTEM``), and the play is refused, FAILED_PRECONDITION
+        ``seat`` ``TURN_TIME_OVER`` (``services/ledger/refused.py``: the two stored together; a
+        retry gets the refusal again). Whether the turn clock claimed the turn yet or not (it
+        only claims turns nobody acts on)."""
+        since = agg.turn_since
+        if m.phase is not rulebook.Phase.PLAYING or m.to_act != seat or since is None:
+            return
+        elapsed = (unit.now - since).total_seconds()
+        if not rulebook.turn_expired(m.rules, elapsed):
+            return
+        turn = agg.turn_version
+        step = rulebook.forfeit(m, seat, F.ForfeitReason.TURN_TIME)
+        done = self._record(unit, agg, step, unit.now, elapsed)
+        # recorded as the ledger's own turn-time claim: what cuarenta_forfeit stores
+        claim = {"match_id": str(agg.id), "seat": seat, "reason": F.ForfeitReason.TURN_TIME.value,
+                 "turn": turn}
+        raise Refused(FailedPrecondition(
+            "seat", "TURN_TIME_OVER",
+            f"seat {seat}'s turn time ({m.rules.turn_seconds} s) ran out {elapsed:.2f} s after "
+            "its turn began, by the ledger's clock: the play is refused and the side "
+            "forfeits the match"), Consequence("cuarenta_forfeit", claim, done))
 
     # --- queries --------------------------------------------------------------------------
 

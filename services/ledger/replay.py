@@ -20,12 +20,14 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from domain.errors import RuleViolation
 from services import games
 from services.ledger.account import Account
 from services.ledger.actor import UNRECORDED, Actor
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.evidence import LINKED_TOPIC
+from services.ledger.refused import answer_of
 from services.ledger.request import Request
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
@@ -173,10 +175,14 @@ def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Le
             inputs.ids, shoes = _inputs(source, command)
             inputs.seeds = [_seed(source, s) for s in shoes]
             inputs.missing = None
+            refused = answer_of(command.result)  # stored as a refusal, with its consequence
             try:
                 getattr(target, command.command)(command.request_id, **command.args,
                                                  actor=command.actor)
             except Exception as exc:
+                if refused is not None and isinstance(exc, RuleViolation) and (
+                        exc.field, exc.reason) == (refused.field, refused.reason):
+                    continue  # refused again, its consequence stored again
                 if inputs.missing is None:
                     raise
                 game = games.game_of_method(command.command)

@@ -66,6 +66,7 @@ from services.ledger.application import LedgerApplication
 from services.ledger.errors import Conflict, NotTheWriter, RequestIdReused, StoreUnavailable
 from services.ledger.ids import check_request_id, request_uuid
 from services.ledger.lease import POLL, Lease
+from services.ledger.refused import Refused, answer_of
 from services.ledger.request import Request
 from services.ledger.views import from_dict
 from services.metrics import WriterMetrics
@@ -777,7 +778,10 @@ class Writer:
         for command, exc in decided.refused:
             command.future.set_exception(exc)
         for command, result in decided.results:
-            command.future.set_result(result)
+            if isinstance(result, Refused):  # refused, its consequence stored (refused.py)
+                command.future.set_exception(result.error)
+            else:
+                command.future.set_result(result)
 
     def _failed(self, decided: Decided, error: BaseException, lookup: bool = False) -> None:
         """The batch was not stored: forget its state; on a key collision decide each command
@@ -842,6 +846,9 @@ class Writer:
                 if known.command != command.name
                 else f"request id {command.request_id!r} was used with other arguments"
             )
+        refusal = answer_of(known.result)  # a refusal stored with its consequence
+        if refusal is not None:
+            raise refusal
         return from_dict(command.result_type, known.result)
 
     def _decide(self, unit: UnitOfWork, command: Command, lookup: bool) -> Any:
@@ -869,6 +876,10 @@ class Writer:
             if known is None:
                 raise
             return self._answer(command, known)
+        except Refused as refused:  # refused, and what the rules give for it triggered
+            result = refused
+        effects = unit.effects()
+        refusal = isinstance(result, Refused)
         request = Request._create(
             Request.Recorded,
             id=rid,
@@ -876,12 +887,16 @@ class Writer:
             command=command.name,
             digest=digest,
             arguments=command.args,
-            result=plain(result),
+            result=result.stored() if isinstance(result, Refused) else plain(result),
             actor=command.actor.to_dict(),
-            effects=unit.effects(),
+            effects=[] if refusal else effects,
             timestamp=unit.now,
         )
         unit.requests[rid] = request
+        if isinstance(result, Refused):  # the consequence: the ledger's own command
+            c = result.consequence
+            done = c.request(rid, unit.now, effects, plain(c.result))
+            unit.requests[done.id] = done
         return result
 
 

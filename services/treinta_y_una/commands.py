@@ -10,8 +10,11 @@ command raises before anything is triggered: nothing is stored.
 
 Who acts (``Actor``): a player acts on its own seat only (PERMISSION_DENIED ``player``
 ``NOT_YOUR_SEAT``); the rule book then refuses a player out of turn (FAILED_PRECONDITION
-``player`` ``NOT_YOUR_TURN``: "it is X's turn, not Y's"). The croupier opens, deals, stands for
-an absent player (after the turn time, by the ledger's clock) and settles.
+``player`` ``NOT_YOUR_TURN``: "it is X's turn, not Y's"; a player reads "another player" for
+every name but its own, as the round's views hide them from it). The croupier opens, deals,
+stands for an absent player (after the turn time, by the ledger's clock) and settles. A
+player's "carta" or "me planto" after his turn time, by the ledger's clock, is refused
+(``TURN_TIME_OVER``) and the "me planto" for the absent player recorded with the refusal.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from domain.cards import DeckKind
-from domain.errors import FailedPrecondition, InvalidArgument, NotFound
+from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
 from domain.treinta_y_una import facts as F
 from domain.treinta_y_una import round as R
 from domain.treinta_y_una.banker import BankerChoice, BankerReason, BankLot, draw_banker
 from domain.treinta_y_una.hand import evaluate
 from domain.treinta_y_una.movements import Movement
-from domain.treinta_y_una.rules import TableRules
+from domain.treinta_y_una.rules import RULING, TableRules
 from domain.treinta_y_una.stakes import Stake
 from services import topics
 from services.ledger.account import Account
@@ -37,6 +40,7 @@ from services.ledger.core import Core
 from services.ledger.errors import PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
 from services.ledger.ids import check_name, movement_account, table_uuid
+from services.ledger.refused import Consequence, Refused, unnamed
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
@@ -214,9 +218,20 @@ class TreintaYUna:
 
     def _new_shoe(self, unit: UnitOfWork, table: Table) -> tuple[Shoe, bytes]:
         """The round's own shoe: one SPANISH-40 deck, a fresh seed sealed (and escrowed to the
-        regulator when keyed), its commitment public; not cut."""
-        shoe = self.core.start_shoe(unit, table, DECK)
+        regulator when keyed), its commitment public; not cut. Shuffled aside (a unit of work
+        of its own, nothing of ``unit`` touched): the banker drawn by lot from its seed must
+        still be found to cover the bank, and a refusal stores nothing (``_start_shoe``
+        stores it with the round)."""
+        aside = UnitOfWork(unit.app, unit.cache)
+        aside.now = unit.now
+        shoe = self.core.shuffle(aside, table.table_id, DECK)
         return shoe, unseal(self.config.seal_key, shoe.sealed_seed, shoe.id)
+
+    def _start_shoe(self, unit: UnitOfWork, table: Table, shoe: Shoe) -> None:
+        """The shoe of ``_new_shoe`` stored with the round, started at the table (as
+        ``Core.start_shoe``)."""
+        unit.add(shoe)
+        table.trigger_event(Table.ShoeStarted, timestamp=unit.now, shoe_id=str(shoe.id))
 
     def _close_shoe(self, unit: UnitOfWork, agg: TreintaYUnaRound, shoe: Shoe,
                     ts: datetime) -> None:
@@ -265,7 +280,9 @@ class TreintaYUna:
 
         def decide(unit: UnitOfWork) -> RoundView:
             table = self._table(unit, table_id)
-            rules = rules_of(table.options)
+            # the round records the table's rules, under the latest rulings for a table
+            # recorded before they existed (its earlier rounds keep theirs: ``from_options``)
+            rules = rules_of({"ruling": str(RULING), **table.options})
             names = _seats(seats)
             if not isinstance(bank, int) or isinstance(bank, bool) or not 0 < bank <= MAX_BANK:
                 raise InvalidArgument("bank", "BAD_AMOUNT", "must be whole minor units above 0")
@@ -278,7 +295,7 @@ class TreintaYUna:
                                          f"round {last.id} is not settled yet")
             rid = self.core.id_for(unit, TreintaYUnaRound, round_id, "round")
             carried = [] if last is None else [list(c) for c in last.carried]
-            shoe, seed = self._new_shoe(unit, table)
+            shoe, seed = self._new_shoe(unit, table)  # not stored unless the round opens
             if last is not None and last.next_banker in names:
                 assert last.next_banker is not None and last.next_banker_reason is not None
                 choice = BankerChoice(last.next_banker, BankerReason(last.next_banker_reason))
@@ -287,6 +304,7 @@ class TreintaYUna:
             step = R.open_round(rules, names, choice,
                                 bank, [Stake(str(p), int(a), int(h)) for p, a, h in carried])
             self._check_funds(unit, step.movements, rules.currency, "bank")
+            self._start_shoe(unit, table, shoe)
             lot = None if choice.lot is None else {
                 "nonce": str(choice.lot.nonce), "seats": list(choice.lot.seats),
                 "index": choice.lot.index}
@@ -311,20 +329,59 @@ class TreintaYUna:
     def _step(self, name: str, request_id: str, args: dict[str, Any], round_id: str,
               actor: Actor, step_of: Callable[[UnitOfWork, TreintaYUnaRound, TableRules,
                                                R.Round], tuple[R.Step, int]],
-              player: str | None = None) -> RoundView:
+              player: str | None = None, timed: bool = False) -> RoundView:
+        """Run a command on a round: ``step_of`` decides it; ``player``: the hand it acts on
+        (the actor's own, for a player); ``timed``: the player's own move in its turn ("carta",
+        "me planto"), refused after its turn time (``_on_time``). A refusal to a player names
+        no other player (``refused.unnamed``: the round's views hide them from it)."""
+
         def decide(unit: UnitOfWork) -> RoundView:
             if player is not None:
                 self._seat_of(actor, player)
             agg = self._round(unit, round_id)
-            rules = rules_of(agg.options)
-            state = self._derive(unit, agg)
-            step, waited = step_of(unit, agg, rules, state)
-            self._check_funds(unit, step.movements, rules.currency, "amount")
+            try:
+                rules = rules_of(agg.options)
+                state = self._derive(unit, agg)
+                if timed and player is not None:
+                    self._on_time(unit, agg, rules, state, player)
+                step, waited = step_of(unit, agg, rules, state)
+                self._check_funds(unit, step.movements, rules.currency, "amount")
+            except RuleViolation as exc:
+                if not actor.is_player:
+                    raise
+                raise unnamed(exc, agg.seats, actor.account) from None  # no other's name
             moved = self._record(unit, agg, step, waited)
             return self.view(unit, agg, moved)
 
         result: RoundView = self._run(name, request_id, args, decide, RoundView, actor)
         return result
+
+    def _on_time(self, unit: UnitOfWork, agg: TreintaYUnaRound, rules: TableRules,
+                 state: R.Round, player: str) -> None:
+        """A "carta" or "me planto" by the player whose turn it is after the table's turn
+        time, by the ledger's clock when it is decided (``unit.now`` since his turn began or
+        his last "carta"): the croupier's "me planto" for an absent player (RULES.md §2) is
+        recorded now, ``for_absent``, as the ledger's own ``tyu_stand_for_absent`` (by
+        ``SYSTEM``), and the move is refused, FAILED_PRECONDITION ``player`` ``TURN_TIME_OVER``
+        (``services/ledger/refused.py``: the two stored together; a retry gets the refusal
+        again). Whether the turn clock claimed the turn yet or not."""
+        since = agg.turn_since
+        if (rules.turn_seconds == 0 or state.phase is not R.Phase.PLAYING
+                or state.whose_turn != player or since is None):
+            return
+        elapsed = (unit.now - since).total_seconds()
+        if elapsed < rules.turn_seconds:
+            return
+        waited, turn = int(elapsed), agg.turn_version
+        moved = self._record(unit, agg, R.stand_for_absent(rules, state, player, waited), waited)
+        # recorded as the ledger's own stand for the absent player: what stand_for_absent stores
+        stood = {"round_id": str(agg.id), "player": player, "turn": turn}
+        raise Refused(FailedPrecondition(
+            "player", "TURN_TIME_OVER",
+            f"the turn time ({rules.turn_seconds} s) ran out {elapsed:.2f} s after the turn "
+            "began, by the ledger's clock: refused, and \"me planto\" is recorded for the "
+            "absent player"), Consequence("tyu_stand_for_absent", stood,
+                                          self.view(unit, agg, moved)))
 
     def place_stake(self, request_id: str, round_id: str, player: str, amount: int, *,
                     actor: Actor = SYSTEM) -> RoundView:
@@ -349,13 +406,14 @@ class TreintaYUna:
               actor: Actor = SYSTEM) -> RoundView:
         return self._step(
             "tyu_carta", request_id, {"round_id": round_id, "player": player}, round_id, actor,
-            lambda u, a, rules, s: (R.carta(rules, s, player), 0), player)
+            lambda u, a, rules, s: (R.carta(rules, s, player), 0), player, timed=True)
 
     def me_planto(self, request_id: str, round_id: str, player: str, *,
                   actor: Actor = SYSTEM) -> RoundView:
         return self._step(
             "tyu_me_planto", request_id, {"round_id": round_id, "player": player}, round_id,
-            actor, lambda u, a, rules, s: (R.me_planto(rules, s, player), 0), player)
+            actor, lambda u, a, rules, s: (R.me_planto(rules, s, player), 0), player,
+            timed=True)
 
     def stand_for_absent(self, request_id: str, round_id: str, player: str,
                          turn: int | None = None, *, actor: Actor = SYSTEM) -> RoundView:

@@ -113,7 +113,12 @@ def test_deal_right_to_left_and_turn_order(sqlite_store_url: str) -> None:
         with pytest.raises(FailedPrecondition) as info:
             tyu.carta("out-of-turn", view.round_id, second, actor=player(second))
         assert info.value.reason == "NOT_YOUR_TURN" and info.value.field == "player"
-        assert f"it is {view.mano}'s turn" in info.value.message
+        # issue 20: a player reads no other player's name (the round's views hide them)
+        assert info.value.message == f"it is another player's turn, not {second}'s"
+        assert all(p not in info.value.message for p in order if p != second)
+        with pytest.raises(FailedPrecondition) as info:
+            tyu.carta("out-of-turn-c", view.round_id, second, actor=CROUPIER)
+        assert f"it is {view.mano}'s turn" in info.value.message  # the house reads them
         with pytest.raises(PermissionDenied) as denied:
             tyu.carta("not-mine", view.round_id, view.mano, actor=player(second))
         assert denied.value.reason == "NOT_YOUR_SEAT"
