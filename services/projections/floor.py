@@ -36,28 +36,30 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from fractions import Fraction
 from math import isqrt
 from typing import Any
 
 from domain.currency import format_minor
-from services.projections.games import UnitsView
+from domain.errors import InvalidArgument
+from services.projections.games import Unit, UnitsView
 from services.projections.reconciliation import stored_setting
 from services.projections.reports import (
     CHANCES,
     ROOT_SCALE,
     TOTAL,
+    TRENTE_ET_QUARANTE,
     Z95_PERCENT,
     _check_day,
     _dec,
     _laws,
     _metrics,
     _table_options,
+    table_games,
 )
 from services.projections.store import ReadStore
 
-TRENTE_ET_QUARANTE = "trente-et-quarante"
 ALL_GAMES = "all"  # the game of the totals across games
 CAGE = "cage"  # the game of the cage's rows
 UNIT = "minor units of the row's currency (currency: ISO 4217)"
@@ -188,9 +190,13 @@ def floor_day(store: ReadStore, day: str, views: Iterable[Any] = (),
     """The floor's report of the gaming ``day`` (``table_id``: that table only, no cage), from
     the reconciliation read model and the games' own read models among ``views``."""
     _check_day(day)
+    try:
+        date.fromisoformat(day)
+    except ValueError:
+        raise InvalidArgument("gaming_day", "BAD_DATE", f"no such date {day!r}") from None
     setting = stored_setting(store)
     units = {v.game: v for v in views if isinstance(v, UnitsView)}
-    games_of = _games_of(store, units)
+    games_of = table_games(store)
     options = _table_options(store)
     metrics = _metrics(store, day, table_id)
     sections: list[Section] = []
@@ -231,25 +237,6 @@ def floor_day(store: ReadStore, day: str, views: Iterable[Any] = (),
 
 def _title(game: str) -> str:
     return " ".join(w.capitalize() if w not in ("y", "et") else w for w in game.split("-"))
-
-
-def _games_of(store: ReadStore, units: Mapping[str, UnitsView]) -> dict[str, str]:
-    """table id -> its game: the registered game whose table accounts it has."""
-    from services import games
-
-    kinds: dict[str, set[str]] = defaultdict(set)
-    with store.read() as tx:
-        for table, kind in tx.query("SELECT table_id, kind FROM {s}rm_recon_account "
-                                    "WHERE table_id IS NOT NULL"):
-            kinds[str(table)].add(str(kind))
-    accounts = {g.name: {str(getattr(k, "value", k)) for k in g.table_accounts}
-                for g in games.games() if g.table_accounts}
-    found = {}
-    for table, held in kinds.items():
-        named = [name for name, want in accounts.items() if want == held]
-        if len(named) == 1:
-            found[table] = named[0]
-    return found
 
 
 def _section(game: str, title: str, unit_name: str, lines: list[Line]) -> Section:
@@ -335,7 +322,7 @@ def _rate(text: str | None) -> Fraction | None:
 def _unit_lines(store: ReadStore, view: UnitsView, day: str, setting: Any,
                 options: Mapping[str, dict[str, str]], table_id: str | None) -> list[Line]:
     sums: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0] * 4))
-    for u in view.units(store, table_id):
+    for u in _ended_near(store, view, day, table_id):
         f = view.floor(u.facts)
         if f is None:
             continue
@@ -360,6 +347,23 @@ def _unit_lines(store: ReadStore, view: UnitsView, day: str, setting: Any,
             out.append(_unit_line(view.game, table, str(shift), acc, rate, edge, "", currency))
         out.append(_unit_line(view.game, table, "day", whole, rate, edge, reconciled, currency))
     return out
+
+
+def _ended_near(store: ReadStore, view: UnitsView, day: str,
+                table_id: str | None) -> list[Unit]:
+    """The units that ended from two days before ``day`` to three after (UTC): every gaming
+    day ``day`` in any zone lies within (the others' facts are not read)."""
+    d = date.fromisoformat(day)
+    sql = (f"SELECT unit_id, table_id, position, opened_at, ended_at, steps, facts "
+           f"FROM {{s}}{view.unit_table} WHERE ended_at >= ? AND ended_at < ?")
+    params: list[Any] = [(d - timedelta(days=2)).isoformat(), (d + timedelta(days=3)).isoformat()]
+    if table_id is not None:
+        sql += " AND table_id = ?"
+        params.append(table_id)
+    with store.read() as tx:
+        rows = tx.query(sql + " ORDER BY position", params)
+    return [Unit(str(r[0]), str(r[1]), int(r[2]), str(r[3]), r[4], int(r[5]), json.loads(r[6]))
+            for r in rows]
 
 
 def _unit_line(game: str, table: str, shift: str, acc: list[int], rate: Fraction | None,
@@ -452,6 +456,8 @@ def to_text(report: FloorReport) -> str:
     lines += [f"{k}: {', '.join(v) if isinstance(v, list) else v}"
               for k, v in report.facts.items() if k != "unit"]
     lines.append("amounts: in major units of the currency each section names")
+    if not report.sections and not report.cage:
+        lines.append("(no table played and no cash moved this gaming day)")
     text = "\n".join(lines) + "\n"
     for s in report.sections:
         for currency in sorted({ln.currency for ln in s.lines}):

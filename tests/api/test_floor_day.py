@@ -19,6 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 import services.cli as climod
@@ -32,6 +33,8 @@ from services.cli import cuarenta, treinta_y_una
 from services.ledger.api import Ledger, LedgerConfig, read_log
 from services.projections.gamingday import DEFAULT
 from services.trente_et_quarante import demo as tq_demo
+
+from .support import failure
 
 TQ, TYU, C40 = "trente-et-quarante", "treinta-y-una", "cuarenta"
 HOUSE = {TQ: {"bank", "house_insurance", "house_partage", "house_prison"}, TYU: {"house"},
@@ -167,6 +170,14 @@ def test_the_floor_report_holds_every_game_and_equals_the_log(
             for f, v in (("csv", reports_pb2.EXPORT_FORMAT_CSV),
                          ("json", reports_pb2.EXPORT_FORMAT_JSON),
                          ("text", reports_pb2.EXPORT_FORMAT_TEXT))}
+        # without a layout the export is the chances' report, as before the layout
+        plain = reports.GetGamingDayReport(reports_pb2.GetGamingDayReportRequest(
+            gaming_day=day, format=reports_pb2.EXPORT_FORMAT_CSV)).export.decode()
+        assert plain.startswith("table_id,shift,coups,")
+        unknown = reports_pb2.GamingDayLayout.ValueType(7)
+        assert failure(reports.GetGamingDayReport, reports_pb2.GetGamingDayReportRequest(
+            gaming_day=day, layout=unknown)) == (grpc.StatusCode.INVALID_ARGUMENT, "layout",
+                                                 "INVALID_ARGUMENT")
     finally:
         client.close()
     folded = _fold(ledger, day)
@@ -200,6 +211,14 @@ def test_the_floor_report_holds_every_game_and_equals_the_log(
     assert days[tyu]["edge"] == "none" and days[tyu]["theoretical_win_minor"] == ""
     tq = next(t for t in tables if folded.game[t] == TQ)
     assert days[tq]["edge"] == "odds" and days[tq]["flag"] in ("ok", "OUTSIDE_95")
+    # Trente et Quarante's figures are its report by chance's, that report tested against the
+    # domain (tests/api/test_reports.py); the other games' tables are not in it
+    by_chance = {r.table.removeprefix("tables/") or r.cage: r for r in typed.rows
+                 if r.shift == 0}
+    assert set(by_chance) == {tq, *folded.cash}
+    assert int(days[tq]["handle_minor"]) == by_chance[tq].handle_minor
+    assert int(days[tq]["house_win_minor"]) == by_chance[tq].house_win_minor
+    assert days[tq]["theoretical_win_minor"] == by_chance[tq].theoretical_win
     # the totals across games and the cage: the house's and the cage's movements of the day
     total = next(r for r in rows if r["game"] == "all")
     assert int(total["house_win_minor"]) == sum(folded.win.values())
