@@ -1,4 +1,5 @@
-"""ReadModelService: reports from the read models (gaming day, statements, shoe history),
+"""ReadModelService: reports from the read models (the gaming day: the floor's report of every
+game and Trente et Quarante's by chance; statements, shoe history),
 recall, the reconcile check and the projections' lag; and the projection thread that keeps the
 read models up to date while the server runs.
 
