@@ -433,25 +433,11 @@ def _major(amount: Any, currency: str) -> str:
 
 
 def to_text(report: FloorReport) -> str:
-    """A section per game and currency with that game's columns, the totals across games and
-    the cage; at most ``TEXT_WIDTH`` columns (``rich``)."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(width=TEXT_WIDTH, file=io.StringIO(), color_system=None,
-                      force_terminal=False, record=True, highlight=False, emoji=False,
-                      markup=False)
-
-    def table(title: str, heads: list[str]) -> Table:
-        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  padding=(0, 1), collapse_padding=True, show_edge=False, title_style="",
-                  header_style="")
-        for i, h in enumerate(heads):
-            t.add_column(h, justify="left" if i < 1 else "right",
-                         overflow="fold", no_wrap=i > 0)
-        return t
-
+    """A section per game and currency with that game's columns (Trente et Quarante's 95 %
+    interval as its half-width around the theoretical win: the CSV and JSON give both ends),
+    the totals across games and the cage; at most ``TEXT_WIDTH`` columns (``rich``: two spaces
+    between columns, one when two do not fit; a cell too wide for its column then folds onto
+    the next line, nothing is cut)."""
     lines = [report.title]
     lines += [f"{k}: {', '.join(v) if isinstance(v, list) else v}"
               for k, v in report.facts.items() if k != "unit"]
@@ -459,11 +445,34 @@ def to_text(report: FloorReport) -> str:
     if not report.sections and not report.cage:
         lines.append("(no table played and no cash moved this gaming day)")
     text = "\n".join(lines) + "\n"
+    wide = _tables(report, 1, None)
+    if max((len(ln) for ln in wide.splitlines()), default=0) > TEXT_WIDTH:
+        wide = _tables(report, 0, TEXT_WIDTH)
+    return text + wide
+
+
+def _tables(report: FloorReport, pad: int, width: int | None) -> str:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=width or 10 * TEXT_WIDTH, file=io.StringIO(), color_system=None,
+                      force_terminal=False, record=True, highlight=False, emoji=False,
+                      markup=False)
+
+    def table(title: str, heads: list[str]) -> Table:
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  padding=(0, 0, 0, pad), show_edge=False, title_style="", header_style="")
+        for i, h in enumerate(heads):
+            # nothing is ever cut: a cell too wide for its column folds onto the next line
+            t.add_column(h, justify="left" if i < 1 else "right", overflow="fold")
+        return t
+
     for s in report.sections:
         for currency in sorted({ln.currency for ln in s.lines}):
             tq = s.game == TRENTE_ET_QUARANTE
             heads = ["table", "shift", s.unit_name, "handle", "house win", "hold %"]
-            heads += (["theo win", "95% low", "95% high", "flag", "bank"] if tq
+            heads += (["theo win", "± 95%", "flag", "bank"] if tq
                       else ["levied", "edge", "theo win", "reconciled"])
             t = table(f"{s.title} ({currency})", heads)
             rows = [ln for ln in s.lines if ln.currency == currency]
@@ -498,7 +507,7 @@ def to_text(report: FloorReport) -> str:
         console.print()
         console.print(t)
     body = console.export_text()
-    return text + "\n".join(ln.rstrip() for ln in body.splitlines()) + "\n"
+    return "\n".join(ln.rstrip() for ln in body.splitlines()) + "\n"
 
 
 def _cells(ln: Line, tq: bool, name: str) -> list[str]:
@@ -508,7 +517,8 @@ def _cells(ln: Line, tq: bool, name: str) -> list[str]:
              ln.hold or ""]
     theo = "none" if ln.edge == "none" else _major(r["theoretical_win_minor"], cur)
     if tq:
-        return [*cells, theo, _major(r["interval_low_minor"], cur),
-                _major(r["interval_high_minor"], cur), ln.flag, ln.reconciled]
+        bounds = ln.interval()  # shown as its half-width around the theoretical win
+        half = "" if bounds is None else _major(_dec((bounds[1] - bounds[0]) / 2), cur)
+        return [*cells, theo, half, ln.flag, ln.reconciled]
     return [*cells, _major(ln.levied, cur), ln.edge.removeprefix("commission "), theo,
             ln.reconciled]
