@@ -456,7 +456,7 @@ def _tables(report: FloorReport, pad: int, width: int | None) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=width or 10 * TEXT_WIDTH, file=io.StringIO(), color_system=None,
+    console = Console(width=width or 2 * TEXT_WIDTH, file=io.StringIO(), color_system=None,
                       force_terminal=False, record=True, highlight=False, emoji=False,
                       markup=False)
 
