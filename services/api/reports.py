@@ -1,4 +1,5 @@
-"""ReadModelService: reports from the read models (gaming day, statements, shoe history),
+"""ReadModelService: reports from the read models (the gaming day: the floor's report of every
+game and Trente et Quarante's by chance; statements, shoe history),
 recall, the reconcile check and the projections' lag; and the projection thread that keeps the
 read models up to date while the server runs.
 
@@ -30,6 +31,7 @@ from services.api.logs import get_logger
 from services.api.roles import Principal, Role
 from services.ledger.api import Ledger
 from services.projections.export import Report, render
+from services.projections.floor import render_floor
 from services.projections.games import Step, Unit
 from services.projections.gamingday import GamingDay
 from services.projections.projector import Lag
@@ -46,7 +48,11 @@ _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _MIN_SECONDS = -62_135_596_800  # 0001-01-01T00:00:00Z
 _MAX_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 _FORMATS: dict[int, tuple[str, str]] = {reports_pb2.EXPORT_FORMAT_CSV: ("csv", "text/csv"),
-            reports_pb2.EXPORT_FORMAT_JSON: ("json", "application/json")}
+            reports_pb2.EXPORT_FORMAT_JSON: ("json", "application/json"),
+            reports_pb2.EXPORT_FORMAT_TEXT: ("text", "text/plain")}
+_LAYOUTS = {reports_pb2.GAMING_DAY_LAYOUT_UNSPECIFIED: "chances",
+            reports_pb2.GAMING_DAY_LAYOUT_CHANCES: "chances",
+            reports_pb2.GAMING_DAY_LAYOUT_FLOOR: "floor"}
 _CHANCE = {"noir": common_pb2.CHANCE_NOIR, "rouge": common_pb2.CHANCE_ROUGE,
            "couleur": common_pb2.CHANCE_COULEUR, "inverse": common_pb2.CHANCE_INVERSE}
 
@@ -200,13 +206,31 @@ class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
     ) -> reports_pb2.GamingDayReport:
         day = _gaming_day(request.gaming_day)
         fmt = _format(request.format)
+        layout = _LAYOUTS.get(request.layout)
+        if layout is None:
+            raise errors.invalid("layout", f"unknown gaming-day layout {request.layout}")
         table_id = self._table("table", request.table) if request.table else None
-        report = self._fresh().gaming_day(day, table_id, fresh=False)
+        models = self._fresh()
+        report = models.gaming_day(day, table_id, fresh=False)
+        floor = models.floor_day(day, table_id, fresh=False)
         answer = reports_pb2.GamingDayReport(
             gaming_day=day, rows=[_day_row(r) for r in report.records()],
             tables=int(report.facts.get("tables", 0)), flags=int(report.facts.get("flags", 0)),
-            totals=[_day_row(r) for r in report.total_records()])
-        _export(answer, report, fmt)
+            totals=[_day_row(r) for r in report.total_records()],
+            sections=[reports_pb2.FloorSection(
+                game=s.game, title=s.title, unit_name=s.unit_name,
+                rows=[_floor_row(ln.record()) for ln in s.lines],
+                totals=[_floor_row(ln.record()) for ln in s.totals]) for s in floor.sections],
+            floor_totals=[_floor_row(ln.record()) for ln in floor.totals],
+            cage=[reports_pb2.CageDay(cage=c.cage, deposits_minor=c.deposits,
+                                      withdrawals_minor=c.withdrawals, currency_code=c.currency)
+                  for c in floor.cage])
+        if layout == "floor":
+            if fmt is not None:
+                answer.export = render_floor(floor, fmt[0]).encode()
+                answer.export_media_type = fmt[1]
+        else:
+            _export(answer, report, fmt)
         return answer
 
     def GetPlayerStatement(
@@ -442,6 +466,23 @@ def _day_row(r: dict[str, Any]) -> reports_pb2.GamingDayRow:
         cash_in_minor=_int(r["cash_in"]), cash_out_minor=_int(r["cash_out"]),
         currency_code=_text(r.get("currency")),
     )
+
+
+def _floor_row(r: dict[str, Any]) -> reports_pb2.FloorRow:
+    """A row of the floor's report; a total (table_id ``total``) names no table."""
+    table_id = str(r["table_id"])
+    row = reports_pb2.FloorRow(
+        game=str(r["game"]), table="" if table_id == TOTAL else names.table(table_id),
+        shift=0 if r["shift"] == "day" else int(r["shift"]), units=_int(r["units"]),
+        handle_minor=_int(r["handle_minor"]), house_win_minor=_int(r["house_win_minor"]),
+        hold_percent=_text(r["hold_pct"]), edge=_text(r["edge"]),
+        theoretical_win=_text(r["theoretical_win_minor"]),
+        interval_low=_text(r["interval_low_minor"]),
+        interval_high=_text(r["interval_high_minor"]), flag=_text(r["flag"]),
+        reconciled=_text(r["reconciled"]), currency_code=_text(r["currency"]))
+    if r["levied_minor"] is not None:
+        row.levied_minor = int(r["levied_minor"])
+    return row
 
 
 def _seen_by(row: tuple[Any, ...], columns: Sequence[str], viewer: str) -> tuple[Any, ...]:

@@ -950,6 +950,8 @@ def _health(args: argparse.Namespace) -> int:
 # --- reports from the server's read models (ReadModelService) --------------------------------
 
 _EXPORTS = {"csv": reports_pb2.EXPORT_FORMAT_CSV, "json": reports_pb2.EXPORT_FORMAT_JSON}
+_LAYOUTS = {"floor": reports_pb2.GAMING_DAY_LAYOUT_FLOOR,
+            "chances": reports_pb2.GAMING_DAY_LAYOUT_CHANCES}
 ReportBuild = Callable[[argparse.Namespace], tuple[str, Message] | tuple[str, Message, Any]]
 
 
@@ -977,11 +979,20 @@ def _register_reports(sub: Any) -> None:
         p.add_argument("gaming_day", help="YYYY-MM-DD (the day starts at 06:00 UTC)")
         p.add_argument("--table", default="", help="one table (default: every table and the "
                                                    "cage)")
+        p.add_argument("--layout", choices=tuple(_LAYOUTS), default="floor",
+                       help="floor: every game's handle, house win, hold and theoretical win, "
+                            "printed as text unless --export or --format json (default); "
+                            "chances: Trente et Quarante's handle by chance")
 
-    add("day", "a gaming day's reconciliation per table and shift (back office)",
-        lambda a: ("GetGamingDayReport", reports_pb2.GetGamingDayReportRequest(
+    def day(a: argparse.Namespace) -> tuple[str, Message]:
+        text = a.layout == "floor" and not a.export and a.format != "json"
+        return "GetGamingDayReport", reports_pb2.GetGamingDayReportRequest(
             table=_name("tables", a.table) if a.table else "", gaming_day=a.gaming_day,
-            format=fmt(a))), day_setup, export=True)
+            format=reports_pb2.EXPORT_FORMAT_TEXT if text else fmt(a),
+            layout=_LAYOUTS[a.layout])
+
+    add("day", "a gaming day for the floor: every game per table and shift, totals, the cage "
+        "(back office)", day, day_setup, export=True)
 
     def range_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--since", help="ISO 8601 time with its zone (inclusive)")

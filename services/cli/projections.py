@@ -25,6 +25,7 @@ from services.cli import (
 )
 from services.cli.progress import Progress, quiet_argument
 from services.projections.export import Report, render
+from services.projections.floor import LAYOUTS, floor_day, render_floor
 from services.projections.projector import Projector
 from services.projections.reconcile import reconcile
 from services.projections.reports import gaming_day, player_statement, shoe_history
@@ -81,11 +82,16 @@ def register(sub: Any) -> None:
 
     rsub = store.group("report", "reports for accountants, players and auditors: day, "
                                  "statement, shoes (text, CSV, JSON)")
-    d = rsub.add_parser("day", help="a gaming day's reconciliation per table and shift")
+    d = rsub.add_parser("day", help="a gaming day for the floor: every game, per table and "
+                        "shift, totals and the cage")
     _store_args(d)
     _format_args(d)
     d.add_argument("--day", required=True, help="the gaming day, YYYY-MM-DD")
     d.add_argument("--table", default=None, help="one table only")
+    d.add_argument("--layout", choices=LAYOUTS, default=LAYOUTS[0],
+                   help="floor: every game's handle, house win, hold and theoretical win "
+                        "(default); chances: Trente et Quarante's reconciliation with its "
+                        "handle by chance (the previous releases' report)")
     d.set_defaults(func=cmd_report_day)
     s = rsub.add_parser("statement", help="a player's (or any account's) statement")
     _store_args(s)
@@ -118,7 +124,10 @@ def _projector(args: argparse.Namespace) -> Projector:
 
 
 def _emit(args: argparse.Namespace, report: Report) -> None:
-    text = render(report, args.format)
+    _write(args, render(report, args.format))
+
+
+def _write(args: argparse.Namespace, text: str) -> None:
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -224,7 +233,11 @@ def _caught_up(args: argparse.Namespace) -> Projector:
 
 def cmd_report_day(args: argparse.Namespace) -> int:
     p = _caught_up(args)
-    _emit(args, gaming_day(p.store, args.day, args.table))
+    if args.layout == "chances":
+        _emit(args, gaming_day(p.store, args.day, args.table))
+    else:
+        _write(args, render_floor(floor_day(p.store, args.day, p.views, args.table),
+                                  args.format))
     return 0
 
 

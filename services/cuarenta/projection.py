@@ -26,6 +26,9 @@ class MatchesView(UnitsView, game=GAME_NAME, name="cuarenta_matches",
     """Every match move by move, and its reconciliation facts (``reconcile.fold``)."""
 
     fold = staticmethod(R.fold)
+    unit_name = "matches"
+    commission_option = "commission_rate"  # on the pot
+    floor = staticmethod(R.floor)
 
     def steps(self, event: Any) -> list[tuple[str, dict[str, Any]]]:
         return [(m.kind, to_dict(m)) for m in moves_of(event)]

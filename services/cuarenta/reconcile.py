@@ -23,7 +23,7 @@ from typing import Any
 from services import topics as T
 from services.ledger.ids import table_account
 from services.ledger.views import StoredEvent
-from services.projections.games import Facts, day_of, fold_log
+from services.projections.games import Facts, FloorFacts, day_of, fold_log
 from services.projections.gamingday import DEFAULT, GamingDay
 
 
@@ -58,6 +58,18 @@ def fold(facts: Facts, topic: str, data: Mapping[str, Any], at: datetime) -> Non
         facts["moves"].append([str(data["kind"]), int(data["amount"])])
     elif topic == T.CUARENTA_MATCH_WON:
         facts["won"] = at.isoformat()
+
+
+def floor(facts: Facts) -> FloorFacts | None:
+    """A match won, for the floor's gaming-day report: its handle is the stakes both sides
+    put up, the house's win its commission, levied on that pot
+    (``domain.cuarenta.stakes.commission``)."""
+    if facts.get("won") is None or facts.get("table_id") is None:
+        return None
+    moves = facts["moves"]
+    staked = sum(amount for kind, amount in moves if kind == "stake")
+    return FloorFacts(str(facts["won"]), staked,
+                      sum(amount for kind, amount in moves if kind == "commission"), staked)
 
 
 def result(matches: Iterable[Facts], table_id: str, stakes_account: int,

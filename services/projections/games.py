@@ -66,6 +66,19 @@ class Unit:
 
 
 @dataclass(frozen=True, slots=True)
+class FloorFacts:
+    """What one ended unit gives the floor's gaming-day report (``services.projections.floor``):
+    when it counts (``at``, ISO time: its end), the ``handle`` (the stakes put at risk in it),
+    the house's win (its commission) and what that commission is ``levied`` on (the
+    theoretical win is the table's rate times it). Integer minor units."""
+
+    at: str
+    handle: int
+    house_win: int
+    levied: int
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     unit_id: str
     n: int  # 1, 2, ... in the unit
@@ -105,6 +118,10 @@ class UnitsView(View):
     opened: ClassVar[str]
     ends: ClassVar[frozenset[str]]
     day: ClassVar[type]  # a row of its reconciliation (a dataclass with ``gaming_day``)
+    # The floor's report: what a unit is called (rounds, matches) and the table option holding
+    # the house's commission rate ("" for none: the house has no edge).
+    unit_name: ClassVar[str] = "units"
+    commission_option: ClassVar[str] = ""
 
     def __init_subclass__(cls, *, game: str, name: str, prefix: str, topics: frozenset[str],
                           opened: str, end: Iterable[str], day: type, **kwargs: Any) -> None:
@@ -124,6 +141,12 @@ class UnitsView(View):
     @abstractmethod
     def reconcile(self, store: ReadStore, table_id: str, setting: GamingDay) -> Any:
         """The game's reconciliation of ``table_id`` from the read models."""
+
+    @staticmethod
+    def floor(facts: Facts) -> FloorFacts | None:
+        """A unit's figures for the floor's report (None: not ended, it does not count yet);
+        a game without them counts none."""
+        return None
 
     @property
     def unit_table(self) -> str:

@@ -72,6 +72,30 @@ def prison_outstanding(store: ReadStore, table_id: str, day: str, shift: int | N
     return int(row[0]) if row else 0
 
 
+TRENTE_ET_QUARANTE = "trente-et-quarante"
+
+
+def table_games(store: ReadStore) -> dict[str, str]:
+    """table id -> its game: the registered game whose table accounts (``services.games.Game
+    .table_accounts``) it has, from ``rm_recon_account`` (the reconciliation view records no
+    game). A table whose accounts match no game, or several, is left out."""
+    from services import games
+
+    kinds: dict[str, set[str]] = defaultdict(set)
+    with store.read() as tx:
+        for table, kind in tx.query("SELECT table_id, kind FROM {s}rm_recon_account "
+                                    "WHERE table_id IS NOT NULL"):
+            kinds[str(table)].add(str(kind))
+    accounts = {g.name: {str(getattr(k, "value", k)) for k in g.table_accounts}
+                for g in games.games() if g.table_accounts}
+    found = {}
+    for table, held in kinds.items():
+        named = [name for name, want in accounts.items() if want == held]
+        if len(named) == 1:
+            found[table] = named[0]
+    return found
+
+
 def _table_options(store: ReadStore) -> dict[str, dict[str, str]]:
     with store.read() as tx:
         return {r[0]: json.loads(r[1]) for r in tx.query(
@@ -108,9 +132,10 @@ class _Sum:
 
 
 def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Report:
-    """Per table, one row per shift and a ``day`` row: handle by chance, paid out, house win,
-    hold %, premiums, partage, prison losses, imprisoned stakes outstanding at the close, cash
-    at the cage, the bank-versus-coups check and the theoretical win with its 95 % flag. Then
+    """Per Trente et Quarante table, one row per shift and a ``day`` row: handle by chance,
+    paid out, house win, hold %, premiums, partage, prison losses, imprisoned stakes
+    outstanding at the close, cash at the cage, the bank-versus-coups check and the
+    theoretical win with its 95 % flag. Then
     the grand total of the day across every table and cage (``Report.totals``, table_id
     ``total``: one row per currency; the theoretical win and its interval add the tables'
     means and variances, their coups being independent).
@@ -121,7 +146,11 @@ def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Repor
     setting = stored_setting(store)  # the rows' gaming day: the site's, as built
     metrics = _metrics(store, day, table_id)
     options = _table_options(store)
-    tables = sorted({t for t, _ in metrics})
+    games = table_games(store)
+    # Trente et Quarante's tables and the cage: another game's table (its bank holds the
+    # players' money) is in the floor's report (``floor.floor_day``)
+    tables = sorted({t for t, _ in metrics
+                     if games.get(t, TRENTE_ET_QUARANTE) == TRENTE_ET_QUARANTE})
     rows: list[tuple[Any, ...]] = []
     flags = 0
     sums: dict[str, _Sum] = defaultdict(_Sum)

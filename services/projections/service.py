@@ -9,6 +9,7 @@ from typing import Any
 
 from services.projections import default_views
 from services.projections.export import Report
+from services.projections.floor import FloorReport, floor_day
 from services.projections.games import Step, Unit, UnitsView
 from services.projections.gamingday import DEFAULT, GamingDay
 from services.projections.log import open_log
@@ -76,6 +77,13 @@ class ReadModels:
         if fresh:
             self.catch_up()
         return gaming_day(self.projector.store, day, table_id)
+
+    def floor_day(self, day: str, table_id: str | None = None,
+                  fresh: bool = True) -> FloorReport:
+        """The floor's gaming-day report: every game's tables, totals, the cage."""
+        if fresh:
+            self.catch_up()
+        return floor_day(self.projector.store, day, self.projector.views, table_id)
 
     def player_statement(self, account_id: str, since: str | None = None,
                          until: str | None = None, fresh: bool = True) -> Report:

@@ -26,6 +26,9 @@ class RoundsView(UnitsView, game=GAME, name="treinta_y_una_rounds", prefix="tyu_
     """Every round with its recall, and its reconciliation facts (``reconcile.fold``)."""
 
     fold = staticmethod(R.fold)
+    unit_name = "rounds"
+    commission_option = "commission"  # on each winning payout and each collection
+    floor = staticmethod(R.floor)
 
     def steps(self, event: Any) -> list[tuple[str, dict[str, Any]]]:
         step = round_step(event)

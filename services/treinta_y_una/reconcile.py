@@ -21,7 +21,7 @@ from typing import Any
 
 from services import topics as T
 from services.ledger.views import StoredEvent
-from services.projections.games import Facts, day_of, fold_log
+from services.projections.games import Facts, FloorFacts, day_of, fold_log
 from services.projections.gamingday import DEFAULT, GamingDay
 
 _BANK_IN = {"bank_put_up", "collection"}
@@ -61,6 +61,19 @@ def fold(facts: Facts, topic: str, data: Mapping[str, Any], at: datetime) -> Non
     elif topic in (T.TREINTA_Y_UNA_ROUND_SETTLED, T.TREINTA_Y_UNA_ROUND_CANCELLED):
         facts["carried"] = sum(int(c[2]) for c in data.get("carried", []))
         facts["ended"] = at.isoformat()
+
+
+def floor(facts: Facts) -> FloorFacts | None:
+    """A settled round for the floor's gaming-day report: its handle is the stakes placed (not
+    their covers), the house's win its commission (from winners and banks), levied on each
+    collection and each payment (``domain.treinta_y_una.settlement.commission_on``)."""
+    if facts.get("ended") is None or facts.get("table_id") is None:
+        return None
+    moves = facts["moves"]
+    return FloorFacts(
+        str(facts["ended"]), int(facts["stakes"]),
+        sum(m[1] for m in moves if m[0] in ("commission", "bank_commission")),
+        sum(m[1] for m in moves if m[0] in ("collection", "payment")))
 
 
 def days(rounds: Iterable[Facts], table_id: str | None = None,

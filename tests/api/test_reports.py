@@ -526,9 +526,18 @@ def test_client_commands(served: Served, capsys: pytest.CaptureFixture[str]) -> 
     day = _days(served.game)[-1]
     assert main(["reports", "reconcile", *common]) == 0
     assert "agree" in _out(capsys)
-    assert main(["reports", "day", day, "--table", "t-fr", "--export", "csv", *common]) == 0
+    # Trente et Quarante's report by chance under its explicit layout (issue 22: the floor's
+    # report of every game is the command's default)
+    assert main(["reports", "day", day, "--table", "t-fr", "--export", "csv", "--layout",
+                 "chances", *common]) == 0
     out = _out(capsys)
     assert out.startswith("table_id,shift,") and "tables/" not in out and "t-fr" in out
+    assert main(["reports", "day", day, "--table", "t-fr", "--export", "csv", *common]) == 0
+    out = _out(capsys)
+    assert out.startswith("game,table_id,shift,") and "tables/" not in out and "t-fr" in out
+    assert main(["reports", "day", day, *common]) == 0  # the floor's text
+    out = _out(capsys)
+    assert "Trente et Quarante (EUR)" in out and max(map(len, out.splitlines())) <= 100
     assert main(["reports", "statement", "ana", "--page-size", "3", "--format", "json",
                  *common]) == 0
     doc = json.loads(_out(capsys))

@@ -225,10 +225,16 @@ def test_cli_commands(game: Game, tmp_path: Path, capsys: pytest.CaptureFixture[
         assert json.loads(capsys.readouterr().out)["facts"]["result"] == "agree"
         out = tmp_path / "day.csv"
         day = _days(game)[0]
+        # Trente et Quarante's report by chance, as before, under its explicit layout (issue 22:
+        # the floor's report of every game is the default).
         assert main(["report", "day", "--store", *url, "--day", day, "--format", "csv",
-                     "--output", str(out)]) == 0
+                     "--layout", "chances", "--output", str(out)]) == 0
         # The CSV is its header row and rows (issue 12: no comment lines); the facts: JSON.
         assert out.read_text().startswith("table_id,shift,coups,")
+        assert "#" not in out.read_text()
+        assert main(["report", "day", "--store", *url, "--day", day, "--format", "csv",
+                     "--output", str(out)]) == 0
+        assert out.read_text().startswith("game,table_id,shift,units,handle_minor,")
         assert "#" not in out.read_text()
         assert main(["report", "day", "--store", *url, "--day", day, "--format", "json"]) == 0
         assert json.loads(capsys.readouterr().out)["facts"]["gaming_day"] == day
