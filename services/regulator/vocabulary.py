@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from services import games
 from services.ledger.ids import table_uuid
 from services.regulator.source import EventTable, RawEvent
 from services.topics import (
     COUP_OPENED,
-    COUP_SETTLED,
     SHOE_CLOSED,
     SHOE_SHUFFLED,
     TABLE_CLOSED,
@@ -43,9 +43,14 @@ def state(event: RawEvent) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def coup_end(event: RawEvent) -> str | None:
-    """The notary's trigger: a coup ends when it is settled."""
-    return event.originator_id if event.topic == COUP_SETTLED else None
+def round_end(event: RawEvent) -> str | None:
+    """The notary's trigger: the round (coup, round, match) ``event`` ends, as its game's
+    registry entry says (``services.games.round_end``: ``Game.round_ends``), or None. The
+    composition root and the server hand it to the notary, which imports no game."""
+    return games.round_end(event.topic, event.originator_id)
+
+
+coup_end = round_end  # its name before every game's rounds ended under a checkpoint
 
 
 @dataclass
