@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from services import games
 from services.api import config as api_config
 from services.api import demo, logs
 from services.api.roles import Principal, Role
@@ -195,9 +196,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
                 channel = channel_of_env(target)
             with logs.muted():
-                tq_demo.play(target, demo.cast_from(tokens, suffix), preset=args.preset,
-                          channel=channel)
-                _other_games(target, tokens, running.tls)
+                _serve_demos(target, tokens, args, channel)
         _print_connect(target, tokens, args.dev, running.tls)
         if running.endpoint is not None:
             metrics_host = metrics_listen.rsplit(":", 1)[0] if metrics_listen else host
@@ -225,47 +224,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _other_games(target: str, tokens: dict[str, Principal], tls: bool) -> None:
-    """``serve --demo``: after Trente et Quarante's shoe, rounds of Treinta y Una (when two
-    player tokens or more are configured: a face-down card is its holder's only), then a
-    match of Cuarenta."""
-    from services.cli import treinta_y_una
-
-    try:
-        cast = treinta_y_una.cast_of(tokens)
-    except ValueError as exc:
-        print(f"(no Treinta y Una demo: {exc})")
-        return
-    channel = None
-    if tls:
-        from services.cli.client import channel_of_env
-
-        channel = channel_of_env(target)
-    print()
-    treinta_y_una.play(target, cast.croupier, cast.cashier, cast.players, channel=channel)
-    _cuarenta(target, tokens, tls)
-
-
-def _cuarenta(target: str, tokens: dict[str, Principal], tls: bool) -> None:
-    """``serve --demo``: then a whole two-player match of Cuarenta (a hand is its holder's
-    only, so it needs two player tokens, which ``--dev`` makes)."""
-    import secrets
-
-    from services.api import demo
-    from services.cli import cuarenta
-
-    try:
-        cast = demo.cast_from(tokens, secrets.token_hex(2))
-    except ValueError as exc:
-        print(f"(no Cuarenta demo: {exc})")
-        return
-    channel = None
-    if tls:
-        from services.cli.client import channel_of_env
-
-        channel = channel_of_env(target)
-    print()
-    cuarenta.play(target, cast, channel=channel)
+def _serve_demos(target: str, tokens: dict[str, Principal], args: argparse.Namespace,
+                 channel: Any) -> None:
+    """``serve --demo``: the demo of every registered game that has one (``DEMOS``), in the
+    registry's order (``services.games``); a game whose demo cannot be cast from the tokens
+    (Treinta y Una's and Cuarenta's need two player tokens: a hand is its holder's only) is
+    skipped with a line saying why."""
+    first = True
+    for name in games.names():
+        play = DEMOS.get(name)
+        if play is None:
+            continue
+        if not first:
+            print()
+        first = False
+        try:
+            play(target, tokens, args, channel)
+        except ValueError as exc:
+            print(f"(no {name} demo: {exc})")
 
 
 def _writer_name(listen: str) -> str:
@@ -365,7 +341,7 @@ def _print_connect(target: str, tokens: dict[str, Principal], dev: bool,
 # the parsed command (``--preset``). A game adds its own with ``add_demo`` from its
 # ``services/cli/<game>.py``.
 DemoPlay = Callable[[str, dict[str, Principal], argparse.Namespace, Any], object]
-DEFAULT_DEMO = "trente-et-quarante"
+DEFAULT_DEMO = games.DEFAULT_GAME
 DEMOS: dict[str, DemoPlay] = {}
 
 
@@ -394,7 +370,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     game = getattr(args, "game", None) or DEFAULT_DEMO
     play = DEMOS.get(game)
     if play is None:
-        raise CliError(f"--game: no demo of {game!r} (there are: {', '.join(sorted(DEMOS))})")
+        known = [name for name in games.names() if name in DEMOS]
+        raise CliError(f"--game: no demo of {game[:64]!r} (there are: {', '.join(known)})")
     from services.cli.client import channel_of
 
     try:
