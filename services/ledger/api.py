@@ -127,7 +127,8 @@ class Ledger(metaclass=_Games):
             with datastore.transaction(commit=True) as cursor:
                 schema.apply_sqlite_guards(cursor)
         elif schema_owner(self.app):  # else its owner set it up (services/ledger/schema.py)
-            schema.apply_schema(_conninfo(env), (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
+            schema.apply_schema(schema.conninfo(env),
+                                (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
         try:
             self.app.use_evidence(chain_writer(self.app, config))
         except BaseException:
@@ -587,16 +588,6 @@ def chain_writer(app: LedgerApplication, config: LedgerConfig) -> ChainWriter | 
     chain = ChainWriter(app.recorder, key, config.chain_head)
     chain.check_head_file()
     return chain
-
-
-def _conninfo(env: dict[str, str]) -> str:
-    parts = {
-        "dbname": env["POSTGRES_DBNAME"], "host": env["POSTGRES_HOST"],
-        "port": env["POSTGRES_PORT"], "user": env["POSTGRES_USER"],
-    }
-    if env.get("POSTGRES_PASSWORD"):
-        parts["password"] = env["POSTGRES_PASSWORD"]
-    return " ".join(f"{k}={v}" for k, v in parts.items())
 
 
 def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100
