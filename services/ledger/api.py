@@ -47,8 +47,8 @@ from services.ledger.core import (
     check_open,
     make_token,
     page_size_of,
-    plain,
     read_token,
+    unwrapped,
 )
 from services.ledger.errors import AlreadyExists
 from services.ledger.evidence import ChainKey, ChainWriter
@@ -514,7 +514,7 @@ class Ledger(metaclass=_Games):
         actors = self.core.actors_of(oid, [(e.originator_version, e.topic) for e in stored])
         entries = []
         for e in stored:
-            state = plain(json.loads(e.state))
+            state = unwrapped(json.loads(e.state))
             sign = -1 if e.topic in DEBIT_TOPICS else 1
             entries.append(Entry(
                 number=e.originator_version - 1, amount=sign * int(state["amount"]),
@@ -600,7 +600,7 @@ def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100
     notes = app.recorder.select_notifications(after_position, limit, inclusive_of_start=False)
     out = []
     for n in notes:
-        state = plain(json.loads(n.state))
+        state = unwrapped(json.loads(n.state))
         ts = state.get("timestamp")
         out.append(StoredEvent(
             position=n.id, originator_id=str(n.originator_id), version=n.originator_version,

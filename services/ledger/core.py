@@ -433,7 +433,7 @@ class Core:
             for e in self.app.recorder.select_events(agg.id, gt=covered, lte=stored):
                 key = wanted.get(e.topic)
                 if key is not None and key not in known:
-                    known[key] = str(plain(json.loads(e.state))["timestamp"])
+                    known[key] = str(unwrapped(json.loads(e.state))["timestamp"])
             if len(self._times) > 20_000:
                 self._times.clear()
             self._times[agg.id] = (stored, known)
@@ -506,12 +506,13 @@ def _rules_of(game: str, options: tuple[tuple[str, str], ...]) -> Any:
     return games.get(game).options.from_options(dict(options))
 
 
-def plain(data: Any) -> Any:
-    """Stored JSON with the transcoders' ``{"_type_", "_data_"}`` wrappers taken off."""
+def unwrapped(data: Any) -> Any:
+    """Stored JSON with the transcoders' ``{"_type_", "_data_"}`` wrappers taken off (the
+    ledger's readers and the regulator's, ``services.regulator.vocabulary``)."""
     if isinstance(data, dict):
         if set(data) == {"_type_", "_data_"}:
-            return plain(data["_data_"])
-        return {k: plain(v) for k, v in data.items()}
+            return unwrapped(data["_data_"])
+        return {k: unwrapped(v) for k, v in data.items()}
     if isinstance(data, list):
-        return [plain(v) for v in data]
+        return [unwrapped(v) for v in data]
     return data

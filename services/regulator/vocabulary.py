@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from services import games
+from services.ledger.core import unwrapped
 from services.ledger.ids import table_uuid
 from services.regulator.source import EventTable, RawEvent
 from services.topics import (
@@ -26,20 +27,9 @@ from services.topics import (
 )
 
 
-def plain(value: Any) -> Any:
-    """The stored JSON without the transcoder's ``{"_type_", "_data_"}`` wrappers."""
-    if isinstance(value, dict):
-        if set(value) == {"_type_", "_data_"}:
-            return plain(value["_data_"])
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-
 def state(event: RawEvent) -> dict[str, Any]:
     content = event.content()
-    data = plain(content.get("state", {}))
+    data = unwrapped(content.get("state", {}))
     return data if isinstance(data, dict) else {}
 
 

@@ -569,14 +569,15 @@ def round_step(event: Any) -> RoundStep:
     ``recall`` and the read model (``projection.py``) both use it."""
     data = {k: v for k, v in event.__dict__.items() if k not in META}
     return RoundStep(event.originator_version, type(event).__qualname__,
-                     event.timestamp.isoformat(), _plain(data))
+                     event.timestamp.isoformat(), _json_ready(data))
 
 
-def _plain(value: Any) -> Any:
+def _json_ready(value: Any) -> Any:
+    """An event's data as JSON-ready values (times and ids as text)."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _json_ready(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_json_ready(v) for v in value]
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, UUID):

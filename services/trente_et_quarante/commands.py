@@ -51,8 +51,8 @@ from services.ledger.core import (
     check_open,
     make_token,
     page_size_of,
-    plain,
     read_token,
+    unwrapped,
 )
 from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.ids import movement_account, parse_uuid, stake_uuid
@@ -589,7 +589,7 @@ class TrenteEtQuarante:
                 StepView(e.originator_version, e.topic, str(state.get("timestamp")), state,
                          *actors.get(e.originator_version, (0, None)))
                 for e in stored
-                for state in [plain(json.loads(e.state))]
+                for state in [unwrapped(json.loads(e.state))]
             )
             dealt_by = next((s.actor for s in steps if s.topic == Coup.Resolved.TOPIC), None)
             answer.append(CoupSteps(coup, steps, dealt_by))
