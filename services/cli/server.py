@@ -11,15 +11,18 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from services import games
 from services.api import config as api_config
 from services.api import demo, logs
 from services.api.roles import Principal, Role
 from services.cli import CliError, settings_of
-from services.settings import SettingError, add_flags
+from services.settings import SettingError, Settings, add_flags
 from services.trente_et_quarante import demo as tq_demo
+
+if TYPE_CHECKING:
+    from services.api.server import Running, Signals
 
 DEV_KEY_FILE = Path("var/dev-seal.key")
 DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
@@ -83,8 +86,6 @@ def _dev_chain_head(store: str) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import grpc
-
     from services import bootstrap
     from services.api import server
     from services.ledger.api import Ledger
@@ -96,6 +97,104 @@ def cmd_serve(args: argparse.Namespace) -> int:
     metrics_listen, store_timeout = _metrics_listen(args)
     if metrics_listen is not None:
         _check_listen(metrics_listen, "--metrics-listen")
+    settings, cfg = _serve_config(args, settings, store_timeout)
+    tokens, chain_head = dict(cfg.tokens), cfg.chain_head
+
+    logs.configure(level=logging.INFO)
+    otlp_endpoint = settings.otlp_endpoint
+    if otlp_endpoint is not None:  # traces: off unless a collector is named
+        from services import traces
+
+        traces.configure(otlp_endpoint)
+    pool_size = min(cfg.workers, 20)
+    writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
+    ledger: Ledger
+    ledger_process: LedgerProcess | None = None
+    if cfg.ledger_process:
+        try:  # the same API, forwarded to the writer's own process
+            ledger_process = bootstrap.open_ledger_process(
+                settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost)
+        except OSError as exc:
+            raise CliError(str(exc)) from None
+        ledger = cast(Ledger, ledger_process)
+    else:
+        try:
+            ledger = bootstrap.open_ledger(settings, batching=True, pool_size=pool_size,
+                                           writer_name=writer_name,
+                                           store_timeout=settings.store_timeout)
+        except ChainBroken as exc:
+            raise CliError(str(exc)) from None
+    try:
+        running = server.start(cfg, ledger, metrics_listen=metrics_listen,
+                               notary=bootstrap.notary(settings, on_error=server.notary_error))
+    except (OSError, api_config.ConfigError) as exc:
+        ledger.close()
+        raise CliError(str(exc)) from None
+    except BaseException:
+        ledger.close()  # the ledger process and its folder go too
+        raise
+    if settings.turn_clock:  # acts on the turns whose time ran out (services/turn_clock.py)
+        from services.turn_clock import TurnClock
+
+        running.turn_clock = TurnClock(ledger, hub=running.hub, peer=writer_name).start()
+    if chain_head is None:
+        logs.get_logger().warning(
+            "no SABOT_CHAIN_HEAD: the writer keeps no head file, so a store that lost its last "
+            "events would be noticed only by the regulator's checkpoints")
+    signals = server.Signals()  # before "listening on" is printed: a SIGTERM then stops cleanly
+    _announce(args, running, tokens, cfg.listen, metrics_listen, signals)
+    server.serve_until_signal(running, signals)
+    if otlp_endpoint is not None:
+        from services import traces
+
+        traces.shutdown()  # the spans still buffered are exported
+    if ledger_process is not None and ledger_process.lost is not None:
+        raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
+                       "the server stopped: restart it")
+    return 0
+
+
+def _announce(args: argparse.Namespace, running: Running, tokens: dict[str, Principal],
+              listen: str, metrics_listen: str | None, signals: Signals) -> None:
+    """Once the server runs: the demos (``--demo``), then how to connect and the metrics'
+    address; on a failure the server is stopped (``CliError``, a demo's one line)."""
+    import grpc
+
+    host = listen.rsplit(":", 1)[0]
+    target = f"{host}:{running.port}"
+    try:
+        if args.demo:
+            # The demo's narration goes to stdout; the server's per-RPC lines wait till it ends.
+            channel = None
+            if running.tls:
+                from services.cli.client import channel_of_env
+
+                channel = channel_of_env(target)
+            with logs.muted():
+                _serve_demos(target, tokens, args, channel)
+        _print_connect(target, tokens, args.dev, running.tls)
+        if running.endpoint is not None:
+            metrics_host = metrics_listen.rsplit(":", 1)[0] if metrics_listen else host
+            print(f"Metrics: http://{metrics_host}:{running.metrics_port}/metrics (health: "
+                  f"/health, /health/sabot.writer)")
+            sys.stdout.flush()
+    except (grpc.RpcError, CliError) as exc:
+        running.stop()
+        signals.restore()
+        if isinstance(exc, CliError):
+            raise
+        raise CliError(f"demo: {exc.code().name}: {exc.details()}") from None
+    except BaseException:
+        running.stop()
+        signals.restore()
+        raise
+
+
+def _serve_config(args: argparse.Namespace, settings: Settings, store_timeout: float | None
+                  ) -> tuple[Settings, api_config.Config]:
+    """What ``sabot serve`` runs with: the settings with what ``--dev`` made standing in for
+    the keys not given (the composition root builds from them), and the server's ``Config``;
+    ``CliError`` for what is missing."""
     try:
         tokens, hashed = settings.tokens.for_server()
     except SettingError as exc:
@@ -142,86 +241,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         projections=settings.projections, ledger_process=settings.ledger_process,
         gaming_day=settings.gaming_day,
     )
-
-    logs.configure(level=logging.INFO)
-    otlp_endpoint = settings.otlp_endpoint
-    if otlp_endpoint is not None:  # traces: off unless a collector is named
-        from services import traces
-
-        traces.configure(otlp_endpoint)
-    pool_size = min(cfg.workers, 20)
-    writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
-    ledger: Ledger
-    ledger_process: LedgerProcess | None = None
-    if cfg.ledger_process:
-        try:  # the same API, forwarded to the writer's own process
-            ledger_process = bootstrap.open_ledger_process(
-                settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost)
-        except OSError as exc:
-            raise CliError(str(exc)) from None
-        ledger = cast(Ledger, ledger_process)
-    else:
-        try:
-            ledger = bootstrap.open_ledger(settings, batching=True, pool_size=pool_size,
-                                           writer_name=writer_name,
-                                           store_timeout=settings.store_timeout)
-        except ChainBroken as exc:
-            raise CliError(str(exc)) from None
-    try:
-        running = server.start(cfg, ledger, metrics_listen=metrics_listen,
-                               notary=bootstrap.notary(settings, on_error=server.notary_error))
-    except (OSError, api_config.ConfigError) as exc:
-        ledger.close()
-        raise CliError(str(exc)) from None
-    except BaseException:
-        ledger.close()  # the ledger process and its folder go too
-        raise
-    if settings.turn_clock:  # acts on the turns whose time ran out (services/turn_clock.py)
-        from services.turn_clock import TurnClock
-
-        running.turn_clock = TurnClock(ledger, hub=running.hub, peer=writer_name).start()
-    if chain_head is None:
-        logs.get_logger().warning(
-            "no SABOT_CHAIN_HEAD: the writer keeps no head file, so a store that lost its last "
-            "events would be noticed only by the regulator's checkpoints")
-    host = cfg.listen.rsplit(":", 1)[0]
-    target = f"{host}:{running.port}"
-    signals = server.Signals()  # before "listening on" is printed: a SIGTERM then stops cleanly
-    try:
-        if args.demo:
-            # The demo's narration goes to stdout; the server's per-RPC lines wait till it ends.
-            channel = None
-            if running.tls:
-                from services.cli.client import channel_of_env
-
-                channel = channel_of_env(target)
-            with logs.muted():
-                _serve_demos(target, tokens, args, channel)
-        _print_connect(target, tokens, args.dev, running.tls)
-        if running.endpoint is not None:
-            metrics_host = metrics_listen.rsplit(":", 1)[0] if metrics_listen else host
-            print(f"Metrics: http://{metrics_host}:{running.metrics_port}/metrics (health: "
-                  f"/health, /health/sabot.writer)")
-            sys.stdout.flush()
-    except (grpc.RpcError, CliError) as exc:
-        running.stop()
-        signals.restore()
-        if isinstance(exc, CliError):
-            raise
-        raise CliError(f"demo: {exc.code().name}: {exc.details()}") from None
-    except BaseException:
-        running.stop()
-        signals.restore()
-        raise
-    server.serve_until_signal(running, signals)
-    if otlp_endpoint is not None:
-        from services import traces
-
-        traces.shutdown()  # the spans still buffered are exported
-    if ledger_process is not None and ledger_process.lost is not None:
-        raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
-                       "the server stopped: restart it")
-    return 0
+    return settings, cfg
 
 
 def _serve_demos(target: str, tokens: dict[str, Principal], args: argparse.Namespace,
