@@ -87,8 +87,10 @@ from domain.errors import InvalidArgument
 from domain.options import OptionTable
 
 if TYPE_CHECKING:
+    from services.ledger.actor import Actor
     from services.ledger.core import Core
     from services.ledger.methods import Method
+    from services.ledger.views import TurnView
     from services.projections.view import View
 
 TRENTE_ET_QUARANTE = "trente-et-quarante"
@@ -124,7 +126,7 @@ class TurnRule:
 
     aggregates: frozenset[str]
     query: str
-    act: Callable[[Any, str, str, Any, Any], object]
+    act: Callable[[Any, str, str, TurnView, Actor], object]  # (the ledger's methods: its own)
 
 
 @dataclass(frozen=True)

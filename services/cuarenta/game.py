@@ -14,6 +14,7 @@ from services.cuarenta.commands import GAME_NAME, TABLE_ACCOUNTS, Cuarenta
 from services.cuarenta.reconcile import Reconciliation
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
 from services.games import Game, TurnRule, lazy
+from services.ledger.actor import Actor
 from services.ledger.methods import (
     ACTOR,
     INT,
@@ -54,7 +55,7 @@ METHODS: dict[str, Method] = {
 SERVICE = "sabot.cuarenta.v1.CuarentaService"
 
 
-def turn_time(ledger: Any, request_id: str, match_id: str, view: TurnView, actor: Any) -> object:
+def turn_time(ledger: Any, request_id: str, match_id: str, view: TurnView, actor: Actor) -> object:
     """The turn clock's command once the seat to play let the turn time pass: its side forfeits
     the match (RULES.md §3)."""
     assert view.seat is not None

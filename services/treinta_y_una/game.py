@@ -8,6 +8,7 @@ from domain.cards import DeckKind
 from domain.treinta_y_una.rules import TABLE
 from services import topics
 from services.games import Game, TurnRule, lazy
+from services.ledger.actor import Actor
 from services.ledger.methods import ACTOR, INT, OPT_INT, OPT_STR, STR, Method, command, query
 from services.ledger.views import TurnView
 from services.treinta_y_una.commands import GAME as NAME
@@ -37,7 +38,7 @@ METHODS: dict[str, Method] = {
 }
 
 
-def turn_time(ledger: Any, request_id: str, round_id: str, view: TurnView, actor: Any
+def turn_time(ledger: Any, request_id: str, round_id: str, view: TurnView, actor: Actor
               ) -> object:
     """The turn clock's command once a player let the turn time pass: the croupier's "me
     planto" for the absent player (RULES.md §2)."""
