@@ -47,8 +47,10 @@ from services.regulator.source import Database, EventTable
 from services.regulator.vocabulary import round_end
 from tests.cuarenta.support import Game as CuarentaGame
 from tests.cuarenta.support import Referee, fund
+from tests.cuarenta.support import player as cuarenta_player
 from tests.regulator.play import SEAL_KEY, Player, make_ledger
 from tests.treinta_y_una.support import CROUPIER, Croupier, fund_players, game, open_table
+from tests.treinta_y_una.support import player as tyu_player
 
 NOTARY_KEY = Ed25519PrivateKey.from_private_bytes(bytes([77]) * 32)
 
@@ -62,6 +64,10 @@ class Driver(Protocol):
     def start(self, ledger: Ledger) -> tuple[str, Any, Callable[[], Any]]:
         """A round begun and in play, its cards dealt: (its id, the answer of the last
         command, that command issued again with the same request id)."""
+
+    def hidden(self, ledger: Ledger, round_id: str) -> list[str]:
+        """The faces of the round's face-down cards, as their holders read them (none for a
+        game whose cards are dealt face up)."""
 
     def refuse(self, ledger: Ledger, round_id: str) -> None:
         """A command the rules refuse (it raises a ``RuleViolation``)."""
@@ -86,6 +92,9 @@ class TrenteEtQuarante:
         ledger.place_stake(p.rid(), cid, p.players[0], "noir", 500)
         rid = p.rid()
         return cid, ledger.deal(rid, cid), lambda: ledger.deal(rid, cid)
+
+    def hidden(self, ledger: Ledger, round_id: str) -> list[str]:
+        return []  # its cards are dealt face up: its secret is the shoe's seed
 
     def refuse(self, ledger: Ledger, round_id: str) -> None:
         p = self.player
@@ -117,6 +126,10 @@ class TreintaYUna:
         return view.round_id, self.dealt, lambda: c.tyu.deal(rid, view.round_id,
                                                              actor=CROUPIER)
 
+    def hidden(self, ledger: Ledger, round_id: str) -> list[str]:
+        hands = [self.croupier.tyu.my_hand(round_id, p, tyu_player(p)) for p in self.dealt.seats]
+        return [s.code for h in hands for s in h.slots if s.face_down and s.code]
+
     def refuse(self, ledger: Ledger, round_id: str) -> None:
         c = self.croupier
         punter = next(s for s in self.dealt.seats if s != self.dealt.banker)
@@ -147,6 +160,11 @@ class Cuarenta:
         self.referee.match = step.match
         return match.match_id, step, lambda: self.game.deal(rid, match.match_id)
 
+    def hidden(self, ledger: Ledger, round_id: str) -> list[str]:
+        seats = self.referee.match.seats
+        return [c.card for seat, who in enumerate(seats)
+                for c in self.game.hand(round_id, seat, actor=cuarenta_player(who)).cards]
+
     def refuse(self, ledger: Ledger, round_id: str) -> None:
         self.game.open_match("o-big", "mesa", "eva fede", 10**9)  # beyond their balances
 
@@ -173,8 +191,11 @@ class Played:
     """What the contract saw of one game's round on one store."""
 
     url: str
+    game: str
     round_id: str = ""
     seeds_in_play: list[str] = field(default_factory=list)  # found in clear while in play
+    hidden: list[str] = field(default_factory=list)  # the face-down cards' faces, in play
+    faces_in_play: list[str] = field(default_factory=list)  # of those, found in an event
     refused: RuleViolation | None = None
     refused_stored: int = -1  # events a refused command added
     first: Any = None
@@ -223,12 +244,14 @@ def _in_clear(events: list[Any], seed: str) -> list[str]:
 def _play(name: str, url: str) -> Played:
     driver = DRIVERS[name]()
     ledger, rng = make_ledger(url, 5)
-    out = Played(url)
+    out = Played(url, name)
     try:
         driver.setup(ledger, rng)
         out.round_id, out.first, again = driver.start(ledger)
         events = _log(ledger)
         out.seeds_in_play = [s for s in _seeds(ledger, events).values() if _in_clear(events, s)]
+        out.hidden = driver.hidden(ledger, out.round_id)
+        out.faces_in_play = [c for c in out.hidden if _in_clear(events, json.dumps(c))]
         before = _count(ledger)
         try:
             driver.refuse(ledger, out.round_id)
@@ -275,6 +298,15 @@ def played(request: pytest.FixtureRequest, store_url: str) -> Iterator[Played]:
 
 def test_a_round_in_play_hides_every_seed_until_its_shoe_closes(played: Played) -> None:
     assert played.seeds_in_play == []
+
+
+def test_a_face_down_card_is_in_no_stored_event_while_in_play(played: Played) -> None:
+    assert played.faces_in_play == []
+    if played.game != "trente-et-quarante":  # (dealt face up)
+        assert len(played.hidden) >= 4, played.hidden
+
+
+def test_every_seed_is_revealed_by_its_shoes_close(played: Played) -> None:
     for shoe, seed in played.seeds.items():  # revealed at the end, by the shoe's close only
         found = _in_clear(played.events_after, seed)  # (and the answer of the command closing
         assert T.SHOE_CLOSED in found and set(found) <= {T.SHOE_CLOSED,  # it, if it shows it)
