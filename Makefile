@@ -87,6 +87,14 @@ test: install
 	$(PYTEST) -n $(TEST_WORKERS) -m "not alone" --durations=25 --basetemp=$$base/rest && \
 	rm -rf $$base
 
+# The quick loop while working: no test marked postgres (a store-parametrised test runs on
+# SQLite only) and none timed under load, in TEST_WORKERS processes, stopping at the first
+# failure. Not a substitute for `make test`.
+test-fast: install
+	@base=$$(mktemp -d /tmp/st.XXXXXX) && \
+	$(PYTEST) -n $(TEST_WORKERS) -x -m "not postgres and not alone and not slow" \
+		--basetemp=$$base && rm -rf $$base
+
 test-serial: install
 	$(PYTEST) -n 0
 

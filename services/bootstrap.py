@@ -149,13 +149,14 @@ def notary(settings: Settings, on_error: Callable[[BaseException], None] | None 
     if settings.checkpoint_key is None:
         return None
     from services.regulator.notary import signing_follower
+    from services.regulator.vocabulary import round_end
     from services.settings import public_of
 
     publics = list(settings.chain_public_keys)
     if settings.chain_key is not None:
         publics.append(public_of(settings.chain_key))
     return signing_follower(settings.store, settings.checkpoint_key, publics, origin=origin,
-                            on_error=on_error)
+                            on_error=on_error, round_end=round_end)
 
 
 def store_database(settings: Settings) -> Database:
@@ -172,13 +173,14 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
     it): one that signs with ``checkpoint_key`` (``sign``: required; a ``SettingError`` before
     any connection without it) or one that only reads; ``create`` (default: ``sign``) creates
     the tree's tables. The evidence chain is checked against ``chain_public_keys`` (none: the
-    keys it introduces). Rounds end as the games' vocabulary says (``coup_end``)."""
+    keys it introduces). Rounds end where every registered game says (``Game.round_ends``,
+    ``services.regulator.vocabulary.round_end``)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from services.regulator.chain import pinned_keys
     from services.regulator.notary import Notary
     from services.regulator.source import EventTable
-    from services.regulator.vocabulary import coup_end
+    from services.regulator.vocabulary import round_end
 
     key = None
     if sign:
@@ -186,7 +188,7 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
     if db is None:
         db = store_database(settings)
     publics = settings.chain_public_keys
-    return Notary(db, EventTable(db), key, origin, coup_end,
+    return Notary(db, EventTable(db), key, origin, round_end,
                   create=sign if create is None else create,
                   chain_keys=pinned_keys(publics) if publics else None)
 

@@ -39,6 +39,14 @@ everything game-specific from here:
   (``sabot.v1.FeedService``) names the event's table, shoe and round from it, WatchTable
   follows a table's rounds by it;
 - ``topics``: every topic its aggregates store (also in ``services/topics.py``);
+- ``round_ends``: the topics of the events that end one of its rounds (a coup, a round, a match,
+  a hand that moves money), the round being the event's aggregate: the notary signs a
+  checkpoint at each (``round_end``, handed to it by the composition root, ``services
+  .bootstrap``, and by the server); empty: its rounds get no checkpoint of their own;
+- ``turns``: for a game whose players have a turn time (``TurnRule``), how the turn clock
+  (``services/turn_clock.py``) keeps its turns: the aggregates its turns run on, the query
+  answering a round's ``TurnView``, and the command to issue once a turn's time ran out; a
+  round's turns stop at its ``round_ends`` (None: no turn time);
 - ``replay``: the regulator's replay of a shoe's rounds (``services.regulator.replay``):
   ``replay(found, opened, only)`` (the shoe's events, grouped by ``services.regulator.vocabulary
   .shoe_events``; the table's ``Table.Opened`` state; one round's id or None) reads the table's
@@ -79,8 +87,10 @@ from domain.errors import InvalidArgument
 from domain.options import OptionTable
 
 if TYPE_CHECKING:
+    from services.ledger.actor import Actor
     from services.ledger.core import Core
     from services.ledger.methods import Method
+    from services.ledger.views import TurnView
     from services.projections.view import View
 
 TRENTE_ET_QUARANTE = "trente-et-quarante"
@@ -107,6 +117,19 @@ class RoundPlace:
 
 
 @dataclass(frozen=True)
+class TurnRule:
+    """How the turn clock keeps a game's turns (``Game.turns``): the events of its
+    ``aggregates`` (their originator topics) touch a turn; ``query`` names the ledger's query
+    answering one round's ``services.ledger.views.TurnView`` (``cuarenta_turn``); ``act(ledger,
+    request_id, round_id, view, actor)`` issues the game's command for a turn past its time
+    (a forfeit, a stand for the absent player), naming ``view.turn``."""
+
+    aggregates: frozenset[str]
+    query: str
+    act: Callable[[Any, str, str, TurnView, Actor], object]  # (the ledger's methods: its own)
+
+
+@dataclass(frozen=True)
 class Game:
     """One game the ledger plays (see the module's text)."""
 
@@ -123,6 +146,8 @@ class Game:
     round_home: Callable[[Any, str, str], tuple[str, str]] | None = None
     feed_keys: Callable[[str, Mapping[str, Any], str], RoundPlace | None] | None = None
     topics: frozenset[str] = frozenset()
+    round_ends: frozenset[str] = frozenset()
+    turns: TurnRule | None = None
     replay: Callable[..., Any] | None = None
     verify: str | None = None
     projections: Callable[[], Sequence[View]] | None = None
@@ -214,6 +239,15 @@ def of_topic(topic: str) -> tuple[Game, ...]:
             found = tuple(g for g in _games.values() if topic in g.topics)
             _by_topic[topic] = found
     return found
+
+
+def round_end(topic: str, originator_id: str) -> str | None:
+    """The round a stored event ends (its aggregate's id: the event's ``topic`` is one of its
+    game's ``round_ends``), or None: the notary's trigger for a signed checkpoint."""
+    for game in of_topic(topic):
+        if topic in game.round_ends:
+            return originator_id
+    return None
 
 
 def names() -> tuple[str, ...]:

@@ -1,11 +1,12 @@
 """The turn clock: what acts when a player lets the table's turn time run out (issues 13, 14).
 
 A runner in the server (``sabot serve`` starts it, ``SABOT_TURN_CLOCK=off`` / ``--turn-clock
-off`` does not) that follows the ledger's log, keeps the turn each Cuarenta match and each
-Treinta y Una round waits on (the games' ``cuarenta_turn`` / ``tyu_turn`` queries: whose turn,
-since when by the ledger's clock, the table's ``turn_seconds``), and once a turn has run past
-its time issues the game's command through the ledger, as an actor of its own
-(``system:turn-clock``, role ``turn_clock``, recorded with the command like every actor):
+off`` does not) that follows the ledger's log, keeps the turn each round of a game with a turn
+time waits on (every registered game whose entry has ``turns``, ``services.games.TurnRule``:
+its query, ``cuarenta_turn`` / ``tyu_turn``, answers whose turn, since when by the ledger's
+clock, the table's ``turn_seconds``), and once a turn has run past its time issues the game's
+command (``TurnRule.act``) through the ledger, as an actor of its own (``system:turn-clock``,
+role ``turn_clock``, recorded with the command like every actor). Today:
 
 - Cuarenta: ``cuarenta_forfeit(reason="turn_time")`` for the seat to play (RULES.md §3: a side
   that does not play within the turn time forfeits the match; the stakes go to the other side
@@ -35,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from domain.errors import RuleViolation
-from services import topics
+from services import games
 from services.api.logs import get_logger
 from services.ledger.actor import Actor
 from services.ledger.errors import NotTheWriter
@@ -45,12 +46,8 @@ PRINCIPAL = "system:turn-clock"
 ROLE = "turn_clock"
 INTERVAL = 0.5  # seconds between looks at the running turns (and the log, without a hub)
 PAGE = 10_000
-CUARENTA, TYU = "cuarenta", "treinta-y-una"
-_PREFIXES = {topics.CUARENTA_MATCH + ".": CUARENTA, topics.TREINTA_Y_UNA_ROUND + ".": TYU}
-# The events after which a match or a round has no turn again: never asked about afterwards
-# (a restarted server reads the whole log: it asks only about the games still running).
-_ENDS = frozenset({topics.CUARENTA_MATCH + ".Won", topics.TREINTA_Y_UNA_ROUND + ".Settled",
-                   topics.TREINTA_Y_UNA_ROUND + ".Cancelled"})
+# A round's turns end at its game's ``round_ends``: never asked about afterwards (a restarted
+# server reads the whole log: it asks only about the rounds still running).
 MAX_BACKOFF = 10.0  # seconds between passes after failures in a row
 NOT_YET = frozenset({"TURN_NOT_EXPIRED", "TURN_TIME_NOT_UP"})  # the ledger's clock: not yet
 
@@ -117,12 +114,12 @@ class TurnClock:
                 game = _game_of(event.topic)
                 if game is None or event.originator_id in self.ended:
                     continue
-                if event.topic in _ENDS:
+                if event.topic in game.round_ends:
                     self.ended.add(event.originator_id)
                     self.dirty.pop(event.originator_id, None)
                     self.turns.pop(event.originator_id, None)
                 else:
-                    self.dirty[event.originator_id] = game
+                    self.dirty[event.originator_id] = game.name
             if batch:
                 self.after = batch[-1].position
             if len(batch) < PAGE:
@@ -131,7 +128,7 @@ class TurnClock:
     def _refresh(self) -> None:
         while self.dirty:
             aggregate_id, game = self.dirty.popitem()
-            query = self.ledger.cuarenta_turn if game == CUARENTA else self.ledger.tyu_turn
+            query = getattr(self.ledger, _rule(game).query)
             try:
                 view: TurnView = query(aggregate_id)
             except RuleViolation as exc:  # (not one the clock can act on: leave it)
@@ -153,13 +150,7 @@ class TurnClock:
                 continue
             rid = request_id(view.game, aggregate_id, view.turn)
             try:
-                if view.game == CUARENTA:
-                    assert view.seat is not None
-                    self.ledger.cuarenta_forfeit(rid, aggregate_id, view.seat, "turn_time",
-                                                 view.turn, actor=self.actor)
-                else:
-                    self.ledger.tyu_stand_for_absent(rid, aggregate_id, view.player, view.turn,
-                                                     actor=self.actor)
+                _rule(view.game).act(self.ledger, rid, aggregate_id, view, self.actor)
             except NotTheWriter:
                 break  # another server writes: its clock acts (what this pass did stays noted)
             except RuleViolation as exc:
@@ -209,8 +200,16 @@ class TurnClock:
                 self.stopped.wait(self.interval)
 
 
-def _game_of(topic: str) -> str | None:
-    for prefix, game in _PREFIXES.items():
-        if topic.startswith(prefix):
+def _game_of(topic: str) -> games.Game | None:
+    """The game with a turn time whose rounds' aggregates store ``topic`` (None: none)."""
+    aggregate = topic.rsplit(".", 1)[0]
+    for game in games.of_topic(topic):
+        if game.turns is not None and aggregate in game.turns.aggregates:
             return game
     return None
+
+
+def _rule(name: str) -> games.TurnRule:
+    rule = games.get(name).turns
+    assert rule is not None  # (only its games' rounds are followed)
+    return rule

@@ -1,19 +1,19 @@
-"""Server configuration from the environment or a ``.env`` file (the environment wins)."""
+"""What the server needs (``Config``), which ``sabot serve`` builds from the settings
+(``services.settings.Settings``: the one settings reader, the flag, then the environment, then
+the ``.env`` file); and what that reader uses of it: ``ConfigError``, the ``.env`` reader,
+the ``SABOT_TOKENS`` parser."""
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from domain.errors import InvalidArgument
 from services.api import credentials as creds
 from services.api.credentials import Credential, CredentialError
 from services.api.roles import Principal, Role
 from services.api.stream_quota import DEFAULT_PER_PRINCIPAL
-from services.projections import gamingday
 from services.projections.gamingday import GamingDay
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
@@ -146,113 +146,3 @@ def demo_tokens(players: tuple[str, ...] = ()) -> dict[str, Principal]:
         tokens[f"player-{secrets.token_hex(16)}"] = Principal(Role.PLAYER, account, account,
                                                                 id=account)
     return tokens
-
-
-def load(
-    env: Mapping[str, str] | None = None,
-    dotenv: Path | None = Path(".env"),
-    *,
-    listen: str | None = None,
-    store: str | None = None,
-) -> Config:
-    """The configuration: explicit arguments, then the environment, then the .env file."""
-    values: dict[str, str] = read_dotenv(dotenv) if dotenv is not None else {}
-    values.update(os.environ if env is None else env)
-    key_text = values.get("SABOT_SEAL_KEY", "").strip()
-    seal_key: bytes | None = None
-    if key_text:
-        try:
-            seal_key = bytes.fromhex(key_text)
-        except ValueError:
-            raise ConfigError("SABOT_SEAL_KEY: not hexadecimal") from None
-        if len(seal_key) not in (16, 24, 32):
-            raise ConfigError("SABOT_SEAL_KEY: must be 16, 24 or 32 bytes (32, 48 or 64 hex)")
-    checkpoint_key = _key_setting(values, "SABOT_CHECKPOINT_KEY", private=True)
-    regulator_key = _key_setting(values, "SABOT_REGULATOR_KEY", private=False)
-    chain_key = _key_setting(values, "SABOT_CHAIN_KEY", private=True)
-    workers_text = values.get("SABOT_WORKERS", "32")
-    if not workers_text.isdigit() or not 1 <= int(workers_text) <= 256:
-        raise ConfigError("SABOT_WORKERS: an integer 1..256")
-    projections_text = values.get("SABOT_PROJECTIONS", "on").strip().lower() or "on"
-    if projections_text not in ("on", "off"):
-        raise ConfigError("SABOT_PROJECTIONS: on (a thread follows the log) or off")
-    ledger_process_text = values.get("SABOT_LEDGER_PROCESS", "on").strip().lower() or "on"
-    if ledger_process_text not in ("on", "off"):
-        raise ConfigError("SABOT_LEDGER_PROCESS: on (the writer in its own process) or off")
-    try:
-        gaming_day = gamingday.given(values)
-    except InvalidArgument as exc:
-        raise ConfigError(f"{exc.field}: {exc.message}") from None
-    environment = os.environ if env is None else env
-    tokens_text = values.get("SABOT_TOKENS", "")
-    tokens, hashed = token_entries(tokens_text, strict=True)
-    if tokens and "SABOT_TOKENS" not in environment:
-        raise ConfigError(f"SABOT_TOKENS in {dotenv}: a clear token in a file; put its hash "
-                          "there (sha256:HEX:role, see `sabot credentials hash`) or use "
-                          "SABOT_CREDENTIALS")
-    streams_text = values.get("SABOT_STREAMS_PER_PRINCIPAL", str(DEFAULT_PER_PRINCIPAL)).strip()
-    if not streams_text.isdigit() or not 1 <= int(streams_text) <= 1024:
-        raise ConfigError("SABOT_STREAMS_PER_PRINCIPAL: an integer 1..1024")
-    return Config(
-        listen=listen or values.get("SABOT_LISTEN") or DEFAULT_LISTEN,
-        store=store or values.get("SABOT_STORE") or DEFAULT_STORE,
-        tokens=tokens,
-        credentials=tuple(hashed),
-        credentials_file=_path(values, "SABOT_CREDENTIALS"),
-        tls_cert=_path(values, "SABOT_TLS_CERT"),
-        tls_key=_path(values, "SABOT_TLS_KEY"),
-        tls_client_ca=_path(values, "SABOT_TLS_CLIENT_CA"),
-        streams_per_principal=int(streams_text),
-        seal_key=seal_key,
-        workers=int(workers_text),
-        checkpoint_key=checkpoint_key,
-        regulator_key=regulator_key,
-        chain_key=chain_key,
-        chain_head=values.get("SABOT_CHAIN_HEAD", "").strip() or None,
-        projections=projections_text == "on",
-        ledger_process=ledger_process_text == "on",
-        gaming_day=gaming_day,
-    )
-
-
-def _path(values: Mapping[str, str], name: str) -> Path | None:
-    text = values.get(name, "").strip()
-    return Path(text) if text else None
-
-
-def _key_setting(values: Mapping[str, str], name: str, *, private: bool) -> bytes | None:
-    """A 32-byte key: 64 hex digits, or the path of a file holding them (the checkpoint key:
-    also a PEM Ed25519 private key file, as ``sabot checkpoint-keygen`` writes)."""
-    text = values.get(name, "").strip()
-    if not text:
-        return None
-    try:
-        return read_key(text, private=private)
-    except ValueError as exc:
-        raise ConfigError(f"{name}: {exc}") from None
-
-
-def read_key(text: str, *, private: bool) -> bytes:
-    """See ``_key_setting``; ValueError with the reason."""
-    raw = text
-    if len(text) != 64 or not all(c in "0123456789abcdefABCDEF" for c in text):
-        path = Path(text)
-        if not path.is_file():
-            raise ValueError("64 hex digits, or the path of a key file")
-        data = path.read_bytes()
-        if private and data.lstrip().startswith(b"-----BEGIN"):
-            from cryptography.hazmat.primitives import serialization
-            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-            key = serialization.load_pem_private_key(data, password=None)
-            if not isinstance(key, Ed25519PrivateKey):
-                raise ValueError(f"{path} is not an Ed25519 private key")
-            return key.private_bytes_raw()
-        raw = data.decode("ascii", "replace").strip()
-    try:
-        key_bytes = bytes.fromhex(raw)
-    except ValueError:
-        raise ValueError("not hexadecimal") from None
-    if len(key_bytes) != 32:
-        raise ValueError("must be 32 bytes (64 hex digits)")
-    return key_bytes

@@ -39,7 +39,6 @@ from services.regulator.merkle import ProofError
 from services.regulator.notary import Follower, Notary
 from services.regulator.replay import Replayer, ReplayStep
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import coup_end
 
 STEPS_PER_MESSAGE = 200
 LINES_PER_MESSAGE = 200
@@ -87,7 +86,7 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
             with self._lock:
                 self._connections.append(db)
         try:
-            yield Notary(db, EventTable(db), None, coup_end=coup_end, create=False)
+            yield Notary(db, EventTable(db), None, create=False)
         except (errors.ApiError, RuleViolation, GeneratorExit):
             raise
         except Exception:
@@ -236,7 +235,7 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
         def work() -> None:
             db = Database(self.store)  # opened in the thread that uses it (SQLite)
             try:
-                notary = Notary(db, EventTable(db), None, coup_end=coup_end, create=False)
+                notary = Notary(db, EventTable(db), None, create=False)
                 write_export(lines, notary.events, notary, public_key,
                              shoe_ids=shoes or None, since=since, until=until)
             finally:

@@ -49,6 +49,7 @@ from services.ledger.remote import observer
 from services.ledger.writer import call_deadline
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.notary import Follower, signing_follower
+from services.regulator.vocabulary import round_end
 from services.version import version
 
 SERVICES = (
@@ -340,7 +341,8 @@ def _notary(config: Config) -> Follower | None:
 
         public = Ed25519PrivateKey.from_private_bytes(config.chain_key).public_key()
         publics.append(public.public_bytes_raw())
-    return signing_follower(config.store, config.checkpoint_key, publics, on_error=notary_error)
+    return signing_follower(config.store, config.checkpoint_key, publics, on_error=notary_error,
+                            round_end=round_end)
 
 
 # gRPC server reflection under both of its names: grpc.reflection.v1 (what current grpcurl, buf

@@ -11,14 +11,18 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
+from services import games
 from services.api import config as api_config
 from services.api import demo, logs
 from services.api.roles import Principal, Role
 from services.cli import CliError, rpc_failure, settings_of
-from services.settings import SettingError, add_flags
+from services.settings import SettingError, Settings, add_flags
 from services.trente_et_quarante import demo as tq_demo
+
+if TYPE_CHECKING:
+    from services.api.server import Running, Signals
 
 DEV_KEY_FILE = Path("var/dev-seal.key")
 DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
@@ -86,8 +90,6 @@ def _dev_chain_head(store: str) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import grpc
-
     from services import bootstrap
     from services.api import server
     from services.ledger.api import Ledger
@@ -99,6 +101,139 @@ def cmd_serve(args: argparse.Namespace) -> int:
     metrics_listen, store_timeout = _metrics_listen(args)
     if metrics_listen is not None:
         _check_listen(metrics_listen, "--metrics-listen")
+    settings, cfg = _serve_config(args, settings, store_timeout)
+    tokens, chain_head = dict(cfg.tokens), cfg.chain_head
+
+    logs.configure(level=logging.INFO)
+    otlp_endpoint = settings.otlp_endpoint
+    if otlp_endpoint is not None:  # traces: off unless a collector is named
+        from services import traces
+
+        traces.configure(otlp_endpoint)
+    pool_size = settings.pg_pool_size or min(cfg.workers, 20)
+    writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
+    ledger: Ledger
+    ledger_process: LedgerProcess | None = None
+    if cfg.ledger_process:
+        try:  # the same API, forwarded to the writer's own process
+            ledger_process = bootstrap.open_ledger_process(
+                settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost)
+        except OSError as exc:
+            raise CliError(str(exc)) from None
+        ledger = cast(Ledger, ledger_process)
+    else:
+        try:
+            ledger = bootstrap.open_ledger(settings, batching=True, pool_size=pool_size,
+                                           writer_name=writer_name,
+                                           store_timeout=settings.store_timeout)
+        except ChainBroken as exc:
+            raise CliError(str(exc)) from None
+    if settings.store.startswith(("postgresql:", "postgres:")):
+        _log_connections(pool_size, settings.pg_max_overflow, pools=2 if cfg.ledger_process
+                         else 1)
+    try:
+        running = server.start(cfg, ledger, metrics_listen=metrics_listen,
+                               notary=bootstrap.notary(settings, on_error=server.notary_error))
+    except (OSError, api_config.ConfigError) as exc:
+        ledger.close()
+        raise CliError(str(exc)) from None
+    except BaseException:
+        ledger.close()  # the ledger process and its folder go too
+        raise
+    if settings.turn_clock:  # acts on the turns whose time ran out (services/turn_clock.py)
+        from services.turn_clock import TurnClock
+
+        running.turn_clock = TurnClock(ledger, hub=running.hub, peer=writer_name).start()
+    if chain_head is None:
+        logs.get_logger().warning(
+            "no SABOT_CHAIN_HEAD: the writer keeps no head file, so a store that lost its last "
+            "events would be noticed only by the regulator's checkpoints")
+    signals = server.Signals()  # before "listening on" is printed: a SIGTERM then stops cleanly
+    _announce(args, running, tokens, cfg.listen, metrics_listen, signals)
+    server.serve_until_signal(running, signals)
+    if otlp_endpoint is not None:
+        from services import traces
+
+        traces.shutdown()  # the spans still buffered are exported
+    if ledger_process is not None and ledger_process.lost is not None:
+        raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
+                       "the server stopped: restart it")
+    return 0
+
+
+def _announce(args: argparse.Namespace, running: Running, tokens: dict[str, Principal],
+              listen: str, metrics_listen: str | None, signals: Signals) -> None:
+    """Once the server runs: the demos (``--demo``), then how to connect and the metrics'
+    address; on a failure the server is stopped (``CliError``, a demo's one line)."""
+    import grpc
+
+    host = listen.rsplit(":", 1)[0]
+    target = f"{host}:{running.port}"
+    try:
+        if args.demo:
+            # The demo's narration goes to stdout; the server's per-RPC lines wait till it ends.
+            channel = None
+            if running.tls:
+                from services.cli.client import channel_of_env
+
+                channel = channel_of_env(target)
+            with logs.muted():
+                _serve_demos(target, tokens, args, channel)
+        _print_connect(target, tokens, args.dev, running.tls)
+        if running.endpoint is not None:
+            metrics_host = metrics_listen.rsplit(":", 1)[0] if metrics_listen else host
+            print(f"Metrics: http://{metrics_host}:{running.metrics_port}/metrics (health: "
+                  f"/health, /health/sabot.writer)")
+            sys.stdout.flush()
+        if args.web:
+            _start_web(args.web, target, running.tls)
+    except (grpc.RpcError, CliError) as exc:
+        running.stop()
+        signals.restore()
+        if isinstance(exc, CliError):
+            raise
+        raise rpc_failure(exc, "demo: ") from None
+    except BaseException:
+        running.stop()
+        signals.restore()
+        raise
+
+
+def _start_web(listen: str, target: str, tls: bool) -> None:
+    """``serve --web``: the web console on a thread of this process, a client of this server
+    (over TLS with the client settings of the environment when the server serves TLS)."""
+    from services.api.tls import open_channel
+    from services.cli.client import channel_of_env
+    from services.cli.web import start_console
+
+    channel = channel_of_env(target) if tls else open_channel(target)
+    running = start_console(listen, target, channel)
+    print(f"Console: {running.url}/ (sign in with a token above; docs/web.md)", flush=True)
+
+
+# The store connections beyond the ledger's pools, at most: the read models' pool (3, and its
+# overflow of 2), the notary's, the health probe's, the writer lease's and the writer's store
+# probe. Measured on PostgreSQL 15 (pg_stat_activity, `sabot serve --dev`): 2 pools of 20 + 5
+# open once started (45); with --pg-pool-size 4 --pg-max-overflow 1, 2 x 4 + 5 (13).
+OTHER_CONNECTIONS = 9
+
+
+def _log_connections(pool_size: int, max_overflow: int, pools: int) -> None:
+    """One line at start: the most connections this server opens to PostgreSQL (the writer's
+    pool and, with a ledger process, that process's reads: ``pools``; each ``pool_size`` +
+    ``max_overflow``), so that ``max_connections`` can be sized against the servers."""
+    logs.get_logger().info(
+        "store connections", at_most=pools * (pool_size + max_overflow) + OTHER_CONNECTIONS,
+        pools=pools, pool_size=pool_size, max_overflow=max_overflow, others=OTHER_CONNECTIONS,
+        settings="SABOT_PG_POOL_SIZE / --pg-pool-size, SABOT_PG_MAX_OVERFLOW / "
+                 "--pg-max-overflow")
+
+
+def _serve_config(args: argparse.Namespace, settings: Settings, store_timeout: float | None
+                  ) -> tuple[Settings, api_config.Config]:
+    """What ``sabot serve`` runs with: the settings with what ``--dev`` made standing in for
+    the keys not given (the composition root builds from them), and the server's ``Config``;
+    ``CliError`` for what is missing."""
     try:
         tokens, hashed = settings.tokens.for_server()
     except SettingError as exc:
@@ -161,164 +296,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
         projections=settings.projections, ledger_process=settings.ledger_process,
         gaming_day=settings.gaming_day,
     )
+    return settings, cfg
 
-    logs.configure(level=logging.INFO)
-    otlp_endpoint = settings.otlp_endpoint
-    if otlp_endpoint is not None:  # traces: off unless a collector is named
-        from services import traces
 
-        traces.configure(otlp_endpoint)
-    pool_size = settings.pg_pool_size or min(cfg.workers, 20)
-    writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
-    ledger: Ledger
-    ledger_process: LedgerProcess | None = None
-    if cfg.ledger_process:
-        try:  # the same API, forwarded to the writer's own process
-            ledger_process = bootstrap.open_ledger_process(
-                settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost)
-        except OSError as exc:
-            raise CliError(str(exc)) from None
-        ledger = cast(Ledger, ledger_process)
-    else:
+def _serve_demos(target: str, tokens: dict[str, Principal], args: argparse.Namespace,
+                 channel: Any) -> None:
+    """``serve --demo``: the demo of every registered game that has one (``DEMOS``), in the
+    registry's order (``services.games``); a game whose demo cannot be cast from the tokens
+    (Treinta y Una's and Cuarenta's need two player tokens: a hand is its holder's only) is
+    skipped with a line saying why."""
+    first = True
+    for name in games.names():
+        play = DEMOS.get(name)
+        if play is None:
+            continue
+        if not first:
+            print()
+        first = False
         try:
-            ledger = bootstrap.open_ledger(settings, batching=True, pool_size=pool_size,
-                                           writer_name=writer_name,
-                                           store_timeout=settings.store_timeout)
-        except ChainBroken as exc:
-            raise CliError(str(exc)) from None
-    if settings.store.startswith(("postgresql:", "postgres:")):
-        _log_connections(pool_size, settings.pg_max_overflow, pools=2 if cfg.ledger_process
-                         else 1)
-    try:
-        running = server.start(cfg, ledger, metrics_listen=metrics_listen,
-                               notary=bootstrap.notary(settings, on_error=server.notary_error))
-    except (OSError, api_config.ConfigError) as exc:
-        ledger.close()
-        raise CliError(str(exc)) from None
-    except BaseException:
-        ledger.close()  # the ledger process and its folder go too
-        raise
-    if settings.turn_clock:  # acts on the turns whose time ran out (services/turn_clock.py)
-        from services.turn_clock import TurnClock
-
-        running.turn_clock = TurnClock(ledger, hub=running.hub, peer=writer_name).start()
-    if chain_head is None:
-        logs.get_logger().warning(
-            "no SABOT_CHAIN_HEAD: the writer keeps no head file, so a store that lost its last "
-            "events would be noticed only by the regulator's checkpoints")
-    host = cfg.listen.rsplit(":", 1)[0]
-    target = f"{host}:{running.port}"
-    signals = server.Signals()  # before "listening on" is printed: a SIGTERM then stops cleanly
-    try:
-        if args.demo:
-            # The demo's narration goes to stdout; the server's per-RPC lines wait till it ends.
-            channel = None
-            if running.tls:
-                from services.cli.client import channel_of_env
-
-                channel = channel_of_env(target)
-            with logs.muted():
-                tq_demo.play(target, demo.cast_from(tokens, suffix), preset=args.preset,
-                          channel=channel)
-                _other_games(target, tokens, running.tls)
-        _print_connect(target, tokens, args.dev, running.tls)
-        if running.endpoint is not None:
-            metrics_host = metrics_listen.rsplit(":", 1)[0] if metrics_listen else host
-            print(f"Metrics: http://{metrics_host}:{running.metrics_port}/metrics (health: "
-                  f"/health, /health/sabot.writer)")
-            sys.stdout.flush()
-        if args.web:
-            _start_web(args.web, target, running.tls)
-    except (grpc.RpcError, CliError) as exc:
-        running.stop()
-        signals.restore()
-        if isinstance(exc, CliError):
-            raise
-        raise rpc_failure(exc, "demo: ") from None
-    except BaseException:
-        running.stop()
-        signals.restore()
-        raise
-    server.serve_until_signal(running, signals)
-    if otlp_endpoint is not None:
-        from services import traces
-
-        traces.shutdown()  # the spans still buffered are exported
-    if ledger_process is not None and ledger_process.lost is not None:
-        raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
-                       "the server stopped: restart it")
-    return 0
-
-
-def _start_web(listen: str, target: str, tls: bool) -> None:
-    """``serve --web``: the web console on a thread of this process, a client of this server
-    (over TLS with the client settings of the environment when the server serves TLS)."""
-    from services.api.tls import open_channel
-    from services.cli.client import channel_of_env
-    from services.cli.web import start_console
-
-    channel = channel_of_env(target) if tls else open_channel(target)
-    running = start_console(listen, target, channel)
-    print(f"Console: {running.url}/ (sign in with a token above; docs/web.md)", flush=True)
-# The store connections beyond the ledger's pools, at most: the read models' pool (3, and its
-# overflow of 2), the notary's, the health probe's, the writer lease's and the writer's store
-# probe. Measured on PostgreSQL 15 (pg_stat_activity, `sabot serve --dev`): 2 pools of 20 + 5
-# open once started (45); with --pg-pool-size 4 --pg-max-overflow 1, 2 x 4 + 5 (13).
-OTHER_CONNECTIONS = 9
-
-
-def _log_connections(pool_size: int, max_overflow: int, pools: int) -> None:
-    """One line at start: the most connections this server opens to PostgreSQL (the writer's
-    pool and, with a ledger process, that process's reads: ``pools``; each ``pool_size`` +
-    ``max_overflow``), so that ``max_connections`` can be sized against the servers."""
-    logs.get_logger().info(
-        "store connections", at_most=pools * (pool_size + max_overflow) + OTHER_CONNECTIONS,
-        pools=pools, pool_size=pool_size, max_overflow=max_overflow, others=OTHER_CONNECTIONS,
-        settings="SABOT_PG_POOL_SIZE / --pg-pool-size, SABOT_PG_MAX_OVERFLOW / "
-                 "--pg-max-overflow")
-
-
-def _other_games(target: str, tokens: dict[str, Principal], tls: bool) -> None:
-    """``serve --demo``: after Trente et Quarante's shoe, rounds of Treinta y Una (when two
-    player tokens or more are configured: a face-down card is its holder's only), then a
-    match of Cuarenta."""
-    from services.cli import treinta_y_una
-
-    try:
-        cast = treinta_y_una.cast_of(tokens)
-    except ValueError as exc:
-        print(f"(no Treinta y Una demo: {exc})")
-        return
-    channel = None
-    if tls:
-        from services.cli.client import channel_of_env
-
-        channel = channel_of_env(target)
-    print()
-    treinta_y_una.play(target, cast.croupier, cast.cashier, cast.players, channel=channel)
-    _cuarenta(target, tokens, tls)
-
-
-def _cuarenta(target: str, tokens: dict[str, Principal], tls: bool) -> None:
-    """``serve --demo``: then a whole two-player match of Cuarenta (a hand is its holder's
-    only, so it needs two player tokens, which ``--dev`` makes)."""
-    import secrets
-
-    from services.api import demo
-    from services.cli import cuarenta
-
-    try:
-        cast = demo.cast_from(tokens, secrets.token_hex(2))
-    except ValueError as exc:
-        print(f"(no Cuarenta demo: {exc})")
-        return
-    channel = None
-    if tls:
-        from services.cli.client import channel_of_env
-
-        channel = channel_of_env(target)
-    print()
-    cuarenta.play(target, cast, channel=channel)
+            play(target, tokens, args, channel)
+        except ValueError as exc:
+            print(f"(no {name} demo: {exc})")
 
 
 def _writer_name(listen: str) -> str:
@@ -418,7 +416,7 @@ def _print_connect(target: str, tokens: dict[str, Principal], dev: bool,
 # the parsed command (``--preset``). A game adds its own with ``add_demo`` from its
 # ``services/cli/<game>.py``.
 DemoPlay = Callable[[str, dict[str, Principal], argparse.Namespace, Any], object]
-DEFAULT_DEMO = "trente-et-quarante"
+DEFAULT_DEMO = games.DEFAULT_GAME
 DEMOS: dict[str, DemoPlay] = {}
 
 
@@ -447,7 +445,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     game = getattr(args, "game", None) or DEFAULT_DEMO
     play = DEMOS.get(game)
     if play is None:
-        raise CliError(f"--game: no demo of {game!r} (there are: {', '.join(sorted(DEMOS))})")
+        known = [name for name in games.names() if name in DEMOS]
+        raise CliError(f"--game: no demo of {game[:64]!r} (there are: {', '.join(known)})")
     from services.cli.client import channel_of
 
     try:

@@ -47,7 +47,7 @@ from services.cuarenta.views import (
 )
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
-from services.ledger.core import Core
+from services.ledger.core import Core, Transfer
 from services.ledger.errors import PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard
 from services.ledger.ids import check_name, table_account
@@ -384,20 +384,29 @@ class Cuarenta:
 
     def _move_money(self, unit: UnitOfWork, agg: CuarentaMatch, house: dict[Role, Account],
                     movements: tuple[Movement, ...], ts: datetime) -> list[MoveView]:
+        """The ledger's money step (``Core.transfer``): each movement a ``MoneyMoved`` on the
+        match and its two entries (kind ``cuarenta_<kind>``) on the accounts."""
         moves: list[MoveView] = []
-        for mv in movements:
-            debit = self._role(unit, agg, house, mv.source, mv.seat)
-            credit = self._role(unit, agg, house, mv.destination, mv.seat)
+        transfers = [
+            Transfer(self._role(unit, agg, house, mv.source, mv.seat),
+                     self._role(unit, agg, house, mv.destination, mv.seat),
+                     mv.amount, "cuarenta_" + mv.kind.value, None, mv)
+            for mv in movements
+        ]
+
+        def record(t: Transfer[Movement]) -> None:
+            mv = t.movement
+            assert mv is not None
             seq = agg.movement_seq + 1
+            debit, credit = t.debit.account_id, t.credit.account_id
             agg.trigger_event(
                 CuarentaMatch.MoneyMoved, timestamp=ts, seq=seq, kind=mv.kind.value,
-                seat=mv.seat, amount=mv.amount, debit_account=debit.account_id,
-                credit_account=credit.account_id)
-            self.core.post(debit, credit, mv.amount, "cuarenta_" + mv.kind.value,
-                              str(agg.id), None, ts)
-            moves.append(MoveView("money", seat=mv.seat, reason=mv.kind.value, amount=mv.amount,
-                                  debit_account=debit.account_id,
-                                  credit_account=credit.account_id, time=ts.isoformat()))
+                seat=mv.seat, amount=t.amount, debit_account=debit, credit_account=credit)
+            moves.append(MoveView("money", seat=mv.seat, reason=mv.kind.value, amount=t.amount,
+                                  debit_account=debit, credit_account=credit,
+                                  time=ts.isoformat()))
+
+        self.core.transfer(transfers, str(agg.id), ts, record)
         return moves
 
     def _role(self, unit: UnitOfWork, agg: CuarentaMatch, house: dict[Role, Account],

@@ -5,13 +5,16 @@ aggregates, each hand dealt from its own committed FRENCH-40 shoe."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from domain.cards import DeckKind
 from domain.cuarenta.rules import TABLE
 from services import topics
 from services.cuarenta.commands import GAME_NAME, TABLE_ACCOUNTS, Cuarenta
 from services.cuarenta.reconcile import Reconciliation
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
-from services.games import Game, lazy
+from services.games import Game, TurnRule, lazy
+from services.ledger.actor import Actor
 from services.ledger.methods import (
     ACTOR,
     INT,
@@ -52,6 +55,14 @@ METHODS: dict[str, Method] = {
 SERVICE = "sabot.cuarenta.v1.CuarentaService"
 
 
+def turn_time(ledger: Any, request_id: str, match_id: str, view: TurnView, actor: Actor) -> object:
+    """The turn clock's command once the seat to play let the turn time pass: its side forfeits
+    the match (RULES.md §3)."""
+    assert view.seat is not None
+    return ledger.cuarenta_forfeit(request_id, match_id, view.seat, "turn_time", view.turn,
+                                   actor=actor)
+
+
 GAME = Game(
     name=CUARENTA,
     deck_kind=DeckKind.FRENCH_40,
@@ -63,6 +74,10 @@ GAME = Game(
     regulator_rpcs=lazy("services.cuarenta.regulator", "regulator_rpcs"),  # ReplayMatch
     services=(SERVICE,),
     topics=topics.CUARENTA | topics.CUARENTA_AGGREGATES,
+    # a match ends won (a forfeit too); its pot's movements follow on the match, and the
+    # notary signs after them (the end of the aggregate's run). Its hands move no money.
+    round_ends=frozenset({topics.CUARENTA_MATCH_WON}),
+    turns=TurnRule(topics.CUARENTA_AGGREGATES, "cuarenta_turn", turn_time),
     replay=lazy("services.cuarenta.replay", "replay_match"),  # the regulator's, of one match
     projections=lazy("services.cuarenta.projection", "views"),
 )

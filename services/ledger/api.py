@@ -47,8 +47,8 @@ from services.ledger.core import (
     check_open,
     make_token,
     page_size_of,
-    plain,
     read_token,
+    unwrapped,
 )
 from services.ledger.errors import AlreadyExists
 from services.ledger.evidence import ChainKey, ChainWriter
@@ -127,7 +127,8 @@ class Ledger(metaclass=_Games):
             with datastore.transaction(commit=True) as cursor:
                 schema.apply_sqlite_guards(cursor)
         elif schema_owner(self.app):  # else its owner set it up (services/ledger/schema.py)
-            schema.apply_schema(_conninfo(env), (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
+            schema.apply_schema(schema.conninfo(env),
+                                (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
         try:
             self.app.use_evidence(chain_writer(self.app, config))
         except BaseException:
@@ -513,7 +514,7 @@ class Ledger(metaclass=_Games):
         actors = self.core.actors_of(oid, [(e.originator_version, e.topic) for e in stored])
         entries = []
         for e in stored:
-            state = plain(json.loads(e.state))
+            state = unwrapped(json.loads(e.state))
             sign = -1 if e.topic in DEBIT_TOPICS else 1
             entries.append(Entry(
                 number=e.originator_version - 1, amount=sign * int(state["amount"]),
@@ -589,16 +590,6 @@ def chain_writer(app: LedgerApplication, config: LedgerConfig) -> ChainWriter | 
     return chain
 
 
-def _conninfo(env: dict[str, str]) -> str:
-    parts = {
-        "dbname": env["POSTGRES_DBNAME"], "host": env["POSTGRES_HOST"],
-        "port": env["POSTGRES_PORT"], "user": env["POSTGRES_USER"],
-    }
-    if env.get("POSTGRES_PASSWORD"):
-        parts["password"] = env["POSTGRES_PASSWORD"]
-    return " ".join(f"{k}={v}" for k, v in parts.items())
-
-
 def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100
              ) -> list[StoredEvent]:
     """``Ledger.read_events`` on any connection to the store (it needs no aggregate)."""
@@ -609,7 +600,7 @@ def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100
     notes = app.recorder.select_notifications(after_position, limit, inclusive_of_start=False)
     out = []
     for n in notes:
-        state = plain(json.loads(n.state))
+        state = unwrapped(json.loads(n.state))
         ts = state.get("timestamp")
         out.append(StoredEvent(
             position=n.id, originator_id=str(n.originator_id), version=n.originator_version,

@@ -12,9 +12,15 @@ error (nothing is stored) or triggers events and returns the answer; the writer 
 event with one ``Request`` (the command, the digest of ``args``, the answer, the actor and the
 events it caused) in one transaction.
 
-Money moves only by ``core.post`` (one debit and one credit, in the same transaction as the game
-event that causes it); ``core.open_account`` makes an account (a table's own accounts are made
-by ``open_table`` from the game's ``table_accounts``); ``core.check_balances`` refuses what would
+Money moves only by the money step, ``core.transfer``: a game turns its step's movements into
+``Transfer``s (its roles resolved to accounts) and the core checks them all before any event
+(``check_transfers``: a positive amount, two distinct accounts, one currency; refused with
+nothing stored, as TigerBeetle's ``create_transfer`` refuses), then records each (the game's own
+``MoneyMoved``, ``record``) and posts its debit and credit, in the same transaction as the game
+event that causes it (``core.post``: one transfer). Every command's postings must sum to zero
+per currency (``check_balanced``, after ``decide``: a command that breaks it stores nothing).
+``core.open_account`` makes an account (a table's own accounts are made by ``open_table`` from
+the game's ``table_accounts``); ``core.check_balances`` refuses what would
 take a player below zero. ``core.cards(shoe)`` is the shoe's order, derived from its unsealed
 seed (never stored, never answered before the shoe closes). ``core.rules(table)`` is the
 table's rule book's rules, read back from the options it recorded. A game's own shoe is
@@ -31,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
@@ -57,6 +63,7 @@ from services.ledger.writer import Command, UnitOfWork, Writer
 
 T = TypeVar("T")
 A = TypeVar("A", bound=Aggregate)
+M = TypeVar("M")
 
 CASH_IN = "cash_in"  # entry kinds of the cage's movements (a game names its own kinds)
 CASH_OUT = "cash_out"
@@ -65,7 +72,8 @@ DEFERRED = threading.local()  # ``on`` while ``Ledger.submit`` calls a command: 
 MAX_AMOUNT = 10**15
 MAX_PAGE_SIZE = 1000
 
-__all__ = ["CASH_IN", "CASH_OUT", "MAX_AMOUNT", "Core", "TableClosing", "UnitOfWork"]
+__all__ = ["CASH_IN", "CASH_OUT", "MAX_AMOUNT", "Core", "TableClosing", "Transfer", "UnitOfWork",
+           "check_balanced", "check_transfers"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,66 @@ class TableClosing:
     stakes: int = 0
     settled: tuple[Any, ...] = ()
 
+
+@dataclass(frozen=True)
+class Transfer(Generic[M]):
+    """One movement of a game's step resolved to the ledger's accounts, for the money step
+    (``Core.transfer``): ``amount`` minor units from ``debit`` to ``credit``; ``kind`` the
+    entries' kind as stored (the game's word), ``stake_id`` the stake it belongs to (or None),
+    ``movement`` the game's own movement it came from (its rule book's: for its record)."""
+
+    debit: Account
+    credit: Account
+    amount: int
+    kind: str
+    stake_id: str | None = None
+    movement: M | None = None
+
+
+def check_transfers(transfers: Sequence[Transfer[Any]]) -> None:
+    """Refuse a money step before anything of it is recorded: an amount that is not 1 to
+    ``MAX_AMOUNT`` minor units (INVALID_ARGUMENT ``amount`` ``OUT_OF_RANGE``), a transfer from
+    an account to itself (FAILED_PRECONDITION ``account_id`` ``SAME_ACCOUNT``), or accounts in
+    more than one currency (FAILED_PRECONDITION ``amount`` ``CURRENCY_MISMATCH``)."""
+    currencies: set[str] = set()
+    for t in transfers:
+        amount = t.amount
+        if not isinstance(amount, int) or isinstance(amount, bool) or not (
+                0 < amount <= MAX_AMOUNT):
+            raise InvalidArgument("amount", "OUT_OF_RANGE",
+                                  f"a transfer moves 1 to {MAX_AMOUNT} minor units, not "
+                                  f"{str(amount)[:32]} ({t.kind})")
+        if t.debit.id == t.credit.id:
+            raise FailedPrecondition("account_id", "SAME_ACCOUNT",
+                                     f"a transfer from {t.debit.account_id!r} to itself "
+                                     f"({t.kind})")
+        currencies.update((t.debit.currency, t.credit.currency))
+    if len(currencies) > 1:
+        raise FailedPrecondition("amount", "CURRENCY_MISMATCH",
+                                 f"one money step moves one currency, not "
+                                 f"{', '.join(sorted(currencies))}")
+
+
+def check_balanced(unit: UnitOfWork) -> None:
+    """Refuse a command whose postings (the account entries it added since ``unit.begin``) do
+    not sum to zero per currency (FAILED_PRECONDITION ``amount`` ``UNBALANCED``): money moved
+    other than by whole transfers."""
+    net: dict[str, int] = {}
+    for oid, version in unit.effects():
+        agg = unit.touched.get(UUID(oid))
+        if not isinstance(agg, Account):
+            continue
+        pending = agg.pending_events  # in version order, ending at the aggregate's version
+        event = pending[len(pending) - 1 - (agg.version - version)]
+        if isinstance(event, Account.Debited):
+            net[agg.currency] = net.get(agg.currency, 0) - event.amount
+        elif isinstance(event, Account.Credited):
+            net[agg.currency] = net.get(agg.currency, 0) + event.amount
+    unbalanced = {c: n for c, n in net.items() if n}
+    if unbalanced:
+        raise FailedPrecondition(
+            "amount", "UNBALANCED", "the command's postings do not sum to zero: "
+            + ", ".join(f"{c} {n:+d}" for c, n in sorted(unbalanced.items())))
 
 
 class Core:
@@ -109,7 +177,12 @@ class Core:
         ledger's ``submit``) a future of it. ``args``: the command's arguments as stored (a
         retry must give the same ones); ``result_type``: the answer's view class (a stored
         answer is read back into it)."""
-        command = Command(name, request_id, args, decide, result_type, actor=actor)
+        def checked(unit: UnitOfWork) -> T:
+            answer = decide(unit)
+            check_balanced(unit)
+            return answer
+
+        command = Command(name, request_id, args, checked, result_type, actor=actor)
         if getattr(DEFERRED, "on", False):
             return self.writer.submit(command)  # type: ignore[return-value]  # see submit
         result: T = self.writer.execute(command)
@@ -308,11 +381,28 @@ class Core:
         (``domain.money.players_net``)."""
         self.check_balances(unit, players_net(movements), currency, field)
 
+    def transfer(self, transfers: Sequence[Transfer[M]], cause: str, ts: datetime,
+                 record: Callable[[Transfer[M]], object] | None = None) -> None:
+        """The money step of every game: ``check_transfers`` of them all first (a refusal
+        records nothing), then for each transfer in order ``record(transfer)`` (the game's own
+        event of it, e.g. its ``MoneyMoved``) and its two entries (``post``). ``cause`` names
+        the round or request they belong to."""
+        check_transfers(transfers)
+        for t in transfers:
+            if record is not None:
+                record(t)
+            self._entries(t.debit, t.credit, t.amount, t.kind, cause, t.stake_id, ts)
+
     def post(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
              stake_id: str | None, ts: datetime) -> None:
-        """One double-entry movement: ``amount`` from ``debit`` to ``credit``; ``kind`` names
-        it (the game's word), ``cause`` the round or request it belongs to, ``stake_id`` the
-        stake (or None)."""
+        """One double-entry movement (``transfer`` of one): ``amount`` from ``debit`` to
+        ``credit``; ``kind`` names it (the game's word), ``cause`` the round or request it
+        belongs to, ``stake_id`` the stake (or None)."""
+        one: Transfer[None] = Transfer(debit, credit, amount, kind, stake_id)
+        self.transfer([one], cause, ts)
+
+    def _entries(self, debit: Account, credit: Account, amount: int, kind: str, cause: str,
+                 stake_id: str | None, ts: datetime) -> None:
         debit_event = Account.CashWithdrawn if kind == CASH_OUT else Account.Debited
         credit_event = Account.CashDeposited if kind == CASH_IN else Account.Credited
         debit.trigger_event(
@@ -343,7 +433,7 @@ class Core:
             for e in self.app.recorder.select_events(agg.id, gt=covered, lte=stored):
                 key = wanted.get(e.topic)
                 if key is not None and key not in known:
-                    known[key] = str(plain(json.loads(e.state))["timestamp"])
+                    known[key] = str(unwrapped(json.loads(e.state))["timestamp"])
             if len(self._times) > 20_000:
                 self._times.clear()
             self._times[agg.id] = (stored, known)
@@ -416,12 +506,13 @@ def _rules_of(game: str, options: tuple[tuple[str, str], ...]) -> Any:
     return games.get(game).options.from_options(dict(options))
 
 
-def plain(data: Any) -> Any:
-    """Stored JSON with the transcoders' ``{"_type_", "_data_"}`` wrappers taken off."""
+def unwrapped(data: Any) -> Any:
+    """Stored JSON with the transcoders' ``{"_type_", "_data_"}`` wrappers taken off (the
+    ledger's readers and the regulator's, ``services.regulator.vocabulary``)."""
     if isinstance(data, dict):
         if set(data) == {"_type_", "_data_"}:
-            return plain(data["_data_"])
-        return {k: plain(v) for k, v in data.items()}
+            return unwrapped(data["_data_"])
+        return {k: unwrapped(v) for k, v in data.items()}
     if isinstance(data, list):
-        return [plain(v) for v in data]
+        return [unwrapped(v) for v in data]
     return data

@@ -33,6 +33,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from services.ledger.config import APP_NAME
 
@@ -179,20 +180,16 @@ def _one(conn: psycopg.Connection[Any], query: str, params: Sequence[Any] = ()) 
 
 
 def conninfo(env: dict[str, str]) -> str:
-    """A libpq connection string from the library's environment (``store_env``)."""
+    """A libpq connection string from the library's environment (``store_env``): the one
+    place it is built, quoted by psycopg (``make_conninfo``: a password with a space or a
+    quote)."""
     parts = {
         "dbname": env["POSTGRES_DBNAME"], "host": env["POSTGRES_HOST"],
         "port": env["POSTGRES_PORT"], "user": env["POSTGRES_USER"],
     }
     if env.get("POSTGRES_PASSWORD"):
         parts["password"] = env["POSTGRES_PASSWORD"]
-    return " ".join(f"{k}={_quote(v)}" for k, v in parts.items())
-
-
-def _quote(value: str) -> str:
-    if value and not any(c in value for c in " '\\"):
-        return value
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return make_conninfo(**parts)
 
 
 def create_tables(env: dict[str, str]) -> bool:

@@ -2,8 +2,16 @@
 
 Every stored event becomes leaf ``i`` in log order (``regulator_leaves``: index, position, leaf
 hash); every complete subtree is kept in ``regulator_nodes`` (level >= 1), so any proof over a
-tree of n leaves reads O(log² n) rows in one query. A checkpoint is signed after every event that
-ends a coup (``coup_end``) and on demand. Polling (``sync``) works on SQLite and PostgreSQL alike.
+tree of n leaves reads O(log² n) rows in one query. A checkpoint is signed at the end of every
+round of every game and on demand. Polling (``sync``) works on SQLite and PostgreSQL alike.
+
+Where rounds end is the games' business, not the notary's: it imports no game. Its maker hands
+it ``round_end(event) -> round id | None`` (the composition root, ``services.bootstrap``, and the
+server hand it ``services.regulator.vocabulary.round_end``: every registered game's
+``Game.round_ends``). The checkpoint of a round is signed after the last event of the run of
+its aggregate's events that holds its end (what the command that ended it stored on that
+aggregate: a Cuarenta match's pot movements follow its ``Won``), or at the end of the batch
+read when the run reaches it.
 
 Only one notary may write a store: every write holds the store's writer lock (``writer_lock``).
 A notary that runs (``Follower``, ``follow``) holds it for as long as it runs, and one that finds
@@ -28,12 +36,12 @@ from services.regulator.checkpoint import Checkpoint, sign_checkpoint
 from services.regulator.source import Database, EventTable, RawEvent
 from services.regulator.writer_lock import NotaryBusy, WriterLock
 
-__all__ = ["Follower", "Notary", "NotaryBusy", "follow", "follow_with", "missing_leaves",
-           "no_coup_end", "signing_follower"]
+__all__ = ["Follower", "Notary", "NotaryBusy", "RoundEnd", "follow", "follow_with",
+           "missing_leaves", "no_round_end", "signing_follower"]
 
 log = logging.getLogger(__name__)
 
-CoupEnd = Callable[[RawEvent], str | None]  # the coup id when the event ends a coup
+RoundEnd = Callable[[RawEvent], str | None]  # the round's id when the event ends a round
 
 
 TREE_TABLES = ("regulator_leaves", "regulator_nodes", "regulator_checkpoints")
@@ -47,7 +55,8 @@ $$
 """
 
 
-def no_coup_end(event: RawEvent) -> str | None:
+def no_round_end(event: RawEvent) -> str | None:
+    """No event ends a round: a notary that signs on demand only (or a reader's)."""
     return None
 
 
@@ -60,7 +69,7 @@ class Notary:
         events: EventTable,
         key: Ed25519PrivateKey | None,
         origin: str = "sabot",
-        coup_end: CoupEnd = no_coup_end,
+        round_end: RoundEnd = no_round_end,
         *,
         create: bool = True,
         chain_keys: dict[str, Any] | None = None,
@@ -74,7 +83,7 @@ class Notary:
         self.events = events
         self.key = key
         self.origin = origin
-        self.coup_end = coup_end
+        self.round_end = round_end
         self.chain_keys = chain_keys
         self.chain_problems: list[ChainProblem] = []  # the latest (at most 1000)
         self._walk: ChainWalk | None = None
@@ -408,7 +417,9 @@ class Notary:
         leaf_rows: list[tuple[int, int, bytes]] = []
         node_rows: list[tuple[int, int, bytes]] = []
         ends: list[tuple[int, int, str, bytes]] = []
-        for ev in events:
+        pending: str | None = None  # a round ended in the current run of its aggregate
+        mark: tuple[int, int, bytes] = (0, 0, b"")  # (size, position, root) at the run's last
+        for i, ev in enumerate(events):
             h = merkle.leaf_hash(ev.leaf())
             leaf_rows.append((size, ev.position, h))
             level, idx = 0, size
@@ -419,9 +430,20 @@ class Notary:
                 node_rows.append((level, idx, h))
             last[level] = h
             size += 1
-            coup = self.coup_end(ev) if self.key is not None else None
-            if coup is not None:
-                ends.append((size, ev.position, coup, _root_from_frontier(last, size)))
+            if self.key is None:
+                continue
+            ended = self.round_end(ev)
+            if ended is not None:
+                if pending is not None:  # a second end in one run: the first's stops before it
+                    ends.append((mark[0], mark[1], pending, mark[2]))
+                pending = ended
+            if pending is None:
+                continue
+            mark = (size, ev.position, _root_from_frontier(last, size))
+            after = events[i + 1] if i + 1 < len(events) else None
+            if after is None or after.originator_id != ev.originator_id:
+                ends.append((mark[0], mark[1], pending, mark[2]))
+                pending = None
         signed: list[Checkpoint] = []
         try:
             with self.db.transaction():
@@ -434,8 +456,8 @@ class Notary:
                         "INSERT INTO regulator_nodes (level, idx, hash) VALUES (?, ?, ?)",
                         node_rows,
                     )
-                for n, pos, coup, root in ends:
-                    signed.append(self._sign(n, root, pos, coup))
+                for n, pos, round_id, root in ends:
+                    signed.append(self._sign(n, root, pos, round_id))
         except BaseException:
             self._walk = None  # it saw events the tree did not take: start it again
             raise
@@ -505,16 +527,16 @@ def follow(
     interval: float = 0.2,
     origin: str = "sabot",
     on_standby: Callable[[str], None] | None = None,
+    *,
+    round_end: RoundEnd,
 ) -> None:
-    """Notarise the store at ``url`` as it grows, signing at every coup end, until ``stop`` is
-    set. Run it in a thread or process of its own (it opens its own connection). While another
-    notary holds the store it stands by (``on_standby`` is told once), retrying every
-    ``interval`` seconds, and takes over when that one stops or dies."""
-    from services.regulator.vocabulary import coup_end
-
+    """Notarise the store at ``url`` as it grows, signing at every round's end (``round_end``),
+    until ``stop`` is set. Run it in a thread or process of its own (it opens its own
+    connection). While another notary holds the store it stands by (``on_standby`` is told
+    once), retrying every ``interval`` seconds, and takes over when that one stops or dies."""
     db = Database(url)
     try:
-        follow_with(Notary(db, EventTable(db), key, origin, coup_end), stop, interval,
+        follow_with(Notary(db, EventTable(db), key, origin, round_end), stop, interval,
                     on_standby)
     finally:
         db.close()
@@ -562,10 +584,11 @@ def _stand_by(
 
 class Follower:
     """The notary of a running server, in a thread of its own: it notarises the store as it
-    grows (a checkpoint at every coup end), signs a checkpoint of the whole log on demand
-    (``checkpoint_now``), and survives a lost connection (it reconnects after ``retry``
-    seconds). It holds the store's writer lock while it runs: a second server on the same store
-    stands by (its on-demand requests time out) and takes over when the first stops or dies."""
+    grows (a checkpoint at every round's end, ``round_end``), signs a checkpoint of the whole
+    log on demand (``checkpoint_now``), and survives a lost connection (it reconnects after
+    ``retry`` seconds). It holds the store's writer lock while it runs: a second server on the
+    same store stands by (its on-demand requests time out) and takes over when the first stops
+    or dies."""
 
     def __init__(
         self,
@@ -576,8 +599,11 @@ class Follower:
         retry: float = 1.0,
         on_error: Callable[[BaseException], None] | None = None,
         chain_keys: dict[str, Any] | None = None,
+        *,
+        round_end: RoundEnd,
     ) -> None:
         self.url, self.key, self.origin = url, key, origin
+        self.round_end = round_end
         self.chain_keys = chain_keys  # the evidence chain's keys (default: its first link's)
         self.interval, self.retry = interval, retry
         self.on_error = on_error
@@ -636,14 +662,12 @@ class Follower:
             self.standby.set()
 
     def _loop(self) -> None:
-        from services.regulator.vocabulary import coup_end
-
         while not self.stopped.is_set():
             db: Database | None = None
             notary: Notary | None = None
             try:
                 db = Database(self.url)
-                notary = Notary(db, EventTable(db), self.key, self.origin, coup_end,
+                notary = Notary(db, EventTable(db), self.key, self.origin, self.round_end,
                                 chain_keys=self.chain_keys)
                 self.ready.set()
                 if not _stand_by(notary, self.stopped, self.retry,
@@ -681,11 +705,13 @@ class Follower:
 
 
 def signing_follower(url: str, checkpoint_key: bytes, chain_public_keys: Sequence[bytes] = (),
-                     *, origin: str = "sabot",
+                     *, round_end: RoundEnd, origin: str = "sabot",
                      on_error: Callable[[BaseException], None] | None = None) -> Follower:
     """The notary of a server on ``url`` (not started): it signs with the raw Ed25519
-    ``checkpoint_key`` and checks the evidence chain against ``chain_public_keys`` (none: the
-    keys the chain introduces). ``services.bootstrap.notary`` makes it from the settings."""
+    ``checkpoint_key`` at every round's end (``round_end``: the games', ``services.regulator
+    .vocabulary.round_end``) and checks the evidence chain against ``chain_public_keys`` (none:
+    the keys the chain introduces). ``services.bootstrap.notary`` makes it from the settings."""
     key = Ed25519PrivateKey.from_private_bytes(checkpoint_key)
     chain_keys = pinned_keys(chain_public_keys) if chain_public_keys else None
-    return Follower(url, key, origin, on_error=on_error, chain_keys=chain_keys)
+    return Follower(url, key, origin, on_error=on_error, chain_keys=chain_keys,
+                    round_end=round_end)

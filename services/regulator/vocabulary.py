@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from services import games
+from services.ledger.core import unwrapped
 from services.ledger.ids import table_uuid
 from services.regulator.source import EventTable, RawEvent
 from services.topics import (
     COUP_OPENED,
-    COUP_SETTLED,
     SHOE_CLOSED,
     SHOE_SHUFFLED,
     TABLE_CLOSED,
@@ -26,26 +27,20 @@ from services.topics import (
 )
 
 
-def plain(value: Any) -> Any:
-    """The stored JSON without the transcoder's ``{"_type_", "_data_"}`` wrappers."""
-    if isinstance(value, dict):
-        if set(value) == {"_type_", "_data_"}:
-            return plain(value["_data_"])
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-
 def state(event: RawEvent) -> dict[str, Any]:
     content = event.content()
-    data = plain(content.get("state", {}))
+    data = unwrapped(content.get("state", {}))
     return data if isinstance(data, dict) else {}
 
 
-def coup_end(event: RawEvent) -> str | None:
-    """The notary's trigger: a coup ends when it is settled."""
-    return event.originator_id if event.topic == COUP_SETTLED else None
+def round_end(event: RawEvent) -> str | None:
+    """The notary's trigger: the round (coup, round, match) ``event`` ends, as its game's
+    registry entry says (``services.games.round_end``: ``Game.round_ends``), or None. The
+    composition root and the server hand it to the notary, which imports no game."""
+    return games.round_end(event.topic, event.originator_id)
+
+
+coup_end = round_end  # its name before every game's rounds ended under a checkpoint
 
 
 @dataclass

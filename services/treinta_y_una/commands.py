@@ -36,7 +36,7 @@ from domain.treinta_y_una.stakes import Stake
 from services import topics
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
-from services.ledger.core import Core
+from services.ledger.core import Core, Transfer
 from services.ledger.errors import PermissionDenied
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
 from services.ledger.ids import check_name, movement_account, table_uuid
@@ -160,21 +160,27 @@ class TreintaYUna:
 
     def _move(self, unit: UnitOfWork, agg: TreintaYUnaRound, movements: Sequence[Movement],
               ts: datetime) -> list[RoundMovementView]:
-        """Each movement: ``MoneyMoved`` on the round and its two entries on the accounts."""
+        """The ledger's money step (``Core.transfer``): each movement a ``MoneyMoved`` on the
+        round and its two entries on the accounts."""
         moved: list[RoundMovementView] = []
+        transfers: list[Transfer[Movement]] = []
         for m in movements:
             debit_name, credit_name = self._movement_accounts(agg.table_id, m)
-            debit = self._account(unit, debit_name)
-            credit = self._account(unit, credit_name)
+            transfers.append(Transfer(self._account(unit, debit_name),
+                                      self._account(unit, credit_name),
+                                      m.amount, m.kind.value, None, m))
+
+        def record(t: Transfer[Movement]) -> None:
+            assert t.movement is not None
             seq = agg.movement_seq + 1
+            player, debit, credit = t.movement.player, t.debit.account_id, t.credit.account_id
             agg.trigger_event(
-                TreintaYUnaRound.MoneyMoved, timestamp=ts, seq=seq, kind=m.kind.value,
-                player=m.player, amount=m.amount, debit_account=debit_name,
-                credit_account=credit_name,
+                TreintaYUnaRound.MoneyMoved, timestamp=ts, seq=seq, kind=t.kind,
+                player=player, amount=t.amount, debit_account=debit, credit_account=credit,
             )
-            self.core.post(debit, credit, m.amount, m.kind.value, str(agg.id), None, ts)
-            moved.append(RoundMovementView(seq, m.kind.value, m.player, m.amount, debit_name,
-                                           credit_name))
+            moved.append(RoundMovementView(seq, t.kind, player, t.amount, debit, credit))
+
+        self.core.transfer(transfers, str(agg.id), ts, record)
         return moved
 
     def _record(self, unit: UnitOfWork, agg: TreintaYUnaRound, step: R.Step,
@@ -621,14 +627,15 @@ def round_step(event: Any) -> RoundStep:
     ``recall`` and the read model (``projection.py``) both use it."""
     data = {k: v for k, v in event.__dict__.items() if k not in META}
     return RoundStep(event.originator_version, type(event).__qualname__,
-                     event.timestamp.isoformat(), _plain(data))
+                     event.timestamp.isoformat(), _json_ready(data))
 
 
-def _plain(value: Any) -> Any:
+def _json_ready(value: Any) -> Any:
+    """An event's data as JSON-ready values (times and ids as text)."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _json_ready(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_json_ready(v) for v in value]
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, UUID):

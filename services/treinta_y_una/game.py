@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from domain.cards import DeckKind
 from domain.treinta_y_una.rules import TABLE
 from services import topics
-from services.games import Game, lazy
+from services.games import Game, TurnRule, lazy
+from services.ledger.actor import Actor
 from services.ledger.methods import ACTOR, INT, OPT_INT, OPT_STR, STR, Method, command, query
 from services.ledger.views import TurnView
 from services.treinta_y_una.commands import GAME as NAME
@@ -35,6 +38,14 @@ METHODS: dict[str, Method] = {
 }
 
 
+def turn_time(ledger: Any, request_id: str, round_id: str, view: TurnView, actor: Actor
+              ) -> object:
+    """The turn clock's command once a player let the turn time pass: the croupier's "me
+    planto" for the absent player (RULES.md §2)."""
+    return ledger.tyu_stand_for_absent(request_id, round_id, view.player, view.turn,
+                                       actor=actor)
+
+
 GAME = Game(
     name=NAME,
     deck_kind=DeckKind.SPANISH_40,
@@ -46,6 +57,10 @@ GAME = Game(
     regulator_rpcs=lazy("services.treinta_y_una.regulator", "regulator_rpcs"),  # ReplayRound
     services=("sabot.treinta_y_una.v1.TreintaYUnaService",),
     topics=topics.TREINTA_Y_UNA | topics.TREINTA_Y_UNA_AGGREGATES,
+    # a round ends settled, or called off before the deal (its stakes returned)
+    round_ends=frozenset({topics.TREINTA_Y_UNA_ROUND_SETTLED,
+                          topics.TREINTA_Y_UNA_ROUND_CANCELLED}),
+    turns=TurnRule(topics.TREINTA_Y_UNA_AGGREGATES, "tyu_turn", turn_time),
     replay=lazy("services.treinta_y_una.replay", "replay"),
     projections=lazy("services.treinta_y_una.projection", "views"),
 )

@@ -46,12 +46,13 @@ from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import (
     Core,
     TableClosing,
+    Transfer,
     check_amount,
     check_open,
     make_token,
     page_size_of,
-    plain,
     read_token,
+    unwrapped,
 )
 from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.ids import movement_account, parse_uuid, stake_uuid
@@ -100,7 +101,7 @@ class TrenteEtQuarante:
         if last is None:
             return ()
         step = end_of_shoe(last.domain_layout())
-        return tuple(self._apply_step(unit, table, last, step, ts, record_movements=True))
+        return tuple(self._apply_step(unit, table, last, step, ts))
 
     def table_closing(self, unit: UnitOfWork, table: Table, ts: datetime) -> TableClosing:
         """``close_table``: every stake left on the layout leaves it, free stakes returned and
@@ -113,7 +114,7 @@ class TrenteEtQuarante:
         if last is not None:
             step = close_table(rules, last.domain_layout())
             stakes = len(step.fates)
-            settled = self._apply_step(unit, table, last, step, ts, record_movements=True)
+            settled = self._apply_step(unit, table, last, step, ts)
         return TableClosing(str(last.id) if last is not None else None,
                             rules.prisoners_at_close.value, stakes, tuple(settled))
 
@@ -149,30 +150,39 @@ class TrenteEtQuarante:
         self.core.check_movements(unit, movements, currency)
 
     def _apply_step(self, unit: UnitOfWork, table: Table, coup: Coup, step: Step, ts: datetime,
-                    record_movements: bool,
+                    record_movements: bool = True,
                     command_event: tuple[str, type[Coup.StakeChanged]] | None = None,
                     ) -> list[MovementView]:
-        """Record a domain step on the coup: movements (as MoneyMoved when ``record_movements``)
-        with their double entries, then each stake's fate (``command_event``: the event class
-        for the commanded stake's fate), then the layout if it differs."""
+        """Record a domain step on the coup: its movements through the ledger's money step
+        (``Core.transfer``: each its double entry, and a ``MoneyMoved`` when
+        ``record_movements``), then each stake's fate (``command_event``: the event class for
+        the commanded stake's fate), then the layout if it differs."""
         moved: list[MovementView] = []
-        coup_id = str(coup.id)
-        seq = coup.movement_seq
-        for m in step.movements:
-            debit = self._role_account(unit, table.table_id, m.source, m.player)
-            credit = self._role_account(unit, table.table_id, m.destination, m.player)
-            seq += 1
-            view = MovementView(seq, m.kind.value, m.stake_id, m.player, m.chance.value, m.amount,
-                                debit.account_id, credit.account_id)
+        transfers = [
+            Transfer(self._role_account(unit, table.table_id, m.source, m.player),
+                     self._role_account(unit, table.table_id, m.destination, m.player),
+                     m.amount, m.kind.value, m.stake_id, m)
+            for m in step.movements
+        ]
+
+        first = coup.movement_seq + 1  # the seq of the step's first movement
+
+        def record(t: Transfer[Movement]) -> None:
+            m = t.movement
+            assert m is not None
+            view = MovementView(first + len(moved), t.kind, m.stake_id, m.player,
+                                m.chance.value, t.amount, t.debit.account_id,
+                                t.credit.account_id)
             if record_movements:
                 coup.trigger_event(
-                    Coup.MoneyMoved, timestamp=ts, seq=seq, kind=view.kind,
+                    Coup.MoneyMoved, timestamp=ts, seq=view.seq, kind=view.kind,
                     stake_id=view.stake_id, account_id=view.account_id, chance=view.chance,
                     amount=view.amount, debit_account=view.debit_account,
                     credit_account=view.credit_account,
                 )
-            self.core.post(debit, credit, m.amount, m.kind.value, coup_id, m.stake_id, ts)
             moved.append(view)
+
+        self.core.transfer(transfers, str(coup.id), ts, record)
         after = step.layout
         for f in step.fates:
             event_class = FATE_EVENTS[f.fate]
@@ -412,7 +422,7 @@ class TrenteEtQuarante:
 
     def _close_betting(self, unit: UnitOfWork, table: Table, coup: Coup, ts: datetime) -> None:
         step = close_betting(self._rules(table), coup.domain_layout())
-        self._apply_step(unit, table, coup, step, ts, record_movements=True)
+        self._apply_step(unit, table, coup, step, ts)
         coup.trigger_event(Coup.BettingClosed, timestamp=ts)
 
     def close_betting(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM
@@ -480,7 +490,7 @@ class TrenteEtQuarante:
             table = self.core.table(unit, coup.table_id)
             step = settle(self._rules(table), coup.domain_layout(), _outcome(coup))
             ts = unit.now
-            self._apply_step(unit, table, coup, step, ts, record_movements=True)
+            self._apply_step(unit, table, coup, step, ts)
             coup.trigger_event(Coup.Settled, timestamp=ts)
             return self._coup_view(coup)
 
@@ -579,7 +589,7 @@ class TrenteEtQuarante:
                 StepView(e.originator_version, e.topic, str(state.get("timestamp")), state,
                          *actors.get(e.originator_version, (0, None)))
                 for e in stored
-                for state in [plain(json.loads(e.state))]
+                for state in [unwrapped(json.loads(e.state))]
             )
             dealt_by = next((s.actor for s in steps if s.topic == Coup.Resolved.TOPIC), None)
             answer.append(CoupSteps(coup, steps, dealt_by))

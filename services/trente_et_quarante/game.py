@@ -129,6 +129,7 @@ GAME = Game(
     round_home=round_home,
     feed_keys=feed_keys,
     topics=topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES,
+    round_ends=frozenset({topics.COUP_SETTLED}),
     replay=replay,
     rerun_ids=rerun_ids,
     verify="sabot_verify.shoes",  # the verifier's own game: its coups' check is built in

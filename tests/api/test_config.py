@@ -9,11 +9,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.api import names
-from services.api.config import ConfigError, format_tokens, load, parse_tokens
+from services.api.config import Config, ConfigError, format_tokens, parse_tokens
 from services.api.credentials import new_token, token_hash
 from services.api.errors import ApiError
 from services.api.roles import RPC_ROLES, Role, allowed
 from services.api.server import keyring_of
+from services.settings import Settings
+
+
+def load(env: dict[str, str], dotenv: Path | None, **flags: str) -> Settings:
+    """The settings (services/settings.py, the one reader): ``flags``, then ``env``, then the
+    ``dotenv`` file."""
+    return Settings.load(flags, env=env, env_file=dotenv)
+
+
+def server_config(settings: Settings) -> Config:
+    """What ``sabot serve`` hands the server of the settings' tokens."""
+    tokens, hashed = settings.tokens.for_server()
+    return Config(tokens=tokens, credentials=hashed, credentials_file=settings.credentials)
 
 
 def test_tokens_parse_into_roles_and_accounts() -> None:
@@ -40,7 +53,7 @@ def test_the_environment_wins_over_the_dotenv_file(tmp_path: Path) -> None:
     assert config.store == "postgresql://postgres@127.0.0.1/x"
     assert config.listen == "0.0.0.0:1"
     assert config.seal_key == bytes.fromhex("ab" * 32)
-    found = keyring_of(config).token(token)
+    found = keyring_of(server_config(config)).token(token)
     assert found is not None and found.principal.role is Role.ADMIN
     assert load({}, dotenv, listen="127.0.0.1:9", store="sqlite:///b.db").listen == "127.0.0.1:9"
 

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 import services.cli as cli
 from services.api import credentials
-from services.api.config import ConfigError, load
+from services.api.config import Config, ConfigError
 from services.api.credentials import Credential, CredentialError, Keyring
 from services.api.roles import Role
 from services.api.server import keyring_of
+from services.settings import Settings
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -188,6 +189,13 @@ def test_render_and_parse_round_trip(entries: list[tuple[str, Role, bool, int]],
 ])
 def test_a_token_carries_at_least_128_bits(token: str, ok: bool) -> None:
     assert (credentials.token_bits(token) >= credentials.MIN_TOKEN_BITS) is ok
+
+
+def load(env: dict[str, str], dotenv: Path | None) -> Config:
+    """What ``sabot serve`` makes of the settings' tokens (services/settings.py, the one
+    reader: ``Tokens.for_server``)."""
+    tokens, hashed = Settings.load(env=env, env_file=dotenv).tokens.for_server()
+    return Config(tokens=tokens, credentials=hashed)
 
 
 def test_sabot_tokens_short_clear_and_hashed_entries(tmp_path: Path) -> None:

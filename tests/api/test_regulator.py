@@ -549,7 +549,8 @@ def _client_commands(scene: Scene, tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_key_settings(tmp_path: Path) -> None:
-    from services.api.config import ConfigError, load
+    from services.api.config import ConfigError
+    from services.settings import Settings
 
     pem = CHECKPOINT_KEY.private_bytes(serialization.Encoding.PEM,
                                        serialization.PrivateFormat.PKCS8,
@@ -560,16 +561,16 @@ def test_key_settings(tmp_path: Path) -> None:
     raw = CHECKPOINT_KEY.private_bytes_raw()
     for checkpoint in (raw.hex(), str(tmp_path / "op.key")):
         for regulator in (reg_pub.hex(), str(tmp_path / "reg.pub")):
-            cfg = load({"SABOT_CHECKPOINT_KEY": checkpoint, "SABOT_REGULATOR_KEY": regulator},
-                       dotenv=None)
-            assert (cfg.checkpoint_key, cfg.regulator_key) == (raw, reg_pub)
-    assert load({}, dotenv=None).checkpoint_key is None
+            cfg = Settings.load(env={"SABOT_CHECKPOINT_KEY": checkpoint,
+                                     "SABOT_REGULATOR_KEY": regulator}, env_file=None)
+            assert (cfg.checkpoint_key, cfg.regulator_public_key) == (raw, reg_pub)
+    assert Settings.load(env={}, env_file=None).checkpoint_key is None
     (tmp_path / "x25519.key").write_bytes(REGULATOR_PEM)
     for name, value in (("SABOT_CHECKPOINT_KEY", "abc"), ("SABOT_CHECKPOINT_KEY", "00" * 31),
                         ("SABOT_CHECKPOINT_KEY", str(tmp_path / "x25519.key")),
                         ("SABOT_REGULATOR_KEY", "zz" * 32), ("SABOT_REGULATOR_KEY", "/nope")):
         with pytest.raises(ConfigError, match=name):
-            load({name: value}, dotenv=None)
+            Settings.load(env={name: value}, env_file=None)
 
 
 def test_client_commands_report_progress_on_stderr(

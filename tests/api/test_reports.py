@@ -549,12 +549,13 @@ def test_client_commands(served: Served, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_the_projection_thread_can_be_turned_off() -> None:
-    from services.api.config import ConfigError, load
+    from services.api.config import ConfigError
+    from services.settings import Settings
 
-    assert load(env={}, dotenv=None).projections is True
-    assert load(env={"SABOT_PROJECTIONS": "off"}, dotenv=None).projections is False
+    assert Settings.load(env={}, env_file=None).projections is True
+    assert Settings.load(env={"SABOT_PROJECTIONS": "off"}, env_file=None).projections is False
     with pytest.raises(ConfigError, match="SABOT_PROJECTIONS"):
-        load(env={"SABOT_PROJECTIONS": "sometimes"}, dotenv=None)
+        Settings.load(env={"SABOT_PROJECTIONS": "sometimes"}, env_file=None)
 
 
 def test_gaming_days_in_the_sites_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

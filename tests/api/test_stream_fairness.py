@@ -155,10 +155,14 @@ def test_unauthenticated_streams_take_a_share_per_peer_host(api: Api, streams: S
 
 
 def test_the_share_is_a_setting() -> None:
-    from services.api.config import ConfigError, load
+    from services.api.config import ConfigError
+    from services.settings import Settings
 
-    assert load({}, None).streams_per_principal == 4
-    assert load({"SABOT_STREAMS_PER_PRINCIPAL": "12"}, None).streams_per_principal == 12
+    def load(env: dict[str, str]) -> Settings:
+        return Settings.load(env=env, env_file=None)
+
+    assert load({}).streams_per_principal == 4
+    assert load({"SABOT_STREAMS_PER_PRINCIPAL": "12"}).streams_per_principal == 12
     for bad in ("0", "x", "-1", "100000"):
         with pytest.raises(ConfigError, match=r"^SABOT_STREAMS_PER_PRINCIPAL: "):
-            load({"SABOT_STREAMS_PER_PRINCIPAL": bad}, None)
+            load({"SABOT_STREAMS_PER_PRINCIPAL": bad})

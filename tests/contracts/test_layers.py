@@ -167,3 +167,12 @@ def test_the_ledgers_commands_live_with_the_other_commands() -> None:
 
     assert "services.cli.store" in cli.COMMAND_MODULES
     assert not [m for m in cli.COMMAND_MODULES if not _under(m, "services.cli")]
+
+
+def test_the_notary_imports_no_game() -> None:
+    """The notary (``services/regulator/notary.py``) signs at every game's round end without
+    knowing a game: its maker hands it the games' ``round_end`` (issue 21)."""
+    path = ROOT / "services" / "regulator" / "notary.py"
+    forbidden = ("services.games", "services.regulator.vocabulary",
+                 *(f"{where}.{game}" for game in GAMES for where in ("services", "domain")))
+    assert _broken([path], forbidden) == []

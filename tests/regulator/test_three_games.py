@@ -13,7 +13,7 @@ import random
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -41,6 +41,7 @@ class Three(Played):
     """What the play left: the shoe, the rounds' shoes and the match."""
 
     match: str = ""
+    rounds: list[str] = field(default_factory=list)  # Treinta y Una's
 
 
 def _play(url: str) -> Three:
@@ -57,7 +58,9 @@ def _play(url: str) -> Three:
         fund_players(ledger)
         croupier = Croupier(ledger, game(ledger))
         for _ in range(ROUNDS):
-            assert croupier.play().phase == "settled"
+            view = croupier.play()
+            assert view.phase == "settled"
+            out.rounds.append(view.round_id)
         ledger.open_table("ct", "mesa", "seed", {"commission_rate": "5%"}, game="cuarenta")
         fund(ledger, ["eva", "fede"], 10_000)
         cuarenta = Game(ledger)
@@ -67,8 +70,9 @@ def _play(url: str) -> Three:
     finally:
         ledger.close()
     notary = out.notary()
-    notary.sync()
-    notary.checkpoint_now()
+    signed = notary.sync()  # a checkpoint at every game's round end, none by hand
+    assert [c.coup for c in signed] == [*coups, *out.rounds, out.match]
+    notary.checkpoint_now()  # the whole log's, for the export's anchor
     return out
 
 
