@@ -13,6 +13,7 @@ server's writer health was NOT_SERVING. Exit 0 only when nothing was lost or dou
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -27,11 +28,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 
-import grpc  # noqa: E402
-
-from services.api.client import Client  # noqa: E402
-from services.api.gen.sabot.v1 import cashier_pb2, common_pb2  # noqa: E402
+from services.api.client import Client
+from services.api.gen.sabot.v1 import cashier_pb2, common_pb2
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -175,7 +175,7 @@ def phase(what: str, act: object, target: str, token: str, metrics: str) -> dict
         t.join(60)
     with tally.lock:  # the write gap: the longest time without an acknowledgement after it
         times = sorted(t for t in tally.acks if t >= acted - 1)
-    gap = max((b - a for a, b in zip(times, times[1:], strict=False)), default=float("nan"))
+    gap = max((b - a for a, b in itertools.pairwise(times)), default=float("nan"))
     figures = {"acknowledged": tally.count, "before": before, "retries": tally.retries,
                "write_gap_s": round(gap, 2),
                "not_serving_s": round((down_to or acted) - (down_from or acted), 2)}
