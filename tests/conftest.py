@@ -39,7 +39,7 @@ PG_ADMIN_DSN = f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname=postgres co
 # Tests that time the server's answers under load (deadlines of a few seconds through a store
 # outage): `make test` runs them alone, in one process before the others, so that the second
 # process's work does not eat their deadlines (they stay as strict as they are).
-ALONE = ("tests/ops/test_outage.py",)
+ALONE = ("tests/ops/test_outage.py", "tests/ops/test_store_return.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

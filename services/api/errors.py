@@ -8,7 +8,9 @@ e.g. ``sabot.v1.Coup``, and name, e.g. ``tables/t1/shoes/S/coups/C``, from the r
 (``StoreUnavailable``, or the store's own errors) is UNAVAILABLE, "retry with the same request
 id". A standby's answer to a command (``NotTheWriter``) is UNAVAILABLE with an
 ``ErrorInfo`` (reason ``NOT_THE_WRITER``, metadata ``active_writer``: the server that writes the
-store now, as it names itself) and a ``RetryInfo``.
+store now, as it names itself) and a ``RetryInfo``. A store whose disk is full (``StoreFull``,
+or the store's own disk-full error) is UNAVAILABLE reason ``STORE_FULL``: free space, then retry
+with the same request id.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from services.ledger.errors import (
     PermissionDenied,
     StoreUnavailable,
 )
+from services.ledger.writer import store_full
 
 DOMAIN = "sabot.casino"
 # The store cannot be reached now: the client may retry (with the same request id).
@@ -159,7 +162,11 @@ def to_status(exc: BaseException, field_names: dict[str, str] | None = None,
         if code is grpc.StatusCode.ABORTED:
             message = "a concurrent change came first; retry with the same request id"
         status = status_pb2.Status(code=code.value[0], message=message)
-        info = error_details_pb2.ErrorInfo(reason=code.name, domain=DOMAIN)
+        reason = code.name
+        if code is grpc.StatusCode.UNAVAILABLE and store_full(exc):
+            message, reason = "the store is full; free space, then retry with the same " \
+                "request id", "STORE_FULL"
+        info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN)
         status.details.append(_pack(info))
         if code is grpc.StatusCode.UNAVAILABLE:
             status.details.append(_pack(_retry_info(StoreUnavailable.retry_after)))

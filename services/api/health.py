@@ -19,7 +19,8 @@ From those facts (``Facts``) it decides the statuses (``decide``, a pure functio
 - ``""`` (the whole server): the store answers and the ledger answers (reads are served);
 - ``sabot.store``: the store answers;
 - ``sabot.writer``, and the services that take commands (``TableService``, ``BettingService``,
-  ``CashierService``): as ``""``, and this server's ledger holds the writer lease;
+  ``CashierService``): as ``""``, and this server's ledger holds the writer lease (and its
+  last save did not find the store's disk full: ``store_full``, until a save succeeds);
 - ``sabot.read_models`` and ``sabot.v1.ReadModelService``: as ``""``, and no view is more than
   ``max_lag`` seconds behind;
 - ``sabot.notary`` (only with a notary): as ``""``, the notary writes (does not stand by) and is

@@ -305,8 +305,10 @@ def _sources(config: Config, ledger: Ledger, hub: Hub, projections: ProjectionKe
 
     def ledger_state() -> monitoring.LedgerState:
         found = state()  # a writer that found the store down decides nothing: not active
+        full = bool(found.get("store_full", False))  # nor one whose last save found it full
         return monitoring.LedgerState(alive=True, active=bool(found.get("active", True))
-                                      and not found.get("store_down", False))
+                                      and not found.get("store_down", False) and not full,
+                                      why="the store is full" if full else "")
 
     views = None
     if config.projections:

@@ -21,6 +21,7 @@ __all__ = [
     "PermissionDenied",
     "RequestIdReused",
     "RuleViolation",
+    "StoreFull",
     "StoreUnavailable",
 ]
 
@@ -78,3 +79,21 @@ class StoreUnavailable(RuleViolation):
 
     def __reduce__(self) -> tuple[object, tuple[str, float]]:  # type: ignore[override]
         return (StoreUnavailable, (self.message, self.retry_after))
+
+
+class StoreFull(StoreUnavailable):
+    """The store's disk is full (SQLite ``SQLITE_FULL``, PostgreSQL SQLSTATE 53100 disk_full):
+    the save failed, so the command may not have been stored. UNAVAILABLE, reason
+    ``STORE_FULL``, with a ``RetryInfo``: retry with the same request id once space is freed (a
+    retry gives its first answer if it was stored, else runs it once). The writer's health
+    (``sabot.writer``) is NOT_SERVING until a save succeeds again."""
+
+    retry_after = 5.0  # seconds: space is not freed in an instant
+
+    def __init__(self, message: str = "", retry_after: float = 5.0) -> None:
+        RuleViolation.__init__(self, "", "STORE_FULL", message or "the store is full; free "
+                               "space, then retry with the same request id")
+        self.retry_after = retry_after
+
+    def __reduce__(self) -> tuple[object, tuple[str, float]]:  # type: ignore[override]
+        return (StoreFull, (self.message, self.retry_after))

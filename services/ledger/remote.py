@@ -16,11 +16,18 @@ stored, so many calls are in flight on one connection; queries run on a small po
 Answers that are ready together leave in one frame, with the host's saved log position; the rule
 book's errors keep their class, field, reason and message.
 
-If the host goes away, a command it had received and not answered fails with ``HostGone``
-(a ``Conflict``, ABORTED over gRPC) reason OUTCOME_UNKNOWN: it may have been stored; a retry
-with the same request id gives its first answer if it was, else runs it. A call that never
-reached the host (sent after it went, or its frame cut short) and a query fail with reason
-NOT_STORED: nothing was stored."""
+If the host goes away, a command fails with ``HostGone`` (a ``Conflict``, ABORTED over gRPC)
+reason OUTCOME_UNKNOWN: one it had received and not answered may have been stored, and one sent
+after it went (or whose frame was cut short) may repeat a request id an earlier attempt stored
+before the host died (issue 20: answering that one NOT_STORED made a client place the stake
+again under a new id). A retry with the same request id, once the server is back, gives the
+first answer if it was stored, else runs it. A query fails with reason NOT_STORED (a query
+stores nothing).
+
+The ledger process ends with its server: when its standard input ends (the server stopped or
+died) or its parent is gone (``getppid`` looked at every ``PARENT_POLL`` s), it drains and
+closes, and exits anyway after ``exit_grace`` s (a writer waiting for a store that is down
+would otherwise keep it alive, orphaned, holding the store: SQLite's file lock)."""
 
 from __future__ import annotations
 
@@ -39,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -47,7 +55,7 @@ from typing import Any
 from services import traces
 from services.ledger import wire
 from services.ledger.api import Ledger, read_log
-from services.ledger.application import BACKSTOP, LedgerApplication
+from services.ledger.application import BACKSTOP, LedgerApplication, store_timeout
 from services.ledger.config import DEFAULT_MAX_OVERFLOW, LedgerConfig, store_env
 from services.ledger.errors import StoreUnavailable
 from services.ledger.evidence import ChainBroken
@@ -62,6 +70,7 @@ log = logging.getLogger("sabot.ledger.remote")
 QUERY_THREADS = 8
 HOST_SWITCH_INTERVAL = 0.0005  # seconds (CPython's default: 0.005)
 HANDSHAKE_SECONDS = 5.0
+PARENT_POLL = 0.5  # seconds between the ledger process's looks at its parent
 # Queries the host answers from its writer's memory in the connection's reader thread: never
 # queued behind queries waiting for the store (the health monitor asks them while it is down).
 INSTANT = frozenset({"writer_state", "writer_metrics"})
@@ -295,8 +304,10 @@ class RemoteLedger:
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
             if self._gone is not None:
-                raise HostGone("request_id", "NOT_STORED", f"{self._gone}; the command was not "
-                               "sent: retry it (with the same request id)")
+                if method in COMMANDS:
+                    raise _outcome_unknown(f"{self._gone}; this command was not sent")
+                raise HostGone("request_id", "NOT_STORED", f"{self._gone}; the query was not "
+                               "sent: retry it")
             self._next += 1
             call_id = self._next
         if traces.tracer is not None:
@@ -316,10 +327,12 @@ class RemoteLedger:
         except OSError as exc:  # the frame did not go whole: the host cannot have run it
             with self._lock:
                 self._waiting.pop(call_id, None)
-            self._lost(f"the ledger process cannot be reached ({exc})")
-            raise HostGone("request_id", "NOT_STORED", f"the ledger process cannot be reached "
-                           f"({exc}); the command was not sent: retry it (with the same "
-                           "request id)") from None
+            why = f"the ledger process cannot be reached ({exc})"
+            self._lost(why)
+            if method in COMMANDS:
+                raise _outcome_unknown(f"{why}; this command was not sent") from None
+            raise HostGone("request_id", "NOT_STORED",
+                           f"{why}; the query was not sent: retry it") from None
         except Exception:  # not sent: forget the call
             with self._lock:
                 self._waiting.pop(call_id, None)
@@ -406,9 +419,7 @@ class RemoteLedger:
             if future.done():
                 continue
             if method in COMMANDS:
-                future.set_exception(HostGone(
-                    "request_id", "OUTCOME_UNKNOWN", f"{why} before it answered; the command "
-                    "may have been stored: retry with the same request id to learn the outcome"))
+                future.set_exception(_outcome_unknown(f"{why} before it answered"))
             else:
                 future.set_exception(HostGone("request_id", "NOT_STORED",
                                               f"{why}; the query did not end: retry it"))
@@ -421,6 +432,14 @@ class RemoteLedger:
             forward.__name__ = name
             return forward
         raise AttributeError(name)
+
+
+def _outcome_unknown(why: str) -> HostGone:
+    """A command's answer once the ledger process is gone: it, or an earlier attempt with its
+    request id, may have been stored; only a retry with the same request id can tell."""
+    return HostGone("request_id", "OUTCOME_UNKNOWN",
+                    f"{why}; the command may have been stored (by this or an earlier attempt "
+                    "with its request id): retry with the same request id to learn the outcome")
 
 
 class LedgerProcess(RemoteLedger):
@@ -464,7 +483,7 @@ class LedgerProcess(RemoteLedger):
         # child's command line or environment (both readable in /proc).
         secret = secrets.token_bytes(32)  # this start's: only this process and the child know it
         settings = {**config.to_pipe(), "secret": secret.hex(),
-                    "otlp_endpoint": otlp_endpoint or ""}
+                    "otlp_endpoint": otlp_endpoint or "", "parent": os.getpid()}
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(settings) + "\n")
@@ -571,17 +590,65 @@ def host_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--own-dir", action="store_true",
                         help="remove the socket's directory (made for it alone) when done")
     args = parser.parse_args(argv)
-    try:
-        return _host(args.socket)
-    finally:
+
+    def tidy() -> None:
         if args.own_dir:
             with contextlib.suppress(OSError):
                 os.unlink(args.socket)
             with contextlib.suppress(OSError):
                 os.rmdir(os.path.dirname(os.path.abspath(args.socket)))  # only if empty
 
+    try:
+        return _host(args.socket, tidy)
+    finally:
+        tidy()
 
-def _host(path: str) -> int:
+
+class _Ending:
+    """The ledger process's end once its server is gone: ``begin`` (its standard input ended,
+    or its parent died) gives the orderly close ``grace`` seconds, then the process exits
+    whatever its threads wait for (a store that is down). ``watch_parent`` begins it when the
+    parent's pid is no longer our parent's (the server was killed: even while the main thread
+    is not reading standard input, e.g. still opening a store that does not answer)."""
+
+    def __init__(self, tidy: Callable[[], None], grace: float) -> None:
+        self.tidy = tidy
+        self.grace = grace
+        self._begun = threading.Event()
+
+    def watch_parent(self, parent: int) -> None:
+        def watch() -> None:
+            while not self._begun.wait(PARENT_POLL):
+                if os.getppid() != parent:
+                    self.begin(f"its server (pid {parent}) is gone")
+                    return
+
+        threading.Thread(target=watch, name="sabot-parent-watch", daemon=True).start()
+
+    def begin(self, why: str) -> None:
+        if self._begun.is_set():
+            return
+        self._begun.set()
+        threading.Thread(target=self._exit_later, args=(why,), name="sabot-ending",
+                         daemon=True).start()
+
+    def _exit_later(self, why: str) -> None:
+        time.sleep(self.grace)
+        with contextlib.suppress(Exception):
+            print(f"ledger process: {why}; not closed within {self.grace:g} s (the store does "
+                  "not answer?): exiting", file=sys.__stderr__, flush=True)
+        with contextlib.suppress(Exception):
+            self.tidy()
+        os._exit(3)
+
+
+def exit_grace(config: LedgerConfig) -> float:
+    """Seconds the ledger process may take to close once its server is gone: twice the store's
+    bound (``STORE_TIMEOUT``: what a save or a query waits at most), 3 s at least."""
+    return max(3.0, 2 * store_timeout(config.extra_env))
+
+
+def _host(path: str, tidy: Callable[[], None] = lambda: None) -> int:
     # The writer, the commit thread and the socket's reader and sender hand work to one another
     # many times per batch; each waits for the interpreter lock after every store round trip.
     # Switching every 0.5 ms instead of 5 ms: 528 -> 648 stakes/s (bench.load, 32 clients).
@@ -592,6 +659,10 @@ def _host(path: str) -> int:
         print("services.ledger.remote: no settings on standard input", file=sys.stderr)
         return 2
     config = LedgerConfig.from_pipe(settings)  # the fields LedgerProcess sent (to_pipe)
+    ending = _Ending(tidy, exit_grace(config))
+    parent = settings.get("parent")
+    if type(parent) is int:
+        ending.watch_parent(parent)
     secret = bytes.fromhex(str(settings.get("secret", "")))
     if len(secret) < 16:
         print("services.ledger.remote: no socket secret in the settings", file=sys.stderr)
@@ -612,6 +683,7 @@ def _host(path: str) -> int:
         while sys.stdin.read(4096):
             pass
     finally:
+        ending.begin("its standard input ended")
         host.close()
         ledger.close()
         traces.shutdown()  # what is buffered is exported

@@ -54,6 +54,7 @@ from services.ledger.errors import (
     NotTheWriter,
     PermissionDenied,
     RequestIdReused,
+    StoreFull,
     StoreUnavailable,
 )
 from services.ledger.methods import (
@@ -412,7 +413,7 @@ ERRORS: dict[str, type[RuleViolation]] = {
     cls.__name__: cls
     for cls in (RuleViolation, InvalidArgument, FailedPrecondition, NotFound, AlreadyExists,
                 RequestIdReused, PermissionDenied, Conflict, HostGone, NotTheWriter,
-                StoreUnavailable)
+                StoreUnavailable, StoreFull)
 }
 _UNAVAILABLE = (persistence.OperationalError, persistence.InterfaceError,
                 persistence.ConnectionUnavailableError, persistence.ConnectionPoolClosedError)

@@ -27,9 +27,12 @@ by default), then gets ``StoreUnavailable`` (UNAVAILABLE, "retry with the same r
 command whose caller gave up before it was decided is not decided. A save or a read that cannot
 reach the store, or a save in flight longer than the bound, trips the writer's ``StoreWatch``:
 from then on every command and query is answered ``StoreUnavailable`` at once, without touching
-the store, until a probe of its own finds the store answering again (every 0.5 s); then the
+the store, until a probe of its own finds the store answering again (every 0.1 s); then the
 writer forgets everything it cached (aggregates, recent requests, the evidence chain's head)
-before it decides the next command. A batch that
+before it decides the next command. A save that fails on a full disk (SQLite ``SQLITE_FULL``,
+PostgreSQL ``disk_full``) does not trip the watch (the store answers): its commands are answered
+``StoreFull`` (UNAVAILABLE ``STORE_FULL``) and ``state()`` says ``store_full`` (the health's
+``sabot.writer`` NOT_SERVING) until a save succeeds again. A batch that
 refuses commands and stores nothing confirms the lease before it answers: a refusal is not
 stored, so it must have been decided on the latest state (a batch that stores passed the lease's
 fence in its own transaction).
@@ -63,7 +66,13 @@ from eventsourcing.persistence import IntegrityError
 from domain.errors import RuleViolation
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
-from services.ledger.errors import Conflict, NotTheWriter, RequestIdReused, StoreUnavailable
+from services.ledger.errors import (
+    Conflict,
+    NotTheWriter,
+    RequestIdReused,
+    StoreFull,
+    StoreUnavailable,
+)
 from services.ledger.ids import check_request_id, request_uuid
 from services.ledger.lease import POLL, Lease
 from services.ledger.refused import Refused, answer_of
@@ -82,7 +91,10 @@ RECENT_REQUESTS = 100_000
 # by the server's outermost interceptor (``services.metrics.MetricsInterceptor``).
 call_deadline: ContextVar[float | None] = ContextVar("sabot_call_deadline", default=None)
 MARGIN = 0.05  # seconds: the answer leaves this long before the caller's deadline
-PROBE_INTERVAL = 0.5  # seconds between looks at a store found unreachable
+PROBE_INTERVAL = 0.5  # seconds between the writer's looks at a save in flight
+# seconds between looks at a store found unreachable: a refused connection costs nothing, and
+# the writer serves again this soon after the store does (issue 20: within 1 s of its return)
+DOWN_PROBE_INTERVAL = 0.1
 PROBE_TIMEOUT = 2.0  # seconds a look may take
 
 
@@ -102,6 +114,29 @@ def store_unreachable(exc: BaseException) -> bool:
         cause, psycopg.OperationalError | psycopg.InterfaceError)
 
 
+SQLITE_FULL = 13  # sqlite3's error code: "database or disk is full"
+DISK_FULL = "53100"  # PostgreSQL's SQLSTATE disk_full
+
+
+def store_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it: the library wraps the driver's errors) says the
+    store's disk is full: SQLite's SQLITE_FULL, PostgreSQL's disk_full."""
+    import sqlite3
+
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, sqlite3.Error) and (
+                getattr(error, "sqlite_errorcode", None) == SQLITE_FULL
+                or "database or disk is full" in str(error)):
+            return True
+        if getattr(error, "sqlstate", None) == DISK_FULL:
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def wait_bound(bound: float, deadline: float | None) -> float:
     """Seconds a caller may wait: ``bound``, or less to answer before its ``deadline``."""
     if deadline is None:
@@ -116,7 +151,7 @@ class StoreWatch:
     is clear. A clear watch costs nothing: the writer's own saves say the store answers."""
 
     def __init__(self, probe: Callable[[], None], on_back: Callable[[], None],
-                 metrics: WriterMetrics | None = None, interval: float = PROBE_INTERVAL,
+                 metrics: WriterMetrics | None = None, interval: float = DOWN_PROBE_INTERVAL,
                  timeout: float = PROBE_TIMEOUT) -> None:
         self.probe = probe
         self.on_back = on_back
@@ -391,6 +426,7 @@ class Writer:
         check = probe() if callable(probe) else None
         self.watch = StoreWatch(check, self._afresh, self.metrics) if check else None
         self._stale = False  # the store came back: forget the cache before deciding again
+        self.full = ""  # why the last save failed on a full disk ("": the last one did not)
         self._queue: queue.Queue[Any] | None = None
         self._thread: threading.Thread | None = None
         self._committer: ThreadPoolExecutor | None = None
@@ -544,7 +580,7 @@ class Writer:
         decides commands (holds the lease) and how many wait for it."""
         q = self._queue
         return {"active": self.active, "queue": q.qsize() if q is not None else 0,
-                "store_down": self.store_down()}
+                "store_down": self.store_down(), "store_full": bool(self.full)}
 
     def not_the_writer(self) -> NotTheWriter:
         """The answer of a standby, naming the active writer (read at most every POLL s)."""
@@ -771,6 +807,9 @@ class Writer:
         while len(self.recent) > RECENT_REQUESTS:
             self.recent.popitem(last=False)
         metrics = self.metrics
+        if decided.events and self.full:
+            log.warning("ledger writer: a save succeeded again after the store was full")
+            self.full = ""
         if decided.events:
             metrics.stored(len(decided.commands), len(decided.events), decided.seconds)
         metrics.outcome("stored", len(decided.results))
@@ -813,13 +852,22 @@ class Writer:
         """Answer every command not answered yet: nothing of it was stored, or (the store cut
         off during the commit) it is not known: ``StoreUnavailable`` when the store could not
         be reached (and the watch tripped), else ``Conflict``."""
-        unreachable = store_unreachable(exc)
+        full = store_full(exc)
+        if full:  # the store answers: no watch to trip; a save that succeeds clears it
+            self.full = f"{type(exc).__name__}: " + (str(exc).strip().splitlines() or [""])[0][
+                :200]
+        unreachable = not full and store_unreachable(exc)
         if unreachable and self.watch is not None:
             self.watch.trip(exc)
         for command in commands:
             if command.future.done():
                 continue
-            if unreachable:
+            if full:
+                command.future.set_exception(StoreFull(
+                    f"the store is full ({self.full}); the command may not have been stored: "
+                    "free space, then retry with the same request id"))
+                self.metrics.outcome("unavailable")
+            elif unreachable:
                 command.future.set_exception(StoreUnavailable(
                     f"the store could not be reached ({type(exc).__name__}); the command may "
                     "not have been stored: retry with the same request id"))

@@ -7,7 +7,9 @@ writes every view's rows and its tracking position in ONE transaction: exactly o
 from __future__ import annotations
 
 import gc
+import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -86,10 +88,29 @@ def apply_batch(
     return new
 
 
+SETUP_ATTEMPTS = 6  # the read models' set-up, tried again after a lock not got in time
+
+
+def contended(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a lock not got: SQLite's "database is locked"
+    (its busy timeout passed), PostgreSQL's deadlock, lock timeout or serialisation failure."""
+    error: BaseException | None = exc
+    for _ in range(5):
+        if error is None:
+            return False
+        if getattr(error, "sqlstate", None) in ("40P01", "55P03", "40001"):
+            return True
+        if type(error).__module__ == "sqlite3" and "locked" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def prepare(tx: Tx, views: Sequence[View]) -> None:
     """Create what is missing (idempotent). A view built by another version of its code (its
     schema digest differs) is dropped and set back to position 0: it is rebuilt from the log."""
     tracking.create(tx)
+    tracking.lock(tx)
     stored = tracking.schemas(tx)
     for view in views:
         digest = view.schema_digest()
@@ -124,9 +145,19 @@ class Projector:
         self.setup()
 
     def setup(self) -> None:
-        """Create the tables and tracking rows if missing (idempotent); read the positions."""
-        with self.store.transaction() as tx:
-            prepare(tx, self.views)
+        """Create the tables and tracking rows if missing (idempotent); read the positions.
+        Beside a busy writer whose projector applies batches (a standby, a second server
+        starting): the set-up orders its locks (``ReadStore.setup_transaction``,
+        ``tracking.lock``) and is tried again after a lock it could not get in time."""
+        for attempt in range(SETUP_ATTEMPTS):
+            try:
+                with self.store.setup_transaction() as tx:
+                    prepare(tx, self.views)
+                break
+            except Exception as exc:
+                if attempt == SETUP_ATTEMPTS - 1 or not contended(exc):
+                    raise
+                time.sleep(random.uniform(0.05, 0.1) * 2 ** attempt)
         self.reload()
 
     def reload(self) -> None:
@@ -214,8 +245,9 @@ class Projector:
         missing until the next :meth:`setup` or rebuild creates them; rows and positions are
         unaffected)."""
         late: list[str] = []
-        with self.store.transaction() as tx:
+        with self.store.setup_transaction() as tx:
             tracking.create(tx)
+            tracking.lock(tx)
             stored = tracking.schemas(tx)
             for view in self.views:
                 digest = view.schema_digest()

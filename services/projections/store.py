@@ -34,6 +34,10 @@ class Tx:
         self._store = store
         self._cursor = cursor
 
+    @property
+    def dialect(self) -> Dialect:
+        return self._store.dialect
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self._cursor.execute(self._store.sql(sql), tuple(params))
 
@@ -182,6 +186,27 @@ class ReadStore:
             finally:
                 if before > 1:
                     setting.execute(f"PRAGMA synchronous = {before}")
+
+    @contextmanager
+    def setup_transaction(self) -> Iterator[Tx]:
+        """A writing transaction that reads before it writes (the set-up of the read models):
+        on SQLite it takes the write lock first (``BEGIN IMMEDIATE``, waiting up to the
+        connection's busy timeout), since a deferred transaction that read while a busy writer
+        committed cannot write at all ("database is locked" at once: its snapshot is stale).
+        On PostgreSQL a plain ``transaction`` (``tracking.lock`` orders its locks)."""
+        if self.dialect == "postgres":
+            with self.transaction() as tx:
+                yield tx
+            return
+        with self.datastore.get_connection(commit=True) as conn:
+            cursor = conn.cursor()
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                yield Tx(self, cursor)
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
 
     @contextmanager
     def read(self) -> Iterator[Tx]:

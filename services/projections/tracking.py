@@ -58,6 +58,17 @@ def create(tx: Tx) -> None:
         tx.execute("ALTER TABLE {s}rm_tracking ADD COLUMN schema TEXT NOT NULL DEFAULT ''")
 
 
+def lock(tx: Tx) -> None:
+    """PostgreSQL: hold ``rm_tracking`` against every projector's batch (and every other
+    set-up) until the transaction ends, before any view's table is touched. A batch moves its
+    tracking rows first, then writes the views' tables; a set-up that locked a view's table
+    first (``CREATE INDEX IF NOT EXISTS``) and then wanted a tracking row deadlocked with it
+    (issue 20: a standby starting beside a busy writer). SQLite: the set-up's ``BEGIN
+    IMMEDIATE`` holds the whole file already."""
+    if tx.dialect == "postgres":
+        tx.execute("LOCK TABLE {s}rm_tracking IN SHARE ROW EXCLUSIVE MODE")
+
+
 def ensure(tx: Tx, views: Mapping[str, str]) -> None:
     """A row at position 0 for each view (name -> schema digest) that has none."""
     for view, schema in views.items():

@@ -22,7 +22,13 @@ import pytest
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
 from services.ledger.api import COMMANDS, Ledger, LedgerConfig
-from services.ledger.errors import AlreadyExists, Conflict, PermissionDenied, RequestIdReused
+from services.ledger.errors import (
+    AlreadyExists,
+    Conflict,
+    PermissionDenied,
+    RequestIdReused,
+    StoreFull,
+)
 from services.ledger.remote import QUERIES, HostGone, LedgerHost, RemoteLedger
 
 KEY = bytes(range(32))
@@ -132,7 +138,8 @@ def test_a_host_gone_fails_calls_with_a_retryable_error(
     with pytest.raises(HostGone) as gone:
         remote.open_account("a-2", "bruno")
     assert isinstance(gone.value, Conflict)  # ABORTED over gRPC: retry with the same id
-    assert gone.value.reason == "NOT_STORED"
+    # not sent, but an earlier attempt with its request id may have been stored (issue 20)
+    assert gone.value.reason == "OUTCOME_UNKNOWN"
     remote.close()
 
 
@@ -356,6 +363,7 @@ def test_the_method_table_is_the_ledgers() -> None:
     AlreadyExists("table_id", "TABLE_EXISTS", "exists"), Conflict("request_id", "C", "again"),
     RequestIdReused("used before"), HostGone("request_id", "NOT_STORED", "gone"),
     PermissionDenied("stake_id", "NOT_YOUR_STAKE", "another player's"),
+    HostGone("request_id", "OUTCOME_UNKNOWN", "gone"), StoreFull("the store is full"),
 ])
 def test_errors_cross_the_wire_whole(error: RuleViolation) -> None:
     from services.ledger import wire
@@ -432,3 +440,38 @@ def test_a_list_of_words_crosses_as_a_json_array() -> None:
     with pytest.raises(ProtocolError):
         read_call([6, "cuarenta_open_match", {"request_id": "o", "table_id": "t",
                                               "seats": [["ana"], "beto"]}])
+
+
+def test_a_full_disk_is_told_from_an_unreachable_store() -> None:
+    """SQLite's SQLITE_FULL and PostgreSQL's disk_full (53100), as the library wraps them, are
+    a full store (STORE_FULL, its RetryInfo 5 s); a refused connection or a lock is not."""
+    import sqlite3
+
+    import grpc
+    import psycopg
+    from eventsourcing import persistence
+
+    from services.api.errors import code_of, to_status
+    from services.ledger.writer import store_full
+
+    def wrapped(cause: BaseException) -> BaseException:
+        try:
+            raise persistence.OperationalError(str(cause)) from cause
+        except persistence.OperationalError as exc:
+            return exc
+
+    full = sqlite3.OperationalError("database or disk is full")
+    assert store_full(wrapped(full))
+    assert store_full(wrapped(psycopg.errors.DiskFull("could not extend file")))
+    assert not store_full(wrapped(sqlite3.OperationalError("database is locked")))
+    assert not store_full(wrapped(psycopg.OperationalError("connection refused")))
+    error = StoreFull()
+    assert code_of(error) is grpc.StatusCode.UNAVAILABLE and error.reason == "STORE_FULL"
+    assert error.retry_after == 5.0
+    from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+
+    status = to_status(wrapped(full))  # a store error that reached the edge unwrapped
+    assert status.code is grpc.StatusCode.UNAVAILABLE
+    rich = status_pb2.Status.FromString(dict(status.trailing_metadata)["grpc-status-details-bin"])
+    info = error_details_pb2.ErrorInfo()
+    assert rich.details[0].Unpack(info) and info.reason == "STORE_FULL"

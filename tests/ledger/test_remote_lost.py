@@ -1,5 +1,6 @@
-"""A ledger process lost mid-call: a command it received may have been stored (OUTCOME_UNKNOWN,
-retry with the same request id), one it never got was not (NOT_STORED); and the process's
+"""A ledger process lost mid-call: a command it received may have been stored, and one sent after
+it went may repeat a request id stored before (both OUTCOME_UNKNOWN: retry with the same request
+id); a query stored nothing (NOT_STORED); and the process's
 folder (``sabot-ledger-*`` in the temporary directory) goes however the server ends, killed
 included."""
 
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,10 +71,19 @@ def test_a_command_the_host_received_is_of_unknown_outcome(
     assert lost.value.reason == "OUTCOME_UNKNOWN"
     assert lost.value.field == "request_id"
     assert "retry with the same request id to learn the outcome" in lost.value.message
-    # Once the host is known gone, nothing is sent: that call was not stored.
+    # Once the host is known gone, nothing is sent; yet an earlier attempt with that request id
+    # may have been stored before it went: the outcome is unknown, never NOT_STORED (issue 20:
+    # a client keyed on NOT_STORED placed the stake again under a new id).
+    with pytest.raises(HostGone) as refused:
+        remote.open_account("a-1", "anne")  # the retry of the lost command, sent too early
+    assert refused.value.reason == "OUTCOME_UNKNOWN"
+    assert "retry with the same request id to learn the outcome" in refused.value.message
     with pytest.raises(HostGone) as refused:
         remote.open_account("a-2", "bruno")
-    assert refused.value.reason == "NOT_STORED"
+    assert refused.value.reason == "OUTCOME_UNKNOWN"
+    with pytest.raises(HostGone) as query:  # a query stores nothing
+        remote.list_tables()
+    assert query.value.reason == "NOT_STORED"
 
 
 def test_a_query_lost_with_the_host_stored_nothing(
@@ -159,3 +170,72 @@ def test_over_grpc_the_lost_command_is_aborted_outcome_unknown(
     finally:
         client.close()
         running.stop(grace=1)
+
+
+def _ended(pid: int) -> bool:
+    """The process is gone (or a zombie nobody reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.postgres
+def test_the_ledger_process_exits_after_its_server_is_killed_during_an_outage(
+        tmp_path: Path, postgres_store_url: str) -> None:
+    """Issue 20: a server SIGKILLed while the store does not answer (a network that drops
+    everything) and its writer waits on a save: the ledger process, orphaned, all its threads
+    waiting, still exits (within its grace: twice the 1 s bound, 3 s at least) and removes its
+    folder. (The ledger process also watches its parent's pid: its end starts the same grace
+    when the main thread is not reading its standard input, e.g. still opening the store.)"""
+    from tests.conftest import PG_HOST, PG_PORT
+    from tests.ops.proxy import Proxy
+
+    proxy = Proxy((PG_HOST, PG_PORT))
+    store = postgres_store_url.replace(f":{PG_PORT}/", f":{proxy.port}/")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    script = (
+        "import sys, threading, time\n"
+        "from services.ledger.remote import LedgerProcess\n"
+        f"p = LedgerProcess({store!r}, bytes(range(32)), store_timeout=1.0)\n"
+        "p.open_account('o-0', 'olga')\n"
+        "print('up', p.process.pid, flush=True)\n"
+        "sys.stdin.readline()\n"  # the store hangs now
+        "for i in range(1, 9):\n"
+        "    threading.Thread(target=p.open_account, args=(f'o-{i}', f'o{i}'),\n"
+        "                     daemon=True).start()\n"
+        "print('sent', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              env={**os.environ, "TMPDIR": str(tmp)})
+    child = 0
+    try:
+        assert parent.stdout is not None and parent.stdin is not None
+        line = parent.stdout.readline().split()
+        assert line[:1] == ["up"], line
+        child = int(line[1])
+        proxy.hang()
+        parent.stdin.write("go\n")
+        parent.stdin.flush()
+        assert parent.stdout.readline().strip() == "sent"
+        threading.Event().wait(0.5)  # the commands reach the writer, which waits on the store
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        killed = time.monotonic()
+        while not _ended(child) and time.monotonic() - killed < 20:
+            threading.Event().wait(0.1)
+        took = time.monotonic() - killed
+        assert _ended(child), "the orphaned ledger process is still alive 20 s after its server"
+        assert took < 7, took  # before issue 20's fix: 10-13 s here, and unbounded
+        assert _ledger_dirs(tmp) == []
+    finally:
+        proxy.mend()
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        if child and not _ended(child):
+            os.kill(child, signal.SIGKILL)
+        proxy.close()
