@@ -179,6 +179,7 @@ def _announce(args: argparse.Namespace, running: Running, tokens: dict[str, Prin
                 channel = channel_of_env(target)
             with logs.muted():
                 _serve_demos(target, tokens, args, channel)
+                _summary(target, tokens, channel, args)
         _print_connect(target, tokens, args.dev, running.tls)
         if running.endpoint is not None:
             metrics_host = metrics_listen.rsplit(":", 1)[0] if metrics_listen else host
@@ -197,6 +198,47 @@ def _announce(args: argparse.Namespace, running: Running, tokens: dict[str, Prin
         running.stop()
         signals.restore()
         raise
+
+
+def _summary(target: str, tokens: dict[str, Principal], channel: Any,
+             args: argparse.Namespace) -> None:
+    """``serve --demo``'s last words: what was played, per game; the balances; where the store
+    and the logs are; what to run next."""
+    from datetime import UTC, datetime
+
+    from domain.currency import format_minor
+    from services.api.client import Client
+    from services.api.gen.sabot.v1 import cashier_pb2, table_pb2
+
+    admin = next((t for t, w in tokens.items() if w.role is Role.ADMIN), None)
+    if admin is None:
+        return
+    client = Client(target, admin, channel=channel) if channel else Client(target, admin)
+    try:
+        tables = client.tables.ListTables(table_pb2.ListTablesRequest(page_size=1000)).tables
+        sheet = client.reports.GetBalanceSheet(cashier_pb2.GetBalanceSheetRequest())
+    finally:
+        client.close()
+    played: dict[str, list[str]] = {}
+    for t in tables:
+        played.setdefault(t.game or games.DEFAULT_GAME, []).append(t.name.split("/")[-1])
+    print("\nSummary of the demo")
+    for game, names in played.items():
+        print(f"  {game}: table(s) {', '.join(names)}")
+    players = [b for b in sheet.balances if ":" not in b.account_id]
+    for b in players[:8]:
+        print(f"  {b.account_id:<24} {format_minor(b.balance_minor, b.currency_code):>16}")
+    if len(players) > 8:
+        print(f"  ... and {len(players) - 8} more players")
+    totals = ", ".join(format_minor(m.amount_minor, m.currency_code) for m in sheet.totals)
+    print(f"  every account's balance adds up to {totals or '0'} "
+          f"({len(sheet.balances)} accounts; sabot report balance-sheet)")
+    print(f"  store: {settings_of(args).store}; logs: this terminal's JSON lines (stderr)")
+    day = datetime.now(UTC).date().isoformat()
+    print("Next: sabot report day " + day + " (the back office's gaming day, every game); sabot "
+          "coup list SHOE / round list TABLE / match list TABLE; sabot regulator export -o "
+          "day.jsonl, then sabot-verify day.jsonl with the public keys in var/")
+    sys.stdout.flush()
 
 
 def _start_web(listen: str, target: str, tls: bool) -> None:
