@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -107,7 +109,8 @@ def _chain(exp: Export, chain_keys: list[bytes] | None, head: dict[str, Any] | N
 
 
 def run(
-    lines: list[str], regulator_key: bytes | None = None, checkpoint_key: bytes | None = None,
+    lines: Iterable[str], regulator_key: bytes | None = None,
+    checkpoint_key: bytes | None = None,
     out: Any = sys.stdout, chain_keys: list[bytes] | None = None,
     chain_head: dict[str, Any] | None = None, summary: dict[str, Any] | None = None,
     known: list[dict[str, Any]] | None = None, verbose: bool = True,
@@ -275,6 +278,20 @@ def run(
     return code
 
 
+def _open(path: str) -> TextIO:
+    try:
+        return open(path, encoding="utf-8")
+    except OSError as exc:
+        raise Unreadable(f"export {path}: {exc.strerror or exc}") from None
+
+
+def _first_line(source: TextIO, name: str) -> str:
+    try:
+        return source.readline()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"export {name}: {exc}") from None
+
+
 def _header_keys(text: str) -> set[bytes]:
     """The public keys the export's header names (to tell a private key given in their
     place): empty when the header is unreadable (the verification says why)."""
@@ -339,9 +356,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-key", dest="checkpoint_key", help=argparse.SUPPRESS)
     parser.add_argument("--chain-key", dest="chain_key", action="append", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    opened: list[TextIO] = []
     try:
-        text = sys.stdin.read() if args.export == "-" else read_text(args.export, "export")
-        named = _header_keys(text)
+        return _answer(args, opened)
+    finally:
+        for f in opened:
+            f.close()
+
+
+def _answer(args: argparse.Namespace, opened: list[TextIO]) -> int:
+    """Read the keys, the trust and the export named in ``args``; verify; the exit code."""
+    try:
+        source = sys.stdin if args.export == "-" else _open(args.export)
+        if source is not sys.stdin:
+            opened.append(source)
+        first = _first_line(source, args.export)  # read on line by line: never held whole
+        named = _header_keys(first)
         trust = load_trust(args.trust) if args.trust else Trust()
         reg = None
         if args.regulator_key:
@@ -368,9 +398,13 @@ def main(argv: list[str] | None = None) -> int:
     json_out = args.format == "json"
     report = io.StringIO() if json_out else sys.stdout
     try:
-        code = run(text.splitlines(), reg, cpk, out=report, chain_keys=chain or None,
+        code = run(itertools.chain([first], source), reg, cpk, out=report,
+                   chain_keys=chain or None,
                    chain_head=head, summary=summary, known=known,
                    verbose=args.verbose or json_out)
+    except (OSError, UnicodeDecodeError) as exc:  # the file, not its content
+        print(f"sabot-verify: error: cannot read export {args.export}: {exc}", file=sys.stderr)
+        return UNREADABLE
     except (Bad, KeyError, TypeError, ValueError) as exc:  # a malformed export does not verify
         print(f"NOT VERIFIED: malformed export: {exc!r}", file=report)
         code = NOT_VERIFIED
