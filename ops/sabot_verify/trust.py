@@ -20,7 +20,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from sabot_verify.proofs import Bad, mth
+from sabot_verify.proofs import Bad, check_consistency, mth
 
 TRUST_FORMAT = "SABOT-TRUST-1"
 
@@ -186,9 +186,21 @@ def check_known(known: list[dict[str, Any]], events: list[dict[str, Any]],
             else:
                 result.proven.append(m)
             continue
+        carried = [k for k in anchor.get("known") or () if isinstance(k, dict)
+                   and k.get("from") == m]
+        if carried:  # the export carries the consistency proof from m (--known-size)
+            try:
+                check_consistency(m, n, bytes.fromhex(root), bytes.fromhex(anchor["root"]),
+                                  [bytes.fromhex(p) for p in carried[0]["proof"]])
+                result.proven.append(m)
+            except (Bad, KeyError, TypeError, ValueError) as exc:
+                result.failures.append((None, f"{where}: the export's log is not consistent "
+                                              f"with it ({exc}): the log was rewritten"))
+            continue
         if not whole:
-            result.unchecked.append(f"{where}: this export neither holds its first {m} leaves "
-                                    "nor a checkpoint of that size (export the whole log)")
+            result.unchecked.append(f"{where}: this export neither holds its first {m} leaves, "
+                                    "a checkpoint of that size nor a proof from it (export the "
+                                    f"whole log, or with --known-size {m})")
             continue
         leaves = [r for r in events[:m] if isinstance(r.get("index"), int)]
         if len(leaves) < m or [r["index"] for r in leaves] != list(range(m)):

@@ -88,6 +88,9 @@ def register(sub: Any) -> None:
     p.add_argument("--since", help="ISO 8601 time: events at or after it")
     p.add_argument("--until", help="ISO 8601 time: events before it")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    p.add_argument("--known-size", type=int, action="append", metavar="M",
+                   help="the size of a checkpoint the regulator holds: the anchor carries the "
+                        "consistency proof from it (for a narrowed export; repeatable)")
     p.add_argument("--wait", type=float, default=0.0,
                    help="given the private checkpoint key: seconds to wait for the notary's "
                         "lock (default: 0)")
@@ -326,6 +329,7 @@ def _export(args: argparse.Namespace, notary: Notary, public: bytes) -> ExportSu
             return write_export(
                 _Counted(out, progress), notary.events, notary, public, shoe_ids=args.shoe,
                 since=since, until=until, chain_keys=_chain_keys(settings_of(args)),
+                known_sizes=args.known_size,
             )
     except StoreTampered:
         raise

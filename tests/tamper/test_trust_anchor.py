@@ -272,3 +272,41 @@ def test_the_export_is_read_line_by_line_and_shared(store: Store,
     same = [t for t in topics if t == P + "Request.Recorded"]
     assert len(same) > 100 and all(t is same[0] for t in same)
     assert all(isinstance(r["proof"], bytes) and len(r["proof"]) % 32 == 0 for r in exp.events)
+
+
+def test_a_narrowed_export_carries_the_proof_from_an_earlier_checkpoint(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shoe's export does not hold the log's first leaves: without the proof it cannot be
+    checked against an earlier checkpoint (UNVERIFIABLE, exit 3, naming --known-size); with
+    ``sabot store export --known-size M`` its anchor carries the consistency proof from M,
+    which proves the regulator's checkpoint, or finds another root."""
+    code, whole, _ = _export(store, capsys)
+    assert code == 0
+    records = [json.loads(x) for x in whole.read_text().splitlines()]
+    sizes = {r["size"] for r in records if r["kind"] == "checkpoint"}
+    leaves = [r for r in records if r["kind"] == "event"]
+    m = next(n for n in range(len(leaves) // 3, len(leaves)) if n not in sizes)
+    root = MemoryTree(bytes.fromhex(r["leaf_hash"]) for r in leaves[:m]).root()
+    pinned = _pinned(tmp_path)
+    earlier = tmp_path / "earlier.json"
+
+    def export_shoe(*extra: str) -> Path:
+        out = tmp_path / "shoe.jsonl"
+        assert sabot("export", "--store", store.url, "--key", str(store.key_file), "-o",
+                     str(out), "--chain-key", CHAIN_PUBLIC.hex(), "--quiet", "--shoe",
+                     store.played.shoe, *extra) == 0
+        return out
+
+    good = sign_checkpoint(CHECKPOINT, "sabot", m, root, leaves[m - 1]["position"])
+    earlier.write_text(json.dumps(good.to_json()))
+    code, text, _ = _verify(capsys, str(export_shoe()), *pinned, "--known-checkpoint",
+                            str(earlier))
+    assert code == 3 and "not checked" in text, text
+    out = export_shoe("--known-size", str(m))
+    code, text, _ = _verify(capsys, str(out), *pinned, "--known-checkpoint", str(earlier), "-v")
+    assert code == 0 and f"OK   the checkpoint of size {m} received earlier" in text, text
+    forged = sign_checkpoint(CHECKPOINT, "sabot", m, bytes(32), leaves[m - 1]["position"])
+    earlier.write_text(json.dumps(forged.to_json()))
+    code, text, _ = _verify(capsys, str(out), *pinned, "--known-checkpoint", str(earlier), "-v")
+    assert code == 1 and "the log was rewritten" in text, text
