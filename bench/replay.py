@@ -34,6 +34,9 @@ from services.regulator.replay import Replayer, verdict
 from services.regulator.source import Database, EventTable
 from services.regulator.vocabulary import coup_end
 
+CHAIN_KEY = bytes([0x3B]) * 32  # the evidence chain's key, pinned by the verifier
+CHAIN_PUBLIC = Ed25519PrivateKey.from_private_bytes(CHAIN_KEY).public_key().public_bytes_raw()
+
 Row = tuple[str, float]
 
 
@@ -75,7 +78,7 @@ def _play_shoe(url: str) -> tuple[str, list[str]]:
     ledger = Ledger(LedgerConfig(
         store_url=url, seal_key=bytes(32), clock=now,
         new_id=lambda: UUID(int=rng.getrandbits(128), version=4),
-        new_seed=lambda: rng.randbytes(32),
+        new_seed=lambda: rng.randbytes(32), chain_key=CHAIN_KEY,
     ))
     n = 0
 
@@ -167,7 +170,8 @@ def _one_size(tmp: str, filler: int, label: str) -> list[Row]:
         write_export(buf, events, notary, public_key_bytes(key.public_key()), shoe_ids=[shoe_id])
         out = io.StringIO()
         code = verify_export(buf.getvalue().splitlines(),
-                             checkpoint_key=public_key_bytes(key.public_key()), out=out)
+                             checkpoint_key=public_key_bytes(key.public_key()), out=out,
+                             chain_keys=[CHAIN_PUBLIC])
         assert code == 0, out.getvalue()
 
     rows.append((f"replay.{label}.export_and_verify_shoe_ms", _median_ms(export_and_verify, 3)))

@@ -1,16 +1,22 @@
-"""``sabot-verify EXPORT [--regulator-key KEY] [--checkpoint-key KEY] [--chain-key KEY]
-[--chain-head FILE] [--format text|json]``.
+"""``sabot-verify EXPORT [--trust FILE] [--checkpoint-public-key KEY] [--chain-public-key KEY]...
+[--known-checkpoint FILE]... [--regulator-key KEY] [--chain-head FILE] [-v] [--format text|json]``.
 
 Checks an export (docs/export-format.md) with nothing but the standard library and
 ``cryptography``: every leaf hash, inclusion proof, signed checkpoint and consistency proof; the
 evidence chain (every batch against the link its writer signed); that every posting belongs to
 exactly one command whose postings balance, and (whole log) every balance re-derived and every
 snapshot against its link; then every shoe's commitment, shuffle and cut, and every coup's
-deal, outcome and settlement. Prints a verdict per coup; a shoe in play whose seed is neither
-revealed nor opened (``--regulator-key``) is PENDING: its events are checked as every event is,
-its cards are not, and it is listed apart, not failed. Exit 0 when everything verifies (shoes
-pending or not: the verdict line and the JSON's ``pending`` say which), 1 when something does
-not, 2 on usage. The first tampered position is the least position where the stored log
+deal, outcome and settlement; and each checkpoint the regulator received earlier
+(``--known-checkpoint``) against the export's, so a truncated or rewritten log is found.
+A shoe in play whose seed is neither revealed nor opened (``--regulator-key``) is PENDING: its
+events are checked as every event is, its cards are not, and it is listed apart, not failed.
+Prints one verdict line (``-v``: a line per shoe, coup, the chain, the money and who did what).
+
+Exit codes (docs/export-format.md, "Exit codes"): 0 VERIFIED (with the operator's keys pinned:
+``--checkpoint-public-key`` and ``--chain-public-key``, or ``--trust FILE``), 1 NOT VERIFIED
+(or a malformed export), 2 usage, 3 UNVERIFIABLE (nothing failed, but no trust anchor: a key
+not pinned, or an earlier checkpoint the export cannot be checked against), 4 a file that
+cannot be read. The first tampered position is the least position where the stored log
 differs from what was notarised or chained; when the log is intact, the least where what it
 records breaks the rules.
 """
@@ -19,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -32,7 +40,7 @@ from sabot_verify.chain import key_id, load_head, walk_export
 from sabot_verify.cuarenta import verify_matches
 from sabot_verify.integrity import Export, Problem, check, parse
 from sabot_verify.money import check_money
-from sabot_verify.proofs import Bad, load_x25519, open_escrow
+from sabot_verify.proofs import Bad, check_checkpoint, load_x25519, open_escrow
 from sabot_verify.shoe import commitment
 from sabot_verify.shoes import (
     GAMES,
@@ -44,6 +52,20 @@ from sabot_verify.shoes import (
 )
 from sabot_verify.topics import SHOE_CLOSED
 from sabot_verify.treinta_y_una import verify_rounds
+from sabot_verify.trust import (
+    NOT_VERIFIED,
+    UNREADABLE,
+    UNVERIFIABLE,
+    USAGE,
+    VERIFIED,
+    Trust,
+    Unreadable,
+    check_known,
+    load_checkpoint,
+    load_trust,
+    public_key,
+    read_text,
+)
 
 
 def _checked_apart(lines: str) -> Any:
@@ -60,26 +82,14 @@ for _game, _lines in (("treinta-y-una", "treinta y una round"), ("cuarenta", "cu
         register_game(_game, _checked_apart(_lines))
 
 
-def _read_key(text: str, flag: str = "--checkpoint-key") -> bytes:
-    path = Path(text)
-    raw = path.read_text().strip() if path.exists() else text.strip()
-    try:
-        key = bytes.fromhex(raw)
-    except ValueError:
-        raise Bad(f"{flag}: expected 64 hex digits or a file holding them") from None
-    if len(key) != 32:
-        raise Bad(f"{flag}: expected 32 bytes")
-    return key
-
-
 def _chain(exp: Export, chain_keys: list[bytes] | None, head: dict[str, Any] | None,
            out: Any) -> tuple[list[Problem], Any]:
-    """The evidence chain over the exported events, in log order: its problems and the walk."""
+    """The evidence chain over the exported events, in log order: its problems and the walk
+    (with the header's key when none is pinned: the verdict is then UNVERIFIABLE at best)."""
     trusted: dict[str, Ed25519PublicKey] = {}
     keys = chain_keys
     if not keys and exp.header.get("chain_key"):
         keys = [bytes.fromhex(exp.header["chain_key"])]
-        print("note: chain key taken from the export; pin it with --chain-key", file=out)
     for k in keys or []:
         trusted[key_id(k)] = Ed25519PublicKey.from_public_bytes(k)
     records: list[tuple[int, int | None, dict[str, Any] | None]] = []
@@ -99,23 +109,45 @@ def _chain(exp: Export, chain_keys: list[bytes] | None, head: dict[str, Any] | N
 
 
 def run(
-    lines: list[str], regulator_key: bytes | None = None, checkpoint_key: bytes | None = None,
+    lines: Iterable[str], regulator_key: bytes | None = None,
+    checkpoint_key: bytes | None = None,
     out: Any = sys.stdout, chain_keys: list[bytes] | None = None,
     chain_head: dict[str, Any] | None = None, summary: dict[str, Any] | None = None,
+    known: list[dict[str, Any]] | None = None, verbose: bool = True,
 ) -> int:
-    """Verify an export: the verdict printed to ``out``, the exit code returned (0 VERIFIED,
-    pending shoes or not; 1 NOT VERIFIED); ``summary``, when given, is filled with the same
-    as data (docs/export-format.md, "sabot-verify --format json")."""
+    """Verify an export: the verdict printed to ``out`` (``verbose``: the detail first), the
+    exit code returned (0 VERIFIED, pending shoes or not; 1 NOT VERIFIED; 3 UNVERIFIABLE: no
+    failure, but a key not pinned or an earlier checkpoint in ``known`` not checkable);
+    ``summary``, when given, is filled with the same as data (docs/export-format.md,
+    "sabot-verify --format json")."""
+    detail = out if verbose else io.StringIO()
     exp = parse(lines)
+    unpinned = []
     key = checkpoint_key
     if key is None:
         key = bytes.fromhex(exp.header["checkpoint_key"])
-        print("note: checkpoint key taken from the export; pin it with --checkpoint-key", file=out)
+        unpinned.append("the checkpoint key (--checkpoint-public-key)")
+    if not chain_keys:
+        unpinned.append("the chain key (--chain-public-key)")
     problems, checkpoints = check(exp, key)
     problems += actors.problems(exp.events)  # each event's actor is its command's
-    chain_found, walk = _chain(exp, chain_keys, chain_head, out)
+    chain_found, walk = _chain(exp, chain_keys, chain_head, detail)
     problems += chain_found
     whole = exp.header.get("coverage") == "log"
+    earlier = []
+    for cp in known or []:  # checkpoints the regulator received earlier: the operator's?
+        try:
+            check_checkpoint(cp, key)
+            earlier.append(cp)
+        except Bad as exc:
+            problems.append(Problem(None, f"the checkpoint received earlier ({cp.get('file')}):"
+                                          f" {exc}"))
+    positions = [r["position"] for r in exp.events + exp.unnotarised + exp.tail
+                 if isinstance(r.get("position"), int)]
+    exported = [c for c in exp.checkpoints if isinstance(c.get("size"), int)]
+    against = check_known(earlier, exp.events, exported, whole,
+                          max(positions) if positions else None)
+    problems += [Problem(at, message) for at, message in against.failures]
     contents = [r["event"] for r in exp.events if r.get("event")]
     contents += [r["event"] for r in exp.unnotarised + exp.tail if r.get("event")]
     contents.sort(key=lambda e: e["position"])
@@ -163,28 +195,33 @@ def run(
             if pend.reason == IN_PLAY:
                 pend.reason = "in play: its escrowed seed does not open with this regulator key"
     for v in verdicts:
-        print(f"{'OK  ' if v.ok else 'FAIL'} {v.what}: {v.detail}", file=out)
+        print(f"{'OK  ' if v.ok else 'FAIL'} {v.what}: {v.detail}", file=detail)
     for line in actors.report(exp.events):  # who did what
-        print(line, file=out)
+        print(line, file=detail)
     if not chain_found:
-        print(f"OK   evidence chain: {len(walk.links)} links verified", file=out)
+        print(f"OK   evidence chain: {len(walk.links)} links verified", file=detail)
     if not money:
         derived = (f"; {len(accounts.balances)} accounts re-derived, sum 0"
                    if accounts is not None else "")
         print(f"OK   money: every posting belongs to one command, each balanced{derived}",
-              file=out)
+              file=detail)
     unsaid = sorted({p.shoe_id for p in pending} - set(claimed))
     if unsaid:  # an export of an older format, or a header edited (it is not notarised)
         print(f"note: shoes in play the export's header does not list as pending: {unsaid}",
-              file=out)
+              file=detail)
     for pend in pending:  # held, chained and in the money; its cards not checked yet
         print(f"PENDING shoe {pend.shoe_id} (table {pend.table_id}, {pend.game}): "
-              f"{pend.coups} coups so far ({pend.settled} settled); {pend.reason}", file=out)
+              f"{pend.coups} coups so far ({pend.settled} settled); {pend.reason}", file=detail)
+    for size in against.proven:
+        print(f"OK   the checkpoint of size {size} received earlier: the export's log holds it",
+              file=detail)
+    for why in against.unchecked:
+        print(f"UNCHECKED {why}", file=detail)
     for p in problems:
-        print(f"FAIL {p.message}", file=out)
+        print(f"FAIL {p.message}", file=detail)
     for m in money:
         where = f"position {m.position}: " if m.position is not None else ""
-        print(f"FAIL money: {where}{m.message}", file=out)
+        print(f"FAIL money: {where}{m.message}", file=detail)
     # the log's own integrity first (notarised, chained); then what it records
     failed_at = [p.position for p in problems if p.position is not None]
     if not failed_at:
@@ -193,13 +230,36 @@ def run(
     bad = bool(problems) or bool(money) or any(not v.ok for v in verdicts)
     coups = sum(1 for v in verdicts if v.what.startswith("coup"))
     first_at = min(failed_at) if bad and failed_at else None
+    counts = (f"{len(exp.events)} events, {len(exp.checkpoints)} checkpoints, {coups} coups, "
+              f"{len(walk.links)} links")
+    held = (f"; {len(pending)} shoe(s) pending: card checks deferred, listed above"
+            if pending else "")
+    if bad:
+        verdict, code = "NOT VERIFIED", NOT_VERIFIED
+        first = f"; first tampered position {first_at}" if first_at is not None else ""
+        line = f"NOT VERIFIED{first}"
+    elif unpinned or against.unchecked:
+        verdict, code = "UNVERIFIABLE", UNVERIFIABLE
+        reasons: list[str] = []
+        if unpinned:
+            reasons.append(f"not pinned: {' and '.join(unpinned)} (or --trust FILE); the "
+                           "export's own keys vouch for nothing")
+        if against.unchecked:
+            reasons.append(f"{len(against.unchecked)} checkpoint(s) received earlier not "
+                           "checked")
+        line = f"UNVERIFIABLE: nothing failed ({counts}{held}); " + "; ".join(reasons)
+    else:
+        verdict, code = "VERIFIED", VERIFIED
+        line = f"VERIFIED: {counts}{held}"
     if summary is not None:
         summary.update({
-            "verdict": "NOT VERIFIED" if bad else "VERIFIED",
-            "exit": 1 if bad else 0,
+            "verdict": verdict,
+            "exit": code,
             "first_tampered_position": first_at,
             "events": len(exp.events), "checkpoints": len(exp.checkpoints), "coups": coups,
             "links": len(walk.links),
+            "unpinned": unpinned,
+            "known_checkpoints": {"proven": against.proven, "unchecked": against.unchecked},
             "shoes": [{"what": v.what, "ok": v.ok, "position": v.position, "detail": v.detail}
                       for v in verdicts if v.what.startswith("shoe")],
             "pending": [pend.to_json() for pend in pending],
@@ -210,55 +270,144 @@ def run(
                   for v in verdicts if not v.ok),
             ],
         })
-    if bad:
-        first = f"; first tampered position {first_at}" if first_at is not None else ""
-        print(f"NOT VERIFIED{first}", file=out)
-        return 1
-    held = (f"; {len(pending)} shoe(s) pending: card checks deferred, listed above"
-            if pending else "")
-    print(
-        f"VERIFIED: {len(exp.events)} events, {len(exp.checkpoints)} checkpoints, "
-        f"{coups} coups, {len(walk.links)} links{held}",
-        file=out,
-    )
-    return 0
+    if not verbose:
+        line = line.replace("listed above", "-v lists them")
+        if code != VERIFIED:
+            line += " (-v says what)"
+    print(line, file=out)
+    return code
+
+
+def _open(path: str) -> TextIO:
+    try:
+        return open(path, encoding="utf-8")
+    except OSError as exc:
+        raise Unreadable(f"export {path}: {exc.strerror or exc}") from None
+
+
+def _first_line(source: TextIO, name: str) -> str:
+    try:
+        return source.readline()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"export {name}: {exc}") from None
+
+
+def _header_keys(text: str) -> set[bytes]:
+    """The public keys the export's header names (to tell a private key given in their
+    place): empty when the header is unreadable (the verification says why)."""
+    try:
+        header = json.loads(text.split("\n", 1)[0])
+        return {bytes.fromhex(header[k]) for k in ("checkpoint_key", "chain_key")
+                if isinstance(header.get(k), str)}
+    except (ValueError, TypeError, AttributeError):
+        return set()
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("sabot")
+        except PackageNotFoundError:
+            pass
+    except ImportError:  # pragma: no cover
+        pass
+    from sabot_verify import __version__
+
+    return __version__
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sabot-verify", description=__doc__.split("\n")[2])
+    parser = argparse.ArgumentParser(
+        prog="sabot-verify",
+        description="Checks a Sabot export (SABOT-EXPORT-1, docs/export-format.md) and prints "
+        "one verdict line. Exit codes: 0 VERIFIED, 1 NOT VERIFIED, 2 usage, 3 UNVERIFIABLE "
+        "(nothing failed, but no trust anchor: pin the operator's public keys), 4 a file that "
+        "cannot be read.")
     parser.add_argument("export", help="an export file (JSON Lines), or - for stdin")
+    parser.add_argument("--version", action="version",
+                        version=f"sabot-verify {_version()} (SABOT-EXPORT-1)")
+    parser.add_argument("--trust", metavar="FILE",
+                        help="the regulator's trust file (SABOT-TRUST-1, TOML or JSON): the "
+                        "operator's pinned public keys and earlier checkpoints")
+    parser.add_argument("--checkpoint-public-key", dest="checkpoint_key",
+                        metavar="KEY", help="the operator's Ed25519 checkpoint PUBLIC key "
+                        "(64 hex digits, a file holding them, or a PEM public key); its old "
+                        "name --checkpoint-key works until the next release")
+    parser.add_argument("--chain-public-key", dest="chain_key", action="append",
+                        metavar="KEY", help="a PUBLIC key of the ledger's evidence chain (as "
+                        "above); repeat it for each key used since the log began; its old name "
+                        "--chain-key works until the next release")
+    parser.add_argument("--known-checkpoint", action="append", metavar="FILE",
+                        help="a checkpoint received earlier (JSON: `sabot store checkpoint`, "
+                        "`sabot regulator checkpoint --format json`, or an export's checkpoint "
+                        "line); the export must still hold its tree; repeatable")
     parser.add_argument("--regulator-key", help="the regulator's X25519 private key (PEM file)")
-    parser.add_argument("--checkpoint-key", help="the operator's Ed25519 checkpoint public key "
-                        "(64 hex digits, or a file holding them)")
-    parser.add_argument("--chain-key", action="append",
-                        help="a public key of the ledger's evidence chain (64 hex digits, or a "
-                        "file holding them); repeat it for each key used since the log began")
     parser.add_argument("--chain-head", help="the ledger writer's head file (SABOT_CHAIN_HEAD): "
                         "the export must reach the last link it records")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="a line per shoe, coup, the chain, the money and who did what, "
+                        "before the verdict")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="json: one JSON object on stdout (verdict, exit, "
                         "first_tampered_position, counts, shoes, pending, failures, report)")
+    # the old names (where `sabot` takes private keys): accepted for one release, not shown
+    parser.add_argument("--checkpoint-key", dest="checkpoint_key", help=argparse.SUPPRESS)
+    parser.add_argument("--chain-key", dest="chain_key", action="append", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    opened: list[TextIO] = []
     try:
-        text = sys.stdin.read() if args.export == "-" else Path(args.export).read_text("utf-8")
-        reg = Path(args.regulator_key).read_bytes() if args.regulator_key else None
-        cpk = _read_key(args.checkpoint_key) if args.checkpoint_key else None
-        chain = [_read_key(k, "--chain-key") for k in args.chain_key or []]
-        head = load_head(Path(args.chain_head).read_text()) if args.chain_head else None
-    except (OSError, UnicodeDecodeError, Bad) as exc:
+        return _answer(args, opened)
+    finally:
+        for f in opened:
+            f.close()
+
+
+def _answer(args: argparse.Namespace, opened: list[TextIO]) -> int:
+    """Read the keys, the trust and the export named in ``args``; verify; the exit code."""
+    try:
+        source = sys.stdin if args.export == "-" else _open(args.export)
+        if source is not sys.stdin:
+            opened.append(source)
+        first = _first_line(source, args.export)  # read on line by line: never held whole
+        named = _header_keys(first)
+        trust = load_trust(args.trust) if args.trust else Trust()
+        reg = None
+        if args.regulator_key:
+            try:
+                reg = Path(args.regulator_key).read_bytes()
+            except OSError as exc:
+                raise Unreadable(f"--regulator-key {args.regulator_key}: {exc.strerror}") from None
+        cpk = (public_key(args.checkpoint_key, "--checkpoint-public-key", named)
+               if args.checkpoint_key else trust.checkpoint_key)
+        chain = [public_key(k, "--chain-public-key", named) for k in args.chain_key or []]
+        chain = chain or trust.chain_keys
+        known = trust.known + [load_checkpoint(f) for f in args.known_checkpoint or []]
+        head = load_head(read_text(args.chain_head, "--chain-head")) if args.chain_head else None
+    except Unreadable as exc:
+        print(f"sabot-verify: error: cannot read {exc}", file=sys.stderr)
+        return UNREADABLE
+    except Bad as exc:
         print(f"sabot-verify: error: {exc}", file=sys.stderr)
-        return 2
+        return USAGE
     except (ValueError, KeyError, TypeError) as exc:
         print(f"sabot-verify: error: --chain-head: {exc}", file=sys.stderr)
-        return 2
+        return USAGE
     summary: dict[str, Any] = {}
-    report = io.StringIO() if args.format == "json" else sys.stdout
+    json_out = args.format == "json"
+    report = io.StringIO() if json_out else sys.stdout
     try:
-        code = run(text.splitlines(), reg, cpk, out=report, chain_keys=chain or None,
-                   chain_head=head, summary=summary)
+        code = run(itertools.chain([first], source), reg, cpk, out=report,
+                   chain_keys=chain or None,
+                   chain_head=head, summary=summary, known=known,
+                   verbose=args.verbose or json_out)
+    except (OSError, UnicodeDecodeError) as exc:  # the file, not its content
+        print(f"sabot-verify: error: cannot read export {args.export}: {exc}", file=sys.stderr)
+        return UNREADABLE
     except (Bad, KeyError, TypeError, ValueError) as exc:  # a malformed export does not verify
         print(f"NOT VERIFIED: malformed export: {exc!r}", file=report)
-        code = 1
+        code = NOT_VERIFIED
         summary = {"verdict": "NOT VERIFIED", "exit": 1, "first_tampered_position": None,
                    "pending": [], "failures": [{"position": None,
                                                 "message": f"malformed export: {exc!r}"}]}

@@ -5,7 +5,7 @@ Each ``Request.Recorded`` event (a command) records its actor and the events it 
 So the field is checked: a command's record must carry the command's own actor, and every event
 it caused that is exported must carry the same one. Then the report says who dealt and settled
 each coup, who shuffled, cut and closed each shoe, who placed the stakes, and how many commands
-each principal ran.
+each principal ran (principals, not the network addresses they called from).
 """
 
 from __future__ import annotations
@@ -40,11 +40,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _name(actor: Any) -> str:
+def _name(actor: Any, peer: bool = True) -> str:
+    """``principal (role)``, and where it called from (``peer``) when asked: a report names
+    principals (a peer's source port would make one principal many)."""
     if not isinstance(actor, dict):
         return "no one recorded"
     who = f"{actor.get('principal', '?')} ({actor.get('role', '?')})"
-    return who + (f" from {actor['peer']}" if actor.get("peer") else "")
+    return who + (f" from {actor['peer']}" if peer and actor.get("peer") else "")
+
+
+def _who(actor: Any) -> str:
+    return _name(actor, peer=False)
 
 
 def problems(records: list[dict[str, Any]]) -> list[Problem]:
@@ -85,16 +91,16 @@ def report(records: list[dict[str, Any]]) -> list[str]:
         topic = str(ev.get("topic", ""))
         oid = str(ev.get("originator_id"))
         if topic == REQUEST_RECORDED:
-            commands[_name(r.get("actor"))] += 1
+            commands[_who(r.get("actor"))] += 1
             continue
         for step_topic, word in (*_SHOE_STEPS, *_COUP_STEPS):
             if topic == step_topic:
                 if oid not in steps:
                     steps[oid] = {}
                     order.append(("shoe" if topic in _SHOE_TOPICS else "coup", oid))
-                steps[oid][word] = _name(r.get("actor"))
+                steps[oid][word] = _who(r.get("actor"))
         if topic == COUP_STAKE_PLACED:
-            stakes.setdefault(oid, Counter())[_name(r.get("actor"))] += 1
+            stakes.setdefault(oid, Counter())[_who(r.get("actor"))] += 1
     for kind, oid in order:
         done = "; ".join(f"{word} by {who}" for word, who in steps[oid].items())
         placed = stakes.get(oid)

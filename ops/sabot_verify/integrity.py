@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 from sabot_verify.proofs import (
@@ -35,25 +38,53 @@ class Export:
     end: dict[str, Any] | None = None
 
 
-def parse(lines: list[str]) -> Export:
-    import json
+def _shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object with its keys and short strings (topics, ids, codes) shared between
+    records: ``json.loads`` makes new ones for every line, ~12 KB an event held in all."""
+    return {intern(k): intern(v) if type(v) is str and len(v) < 48 else v for k, v in pairs}
 
-    records = []
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_shared)
+
+
+def _packed(proof: Any) -> Any:
+    """An inclusion proof as one bytes object of 32-byte hashes (a list of 64-hex strings
+    costs ~4 times as much); anything else is kept as it is, for ``check`` to say what."""
+    if isinstance(proof, list) and all(type(p) is str and len(p) == 64 for p in proof):
+        try:
+            return bytes.fromhex("".join(proof))
+        except ValueError:
+            pass
+    return proof
+
+
+def _hashes(proof: Any) -> list[bytes]:
+    if isinstance(proof, bytes):
+        return [proof[i:i + 32] for i in range(0, len(proof), 32)]
+    return [bytes.fromhex(p) for p in proof]
+
+
+def parse(lines: Iterable[str]) -> Export:
+    """Read an export line by line (a file object will do: it is never held whole)."""
+    exp: Export | None = None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            r = _DECODER.decode(line)
         except ValueError:
             raise Bad(f"line {n}: not JSON") from None
-    if not records or records[0].get("kind") != "header":
-        raise Bad("the export does not start with a header")
-    if records[0].get("format") != FORMAT:
-        raise Bad(f"unknown format {records[0].get('format')!r} (expected {FORMAT})")
-    exp = Export(records[0])
-    for r in records[1:]:
+        if exp is None:
+            if not isinstance(r, dict) or r.get("kind") != "header":
+                raise Bad("the export does not start with a header")
+            if r.get("format") != FORMAT:
+                raise Bad(f"unknown format {r.get('format')!r} (expected {FORMAT})")
+            exp = Export(r)
+            continue
         kind = r.get("kind")
         if kind == "event":
+            if "proof" in r:
+                r["proof"] = _packed(r["proof"])
             exp.events.append(r)
         elif kind == "unnotarised":
             exp.unnotarised.append(r)
@@ -69,6 +100,8 @@ def parse(lines: list[str]) -> Export:
             exp.end = r
         else:
             raise Bad(f"unknown record kind {kind!r}")
+    if exp is None:
+        raise Bad("the export does not start with a header")
     if exp.end is None:
         raise Bad("the export is truncated (no end record)")
     return exp
@@ -110,7 +143,7 @@ def check(exp: Export, key: bytes) -> tuple[list[Problem], dict[int, dict[str, A
                 raise Bad(f"leaf index {idx} out of order")
             last_index = idx
             h = bytes.fromhex(r["leaf_hash"])
-            check_inclusion(h, idx, size, [bytes.fromhex(p) for p in r["proof"]], root)
+            check_inclusion(h, idx, size, _hashes(r["proof"]), root)
             ev = r.get("event")
             if ev is None:
                 raise Bad("notarised event missing from the store (deleted?)")

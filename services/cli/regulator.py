@@ -37,7 +37,13 @@ from services.regulator.chain import ChainProblem, pinned_keys
 from services.regulator.checkpoint import key_id, public_key_bytes
 from services.regulator.escrow import generate_regulator_key
 from services.regulator.escrow_table import EscrowTable
-from services.regulator.export import ExportError, ExportSummary, write_export
+from services.regulator.export import (
+    ExportError,
+    ExportSummary,
+    StoreTampered,
+    damaged,
+    write_export,
+)
 from services.regulator.merkle import ProofError
 from services.regulator.notary import Notary, NotaryBusy, follow_with
 from services.regulator.replay import Replayer, ReplayStep, verdict
@@ -82,6 +88,9 @@ def register(sub: Any) -> None:
     p.add_argument("--since", help="ISO 8601 time: events at or after it")
     p.add_argument("--until", help="ISO 8601 time: events before it")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    p.add_argument("--known-size", type=int, action="append", metavar="M",
+                   help="the size of a checkpoint the regulator holds: the anchor carries the "
+                        "consistency proof from it (for a narrowed export; repeatable)")
     p.add_argument("--wait", type=float, default=0.0,
                    help="given the private checkpoint key: seconds to wait for the notary's "
                         "lock (default: 0)")
@@ -240,11 +249,20 @@ def _time(text: str | None, field: str) -> datetime | None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    notary = _notary(args, sign=settings_of(args).checkpoint_key is not None)
     try:
-        return _export_with(args, notary)
-    finally:
-        notary.db.close()
+        try:
+            notary = _notary(args, sign=settings_of(args).checkpoint_key is not None)
+            try:
+                return _export_with(args, notary)
+            finally:
+                notary.db.close()
+        except (ProofError, KeyError) as exc:  # loading, notarising or signing a damaged tree
+            if isinstance(exc, KeyError) and "Merkle" not in str(exc):
+                raise
+            raise damaged(exc) from None
+    except StoreTampered as exc:  # one line, exit 1: as a chain break (docs/export-format.md)
+        print(f"sabot: error: {exc}", file=sys.stderr)
+        return 1
 
 
 def _export_with(args: argparse.Namespace, notary: Notary) -> int:
@@ -324,7 +342,10 @@ def _export(args: argparse.Namespace, notary: Notary, public: bytes) -> ExportSu
             return write_export(
                 _Counted(out, progress), notary.events, notary, public, shoe_ids=args.shoe,
                 since=since, until=until, chain_keys=_chain_keys(settings_of(args)),
+                known_sizes=args.known_size,
             )
+    except StoreTampered:
+        raise
     except ExportError as exc:
         raise CliError(str(exc)) from None
     finally:

@@ -74,6 +74,19 @@ class ExportError(ValueError):
         self.field = field
 
 
+class StoreTampered(ExportError):
+    """The store's Merkle log contradicts itself (its leaves, nodes or checkpoints deleted or
+    altered behind the notary): no export can be made of it; said in one line."""
+
+
+def damaged(exc: Exception) -> StoreTampered:
+    """The notary's tables failed under the export (a proof beyond the leaves held, a node
+    missing): the store was tampered with."""
+    what = exc.args[0] if exc.args else exc
+    return StoreTampered("store", f"the store's Merkle log is damaged ({what}): rows of its "
+                         "tables were deleted or altered behind the notary (tampered?)")
+
+
 @dataclass
 class ExportSummary:
     events: int = 0
@@ -240,14 +253,34 @@ def write_export(
     since: datetime | None = None,
     until: datetime | None = None,
     chain_keys: dict[str, Ed25519PublicKey] | None = None,
+    known_sizes: Sequence[int] | None = None,
 ) -> ExportSummary:
     """Write the export of the whole log (default), of the shoes or of the time range;
     ``public_key`` is the checkpoint key's raw public half, named in the header;
     ``chain_keys``: the evidence chain's keys to check it with while exporting (default: the
-    key its first link introduces)."""
+    key its first link introduces); ``known_sizes``: sizes of checkpoints the regulator holds,
+    whose consistency proofs to the anchor the anchor's record carries (``known``)."""
     anchor = notary.latest_checkpoint()
     if anchor is None:
         raise ExportError("store", "no signed checkpoint yet: run `sabot store checkpoint` first")
+    if any(m <= 0 for m in known_sizes or ()):
+        raise ExportError("known_size", "a tree size is 1 or more")
+    if anchor.size > notary.size:
+        raise StoreTampered("store", f"the latest signed checkpoint (size {anchor.size}) is "
+                            f"beyond the {notary.size} leaves the store's Merkle log holds: "
+                            "leaves were deleted (tampered?)")
+    try:
+        return _write_export(out, events, notary, anchor, public_key, shoe_ids, since, until,
+                             chain_keys, sorted({m for m in known_sizes or () if m <= anchor.size}))
+    except (ProofError, KeyError) as exc:  # the notary's own tables contradict each other
+        raise damaged(exc) from None
+
+
+def _write_export(
+    out: TextSink, events: EventTable, notary: Notary, anchor: Checkpoint, public_key: bytes,
+    shoe_ids: Sequence[str] | None, since: datetime | None, until: datetime | None,
+    chain_keys: dict[str, Ed25519PublicKey] | None, known_sizes: list[int],
+) -> ExportSummary:
     summary = ExportSummary(anchor=anchor.size)
     whole = shoe_ids is None and since is None and until is None
     limit = anchor.position  # the log's position at the anchor: later events are not exported
@@ -320,6 +353,13 @@ def write_export(
                 notary.consistency_proof(prev.size, cp.size)
             )
             rec["consistency"] = {"from": prev.size, "proof": [p.hex() for p in proof]}
+        if cp.size == anchor.size and known_sizes:  # from the regulator's own checkpoints
+            rec["known"] = [
+                {"from": m, "proof": [p.hex() for p in (
+                    tree.consistency_proof(m, cp.size) if tree
+                    else notary.consistency_proof(m, cp.size))]}
+                for m in known_sizes
+            ]
         _line(out, rec)
         prev = cp
         summary.checkpoints += 1
@@ -482,4 +522,5 @@ def read_export(lines: Iterable[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-__all__ = ["FORMAT", "ExportError", "ExportSummary", "ProofError", "read_export", "write_export"]
+__all__ = ["FORMAT", "ExportError", "ExportSummary", "ProofError", "StoreTampered", "damaged",
+           "read_export", "write_export"]

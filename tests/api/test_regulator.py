@@ -47,6 +47,8 @@ from .support import Api, failure, fresh, money
 
 CHECKPOINT_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32, 64)))
 OPERATOR_PUBLIC = public_key_bytes(CHECKPOINT_KEY.public_key())
+CHAIN_KEY = bytes([0x4E]) * 32  # the evidence chain's signing key, pinned by the verifier
+CHAIN_PUBLIC = Ed25519PrivateKey.from_private_bytes(CHAIN_KEY).public_key().public_bytes_raw()
 REGULATOR = X25519PrivateKey.from_private_bytes(b"\x17" * 32)
 REGULATOR_PEM = REGULATOR.private_bytes(
     serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -143,7 +145,8 @@ def _start(url: str, store: str) -> tuple[Any, dict[str, str]]:
     spec = ",".join(f"{t}:{r}" if r in ROLES else f"{t}:player:{r}" for r, t in tokens.items())
     pub = REGULATOR.public_key().public_bytes_raw()
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: SEED,
-                                 pool_size=6, regulator_key=pub), batching=True)
+                                 pool_size=6, regulator_key=pub, chain_key=CHAIN_KEY),
+                    batching=True)
     config = Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec), seal_key=KEY,
                     workers=8, checkpoint_key=CHECKPOINT_KEY.private_bytes_raw(),
                     regulator_key=pub)
@@ -210,6 +213,7 @@ def _verify(lines: list[str], **kw: Any) -> tuple[int, str]:
     import io
 
     out = io.StringIO()
+    kw.setdefault("chain_keys", [CHAIN_PUBLIC])  # the operator's keys, pinned
     code = verify_export(lines, checkpoint_key=OPERATOR_PUBLIC, out=out, **kw)
     return code, out.getvalue()
 
@@ -372,7 +376,8 @@ def test_export_over_grpc_verifies_with_sabot_verify(scene: Scene, tmp_path: Pat
     path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     beside = Path(sys.executable).parent / "sabot-verify"  # the venv's console script
     done = subprocess.run([str(beside) if beside.exists() else "sabot-verify", str(path),
-                           "--checkpoint-key", OPERATOR_PUBLIC.hex()],
+                           "--checkpoint-public-key", OPERATOR_PUBLIC.hex(),
+                           "--chain-public-key", CHAIN_PUBLIC.hex()],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "VERIFIED" in done.stdout, done.stdout + done.stderr
     # a time range covering the play exports the closed shoe whole, and verifies

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from regulator.play import Player, make_ledger
+from regulator.play import CHAIN_PUBLIC, Player, make_ledger
 from sabot_verify.__main__ import run
 from sabot_verify.cuarenta import capture_sizes, check_capture, verify_matches
 
@@ -66,6 +66,7 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[st
 
 def _verify(lines: list[str], **kw: Any) -> tuple[int, str]:
     out = io.StringIO()
+    kw.setdefault("chain_keys", [CHAIN_PUBLIC])  # the operator's keys, pinned
     code = run(lines, checkpoint_key=public_key_bytes(NOTARY_KEY.public_key()), out=out, **kw)
     return code, out.getvalue()
 

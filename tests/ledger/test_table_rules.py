@@ -24,7 +24,7 @@ from services.regulator.replay import Replayer, verdict
 from services.regulator.source import Database, EventTable
 from services.regulator.vocabulary import coup_end
 
-from .play import FixedInputs
+from .play import CHAIN_KEY, FixedInputs
 from .scenes import LEDGER_FIRST_31, LEDGER_SHORT, LEDGER_TWIN_31, Scene
 
 PLAYERS = ("anne", "bruno", "chiara")
@@ -67,8 +67,9 @@ def replays_and_verifies(url: str, shoe_id: str) -> None:
     buf = io.StringIO()
     write_export(buf, events, notary, public_key_bytes(key.public_key()), shoe_ids=[shoe_id])
     out = io.StringIO()
+    chain = Ed25519PrivateKey.from_private_bytes(CHAIN_KEY).public_key().public_bytes_raw()
     code = run(buf.getvalue().splitlines(), checkpoint_key=public_key_bytes(key.public_key()),
-               out=out)
+               out=out, chain_keys=[chain])
     assert code == 0 and "FAIL" not in out.getvalue(), out.getvalue()
 
 

@@ -98,7 +98,9 @@ def test_a_dump_restored_into_a_new_database_reconciles_exports_and_verifies(
     exported = sabot("store", "export", "--store", url(restored, SERVER_ROLE),
                      "--checkpoint-key", str(keys.checkpoint), "-o", str(export), "-q")
     assert exported.returncode == 0, exported.stderr
-    verified = _verify(export, "--checkpoint-key", keys.checkpoint_public)
+    chain = str(keys.folder / "chain.pub")
+    verified = _verify(export, "--checkpoint-key", keys.checkpoint_public,
+                       "--chain-public-key", chain)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "VERIFIED" in verified.stdout
 
@@ -106,7 +108,8 @@ def test_a_dump_restored_into_a_new_database_reconciles_exports_and_verifies(
     # names: sabot-verify with the head file says where the log was cut, and a writer given
     # that head file refuses the store (the runbook's "restoring an older backup").
     head = tmp_path / "chain-head.json"
-    cut = _verify(export, "--checkpoint-key", keys.checkpoint_public, "--chain-head", str(head))
+    cut = _verify(export, "--checkpoint-key", keys.checkpoint_public, "--chain-public-key",
+                  chain, "--chain-head", str(head), "-v")
     assert cut.returncode != 0 and "NOT VERIFIED" in cut.stdout, cut.stdout
     assert "the log was cut here" in cut.stdout
     refused = Served(url(restored), keys, tmp_path)

@@ -8,11 +8,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from domain.errors import RuleViolation
 from services.ledger.api import Ledger, LedgerConfig
 
 SEAL_KEY = bytes(range(32))
 CHAIN_KEY = bytes([0x5C]) * 32  # the evidence chain's signing key (raw Ed25519 private key)
+CHAIN_PUBLIC = Ed25519PrivateKey.from_private_bytes(CHAIN_KEY).public_key().public_bytes_raw()
 
 
 class Clock:

@@ -14,6 +14,7 @@ import pytest
 from services.regulator.merkle import verify_consistency, verify_inclusion
 
 from .conftest import Played, sabot
+from .play import CHAIN_PUBLIC
 
 
 def test_commands(
@@ -45,7 +46,8 @@ def test_commands(
     verify = str(beside) if beside.exists() else shutil.which("sabot-verify") or ""
     assert verify, "the sabot-verify console script is installed"
     done = subprocess.run(
-        [verify, str(out), "--checkpoint-key", str(tmp_path / "op.pub")],
+        [verify, str(out), "--checkpoint-key", str(tmp_path / "op.pub"),
+         "--chain-public-key", CHAIN_PUBLIC.hex()],
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr

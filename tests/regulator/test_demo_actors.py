@@ -115,12 +115,16 @@ def test_after_the_demo_every_command_names_its_actor(
     assert by_command["place_stake"] in ("anne", "bruno", "chiara")
 
     out = io.StringIO()
-    assert run(lines, checkpoint_key=public_key_bytes(key.public_key()), out=out) == 0, (
+    chain = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(ENV["SABOT_CHAIN_KEY"]))
+    assert run(lines, checkpoint_key=public_key_bytes(key.public_key()), out=out,
+               chain_keys=[chain.public_key().public_bytes_raw()]) == 0, (
         out.getvalue())
     report = out.getvalue()
     assert report.count("dealt by croupier#0 (croupier)") == table.coups
     assert "stakes placed by anne (player)" in report
     assert "WHO  commands: " in report
+    who = [x for x in report.splitlines() if x.startswith("WHO")]  # principals, not ports
+    assert who and not any(" from " in x or "ipv4:" in x for x in who), who
 
     # an actor field edited in the file (it lies outside the notarised content) is caught
     first = next(i for i, r in enumerate(records) if r.get("kind") == "event"

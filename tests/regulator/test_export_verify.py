@@ -17,6 +17,7 @@ from services.regulator.export import write_export
 from services.regulator.replay import Replayer, verdict
 
 from .conftest import Played
+from .play import CHAIN_PUBLIC
 
 
 def export_lines(p: Played, **kw: Any) -> list[str]:
@@ -27,6 +28,7 @@ def export_lines(p: Played, **kw: Any) -> list[str]:
 
 def verify(lines: list[str], **kw: Any) -> tuple[int, str]:
     out = io.StringIO()
+    kw.setdefault("chain_keys", [CHAIN_PUBLIC])  # the operator's keys, pinned
     code = run(lines, checkpoint_key=kw.pop("checkpoint_key", None), out=out, **kw)
     return code, out.getvalue()
 

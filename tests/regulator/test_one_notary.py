@@ -27,7 +27,7 @@ from services.regulator.vocabulary import round_end
 from services.regulator.writer_lock import WriterLock
 
 from .conftest import fresh_pg_database, postgres_or_skip, sabot
-from .play import Player, make_ledger
+from .play import CHAIN_PUBLIC, Player, make_ledger
 
 KEY = Ed25519PrivateKey.from_private_bytes(b"\x07" * 32)
 PUBLIC = public_key_bytes(KEY.public_key())
@@ -56,7 +56,8 @@ def check_tree(url: str, coups: list[str]) -> None:
         assert [c.coup for c in cps if c.coup] == coups
         buf, out = io.StringIO(), io.StringIO()
         write_export(buf, EventTable(db), notary, PUBLIC)
-        assert run(buf.getvalue().splitlines(), checkpoint_key=PUBLIC, out=out) == 0, out.getvalue()
+        assert run(buf.getvalue().splitlines(), checkpoint_key=PUBLIC, out=out,
+                   chain_keys=[CHAIN_PUBLIC]) == 0, out.getvalue()
     finally:
         db.close()
 
@@ -95,7 +96,8 @@ def two_notaries_one_writer(url: str, tmp_path: Path, capsys: pytest.CaptureFixt
         assert sabot("export", "--store", url, "--key", str(pem), "-o", str(exported)) == 0
         assert "exporting up to its latest checkpoint" in capsys.readouterr().err
         verified = io.StringIO()
-        assert run(exported.read_text().splitlines(), checkpoint_key=PUBLIC, out=verified) == 0, (
+        assert run(exported.read_text().splitlines(), checkpoint_key=PUBLIC, out=verified,
+                   chain_keys=[CHAIN_PUBLIC]) == 0, (
             verified.getvalue())
         # the first stops: the second takes over, from where the first left off
         first.stop()

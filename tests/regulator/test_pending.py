@@ -25,7 +25,7 @@ from sabot_verify.__main__ import run
 from services.regulator.export import PENDING_CLOSED_LATER, PENDING_IN_PLAY, write_export
 
 from .conftest import PG_ADMIN, Played, fresh_pg_database, play, postgres_or_skip, sabot
-from .play import make_ledger
+from .play import CHAIN_PUBLIC, make_ledger
 
 
 def play_live_sqlite(where: Path) -> Played:
@@ -57,6 +57,7 @@ def export(p: Played, **kw: Any) -> list[str]:
 def verify(lines: list[str], **kw: Any) -> tuple[int, str, dict[str, Any]]:
     out = io.StringIO()
     summary: dict[str, Any] = {}
+    kw.setdefault("chain_keys", [CHAIN_PUBLIC])  # the operator's keys, pinned
     code = run(lines, checkpoint_key=kw.pop("checkpoint_key"), out=out, summary=summary, **kw)
     return code, out.getvalue(), summary
 
@@ -243,10 +244,11 @@ def test_the_command_line_exit_codes(live_sqlite: Played, tmp_path: Path,
     def sabot_verify(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([cmd, *argv], capture_output=True, text=True, timeout=120)
 
-    done = sabot_verify(str(out), "--checkpoint-key", pub)
+    pinned = ("--checkpoint-key", pub, "--chain-public-key", CHAIN_PUBLIC.hex())
+    done = sabot_verify(str(out), *pinned, "-v")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"PENDING shoe {p.open_shoe}" in done.stdout
-    done = sabot_verify(str(out), "--checkpoint-key", pub, "--format", "json")
+    done = sabot_verify(str(out), *pinned, "--format", "json")
     assert done.returncode == 0, done.stdout + done.stderr
     doc = json.loads(done.stdout)
     assert doc["verdict"] == "VERIFIED" and doc["exit"] == 0
@@ -261,7 +263,7 @@ def test_the_command_line_exit_codes(live_sqlite: Played, tmp_path: Path,
     lines[i] = json.dumps(rec)
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(lines) + "\n")
-    done = sabot_verify(str(bad), "--checkpoint-key", pub, "--format", "json")
+    done = sabot_verify(str(bad), *pinned, "--format", "json")
     assert done.returncode == 1, done.stdout + done.stderr
     doc = json.loads(done.stdout)
     assert doc["verdict"] == "NOT VERIFIED" and doc["first_tampered_position"] == rec["position"]

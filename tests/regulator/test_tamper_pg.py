@@ -19,6 +19,7 @@ from services.regulator.export import write_export
 from services.regulator.replay import Replayer, verdict
 
 from .conftest import Played
+from .play import CHAIN_PUBLIC
 
 pytestmark = pytest.mark.postgres
 
@@ -45,7 +46,8 @@ def check_first_tampered(p: Played, first: int) -> None:
     buf = io.StringIO()
     write_export(buf, p.events(), p.notary(), p.public_key, shoe_ids=p.shoes)
     out = io.StringIO()
-    code = run(buf.getvalue().splitlines(), checkpoint_key=p.public_key, out=out)
+    code = run(buf.getvalue().splitlines(), checkpoint_key=p.public_key, out=out,
+               chain_keys=[CHAIN_PUBLIC])
     text = out.getvalue()
     assert code == 1, text
     assert text.strip().endswith(f"NOT VERIFIED; first tampered position {first}"), text
@@ -59,7 +61,8 @@ def test_untouched_store_verifies(played_pg: Played) -> None:
     buf = io.StringIO()
     write_export(buf, p.events(), p.notary(), p.public_key)
     out = io.StringIO()
-    assert run(buf.getvalue().splitlines(), checkpoint_key=p.public_key, out=out) == 0
+    assert run(buf.getvalue().splitlines(), checkpoint_key=p.public_key, out=out,
+               chain_keys=[CHAIN_PUBLIC]) == 0
     assert verdict(Replayer(p.events(), p.notary()).shoe(p.shoes[0])).identical
     # the guards hold for an ordinary session: the events and the Merkle log
     for statement in (
@@ -151,7 +154,8 @@ def default_export_fails_at(p: Played, first: int) -> str:
     buf = io.StringIO()
     write_export(buf, p.events(), p.notary(), p.public_key)  # `sabot export`, default arguments
     out = io.StringIO()
-    code = run(buf.getvalue().splitlines(), checkpoint_key=p.public_key, out=out)
+    code = run(buf.getvalue().splitlines(), checkpoint_key=p.public_key, out=out,
+               chain_keys=[CHAIN_PUBLIC])
     text = out.getvalue()
     assert code == 1, text
     assert f"FAIL position {first} (leaf " in text, text

@@ -20,7 +20,7 @@ from sabot_verify.treinta_y_una import lot_index, round_shoes, value, verify_rou
 
 from services.regulator.export import write_export
 from tests.regulator.conftest import Played, regulator_key
-from tests.regulator.play import Player, make_ledger
+from tests.regulator.play import CHAIN_PUBLIC, Player, make_ledger
 from tests.treinta_y_una.support import Croupier, fund_players, game, open_table
 
 
@@ -151,7 +151,7 @@ def test_sabot_verify_verifies_an_export_of_both_games(played: Played) -> None:
 
     lines = _export(played)
     out = io.StringIO()
-    code = run(lines, checkpoint_key=played.public_key, out=out)
+    code = run(lines, checkpoint_key=played.public_key, out=out, chain_keys=[CHAIN_PUBLIC])
     text = out.getvalue()
     assert code == 0, text
     assert text.count("OK   treinta y una round") == 5 and "FAIL" not in text
@@ -166,7 +166,7 @@ def test_sabot_verify_verifies_an_export_of_both_games(played: Played) -> None:
             break
     out = io.StringIO()
     code = run([json.dumps(r, sort_keys=True, separators=(",", ":")) for r in records],
-               checkpoint_key=played.public_key, out=out)
+               checkpoint_key=played.public_key, out=out, chain_keys=[CHAIN_PUBLIC])
     assert code == 1 and f"first tampered position {position}" in out.getvalue()
 
 
