@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from domain.cards import parse_deck_kind
-from domain.currency import check_currency
+from domain.currency import check_currency, format_minor
 from domain.errors import FailedPrecondition, InvalidArgument
 from domain.shuffle import ALGORITHM_ID, check_cut
 from services import games
@@ -422,7 +422,8 @@ class Ledger(metaclass=_Games):
             amt = check_amount(amount)
             if amt > player.balance:
                 raise FailedPrecondition(
-                    "amount", "INSUFFICIENT_FUNDS", f"the balance is {player.balance}"
+                    "amount", "INSUFFICIENT_FUNDS",
+                    f"the balance is {format_minor(player.balance, player.currency)}"
                 )
             ts = unit.now
             cage = self._cage(unit, player.currency, ts)

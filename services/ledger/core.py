@@ -43,6 +43,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate
 
 from domain.cards import Card, DeckKind, canonical_shoe
+from domain.currency import format_minor
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from domain.money import PlayerMovement, players_net
 from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot, order_digest
@@ -371,7 +372,8 @@ class Core:
                 raise FailedPrecondition(
                     field,
                     "INSUFFICIENT_FUNDS",
-                    f"the balance of {player!r} is {account.balance}, {-change} needed",
+                    f"the balance of {player!r} is {format_minor(account.balance, currency)}, "
+                    f"{format_minor(-change, currency)} needed",
                 )
 
     def check_movements(self, unit: UnitOfWork, movements: Iterable[PlayerMovement],

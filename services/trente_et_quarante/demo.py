@@ -63,7 +63,8 @@ def _play(base: Client, cast: Cast, preset: str, say: Callable[[str], None],
     rules = HouseRules.from_options(dict(table.options))
     say(f"Table {table_id} opens ({preset}: refait31 {table.options.get('refait31', '?')}, "
         f"insurance {table.options.get('insurance_rate', '?')}, "
-        f"stakes {table.options.get('min_stake', '?')}..{table.options.get('max_stake', '?')}).")
+        f"stakes {euros(int(table.options.get('min_stake', '0')), currency)} to "
+        f"{euros(int(table.options.get('max_stake', '0')), currency)}).")
     for _, account in players:
         acc = fund(cashier, account, currency)
         say(f"  {account} changes {euros(acc.balance.amount_minor, currency)} at the cage.")
