@@ -341,8 +341,12 @@ def shoe_history(store: ReadStore, table_id: str) -> Report:
         ):
             results[shoe_id].append(_RESULT_LETTER.get(result, "?"))
     rows = tuple((*r, "".join(results.get(r[0], []))) for r in shoes)
-    facts = {"table_id": table_id, "shoes": len(rows)}
+    facts = {"table_id": table_id, "shoes": len(rows), "results": RESULTS_LEGEND}
     return Report(f"Shoe history of table {table_id}", SHOE_COLUMNS, rows, facts)
+
+
+# What the ``results`` column's letters mean (a fact of the report: its text, CSV and JSON).
+RESULTS_LEGEND = "one letter per coup, in order: N noir wins, R rouge wins, = refait, V void"
 
 
 _RESULT_LETTER = {"noir": "N", "rouge": "R", "refait": "=", "void": "V"}

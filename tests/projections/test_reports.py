@@ -168,6 +168,7 @@ def test_shoe_history_report(game: Game) -> None:
     p = _projector(game)
     report = shoe_history(p.store, "t-it")
     assert len(report.rows) == 2
+    assert "N noir wins, R rouge wins, = refait, V void" in to_text(report)  # the legend
     for r in report.records():
         exp = game.exp.shoes[r["shoe_id"]]
         assert (r["coups"], r["position"], r["seed_status"]) == (exp["coups"], exp["position"],
