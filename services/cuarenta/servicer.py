@@ -27,7 +27,6 @@ from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
 from services.api.reports import GameReadModels
 from services.api.streams import Turn, stream
 from services.cuarenta.commands import GAME_NAME
-from services.cuarenta.listing import MatchList
 from services.cuarenta.projection import move
 from services.cuarenta.reconcile import Reconciliation
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
@@ -113,7 +112,7 @@ def hand_message(m: HandView, table_id: str) -> cuarenta_pb2.Hand:
     )
 
 
-class CuarentaServicer(MatchList, GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer):
+class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer):
     """The ledger's ``cuarenta_*`` methods (``services/cuarenta/game.py``) over gRPC."""
 
     @property
@@ -256,6 +255,24 @@ class CuarentaServicer(MatchList, GameReadModels, cuarenta_pb2_grpc.CuarentaServ
             return Turn(send=send, over=over, wait=position)
 
         yield from stream(self, context, turn)
+
+    def ListMatches(self, request: cuarenta_pb2.ListMatchesRequest,
+                    context: grpc.ServicerContext) -> cuarenta_pb2.ListMatchesResponse:
+        table_id = names.table_name("parent", request.parent)
+        offset, size = names.page(request.page_size, request.page_token)
+        table = self.read({"table_id": "parent"}, self.ledger.get_table, table_id)
+        if table.game != GAME_NAME:
+            raise errors.ApiError(grpc.StatusCode.INVALID_ARGUMENT, "parent", "WRONG_GAME",
+                                  f"not a {GAME_NAME} table: it plays {table.game}")
+        units = self.read_models().game_units(GAME_NAME, table_id)
+        viewer = convert.viewer_of(self.caller(context))
+        matches = []
+        for u in units[offset:offset + size]:
+            view = self.read({"match_id": "parent"}, self.ledger.cuarenta_match, u.unit_id)
+            seen = None if viewer is None or viewer in view.seats else viewer
+            matches.append(match_message(convert.redacted(view, seen, NAMES)))
+        return cuarenta_pb2.ListMatchesResponse(
+            matches=matches, next_page_token=names.next_token(offset, size, len(units)))
 
 
 def add_servicers(server: Any, ledger: Any, tokens: Any, hub: Any) -> tuple[Any, ...]:

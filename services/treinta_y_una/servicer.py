@@ -37,7 +37,6 @@ from services.ledger.api import Ledger
 from services.ledger.views import StoredEvent
 from services.projections.games import Step
 from services.treinta_y_una.commands import GAME
-from services.treinta_y_una.listing import RoundList
 from services.treinta_y_una.reconcile import DayReconciliation
 from services.treinta_y_una.views import (
     HandView,
@@ -146,7 +145,7 @@ def seen_by(v: RoundView, viewer: str | None) -> RoundView:
     return convert.redacted(v, viewer, NAMES)
 
 
-class TreintaYUnaServicer(RoundList, GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
+class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
     def _round(self, field: str, name: str) -> tuple[str, str]:
         view = self._round_view(field, name)
         return view.table_id, view.round_id
@@ -304,6 +303,24 @@ class TreintaYUnaServicer(RoundList, GameReadModels, pb_grpc.TreintaYUnaServiceS
             return any(str(e.originator_id) == round_id and e.topic in _ENDS for e in batch)
 
         yield from follow(self, context, request.after_position, answer, done=done)
+
+    def ListRounds(self, request: pb.ListRoundsRequest,
+                   context: grpc.ServicerContext) -> pb.ListRoundsResponse:
+        table_id = names.table_name("parent", request.parent)
+        offset, size = names.page(request.page_size, request.page_token)
+        table = self.read({"table_id": "parent"}, self.ledger.get_table, table_id)
+        if table.game != GAME:
+            raise errors.ApiError(grpc.StatusCode.INVALID_ARGUMENT, "parent", "WRONG_GAME",
+                                  f"not a {GAME} table: it plays {table.game}")
+        units = self.read_models().game_units(GAME, table_id)
+        viewer = convert.viewer_of(self.caller(context))
+        rounds = [round_message(seen_by(self.read({"round_id": "parent"},
+                                                  self.ledger.tyu_get_round, u.unit_id),
+                                        viewer))
+                  for u in units[offset:offset + size]]
+        return pb.ListRoundsResponse(rounds=rounds,
+                                     next_page_token=names.next_token(offset, size, len(units)))
+
 
 _ENDS = frozenset({topics.TREINTA_Y_UNA_ROUND_SETTLED, topics.TREINTA_Y_UNA_ROUND_CANCELLED})
 
