@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from domain.errors import FailedPrecondition
-from services.projections import gamingday
+from services.projections.gamingday import DAY_SETTING, DEFAULT, SHIFTS_SETTING, in_schema
 from services.projections.store import Tx
 
 TRACKING_TABLE = "rm_tracking"
@@ -26,14 +26,14 @@ class SchemaChanged(FailedPrecondition):
     must not write into them."""
 
     def __init__(self, view: str, stored: str, mine: str) -> None:
-        theirs, ours = gamingday.in_schema(stored), gamingday.in_schema(mine)
+        theirs, ours = in_schema(stored), in_schema(mine)
         setting = ""
         if theirs != ours:
-            a = theirs or gamingday.DEFAULT
-            b = ours or gamingday.DEFAULT
+            a = theirs or DEFAULT
+            b = ours or DEFAULT
             setting = (f" under gaming day {a.text} with {a.shifts} shifts (this process: "
-                       f"{b.text} with {b.shifts} shifts: {gamingday.DAY_SETTING}, "
-                       f"{gamingday.SHIFTS_SETTING})")
+                       f"{b.text} with {b.shifts} shifts: {DAY_SETTING}, "
+                       f"{SHIFTS_SETTING})")
         super().__init__(
             "view", "READ_MODEL_REBUILT",
             f"the read model {view} was rebuilt by another process{setting} or by another "
