@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from services.projections import tracking
+import services.projections.tracking as tracking
 from services.projections.decode import EPOCH as _EPOCH
 from services.projections.decode import Row, decoders
 from services.projections.store import ReadStore, Tx
