@@ -7,6 +7,7 @@ a player another's statement."""
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from services.api.client import Client
 from services.api.gen.sabot.v1 import reports_pb2
 from services.projections.reconciliation import gaming_day_and_shift
 
-from .conftest import HIDDEN, Played, shot
+from .conftest import HIDDEN, PLAYERS, Played, shot
 from .test_console import sign_in
 
 
@@ -27,6 +28,47 @@ from .test_console import sign_in
 def day() -> str:
     """The gaming day the fixture's shoe was played on, as the report computes it (06:00 UTC)."""
     return gaming_day_and_shift(datetime.now(UTC).replace(tzinfo=None))[0]
+
+
+@pytest.fixture(scope="module")
+def games(played: Played) -> dict[str, str]:
+    """A round of Treinta y Una and a match of Cuarenta played to their end on the same
+    server (anne and bruno seated), so that the day has a section per game."""
+    c = {who: Client(played.target, played.tokens[who]) for who in ("croupier", *PLAYERS)}
+    try:
+        tables: dict[str, str] = {}
+        tyu = c["croupier"].rounds
+        tables["treinta-y-una"] = tyu.open_table(f"tyu-{uuid.uuid4().hex[:6]}").name
+        r = tyu.open_round(tables["treinta-y-una"], list(PLAYERS), 20_000)
+        for p in PLAYERS:
+            if p != r.banker:
+                r = c[p].rounds.place_stake(r.name, p, 1_000)
+        r = tyu.deal(r.name)
+        while r.phase == "playing":
+            who = r.whose_turn
+            hand = c[who].rounds.my_hand(r.name, who)
+            r = (c[who].rounds.carta(r.name, who) if hand.total < 21
+                 else c[who].rounds.me_planto(r.name, who))
+        assert tyu.settle(r.name).phase == "settled"
+        cu = c["croupier"].matches
+        tables["cuarenta"] = cu.open_table(f"cu-{uuid.uuid4().hex[:6]}",
+                                           overrides={"commission_rate": "5%"}).name
+        m = cu.open(tables["cuarenta"], list(PLAYERS), 1_000).match
+        while m.phase != "over":
+            if m.phase == "awaiting_deal":
+                m = cu.deal(m.name).match
+                continue
+            me = c[PLAYERS[m.to_act % 2]].matches
+            held = me.hand(m.name, m.to_act)
+            best = max(held.legal, key=lambda p: (p.points, len(p.capture)))
+            if not best.capture:
+                best = min(held.legal, key=lambda p: (len(p.capture) > 0, p.card))
+            m = me.play(m.name, m.to_act, best.card, best.capture,
+                        leave_on_table=not best.capture).match
+        return tables
+    finally:
+        for client in c.values():
+            client.close()
 
 
 def _api_report(played: Played, day: str,
@@ -43,10 +85,11 @@ def _api_report(played: Played, day: str,
         client.close()
 
 
-def test_the_back_office_reads_the_day_with_totals_and_chart(browser: Any, console: str,
-                                                             played: Played, day: str) -> None:
+def test_the_back_office_reads_the_day_with_totals_and_chart(
+        browser: Any, console: str, played: Played, day: str, games: dict[str, str]) -> None:
     api = _api_report(played, day)
-    assert api.floor_totals and api.sections
+    assert api.floor_totals
+    assert {s.game for s in api.sections} >= {"trente-et-quarante", *games}
     page = sign_in(browser, console, played.tokens["back_office"])
     try:
         page.get_by_role("navigation").get_by_role("link", name="Gaming day").click()
@@ -78,7 +121,20 @@ def test_the_back_office_reads_the_day_with_totals_and_chart(browser: Any, conso
         title = chart.locator("title").first.text_content() or ""
         assert title.startswith("House win of the day")
         assert chart.locator("circle.chart-win").count() == len(tables)
-        assert chart.locator("rect.chart-interval").count() == len(tables)  # all by odds here
+        assert chart.locator("rect.chart-interval").count() == len(
+            {r.table for s in api.sections for r in s.rows
+             if r.shift == 0 and r.table and r.interval_low})
+        for game, name in games.items():  # every game's section, its table's day and total
+            rows = page.locator(f'table.floor[data-game="{game}"]')
+            found = next(s for s in api.sections if s.game == game)
+            mine = next(r for r in found.rows if r.table == name and r.shift == 0)
+            text = rows.locator("tbody tr", has_text=name.split("/", 1)[1]).filter(
+                has_text="day").inner_text()
+            assert format_minor(mine.handle_minor, mine.currency_code) in text
+            assert format_minor(mine.house_win_minor, mine.currency_code) in text
+            assert format_minor(found.totals[0].house_win_minor, mine.currency_code) in \
+                rows.locator("tfoot").inner_text()
+            assert chart.locator(f'g[data-table="{name.split("/", 1)[1]}"] circle').count() == 1
         assert page.locator("#chart-data tbody tr").count() == len(tables)
         # the printable page: no navigation, no form, no download link
         page.emulate_media(media="print")
@@ -110,7 +166,8 @@ def test_the_csv_is_the_apis_export(layout: str, browser: Any, console: str, pla
         page.close()
 
 
-def test_a_statement_and_the_reconciliation(browser: Any, console: str, played: Played) -> None:
+def test_a_statement_and_the_reconciliation(browser: Any, console: str, played: Played,
+                                            games: dict[str, str]) -> None:
     client = Client(played.target, played.tokens["back_office"])
     try:
         api = client.read_models.GetPlayerStatement(
@@ -134,6 +191,11 @@ def test_a_statement_and_the_reconciliation(browser: Any, console: str, played: 
         shot(page, "reconciliation-back_office")
         assert page.locator("#balances-verdict").inner_text().startswith("Every balance agrees")
         assert page.locator("#differences tbody").inner_text() == "No difference."
+        for game, name in games.items():  # each game's own reconciliation, by gaming day
+            shown = page.locator(f'table.game-reconciliation[data-table="{name}"]')
+            assert f"({game}): balanced" in shown.locator("caption").inner_text()
+            assert shown.locator("tbody tr").count() >= 1
+            assert "NO" not in shown.locator("tbody").inner_text()
     finally:
         page.close()
 
@@ -198,3 +260,28 @@ def test_the_back_office_pages_are_safe(console: str, played: Played, day: str) 
                                                  f"/reports/day.csv?day={day}&layout=nope",
                                                  "/statements?account=nobody-here")]
         assert bad == [400, 400, 400, 404]
+
+
+def test_the_chart_marks_a_win_outside_its_interval() -> None:
+    """The chart's geometry from a report: one scale over every mark and zero, a win outside
+    the interval marked, a commission game's tick without a bar (no interval)."""
+    from services.web.app import _chart
+
+    report = reports_pb2.GamingDayReport(sections=[
+        reports_pb2.FloorSection(game="trente-et-quarante", rows=[
+            reports_pb2.FloorRow(table="tables/a", shift=1, house_win_minor=1),
+            reports_pb2.FloorRow(table="tables/a", shift=0, house_win_minor=90_000,
+                                 theoretical_win="1000.00", interval_low="-20000.00",
+                                 interval_high="22000.00", flag="OUTSIDE_95",
+                                 currency_code="EUR")]),
+        reports_pb2.FloorSection(game="cuarenta", rows=[
+            reports_pb2.FloorRow(table="tables/b", shift=0, house_win_minor=-500,
+                                 theoretical_win="100.00", currency_code="EUR")])])
+    chart = _chart(report)
+    a, b = chart["rows"]
+    assert (a["table"], a["outside"], str(a["win"]), str(a["low"])) == ("a", True, "900.00",
+                                                                         "-200.00")
+    assert (str(chart["low"]), str(chart["high"])) == ("-200.00", "900.00")
+    assert a["x_low"] == chart["left"] and a["x_win"] == chart["right"]
+    assert a["x_low"] < chart["x_zero"] < a["x_theo"] < a["x_high"] < a["x_win"]
+    assert not b["outside"] and b["x_low"] is None and b["x_win"] < chart["x_zero"] < b["x_theo"]
