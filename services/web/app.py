@@ -510,12 +510,13 @@ async def statement(request: Request, console: Console, session: Session) -> Res
         found: reports_pb2.PlayerStatement = await run_in_threadpool(
             client.read_models.GetPlayerStatement, asked)
     c = found.currency_code
-    lines = [{"number": ln.number, "time": ln.time.ToDatetime().isoformat(timespec="seconds")
+    lines = [{"number": ln.number, "time": ln.time.ToDatetime().isoformat(" ", "seconds")
               if ln.HasField("time") else "", "kind": ln.kind, "cause": ln.cause,
               "counter": ln.counter_account, "amount": format_minor(ln.amount_minor, c),
               "balance": format_minor(ln.balance_after_minor, c)} for ln in found.lines]
     return _page(console, request, "statement.html", session,
                  account=asked.account.split("/", 1)[1], found=found, lines=lines,
+                 page=asked.page_token,
                  opening=format_minor(found.opening_balance_minor, c),
                  closing=format_minor(found.closing_balance_minor, c),
                  now=format_minor(found.balance_now_minor, c))

@@ -285,3 +285,17 @@ def test_the_chart_marks_a_win_outside_its_interval() -> None:
     assert a["x_low"] == chart["left"] and a["x_win"] == chart["right"]
     assert a["x_low"] < chart["x_zero"] < a["x_theo"] < a["x_high"] < a["x_win"]
     assert not b["outside"] and b["x_low"] is None and b["x_win"] < chart["x_zero"] < b["x_theo"]
+
+
+def test_a_cashier_reads_a_statement_but_not_the_day(browser: Any, console: str,
+                                                     played: Played, day: str) -> None:
+    page = sign_in(browser, console, played.tokens["cashier"])
+    try:
+        page.goto(f"{console}/statements?account=bruno")
+        assert page.locator("#statement tbody tr").count() > 0
+        assert page.locator("#statement tbody tr").first.inner_text().split("\t")[2] == "cash_in"
+        shot(page, "statement-cashier")
+        answer = page.goto(f"{console}/reports/day?day={day}")
+        assert answer is not None and answer.status == 403
+    finally:
+        page.close()
