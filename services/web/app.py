@@ -10,8 +10,10 @@ give them to a caller not entitled, and the console adds nothing of its own)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +38,17 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as Message_
 
-from domain.currency import format_minor
+from domain.currency import format_minor, minor_unit
 from services.api.client import Client
-from services.api.gen.sabot.v1 import events_pb2, regulator_pb2, reports_pb2, table_pb2
+from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2
+from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as tyu_pb2
+from services.api.gen.sabot.v1 import (
+    common_pb2,
+    events_pb2,
+    regulator_pb2,
+    reports_pb2,
+    table_pb2,
+)
 from services.web.sessions import COOKIE, Session, Sessions, csrf_ok
 
 HERE = Path(__file__).parent
@@ -327,17 +337,264 @@ async def _evidence(client: Client, positions: list[int]) -> dict[str, Any] | No
     return {"checkpoint": checkpoint, "proofs": proofs}
 
 
+# --- The back office (issue 24, item 6): the floor's gaming day as tables with totals and a
+# chart, its CSV, statements and reconciliation. Routes: BACK_OFFICE_ROUTES. ---
+
+DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+LAYOUTS = {"floor": reports_pb2.GAMING_DAY_LAYOUT_FLOOR,
+           "chances": reports_pb2.GAMING_DAY_LAYOUT_CHANCES}
+
+
+def _decimal_minor(text: str, currency: str) -> str:
+    """A decimal amount of minor units as text (e.g. "1234.56") in major units with the
+    currency; "" when the API gives none."""
+    if not text:
+        return ""
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return text
+    digits = minor_unit(currency)
+    if digits is None:
+        return f"{text} minor {currency}".strip()
+    major = value.scaleb(-digits).quantize(Decimal(1).scaleb(-digits))
+    return f"{major} {currency}"
+
+
+def _floor_view(row: reports_pb2.FloorRow) -> dict[str, Any]:
+    c = row.currency_code
+    return {"game": row.game, "table": row.table.split("/", 1)[-1] if row.table else "",
+            "shift": row.shift or "day", "units": row.units,
+            "handle": format_minor(row.handle_minor, c),
+            "house_win": format_minor(row.house_win_minor, c),
+            "hold": f"{row.hold_percent} %" if row.hold_percent else "",
+            "edge": row.edge, "theoretical": _decimal_minor(row.theoretical_win, c),
+            "low": _decimal_minor(row.interval_low, c),
+            "high": _decimal_minor(row.interval_high, c),
+            "flag": row.flag, "reconciled": row.reconciled, "currency": c}
+
+
+def _chart(report: reports_pb2.GamingDayReport, width: int = 640) -> dict[str, Any]:
+    """Per table's whole day (shift 0): the theoretical win's 95 % interval as a bar, the
+    theoretical win as a tick, the actual win as a dot (marked when outside the interval), on
+    one scale of major units that takes in every mark and zero; coordinates computed here so
+    the page needs no script and no inline style."""
+    rows: list[dict[str, Any]] = []
+    for section in report.sections:
+        for r in section.rows:
+            if r.shift != 0 or not r.table:
+                continue
+            digits = minor_unit(r.currency_code) or 0
+            scale = Decimal(1).scaleb(-digits)
+
+            def major(text: str, scale: Decimal = scale) -> Decimal | None:
+                try:
+                    return (Decimal(text) * scale).quantize(scale) if text else None
+                except InvalidOperation:
+                    return None
+
+            rows.append({"table": r.table.split("/", 1)[-1], "game": section.game,
+                         "currency": r.currency_code,
+                         "win": (Decimal(r.house_win_minor) * scale).quantize(scale),
+                         "theo": major(r.theoretical_win), "low": major(r.interval_low),
+                         "high": major(r.interval_high), "outside": r.flag == "OUTSIDE_95"})
+    values = [Decimal(0)] + [v for r in rows for v in (r["win"], r["theo"], r["low"], r["high"])
+                             if v is not None]
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or Decimal(1)
+    left, plot, row_h = 170, width - 190, 32
+
+    def x(v: Decimal) -> int:
+        return left + int((v - lo) / span * plot)
+
+    for i, mark in enumerate(rows):
+        mark["y"] = 20 + i * row_h
+        mark["x_win"] = x(mark["win"])
+        mark["x_theo"] = x(mark["theo"]) if mark["theo"] is not None else None
+        if mark["low"] is not None and mark["high"] is not None:
+            mark["x_low"], mark["x_high"] = x(mark["low"]), x(mark["high"])
+            mark["bar_width"] = max(mark["x_high"] - mark["x_low"], 2)
+        else:
+            mark["x_low"] = None
+    return {"rows": rows, "width": width, "height": 50 + len(rows) * row_h, "x_zero": x(
+        Decimal(0)), "axis_y": 24 + len(rows) * row_h, "low": lo, "high": hi,
+        "left": left, "right": left + plot}
+
+
+async def _gaming_day(
+        client: Client, day: str,
+        fmt: reports_pb2.ExportFormat.ValueType = reports_pb2.EXPORT_FORMAT_UNSPECIFIED,
+        layout: reports_pb2.GamingDayLayout.ValueType = reports_pb2.GAMING_DAY_LAYOUT_FLOOR
+) -> reports_pb2.GamingDayReport:
+    found: reports_pb2.GamingDayReport = await run_in_threadpool(
+        client.read_models.GetGamingDayReport,
+        reports_pb2.GetGamingDayReportRequest(gaming_day=day, format=fmt, layout=layout))
+    return found
+
+
+def _bad_day(console: Console, request: Request, session: Session, day: str) -> Response | None:
+    if DAY_RE.fullmatch(day):
+        return None
+    return _page(console, request, "refused.html", session, status=400,
+                 code="INVALID_ARGUMENT", message="the day is YYYY-MM-DD")
+
+
 @signed_in
 async def day_report(request: Request, console: Console, session: Session) -> Response:
+    """The floor's gaming day: a section per game (tables and shifts), the totals per game and
+    across games, the cage, the chart of the win against the theoretical win."""
     day = request.query_params.get("day", "")
-    report: dict[str, Any] | None = None
+    if not day:
+        return _page(console, request, "day.html", session, day=day, report=None)
+    refused = _bad_day(console, request, session, day)
+    if refused is not None:
+        return refused
+    with console.client(session) as client:
+        found = await _gaming_day(client, day)
+    sections = [{"game": s.game, "title": s.title, "unit_name": s.unit_name,
+                 "rows": [_floor_view(r) for r in s.rows],
+                 "totals": [_floor_view(r) for r in s.totals]} for s in found.sections]
+    cage = [{"cage": c.cage, "deposits": format_minor(c.deposits_minor, c.currency_code),
+             "withdrawals": format_minor(c.withdrawals_minor, c.currency_code)}
+            for c in found.cage]
+    return _page(console, request, "day.html", session, day=day, report=found,
+                 sections=sections, floor_totals=[_floor_view(r) for r in found.floor_totals],
+                 cage=cage, chart=_chart(found))
+
+
+def _download(body: bytes, media_type: str, filename: str) -> Response:
+    return Response(body, media_type=media_type or "text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+@signed_in
+async def day_report_csv(request: Request, console: Console, session: Session) -> Response:
+    """The API's own CSV export of the day (layout floor, or chances: Trente et Quarante's by
+    chance), byte for byte, as a download."""
+    day = request.query_params.get("day", "")
+    name = request.query_params.get("layout", "floor")
+    refused = _bad_day(console, request, session, day)
+    if refused is not None:
+        return refused
+    if name not in LAYOUTS:
+        return _page(console, request, "refused.html", session, status=400,
+                     code="INVALID_ARGUMENT", message="the layout is floor or chances")
+    with console.client(session) as client:
+        found = await _gaming_day(client, day, reports_pb2.EXPORT_FORMAT_CSV, LAYOUTS[name])
+    return _download(found.export, found.export_media_type,
+                     f"sabot-gaming-day-{day}-{name}.csv")
+
+
+def _statement_request(
+        request: Request, session: Session,
+        fmt: reports_pb2.ExportFormat.ValueType = reports_pb2.EXPORT_FORMAT_UNSPECIFIED,
+) -> reports_pb2.GetPlayerStatementRequest | None:
+    account = request.query_params.get("account", "").strip() or session.account
+    if not account:
+        return None
+    if not account.startswith("accounts/"):
+        account = f"accounts/{account}"
+    return reports_pb2.GetPlayerStatementRequest(
+        account=account, page_size=100, format=fmt,
+        page_token=request.query_params.get("page", ""))
+
+
+@signed_in
+async def statement(request: Request, console: Console, session: Session) -> Response:
+    """An account's statement (the back office and the cashier any account, a player its own:
+    the API decides), a page of 100 entries."""
+    asked = _statement_request(request, session)
+    if asked is None:
+        return _page(console, request, "statement.html", session, account="", found=None)
+    with console.client(session) as client:
+        found: reports_pb2.PlayerStatement = await run_in_threadpool(
+            client.read_models.GetPlayerStatement, asked)
+    c = found.currency_code
+    lines = [{"number": ln.number, "time": ln.time.ToDatetime().isoformat(" ", "seconds")
+              if ln.HasField("time") else "", "kind": ln.kind, "cause": ln.cause,
+              "counter": ln.counter_account, "amount": format_minor(ln.amount_minor, c),
+              "balance": format_minor(ln.balance_after_minor, c)} for ln in found.lines]
+    return _page(console, request, "statement.html", session,
+                 account=asked.account.split("/", 1)[1], found=found, lines=lines,
+                 page=asked.page_token,
+                 opening=format_minor(found.opening_balance_minor, c),
+                 closing=format_minor(found.closing_balance_minor, c),
+                 now=format_minor(found.balance_now_minor, c))
+
+
+@signed_in
+async def statement_csv(request: Request, console: Console, session: Session) -> Response:
+    asked = _statement_request(request, session, reports_pb2.EXPORT_FORMAT_CSV)
+    if asked is None:
+        return _page(console, request, "refused.html", session, status=400,
+                     code="INVALID_ARGUMENT", message="which account?")
+    with console.client(session) as client:
+        found: reports_pb2.PlayerStatement = await run_in_threadpool(
+            client.read_models.GetPlayerStatement, asked)
+    account = re.sub(r"[^A-Za-z0-9_.:-]", "_", asked.account.split("/", 1)[1])
+    return _download(found.export, found.export_media_type, f"sabot-statement-{account}.csv")
+
+
+def _money_of(m: common_pb2.Money) -> str:
+    return format_minor(m.amount_minor, m.currency_code)
+
+
+@signed_in
+async def reconciliation(request: Request, console: Console, session: Session) -> Response:
+    """Every account's balance in the read model against the write side's, and for each
+    Treinta y Una and Cuarenta table its reconciliation by gaming day (the day asked, or every
+    day)."""
+    day = request.query_params.get("day", "")
     if day:
-        with console.client(session) as client:
-            found = await run_in_threadpool(
-                client.read_models.GetGamingDayReport,
-                reports_pb2.GetGamingDayReportRequest(gaming_day=day))
-        report = plain(found)
-    return _page(console, request, "day.html", session, day=day, report=report)
+        refused = _bad_day(console, request, session, day)
+        if refused is not None:
+            return refused
+    games: list[dict[str, Any]] = []
+    with console.client(session) as client:
+        balances: reports_pb2.ReconcileResponse = await run_in_threadpool(
+            client.read_models.Reconcile, reports_pb2.ReconcileRequest())
+        listed = await run_in_threadpool(client.tables.ListTables,
+                                         table_pb2.ListTablesRequest(page_size=200))
+        for t in listed.tables:
+            if t.game == "treinta-y-una":
+                tyu = await run_in_threadpool(
+                    client.treinta_y_una.GetReconciliation,
+                    tyu_pb2.GetReconciliationRequest(table=t.name, gaming_day=day))
+                games.append({"table": t.name, "game": t.game, "balanced": tyu.balanced,
+                              "unit": "rounds", "days": [
+                                  {"day": d.gaming_day, "units": d.rounds,
+                                   "stakes": _money_of(d.stakes),
+                                   "commission": _money_of(d.commission),
+                                   "players_net": _money_of(d.players_net),
+                                   "balanced": d.balanced} for d in tyu.days]})
+            elif t.game == "cuarenta":
+                cua = await run_in_threadpool(
+                    client.cuarenta.GetReconciliation,
+                    cuarenta_pb2.GetReconciliationRequest(table=t.name, gaming_day=day))
+                games.append({"table": t.name, "game": t.game, "balanced": cua.balanced,
+                              "unit": "matches", "days": [
+                                  {"day": d.gaming_day, "units": d.matches,
+                                   "stakes": _money_of(d.stakes),
+                                   "commission": _money_of(d.commission),
+                                   "players_net": _money_of(d.players_net),
+                                   "balanced": d.balanced} for d in cua.days]})
+    differences = [{"account": d.account_id,
+                    "read": format_minor(d.read_model_minor, d.currency_code)
+                    if d.HasField("read_model_minor") else "missing",
+                    "write": format_minor(d.write_side_minor, d.currency_code)
+                    if d.HasField("write_side_minor") else "missing"}
+                   for d in balances.differences]
+    return _page(console, request, "reconcile.html", session, day=day, balances=balances,
+                 differences=differences, games=games)
+
+
+BACK_OFFICE_ROUTES = [
+    Route("/reports/day", day_report),
+    Route("/reports/day.csv", day_report_csv),
+    Route("/statements", statement),
+    Route("/statements.csv", statement_csv),
+    Route("/reconciliation", reconciliation),
+]
 
 
 def build(console: Console) -> Starlette:
@@ -351,7 +608,7 @@ def build(console: Console) -> Starlette:
         Route("/api/tables/{table}", table_live),
         Route("/coup/{name:path}", coup),
         Route("/api/coup/{name:path}", coup_facts),
-        Route("/reports/day", day_report),
+        *BACK_OFFICE_ROUTES,
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
     extra = dict(HEADERS)

@@ -5,6 +5,7 @@ Debian's chromium (never a browser of its own download)."""
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import shutil
 import uuid
@@ -105,7 +106,8 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     tokens = {r: f"tok-{r}-{uuid.uuid4().hex}" for r in ROLES}
     tokens.update({p: f"tok-player-{p}-{uuid.uuid4().hex}" for p in PLAYERS})
     spec = ",".join(f"{t}:{r}" if r in ROLES else f"{t}:player:{r}" for r, t in tokens.items())
-    seeds = iter((SEED, HIDDEN))
+    # the two shoes' seeds, then fresh ones (other games' rounds and matches)
+    seeds = itertools.chain((SEED, HIDDEN), iter(lambda: os.urandom(32), b""))
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: next(seeds)),
                     batching=True)
     running = server.start(Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec),
