@@ -122,7 +122,8 @@ async def _shoe(client: Client, name: str) -> dict[str, Any]:
 async def round_facts(request: Request, console: Console, session: Session) -> Response:
     """What the check needs for a round: its shoe (the seed only once the round is over and
     the shoe closed), the commitment the round published, every card the record shows at its
-    position, and each face-down card's SABOT-HIDDEN-1 commitment with, once shown, its salt."""
+    position, each face-down card's SABOT-HIDDEN-1 commitment with, once shown, its salt, and
+    the banker's lot as recorded (its nonce, the seats, the index drawn) when it drew one."""
     name = request.path_params["name"]
     with console.client(session) as client:
         recall = await run_in_threadpool(client.rounds.recall, name)
@@ -142,9 +143,11 @@ async def round_facts(request: Request, console: Console, session: Session) -> R
                 hidden.append({"position": position, "card": card.get("code", ""),
                                "commitment": card.get("commitment", ""),
                                "salt": salts.get(position, ""), "where": who})
+    lot = next((s["data"].get("lot") for s in steps if s["kind"] == "Opened"), None)
     return JSONResponse({"kind": "round", "name": name, "shoes": [{
         **shoe, "published": shown.get("commitment", ""), "label": f"round {shown.get('number')}",
-        "cards": cards, "hidden": hidden, "unplaced": []}]})
+        "cards": cards, "hidden": hidden, "unplaced": [],
+        "lot": {**lot, "banker": _who(str(shown.get("banker", "")))} if lot else None}]})
 
 
 def match_rows(moves: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -51,6 +51,7 @@ def test_a_round_is_replayed_and_checks(role: str, browser: Any, console: str,
         assert re.search(r"cards against the shuffle: 0 differ", results)
         assert re.search(r"6 face-down commitments against the seed: 0 differ", results)
         assert "6 face-down cards shown open the commitments" in results
+        assert re.search(r"PASS round 1 .*: the banker's lot drawn again from the seed", results)
     finally:
         page.close()
 

@@ -71,6 +71,13 @@
     if ((shoe.hidden || []).length) {
       if (!say(salts === 0, `${label}: ${shoe.hidden.length} face-down commitments against the seed: ${salts} differ`)) bad += 1;
     }
+    const lot = shoe.lot;
+    if (lot) {
+      const index = await V.bankLot(shoe.seed, lot.nonce, lot.seats.length);
+      const named = lot.seats[index] && lot.banker !== "a player" ? lot.seats[index] === lot.banker : true;
+      if (!say(lot.nonce === shoe.shoe_id && index === lot.index && named,
+               `${label}: the banker's lot drawn again from the seed: seat ${index} of ${lot.seats.length} (recorded ${lot.index})`)) bad += 1;
+    }
     for (const note of shoe.unplaced || []) say(null, `${label}: ${note}`);
     return [bad, pending];
   }

@@ -126,6 +126,13 @@ const SabotVerify = (() => {
     return hex(await sha256(ascii(cards.join(" "))));
   }
 
+  // Treinta y Una's banker by lot (domain/treinta_y_una/banker.py): one uniform draw among the
+  // seats from HMAC_DRBG(seed, the shoe's id, "SABOT-TYU-BANK-LOT-1").
+  async function bankLot(seedHex, nonce, seats) {
+    const drbg = await Drbg.create(unhex(seedHex), uuidBytes(nonce), ascii("SABOT-TYU-BANK-LOT-1"));
+    return uniform(drbg, seats);
+  }
+
   // SABOT-HIDDEN-1 (services/ledger/hidden.py): a face-down card's salt from the seed, and its
   // commitment from the salt, its position and its face.
   const HIDDEN = ascii("SABOT-HIDDEN-1");
@@ -183,7 +190,7 @@ const SabotVerify = (() => {
   }
 
   return { hex, unhex, sha256, Drbg, uniform, canonicalDeck, shuffle, cut, commitment,
-           orderDigest, hiddenSalt, hiddenCommitment, inclusionRoot, canonicalJson, checkpointSigned, keyId };
+           orderDigest, hiddenSalt, hiddenCommitment, bankLot, inclusionRoot, canonicalJson, checkpointSigned, keyId };
 })();
 
 globalThis.SabotVerify = SabotVerify;
