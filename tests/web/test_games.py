@@ -150,3 +150,20 @@ def test_no_token_or_unrevealed_seed_in_the_game_pages(console: str, played: Pla
                     assert token not in answer.text, path
             refused = http.get(f"/api/round/{played.tyu_table}/rounds/not-a-round")
             assert refused.status_code in (400, 404) and "Traceback" not in refused.text
+
+
+@pytest.mark.parametrize("path", [
+    "/round/not-a-round", "/api/round/tables/x/rounds/../../etc", "/match/tables/x",
+    "/api/match/tables/nope/matches/00000000-0000-4000-8000-000000000009",
+    "/api/round/tables/nope/rounds/00000000-0000-4000-8000-000000000009",
+])
+def test_a_bad_name_is_refused_with_its_status(path: str, console: str,
+                                               played: Played) -> None:
+    with httpx.Client(base_url=console, follow_redirects=False) as http:
+        form = http.get("/signin").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form)
+        assert csrf
+        http.post("/signin", data={"token": played.tokens["regulator"], "csrf": csrf.group(1)})
+        answer = http.get(path)
+        assert answer.status_code in (400, 404), (path, answer.status_code, answer.text[:300])
+        assert "Traceback" not in answer.text
