@@ -8,15 +8,17 @@ once its shoe is closed; the console computes no verdict and adds no secret."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+import grpc
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from services.api.client import Client
+from services.api.client import Client, Replay
 from services.api.gen.sabot.v1 import table_pb2
-from services.web.app import Console, _page, plain, signed_in
+from services.web.app import Console, _evidence, _page, plain, signed_in
 from services.web.sessions import Session
 
 TREINTA_Y_UNA = "treinta-y-una"
@@ -128,6 +130,7 @@ async def round_facts(request: Request, console: Console, session: Session) -> R
     with console.client(session) as client:
         recall = await run_in_threadpool(client.rounds.recall, name)
         shoe = await _shoe(client, recall.round.shoe)
+        evidence = await _replayed_evidence(client, client.rounds.replay, name)
     shown, steps = plain(recall.round), _steps(recall.steps)
     salts = {int(c.get("position", 0)): str(c.get("salt", "")) for s in steps
              if s["kind"] == "HandShown" for c in s["data"].get("shown", [])}
@@ -147,7 +150,8 @@ async def round_facts(request: Request, console: Console, session: Session) -> R
     return JSONResponse({"kind": "round", "name": name, "shoes": [{
         **shoe, "published": shown.get("commitment", ""), "label": f"round {shown.get('number')}",
         "cards": cards, "hidden": hidden, "unplaced": [],
-        "lot": {**lot, "banker": _who(str(shown.get("banker", "")))} if lot else None}]})
+        "lot": {**lot, "banker": _who(str(shown.get("banker", "")))} if lot else None}],
+        "evidence": evidence, "checkpoint_public_key": console.checkpoint_public_key})
 
 
 def match_rows(moves: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -210,12 +214,29 @@ async def match_facts(request: Request, console: Console, session: Session) -> R
                 hands[-1]["cards"].append({
                     "position": int(mv.get("position", 0)), "card": mv.get("card", ""),
                     "where": f"move {mv.get('number')}, seat {mv.get('seat', 0)}"})
+        evidence = await _replayed_evidence(client, client.matches.replay, name)
     for hand in hands:
         unplayed = hand.pop("dealt") - len(hand["cards"])
         hand["unplaced"] = ([f"{unplayed} cards dealt in {hand['label']} were never played: "
                              "their faces are in no record, so they are not compared"]
                             if unplayed > 0 else [])
-    return JSONResponse({"kind": "match", "name": name, "shoes": hands})
+    return JSONResponse({"kind": "match", "name": name, "shoes": hands, "evidence": evidence,
+                         "checkpoint_public_key": console.checkpoint_public_key})
+
+
+async def _replayed_evidence(client: Client, replay: Callable[[str], Replay],
+                             name: str) -> dict[str, Any] | None:
+    """The latest signed checkpoint and the inclusion proofs of the events of a round or match
+    (their log positions from the regulator's replay: a recall carries none); None for a role
+    that may not replay."""
+    try:
+        replayed = await run_in_threadpool(replay, name)
+    except grpc.RpcError as exc:
+        if exc.code() is grpc.StatusCode.PERMISSION_DENIED:
+            return None
+        raise
+    positions = sorted({s.position for s in replayed.steps if s.HasField("position")})
+    return await _evidence(client, positions)
 
 
 ROUTES = (

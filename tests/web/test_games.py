@@ -52,6 +52,11 @@ def test_a_round_is_replayed_and_checks(role: str, browser: Any, console: str,
         assert re.search(r"6 face-down commitments against the seed: 0 differ", results)
         assert "6 face-down cards shown open the commitments" in results
         assert re.search(r"PASS round 1 .*: the banker's lot drawn again from the seed", results)
+        if role == "regulator":
+            assert re.search(r"PASS checkpoint of \d+ events signed by key", results)
+            assert re.search(r"PASS [1-9]\d* events of the round are in the signed log", results)
+        else:
+            assert "the regulator's to check: not checked here" in results
     finally:
         page.close()
 
@@ -72,6 +77,8 @@ def test_a_match_is_replayed_and_checks(role: str, browser: Any, console: str,
         assert verdict == "pass", results
         hands = len(re.findall(r"PASS hand \d+ \(shoe \w+\): commitment", results))
         assert hands >= 2 and hands == len(re.findall(r"against the shuffle: 0 differ", results))
+        if role == "regulator":
+            assert re.search(r"PASS [1-9]\d* events of the match are in the signed log", results)
     finally:
         page.close()
 
