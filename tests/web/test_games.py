@@ -159,6 +159,41 @@ def test_no_token_or_unrevealed_seed_in_the_game_pages(console: str, played: Pla
             assert refused.status_code in (400, 404) and "Traceback" not in refused.text
 
 
+def test_a_match_that_lies_fails_at_the_card(browser: Any, console: str,
+                                             played: Played) -> None:
+    page = sign_in(browser, console, played.tokens["regulator"])
+    try:
+        def tamper(route: Any) -> None:
+            answer = route.fetch()
+            facts = answer.json()
+            card = facts["shoes"][-1]["cards"][2]
+            card["card"] = "KH" if card["card"] != "KH" else "QS"
+            route.fulfill(response=answer, body=json.dumps(facts))
+
+        page.route("**/api/match/**", tamper)
+        page.goto(f"{console}/match/{played.match}")
+        verdict, results = _check(page, "Check this match")
+        shot(page, "cuarenta-match-tampered")
+        assert verdict == "fail"
+        assert re.search(r"FAIL hand \d+ .*card at position \d+ \(move \d+, seat \d\): "
+                         r"recorded (KH|QS), the shuffle gives", results)
+    finally:
+        page.close()
+
+
+def test_a_wrong_pinned_key_fails_the_round(browser: Any, console: str,
+                                            played: Played) -> None:
+    page = sign_in(browser, console, played.tokens["regulator"])
+    try:
+        page.goto(f"{console}/round/{played.round}")
+        page.get_by_label(re.compile("Notary's public key")).fill("ab" * 32)
+        verdict, results = _check(page, "Check this round")
+        assert verdict == "fail"
+        assert "FAIL checkpoint of" in results
+    finally:
+        page.close()
+
+
 @pytest.mark.parametrize("path", [
     "/round/not-a-round", "/api/round/tables/x/rounds/../../etc", "/match/tables/x",
     "/api/match/tables/nope/matches/00000000-0000-4000-8000-000000000009",
