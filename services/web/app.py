@@ -212,12 +212,24 @@ async def tables(request: Request, console: Console, session: Session) -> Respon
                  tables=[plain(t) for t in found.tables])
 
 
+async def game_table(request: Request, console: Console, session: Session,
+                     shown: dict[str, Any]) -> Response:
+    from services.web import games  # it imports this module
+
+    return await games.game_table(request, console, session, shown)
+
+
+GAMES = ("treinta-y-una", "cuarenta")
+
+
 @signed_in
 async def table(request: Request, console: Console, session: Session) -> Response:
     name = f"tables/{request.path_params['table']}"
     with console.client(session) as client:
         shown = await run_in_threadpool(client.tables.GetTable,
                                         table_pb2.GetTableRequest(name=name))
+        if shown.game in GAMES:  # Treinta y Una's rounds, Cuarenta's matches
+            return await game_table(request, console, session, plain(shown))
         coups = await _recalled(client, name, request.query_params.get("page", ""))
     for c in coups["coups"]:  # the signed-in player's own coups, marked
         c["mine"] = bool(session.account) and any(
@@ -598,6 +610,7 @@ BACK_OFFICE_ROUTES = [
 
 
 def build(console: Console) -> Starlette:
+    from services.web.games import ROUTES as GAME_ROUTES
     routes = [
         Route("/signin", signin_page, methods=["GET"]),
         Route("/signin", signin, methods=["POST"]),
@@ -609,6 +622,9 @@ def build(console: Console) -> Starlette:
         Route("/coup/{name:path}", coup),
         Route("/api/coup/{name:path}", coup_facts),
         *BACK_OFFICE_ROUTES,
+        Route("/reports/day", day_report),
+        # Treinta y Una's rounds and Cuarenta's matches (services/web/games.py)
+        *(Route(path, endpoint) for path, endpoint in GAME_ROUTES),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
     extra = dict(HEADERS)

@@ -1,5 +1,6 @@
 """A real server (SQLite, a notary signing checkpoints) with a closed one-deck shoe of Trente
-et Quarante played through the API, and the web console in front of it; Playwright drives
+et Quarante, a settled Treinta y Una round (and one in play) and a Cuarenta match played
+through the API, and the web console in front of it; Playwright drives
 Debian's chromium (never a browser of its own download)."""
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ class Played:
     coups: list[str] = field(default_factory=list)
     seed: bytes = SEED
     open_coup: str = ""  # a coup of a shoe still in play (its seed HIDDEN, unrevealed)
+    tyu_table: str = ""  # a Treinta y Una table: a settled round, then one still in play
+    round: str = ""
+    open_round: str = ""
+    cuarenta_table: str = ""  # a Cuarenta table: a match played to its end
+    match: str = ""
+    drawn: list[bytes] = field(default_factory=list)  # every seed the ledger drew, in order
     checkpoint_public_key: str = public_key_bytes(CHECKPOINT_KEY.public_key()).hex()
 
 
@@ -94,9 +101,53 @@ def _play(played: Played) -> None:
                                                     parent=second.name))
         t.DealCoup(table_pb2.DealCoupRequest(request_id=new_request_id(), name=coup.name))
         played.open_coup = coup.name
+        _play_round(played, c)
+        _play_match(played, c)
     finally:
         for client in c.values():
             client.close()
+
+
+def _play_round(played: Played, c: dict[str, Client]) -> None:
+    """A Treinta y Una round played to its settlement (its shoe closed: the seed revealed),
+    then a second round dealt and left in play (its face-down cards and seed secret)."""
+    rounds = c["croupier"].rounds
+    played.tyu_table = rounds.open_table(f"tyu-{uuid.uuid4().hex[:6]}").name
+    for n in range(2):
+        r = rounds.open_round(played.tyu_table, list(PLAYERS), 20_000, "EUR")
+        for p in PLAYERS:
+            if r.banker.split("/")[-1] != p:
+                r = c[p].rounds.place_stake(r.name, p, 1_000, "EUR")
+        r = rounds.deal(r.name)
+        if n == 1:
+            played.open_round = r.name
+            return
+        while r.phase == "playing":
+            who = r.whose_turn.split("/")[-1]
+            me = c[who].rounds
+            hand = me.my_hand(r.name, who)
+            r = me.carta(r.name, who) if hand.total < 21 else me.me_planto(r.name, who)
+        played.round = rounds.settle(r.name).name
+
+
+def _play_match(played: Played, c: dict[str, Client]) -> None:
+    """A Cuarenta match played to its end (every hand's shoe closed: its seed revealed)."""
+    matches = c["croupier"].matches
+    played.cuarenta_table = matches.open_table(f"cu-{uuid.uuid4().hex[:6]}",
+                                               overrides={"commission_rate": "5%"}).name
+    m = matches.open(played.cuarenta_table, list(PLAYERS), 1_000, "EUR").match
+    played.match = m.name
+    while m.phase != "over":
+        if m.phase == "awaiting_deal":
+            m = matches.deal(m.name).match
+            continue
+        me = c[PLAYERS[m.to_act % 2]].matches
+        hand = me.hand(m.name, m.to_act)
+        best = max(hand.legal, key=lambda p: (p.points, len(p.capture)))
+        if not best.capture:
+            best = min(hand.legal, key=lambda p: (len(p.capture) > 0, p.card))
+        m = me.play(m.name, m.to_act, best.card, best.capture,
+                    leave_on_table=not best.capture).match
 
 
 @pytest.fixture(scope="package")
@@ -106,14 +157,18 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     tokens = {r: f"tok-{r}-{uuid.uuid4().hex}" for r in ROLES}
     tokens.update({p: f"tok-player-{p}-{uuid.uuid4().hex}" for p in PLAYERS})
     spec = ",".join(f"{t}:{r}" if r in ROLES else f"{t}:player:{r}" for r, t in tokens.items())
-    # the two shoes' seeds, then fresh ones (other games' rounds and matches)
     seeds = itertools.chain((SEED, HIDDEN), iter(lambda: os.urandom(32), b""))
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: next(seeds)),
-                    batching=True)
+    drawn: list[bytes] = []
+
+    def new_seed() -> bytes:
+        drawn.append(next(seeds))
+        return drawn[-1]
+
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=new_seed), batching=True)
     running = server.start(Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec),
                                   seal_key=KEY, workers=8,
                                   checkpoint_key=CHECKPOINT_KEY.private_bytes_raw()), ledger)
-    played = Played(f"127.0.0.1:{running.port}", tokens)
+    played = Played(f"127.0.0.1:{running.port}", tokens, drawn=drawn)
     try:
         _play(played)
         assert running.notary is not None

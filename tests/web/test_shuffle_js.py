@@ -1,6 +1,6 @@
 """The console's JavaScript (services/web/static/verify.js) passes every SABOT-SHUFFLE-1
 vector the project publishes (docs/sources/SHUFFLE.md), in Chromium, and agrees with the
-Python shuffle on random shoes."""
+Python shuffle on random shoes, and with the ledger's face-down commitments and banker's lot."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 
 from domain.cards import DeckKind
 from domain.shuffle import shuffle
+from domain.treinta_y_una.banker import draw_banker
+from services.ledger.hidden import card_commitment, card_salt
 
 VECTORS = [
     {"seed": bytes(range(32)).hex(), "shoe": "00000000-0000-0000-0000-000000000001",
@@ -97,3 +99,23 @@ def test_random_shoes_agree_with_python(page: Any) -> None:
                                   "decks": 2, "cut": 0})
         assert got["before"] == [str(c) for c in shuffle(seed, shoe, kind, 2)], kind
         assert json.dumps(got["before"])  # plain strings, as the page shows them
+
+
+def test_face_down_commitments_and_the_lot_agree_with_python(page: Any) -> None:
+    """SABOT-HIDDEN-1's salt and commitment and Treinta y Una's banker by lot, as gamecheck.js
+    computes them, are the ledger's."""
+    rng = random.Random(11)
+    for n in range(1, 9):
+        seed, shoe, position = rng.randbytes(32), uuid.UUID(int=rng.getrandbits(128)), n * 3
+        got = page.evaluate("""async (v) => {
+          const V = globalThis.SabotVerify;
+          const salt = await V.hiddenSalt(v.seed, v.shoe, v.position);
+          return { salt, commitment: await V.hiddenCommitment(salt, v.position, "12B"),
+                   lot: await V.bankLot(v.seed, v.shoe, v.seats) };
+        }""", {"seed": seed.hex(), "shoe": str(shoe), "position": position, "seats": n})
+        salt = card_salt(seed, shoe, position)
+        assert got["salt"] == salt.hex()
+        assert got["commitment"] == card_commitment(salt, position, "12B")
+        seats = [f"p{i}" for i in range(n)]
+        lot = draw_banker(seed, shoe, seats).lot
+        assert lot is not None and got["lot"] == lot.index

@@ -126,6 +126,29 @@ const SabotVerify = (() => {
     return hex(await sha256(ascii(cards.join(" "))));
   }
 
+  // Treinta y Una's banker by lot (domain/treinta_y_una/banker.py): one uniform draw among the
+  // seats from HMAC_DRBG(seed, the shoe's id, "SABOT-TYU-BANK-LOT-1").
+  async function bankLot(seedHex, nonce, seats) {
+    const drbg = await Drbg.create(unhex(seedHex), uuidBytes(nonce), ascii("SABOT-TYU-BANK-LOT-1"));
+    return uniform(drbg, seats);
+  }
+
+  // SABOT-HIDDEN-1 (services/ledger/hidden.py): a face-down card's salt from the seed, and its
+  // commitment from the salt, its position and its face.
+  const HIDDEN = ascii("SABOT-HIDDEN-1");
+
+  function u32be(n) {
+    return Uint8Array.of((n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255);
+  }
+
+  async function hiddenSalt(seedHex, shoeId, position) {
+    return hex(await hmac(unhex(seedHex), concat(HIDDEN, uuidBytes(shoeId), u32be(position))));
+  }
+
+  async function hiddenCommitment(saltHex, position, code) {
+    return hex(await sha256(concat(HIDDEN, unhex(saltHex), u32be(position), ascii(code))));
+  }
+
   // RFC 6962 / RFC 9162 §2.1.3.2: the root an audit path gives for a leaf.
   async function inclusionRoot(leafHash, index, size, path) {
     if (index >= size) throw new Error("leaf index past the tree");
@@ -167,7 +190,7 @@ const SabotVerify = (() => {
   }
 
   return { hex, unhex, sha256, Drbg, uniform, canonicalDeck, shuffle, cut, commitment,
-           orderDigest, inclusionRoot, canonicalJson, checkpointSigned, keyId };
+           orderDigest, hiddenSalt, hiddenCommitment, bankLot, inclusionRoot, canonicalJson, checkpointSigned, keyId };
 })();
 
 globalThis.SabotVerify = SabotVerify;

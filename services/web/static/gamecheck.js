@@ -1,0 +1,141 @@
+// "Check this round" (Treinta y Una) and "Check this match" (Cuarenta): every verdict computed
+// here, from the recorded facts alone (/api/round/..., /api/match/...), with verify.js.
+"use strict";
+(() => {
+  const section = document.getElementById("game-check");
+  if (!section) return;
+  const V = globalThis.SabotVerify;
+  const list = document.getElementById("check-results");
+  const say = (ok, text) => {
+    const li = document.createElement("li");
+    li.className = ok === null ? "info" : ok ? "pass" : "fail";
+    li.textContent = `${ok === null ? "·" : ok ? "PASS" : "FAIL"} ${text}`;
+    list.appendChild(li);
+    return ok;
+  };
+
+  // One shoe: its commitment, its shuffle, every card placed on it, every face-down card's
+  // commitment. Returns [failures, things not yet revealed].
+  async function checkShoe(shoe) {
+    let bad = 0, pending = 0;
+    const label = `${shoe.label} (shoe ${shoe.shoe_id.slice(0, 8)})`;
+    if (shoe.published && shoe.published !== shoe.commitment) {
+      bad += 1;
+      say(false, `${label}: the commitment published before the deal (${shoe.published}) is not the shoe's (${shoe.commitment})`);
+    }
+    for (const h of shoe.hidden || []) {
+      if (!h.salt || !h.card) continue;
+      const c = await V.hiddenCommitment(h.salt, h.position, h.card);
+      if (c !== h.commitment) {
+        bad += 1;
+        say(false, `${label}: face-down card at position ${h.position} shown as ${h.card} does not open its commitment`);
+      }
+    }
+    const opened = (shoe.hidden || []).filter((h) => h.salt && h.card).length;
+    if (opened) say(bad === 0, `${label}: ${opened} face-down cards shown open the commitments recorded at the deal`);
+    const closed = (shoe.hidden || []).filter((h) => !h.salt || !h.card).length;
+    if (!shoe.seed) {
+      pending += 1;
+      say(null, `${label}: not yet revealed: the shoe is still in play, its seed is revealed when it closes; ` +
+                `its commitment ${shoe.commitment} was published before the deal; ` +
+                `${shoe.cards.length} cards shown so far cannot be compared yet`);
+      if (closed) say(null, `${label}: ${closed} face-down cards not shown yet`);
+      return [bad, pending];
+    }
+    const commitment = await V.commitment(shoe.seed, shoe.shoe_id);
+    if (!say(commitment === shoe.commitment, `${label}: commitment: SHA-256 of the revealed seed gives ${commitment}`)) bad += 1;
+    const before = await V.shuffle(shoe.seed, shoe.shoe_id, shoe.deck_kind, shoe.decks);
+    const dealt = V.cut(before, shoe.cut_position || 0);
+    say(null, `${label}: shuffled ${before.length} cards (${shoe.deck_kind} × ${shoe.decks}), cut at ${shoe.cut_position || 0}`);
+    if (shoe.order_digest) {
+      const digest = await V.orderDigest(dealt);
+      if (!say(digest === shoe.order_digest, `${label}: order digest of the shoe ${digest}`)) bad += 1;
+    }
+    let differ = 0;
+    for (const card of shoe.cards) {
+      if (dealt[card.position] !== card.card) {
+        differ += 1;
+        say(false, `${label}: card at position ${card.position} (${card.where}): recorded ${card.card}, the shuffle gives ${dealt[card.position]}`);
+      }
+    }
+    if (!say(differ === 0, `${label}: ${shoe.cards.length} cards against the shuffle: ${differ} differ`)) bad += 1;
+    let salts = 0;
+    for (const h of shoe.hidden || []) {
+      const salt = await V.hiddenSalt(shoe.seed, shoe.shoe_id, h.position);
+      const c = await V.hiddenCommitment(salt, h.position, dealt[h.position]);
+      if (c !== h.commitment) {
+        salts += 1;
+        say(false, `${label}: the commitment of the face-down card at position ${h.position} is not the shuffle's card ${dealt[h.position]}`);
+      }
+    }
+    if ((shoe.hidden || []).length) {
+      if (!say(salts === 0, `${label}: ${shoe.hidden.length} face-down commitments against the seed: ${salts} differ`)) bad += 1;
+    }
+    const lot = shoe.lot;
+    if (lot) {
+      const index = await V.bankLot(shoe.seed, lot.nonce, lot.seats.length);
+      const named = lot.seats[index] && lot.banker !== "a player" ? lot.seats[index] === lot.banker : true;
+      if (!say(lot.nonce === shoe.shoe_id && index === lot.index && named,
+               `${label}: the banker's lot drawn again from the seed: seat ${index} of ${lot.seats.length} (recorded ${lot.index})`)) bad += 1;
+    }
+    for (const note of shoe.unplaced || []) say(null, `${label}: ${note}`);
+    return [bad, pending];
+  }
+
+  // The latest signed checkpoint (its Ed25519 signature, with the key the user pinned) and
+  // each event's inclusion proof against its root. Returns the failures.
+  async function checkEvidence(facts) {
+    const ev = facts.evidence;
+    const keyField = document.getElementById("pinned-key");
+    if (!keyField.value && facts.checkpoint_public_key) keyField.value = facts.checkpoint_public_key;
+    if (!ev) {
+      say(null, "the signed checkpoint and the events' inclusion are the regulator's to check: not checked here");
+      return 0;
+    }
+    let bad = 0;
+    const cp = ev.checkpoint;
+    const key = keyField.value.trim().toLowerCase();
+    if (!/^[0-9a-f]{64}$/.test(key)) {
+      say(false, "no notary public key pinned: the checkpoint's signature cannot be checked");
+      return 1;
+    }
+    const id = await V.keyId(key);
+    const signed = id === cp.key_id && await V.checkpointSigned(cp, key);
+    if (!say(signed, `checkpoint of ${cp.size} events signed by key ${id}`)) bad += 1;
+    let inside = 0, after = 0, outside = 0;
+    for (const p of ev.proofs || []) {
+      if (p.after_checkpoint) { after += 1; continue; }
+      const root = V.hex(await V.inclusionRoot(V.unhex(p.leaf_hash), p.leaf_index, p.tree_size,
+                                               p.path.map(V.unhex)));
+      if (root === cp.root && p.tree_size === cp.size) inside += 1;
+      else { outside += 1; say(false, `event #${p.position} is not in the signed log`); }
+    }
+    if (!say(outside === 0, `${inside} events of the ${facts.kind} are in the signed log`)) bad += 1;
+    if (after) say(null, `${after} events after the latest checkpoint: not signed yet`);
+    return bad;
+  }
+
+  async function check() {
+    list.textContent = "";
+    delete section.dataset.verdict;
+    const answer = await fetch(section.dataset.api, { credentials: "same-origin" });
+    if (!answer.ok) { say(false, `the record could not be read (${answer.status})`); section.dataset.verdict = "fail"; return; }
+    const facts = await answer.json();
+    let bad = 0, pending = 0;
+    if (!facts.shoes.length) { pending += 1; say(null, "no shoe yet: nothing dealt"); }
+    for (const shoe of facts.shoes) {
+      const [b, p] = await checkShoe(shoe);
+      bad += b; pending += p;
+    }
+    bad += await checkEvidence(facts);
+    const verdict = bad ? "fail" : pending ? "pending" : "pass";
+    say(bad ? false : pending ? null : true,
+        bad ? `the ${facts.kind} does not check: see above`
+            : pending ? `nothing differs so far; the ${facts.kind} is not yet fully revealed`
+                      : `the ${facts.kind} checks`);
+    section.dataset.verdict = verdict;
+  }
+  document.getElementById("run-game-check").addEventListener("click", () => {
+    check().catch((e) => { say(false, `the check stopped: ${e.message}`); section.dataset.verdict = "fail"; });
+  });
+})();
