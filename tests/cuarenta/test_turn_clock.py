@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from domain.errors import RuleViolation
+from domain.errors import InvalidArgument, RuleViolation
 from services.ledger.api import Ledger
 from services.turn_clock import PRINCIPAL, ROLE, TurnClock, request_id
 from tests.cuarenta.support import Inputs, fund, ledger_on, player
@@ -191,3 +191,19 @@ def test_a_restarted_clock_asks_only_about_the_matches_still_running(store_url: 
         assert acted.id == live.match_id
         assert clock.tick() == [] and live.match_id in clock.ended and not clock.turns
         assert asked == [live.match_id]  # its Won read: never asked again
+
+
+def test_read_events_takes_topics(store_url: str) -> None:
+    inputs = Inputs()
+    with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, _):
+        fund(ledger, ["ana"])
+        everything = ledger.read_events(0, 10_000)
+        only = ledger.read_events(0, 10_000, [RECORDED])
+        assert only and only == [e for e in everything if e.topic == RECORDED]
+        assert ledger.read_events(0, 10_000, RECORDED) == only  # (one text of words)
+        assert ledger.read_events(only[0].position, 1, (RECORDED,)) == only[1:2]
+        bads: list[Any] = [[], [1], 5]
+        for bad in bads:
+            with pytest.raises(InvalidArgument) as refused:
+                ledger.read_events(0, 10, bad)
+            assert refused.value.reason == "BAD_TOPICS"
