@@ -106,10 +106,10 @@ class Server:
     """``sabot serve`` in a subprocess, on a free port, its callers in a credentials file."""
 
     def __init__(self, store: str, keys: Path, workdir: Path, single: bool = False,
-                 tls: Tls | None = None) -> None:
+                 tls: Tls | None = None, extra_env: dict[str, str] | None = None) -> None:
         env = {**os.environ, "SABOT_CREDENTIALS": str(keys),
                "SABOT_SEAL_KEY": os.urandom(32).hex(), "SABOT_CHAIN_KEY": os.urandom(32).hex(),
-               "PYTHONUNBUFFERED": "1"}
+               "PYTHONUNBUFFERED": "1", **(extra_env or {})}
         env.pop("SABOT_TOKENS", None)
         self.log = (workdir / "server.log").open("w")
         secure = [] if tls is None else ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]

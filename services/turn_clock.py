@@ -21,6 +21,11 @@ decides inside the command, with its own clock, whether the time is up (else
 id is derived from the match's or round's id and the turn's number, so a retry, or a second
 server's runner, never applies it twice: the ledger answers the first answer again.
 
+It reads only its games' events (the store filters them by topic, ``read_events(...,
+topics)``) and, with the server's hub, reads past the hub's position once it found no more: a
+stake, or any event of a game without a turn time, costs it no read and no parse (issue 25).
+Woken by the hub, it makes at most one pass per ``MIN_INTERVAL``.
+
 The clock only claims turns nobody acts on: a player's own move after its turn time (by the
 ledger's clock) is refused by the ledger itself, ``TURN_TIME_OVER``, which records the same
 forfeit or "me planto" in that transaction (issue 20; ``services/ledger/refused.py``), so a
@@ -30,7 +35,7 @@ late move never stands, whether this runner is on, off or behind.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -45,6 +50,7 @@ from services.ledger.views import StoredEvent, TurnView
 PRINCIPAL = "system:turn-clock"
 ROLE = "turn_clock"
 INTERVAL = 0.5  # seconds between looks at the running turns (and the log, without a hub)
+MIN_INTERVAL = 0.05  # seconds at least between passes woken by the hub (new events)
 PAGE = 10_000
 # A round's turns end at its game's ``round_ends``: never asked about afterwards (a restarted
 # server reads the whole log: it asks only about the rounds still running).
@@ -53,7 +59,8 @@ NOT_YET = frozenset({"TURN_NOT_EXPIRED", "TURN_TIME_NOT_UP"})  # the ledger's cl
 
 
 class Log(Protocol):
-    def read_events(self, after_position: int = 0, limit: int = 100) -> list[StoredEvent]: ...
+    def read_events(self, after_position: int = 0, limit: int = 100,
+                    topics: Sequence[str] | None = None) -> list[StoredEvent]: ...
 
 
 def actor(peer: str = "") -> Actor:
@@ -108,8 +115,14 @@ class TurnClock:
         return self._fire()
 
     def _follow(self) -> None:
-        while True:
-            batch: list[StoredEvent] = self.ledger.read_events(self.after, PAGE)
+        # Only the events of the games with a turn time are read (the store filters by topic):
+        # a stake, a coup of a game without one costs the clock nothing. With a hub, its
+        # position (everything up to it is committed: the log's order is its commit order),
+        # taken before the read, is read past once the read finds no more.
+        end = self.hub.position if self.hub is not None else 0
+        topics = _turn_topics()
+        while topics:
+            batch: list[StoredEvent] = self.ledger.read_events(self.after, PAGE, topics)
             for event in batch:
                 game = _game_of(event.topic)
                 if game is None or event.originator_id in self.ended:
@@ -123,7 +136,8 @@ class TurnClock:
             if batch:
                 self.after = batch[-1].position
             if len(batch) < PAGE:
-                return
+                break
+        self.after = max(self.after, end)
 
     def _refresh(self) -> None:
         while self.dirty:
@@ -195,7 +209,8 @@ class TurnClock:
                 self.stopped.wait(wait)
                 continue
             if self.hub is not None and not self.hub.closed:  # woken by new events
-                self.hub.wait_beyond(self.after, self.interval)
+                if self.hub.wait_beyond(self.after, self.interval):
+                    self.stopped.wait(MIN_INTERVAL)  # (a burst of commits: one pass, not many)
             else:
                 self.stopped.wait(self.interval)
 
@@ -207,6 +222,13 @@ def _game_of(topic: str) -> games.Game | None:
         if game.turns is not None and aggregate in game.turns.aggregates:
             return game
     return None
+
+
+def _turn_topics() -> tuple[str, ...]:
+    """The topics the aggregates of the games with a turn time store (``TurnRule.aggregates``),
+    sorted: what the clock reads of the log (none: it reads nothing)."""
+    return tuple(sorted({t for g in games.games() if g.turns is not None for t in g.topics
+                         if t.rsplit(".", 1)[0] in g.turns.aggregates}))
 
 
 def _rule(name: str) -> games.TurnRule:

@@ -21,7 +21,7 @@ committed state. ``LedgerConfig.from_environ()`` reads SABOT_STORE_URL and SABOT
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
 from typing import Any, TypeVar
@@ -526,10 +526,11 @@ class Ledger(metaclass=_Games):
             ))
         return Statement(view, tuple(entries))
 
-    def read_events(self, after_position: int = 0, limit: int = 100) -> list[StoredEvent]:
+    def read_events(self, after_position: int = 0, limit: int = 100,
+                    topics: Sequence[str] | None = None) -> list[StoredEvent]:
         """Events of the whole log with position > ``after_position``, at most ``limit``
-        (1..10000), in log order."""
-        return read_log(self.app, after_position, limit)
+        (1..10000), in log order; ``topics``: only the events of these topics (None: all)."""
+        return read_log(self.app, after_position, limit, topics)
 
     def _account_names(self) -> list[str]:
         names: list[str] = []
@@ -591,14 +592,20 @@ def chain_writer(app: LedgerApplication, config: LedgerConfig) -> ChainWriter | 
     return chain
 
 
-def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100
-             ) -> list[StoredEvent]:
+def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100,
+             topics: Sequence[str] | None = None) -> list[StoredEvent]:
     """``Ledger.read_events`` on any connection to the store (it needs no aggregate)."""
     if not isinstance(limit, int) or not 1 <= limit <= 10000:
         raise InvalidArgument("limit", "OUT_OF_RANGE", "must be 1 to 10000")
     if not isinstance(after_position, int) or after_position < 0:
         raise InvalidArgument("after_position", "OUT_OF_RANGE", "must be 0 or more")
-    notes = app.recorder.select_notifications(after_position, limit, inclusive_of_start=False)
+    if isinstance(topics, str):  # (one text of words, as the ledger socket may carry them)
+        topics = topics.split()
+    if topics is not None and (not isinstance(topics, list | tuple) or not topics
+                               or not all(isinstance(t, str) for t in topics)):
+        raise InvalidArgument("topics", "BAD_TOPICS", "must be a list of one or more topics")
+    notes = app.recorder.select_notifications(after_position, limit, topics=list(topics or ()),
+                                              inclusive_of_start=False)
     out = []
     for n in notes:
         state = unwrapped(json.loads(n.state))

@@ -47,7 +47,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -296,10 +296,11 @@ class RemoteLedger:
         """The host's last saved log position, as of its latest answer."""
         return self._saved
 
-    def read_events(self, after_position: int = 0, limit: int = 100) -> list[StoredEvent]:
+    def read_events(self, after_position: int = 0, limit: int = 100,
+                    topics: Sequence[str] | None = None) -> list[StoredEvent]:
         """Read here, on this process's own connection: the feed and the watch streams do not
         load the ledger process (the log needs no aggregate)."""
-        return read_log(self.app, after_position, limit)
+        return read_log(self.app, after_position, limit, topics)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         with self._lock:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from domain.errors import RuleViolation
+from domain.errors import InvalidArgument, RuleViolation
 from services.ledger.api import Ledger
 from services.turn_clock import PRINCIPAL, ROLE, TurnClock, request_id
 from tests.cuarenta.support import Inputs, fund, ledger_on, player
@@ -191,3 +191,62 @@ def test_a_restarted_clock_asks_only_about_the_matches_still_running(store_url: 
         assert acted.id == live.match_id
         assert clock.tick() == [] and live.match_id in clock.ended and not clock.turns
         assert asked == [live.match_id]  # its Won read: never asked again
+
+
+def test_the_clock_reads_only_the_events_of_the_games_with_a_turn_time(store_url: str) -> None:
+    """Issue 25: a stake, an account, a table of a game without a turn time cost the clock no
+    read: the store hands it only its games' events, and with a hub it reads past the hub's
+    position once it finds no more (the next read starts at the log's end)."""
+    inputs = Inputs()
+    with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, game):
+        m = _dealt(game, ledger)
+        read: list[Any] = []
+
+        class Reading:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(ledger, name)
+
+            def read_events(self, after: int = 0, limit: int = 100,
+                            topics: Any = None) -> Any:
+                found = ledger.read_events(after, limit, topics)
+                read.extend(found)
+                return found
+
+        class Hub:
+            position = 0
+
+        everything = ledger.read_events(0, 10_000)
+        hub = Hub()
+        hub.position = everything[-1].position
+        clock = TurnClock(Reading(), clock=inputs.clock, hub=hub)
+        assert clock.tick() == [] and clock.turns[m.match_id].seat == m.to_act
+        ours = {e.position for e in everything if e.topic.startswith("sabot.ledger:Cuarenta")}
+        assert ours and {e.position for e in read} == ours  # (no account's, table's, request's)
+        assert len(ours) < len(everything) and clock.after == hub.position
+        fund(ledger, ["carla"])  # events of no game with a turn time
+        read.clear()
+        hub.position = ledger.read_events(0, 10_000)[-1].position
+        assert clock.tick() == [] and read == [] and clock.after == hub.position
+        inputs.skip = 31
+        (acted,) = clock.tick()  # the clock's behaviour: unchanged
+        assert acted.id == m.match_id
+        hub.position = ledger.read_events(0, 10_000)[-1].position
+        assert clock.tick() == [] and m.match_id in clock.ended and not clock.turns
+        assert FORFEITED in {e.topic for e in read}
+        assert all(e.topic.startswith("sabot.ledger:Cuarenta") for e in read)
+
+
+def test_read_events_takes_topics(store_url: str) -> None:
+    inputs = Inputs()
+    with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, _):
+        fund(ledger, ["ana"])
+        everything = ledger.read_events(0, 10_000)
+        only = ledger.read_events(0, 10_000, [RECORDED])
+        assert only and only == [e for e in everything if e.topic == RECORDED]
+        assert ledger.read_events(0, 10_000, RECORDED) == only  # (one text of words)
+        assert ledger.read_events(only[0].position, 1, (RECORDED,)) == only[1:2]
+        bads: list[Any] = [[], [1], 5]
+        for bad in bads:
+            with pytest.raises(InvalidArgument) as refused:
+                ledger.read_events(0, 10, bad)
+            assert refused.value.reason == "BAD_TOPICS"
