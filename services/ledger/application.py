@@ -53,7 +53,12 @@ from psycopg.sql import SQL, Identifier
 from services.ledger import transcodings
 from services.ledger.account import Account
 from services.ledger.config import APP_NAME
-from services.ledger.evidence import ChainWriter, VerifiedSnapshots, chained_snapshot
+from services.ledger.evidence import (
+    ChainWriter,
+    VerifiedEvents,
+    VerifiedSnapshots,
+    chained_snapshot,
+)
 from services.ledger.schema import CREATE_TABLE, LOCK_FUNCTION, create_tables
 
 STORE_SETTINGS = ("POSTGRES_DBNAME", "POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_USER",
@@ -190,6 +195,9 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
         if isinstance(store, VerifiedSnapshots):
             store.verify = evidence is not None
             store.trusted = evidence.key.trusted() if evidence is not None else {}
+        events = self.events
+        if isinstance(events, VerifiedEvents):  # what the writer loads, checked (issue 20)
+            events.guard = evidence.guard if evidence is not None and evidence.checks else None
 
     def construct_transcoder(self) -> Transcoder:
         transcoder = super().construct_transcoder()
@@ -202,6 +210,9 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
 
     def construct_snapshot_store(self) -> EventStore:  # type: ignore[type-arg]
         return VerifiedSnapshots(super().construct_snapshot_store(), self.recorder)
+
+    def construct_event_store(self) -> EventStore:  # type: ignore[type-arg]
+        return VerifiedEvents(super().construct_event_store())
 
     def _take_snapshots(self, processing_event: ProcessingEvent[Any]) -> None:
         self.put_snapshots(self.snapshots_due(processing_event.events, processing_event.aggregates))
@@ -352,7 +363,7 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
         if not ids or len(ids) != len(stored) + 1:
             evidence.forget()
             raise ProgrammingError(f"got {len(ids or ())} notification ids for {len(stored) + 1}")
-        evidence.committed(pending, ids[-1])
+        evidence.committed(pending, ids[-1], ids[:-1])
         recordings: list[Recording[Any]] = [
             Recording(d, Notification(originator_id=s.originator_id,
                                       originator_version=s.originator_version, topic=s.topic,
