@@ -620,7 +620,8 @@ __all__ = [
 
 # --- the writer's own check of what it loads (issue 20) -------------------------------------
 
-PAGE = 256  # rows per read while looking for a batch's links
+PAGE = 256  # links per read while vouching for links under another key
+SPAN = 50_000  # positions: an aggregate's unchecked events within it are checked in one read
 CHECKED = 200_000  # positions whose event hash is remembered (oldest dropped first)
 
 
@@ -885,46 +886,62 @@ class ChainGuard:
                     for old in list(itertools.islice(table, len(table) - CHECKED)):
                         del table[old]  # type: ignore[arg-type]
 
-    def _batch_of(self, position: int) -> None:
-        """Read and check the batch holding the event at ``position``."""
+    def _pages(self, read: Any, position: int) -> Iterator[Row]:
+        """Rows from ``position`` on (``read``: ``rows.before`` or ``rows.after``), read in
+        pages of 16 rows first (a link closes every batch: one is usually near), growing."""
+        size = 16
+        while True:
+            page = read(position, size)
+            yield from page
+            if len(page) < size:
+                return
+            position = page[-1].position
+            size = min(size * 4, 4096)
+
+    def _link_before(self, position: int) -> tuple[Row | None, list[Row]]:
+        """The last link before ``position`` (None: the chain's beginning), and the events
+        between it and ``position`` (in log order)."""
         after = self.after()
         back: list[Row] = []
-        opening_row: Row | None = None
-        cursor, done = position, False
-        while not done:
-            page = self.rows.before(cursor, PAGE)
-            for row in page:
-                if row.topic == LINKED_TOPIC:
-                    opening_row, done = row, True
-                    break
-                if after is not None and row.position <= after:
-                    done = True
-                    break
-                back.append(row)
-            if len(page) < PAGE:
-                done = True
-            elif not done:
-                cursor = page[-1].position
-        ahead: list[Row] = []
-        closing_row: Row | None = None
-        cursor = position - 1
-        while closing_row is None:
-            page = self.rows.after(cursor, PAGE)
-            for row in page:
-                if row.topic == LINKED_TOPIC:
-                    closing_row = row
-                    break
-                ahead.append(row)
-            if len(page) < PAGE:
+        for row in self._pages(self.rows.before, position):
+            if row.topic == LINKED_TOPIC:
+                return row, back[::-1]
+            if after is not None and row.position <= after:
                 break
-            cursor = page[-1].position
-        rows = [*reversed(back), *ahead]
+            back.append(row)
+        return None, back[::-1]
+
+    def _batch_of(self, position: int) -> None:
+        """Read and check the batch holding the event at ``position``."""
+        opening_row, rows = self._link_before(position)
+        closing_row: Row | None = None
+        for row in self._pages(self.rows.after, position - 1):
+            if row.topic == LINKED_TOPIC:
+                closing_row = row
+                break
+            rows.append(row)
         if closing_row is None:
             first = rows[0].position if rows else position
             raise ChainBroken(f"position {first}: stored after the last link, covered by none "
                               "(inserted?)")
         opening = _parse(opening_row) if opening_row is not None else None
         self.check_batch(opening, rows, closing_row)
+
+    def _range(self, lo: int, hi: int) -> None:
+        """Check every batch from the one holding ``lo`` to the one holding ``hi``, reading
+        the log once (an aggregate's events spread over many batches)."""
+        opening_row, pending = self._link_before(lo)
+        opening = _parse(opening_row) if opening_row is not None else None
+        for row in self._pages(self.rows.after, lo - 1):
+            if row.topic != LINKED_TOPIC:
+                pending.append(row)
+                continue
+            opening, pending = self.check_batch(opening, pending, row), []
+            if row.position > hi:
+                return
+        if pending:
+            raise ChainBroken(f"position {pending[0].position}: stored after the last link, "
+                              "covered by none (inserted?)")
 
     def check(self, rows: Sequence[Row], stream: UUID | None = None, gt: int | None = None
               ) -> None:
@@ -944,22 +961,42 @@ class ChainGuard:
             after = self.after()
             if after is None:
                 return  # no link yet: every event precedes the chain
+            checked = self.checked
+            new = [row.position for row in rows
+                   if row.position > after and row.position not in checked]
+            if new and max(new) - min(new) <= SPAN:  # one read over their batches
+                self._range(min(new), max(new))
             for row in rows:
-                if row.position <= after or row.topic == LINKED_TOPIC:
+                if row.position <= after:
                     continue
-                known = self.checked.get(row.position)
+                known = checked.get(row.position)
                 if known is None:
                     self._batch_of(row.position)
-                    known = self.checked.get(row.position)
+                    known = checked.get(row.position)
                 if known is not None and row.hash(known[0]) == known[1]:
                     continue
                 # the row read is not the one checked: read its batch again, from the store
-                self.checked.pop(row.position, None)
+                checked.pop(row.position, None)
                 self._batch_of(row.position)
-                known = self.checked.get(row.position)
+                known = checked.get(row.position)
                 if known is None or row.hash(known[0]) != known[1]:
                     raise ChainBroken(f"position {row.position}: not the event its link covers "
                                       "(changed while it was read)")
+            if stream is not None:
+                self._gapless(rows, stream, gt)
+
+    def _gapless(self, rows: Sequence[Row], stream: UUID, gt: int | None) -> None:
+        """An aggregate's events after ``gt`` follow each other, version after version: a
+        missing one (deleted from a batch checked before) is looked for again in the store
+        between its neighbours, to name its position."""
+        expected, previous = (gt or 0) + 1, None
+        for row in sorted(rows, key=lambda r: r.version):
+            if row.version != expected:
+                lo = previous.position if previous is not None else row.position
+                self._range(lo, row.position)  # raises, naming the first bad position
+                raise ChainBroken(f"position {row.position}: event {expected} of {stream} is "
+                                  "gone from the store (deleted?)")
+            expected, previous = row.version + 1, row
 
     # --- the walk at start --------------------------------------------------------------
 
