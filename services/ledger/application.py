@@ -54,6 +54,8 @@ from services.ledger import transcodings
 from services.ledger.account import Account
 from services.ledger.config import APP_NAME
 from services.ledger.evidence import (
+    CHAIN_ID,
+    ChainBroken,
     ChainWriter,
     VerifiedEvents,
     VerifiedSnapshots,
@@ -86,16 +88,19 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
         super().__init__(*args, **kwargs)
         self.fenced_lock_statement = SQL("SELECT {schema}.{function}(%s)").format(
             schema=Identifier(self.datastore.schema), function=Identifier(LOCK_FUNCTION))
-        self.array_insert_statement = SQL(
-            "INSERT INTO {schema}.{table} AS t"
-            " (originator_id, originator_version, topic, state)"
-            " SELECT * FROM unnest(%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[])"
-            " RETURNING notification_id"
-        ).format(
-            schema=Identifier(self.datastore.schema),
-            table=Identifier(self.events_table_name),
-            id_type=Identifier(self.datastore.originator_id_type),
-        )
+        names = {"schema": Identifier(self.datastore.schema),
+                 "table": Identifier(self.events_table_name),
+                 "id_type": Identifier(self.datastore.originator_id_type)}
+        insert = ("INSERT INTO {schema}.{table} AS t"
+                  " (originator_id, originator_version, topic, state)"
+                  " SELECT * FROM unnest(%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[])")
+        self.array_insert_statement = SQL(insert + " RETURNING notification_id").format(**names)
+        # a chained save inserts only if the store still holds the writer's previous link
+        # (services/ledger/evidence.py): checked in the insert, no read of its own
+        self.array_insert_after_statement = SQL(
+            insert + " WHERE EXISTS (SELECT 1 FROM {schema}.{table} AS l"
+            " WHERE l.originator_id = %s AND l.originator_version = %s AND l.state = %b)"
+            " RETURNING notification_id").format(**names)
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -132,6 +137,8 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
                     ids = [row["notification_id"] for row in curs.fetchall()]
             if exc is not None:
                 raise exc
+        if not ids and kwargs.get("after_link") is not None:
+            raise ChainBroken("the store no longer holds the previous link")  # nothing stored
         if len(ids) != len(stored_events):
             raise ProgrammingError(f"got {len(ids)} notification ids for {len(stored_events)}")
         return ids
@@ -151,16 +158,17 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
         curs.execute(SQL("SET LOCAL lock_timeout = {}").format(ms), prepare=False)
         self._lock_table(curs)
         self._notify_channel(curs)
-        curs.execute(
-            self.array_insert_statement,
-            (
-                [e.originator_id for e in stored_events],
-                [e.originator_version for e in stored_events],
-                [e.topic for e in stored_events],
-                [e.state for e in stored_events],
-            ),
-            prepare=True,
+        arrays: tuple[Any, ...] = (
+            [e.originator_id for e in stored_events],
+            [e.originator_version for e in stored_events],
+            [e.topic for e in stored_events],
+            [e.state for e in stored_events],
         )
+        after = kwargs.get("after_link")
+        if after is None:
+            curs.execute(self.array_insert_statement, arrays, prepare=True)
+        else:  # (chain id, sequence number, stored bytes) of the link that must be there
+            curs.execute(self.array_insert_after_statement, (*arrays, *after), prepare=True)
 
 
 class LedgerApplication(Application):  # type: ignore[type-arg]
@@ -191,6 +199,8 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
         """Close every save with a link of ``evidence`` (None: evidence off, for the bench's
         comparison; snapshots are then neither chained nor checked)."""
         self.evidence = evidence
+        if evidence is not None:  # PostgreSQL: the insert confirms the previous link itself
+            evidence.in_insert = isinstance(self.recorder, ArrayInsertRecorder)
         store = self.snapshots
         if isinstance(store, VerifiedSnapshots):
             store.verify = evidence is not None
@@ -355,8 +365,13 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
             chained = [to_stored(chained_snapshot(s, seq)) for s in snapshots]
             timestamp = getattr(events[-1], "timestamp", None) or datetime.now(UTC)
             pending = evidence.link(stored, chained, timestamp)
-            ids = self.recorder.insert_events([*stored, pending.stored],
-                                              **processing_event.saved_kwargs)
+            kwargs = processing_event.saved_kwargs
+            if pending.confirm is not None:
+                kwargs = {**kwargs, "after_link": (CHAIN_ID, *pending.confirm)}
+            try:
+                ids = self.recorder.insert_events([*stored, pending.stored], **kwargs)
+            except ChainBroken:  # the insert found the previous link gone: stored nothing
+                raise evidence.previous_gone() from None
         except BaseException:
             evidence.forget()  # another writer's link may be ahead: read the head again
             raise

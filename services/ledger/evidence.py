@@ -232,6 +232,8 @@ class Pending:
 
     stored: StoredEvent
     head: Head  # the head once it is stored (position unknown until then)
+    confirm: tuple[int, bytes] | None = None  # the save inserts only if the store still
+    # holds this link (sequence number, stored bytes): the last this writer committed
     events: Sequence[StoredEvent] = ()  # the batch's events
     hashes: Sequence[bytes] = ()  # and their full hashes (chain indexes from ``first``)
     first: int = 0
@@ -253,6 +255,8 @@ class ChainWriter:
         self.guard = ChainGuard(self.rows, key)
         self.broken: str | None = None  # why this writer stopped writing (None: it writes)
         self.checks = True  # off only in the bench's comparison (what the checks cost)
+        self.in_insert = False  # the recorder's insert confirms the previous link itself
+        self._mine_state: bytes | None = None  # the stored bytes of ``_mine``'s link
         self._head: Head | None = None  # None: read it from the store before the next link
         self._mine: Head | None = None  # the last link this writer committed (or its head file's)
         self._written = 0  # the highest link written to the head file
@@ -327,6 +331,20 @@ class ChainWriter:
             raise self._stop(
                 f"position {found[0].position}: link {mine.seq} in the store is not the link "
                 f"{mine.seq} this writer signed: the chain was rewritten; writing stopped")
+        self._mine_state = found[0].state
+
+    def previous_gone(self) -> ChainBroken:
+        """The insert found the store without the link this writer committed last: why."""
+        mine = self._mine
+        if self.broken is not None:
+            return ChainBroken(self.broken)
+        if mine is not None:
+            try:
+                self._still_there(mine)
+            except ChainBroken as exc:
+                return exc
+        return self._stop(f"link {mine.seq if mine else 0} this writer signed is gone from "
+                          "the store, or was rewritten; writing stopped")
 
     def forget(self) -> None:
         """The last save failed: read the head from the store next time."""
@@ -386,8 +404,12 @@ class ChainWriter:
         """The link closing a batch of stored events (and the snapshots saved with it). The
         store must still hold the last link this writer committed (``ChainBroken``)."""
         mine = self._mine
+        confirm = None
         if self._head is not None and mine is not None and mine.seq > 0 and self.checks:
-            self._still_there(mine)
+            if self.in_insert and self._mine_state is not None:
+                confirm = (mine.seq, self._mine_state)  # in the insert: no read of its own
+            else:
+                self._still_there(mine)
         head = self.head()
         seq = head.seq + 1
         index = head.next_index
@@ -420,7 +442,7 @@ class ChainWriter:
         event = StoredEvent(originator_id=CHAIN_ID, originator_version=seq, topic=LINKED_TOPIC,
                             state=state)
         after = Head(seq, hashlib.sha256(message).digest(), index, self.key.key_id)
-        return Pending(event, after, stored, hashes, head.next_index)
+        return Pending(event, after, confirm, stored, hashes, head.next_index)
 
     def next_seq(self) -> int:
         return self.head().seq + 1
@@ -437,6 +459,7 @@ class ChainWriter:
                 pending.first, pending.hashes)
         h = pending.head
         self._head = self._mine = Head(h.seq, h.hash, h.next_index, h.key_id, position)
+        self._mine_state = pending.stored.state
         self.guard.vouch(h.seq, h.hash)
         if self.head_file is not None:
             self._write_head_file(self._head)

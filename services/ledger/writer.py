@@ -579,7 +579,8 @@ class Writer:
         decides commands (holds the lease) and how many wait for it."""
         q = self._queue
         state: dict[str, Any] = {"active": self.active and self.broken is None,
-                 "queue": q.qsize() if q is not None else 0, "store_down": self.store_down()}
+                                 "queue": q.qsize() if q is not None else 0,
+                                 "store_down": self.store_down()}
         if self.broken is not None:
             state["evidence_broken"] = self.broken
         return state
@@ -763,7 +764,8 @@ class Writer:
                 decided.results.append((command, result))
         except Exception as exc:
             unit.forget()
-            log.exception("ledger batch of %d commands not decided", len(decided.commands))
+            if not isinstance(exc, ChainBroken):  # that one is said in one line (``halt``)
+                log.exception("ledger batch of %d commands not decided", len(decided.commands))
             self._fail_all(decided.commands, exc)
             return False
         return True

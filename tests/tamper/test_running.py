@@ -10,6 +10,7 @@ link it lost, and its head file keeps that link. A tampered tail is refused at s
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import uuid
 from pathlib import Path
@@ -113,8 +114,9 @@ def test_on_postgres_with_the_trigger_disabled_by_its_owner(
 
 @pytest.mark.parametrize("where", ["end", "middle"])
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "cached"])
-def test_the_cashier_never_pays_out_inserted_money(store: Store, where: str, warm: bool
-                                                   ) -> None:
+def test_the_cashier_never_pays_out_inserted_money(
+    store: Store, where: str, warm: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     """The issue's case: a balanced deposit inserted while the server runs; the cashier's
     payout of it is refused, whether the account was cached (refused on the balance the
     writer knows; its next save collides with the inserted event and the reload stops the
@@ -141,6 +143,9 @@ def test_the_cashier_never_pays_out_inserted_money(store: Store, where: str, war
             led.deposit("after", store.played.players[2], 1)
         assert insider.last_position() == end  # nothing paid, nothing written
         assert led.writer_state()["active"] is False
+        said = [r for r in caplog.records if r.levelno == logging.ERROR
+                and "evidence chain broken: position" in r.getMessage()]
+        assert len(said) == 1, [r.getMessage() for r in caplog.records]  # one line, once
     finally:
         led.close()
 
