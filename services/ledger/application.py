@@ -45,6 +45,7 @@ from eventsourcing.persistence import (
     Transcoder,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 from eventsourcing.utils import Environment, get_topic
 from psycopg import Cursor
 from psycopg.rows import DictRow
@@ -171,6 +172,26 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
             curs.execute(self.array_insert_after_statement, (*arrays, *after), prepare=True)
 
 
+class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
+    """SQLite's recorder, whose chained save inserts only if the store still holds the writer's
+    previous link, checked in the save's own transaction (as ``ArrayInsertRecorder`` does)."""
+
+    def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent],
+                       **kwargs: Any) -> Sequence[int] | None:
+        # the insert first: it takes the write lock (waiting for it), as before; a read first
+        # would make a second writer's transaction fail at once ("database is locked")
+        returning = super()._insert_events(c, stored_events, **kwargs)
+        after = kwargs.get("after_link")
+        if after is not None:  # (chain id, sequence number, stored bytes)
+            oid, seq, state = after
+            c.execute(f"SELECT state FROM {self.events_table_name} "
+                      "WHERE originator_id = ? AND originator_version = ?", (oid.hex, seq))
+            row = c.fetchone()
+            if row is None or bytes(row[0]) != state:
+                raise ChainBroken("the store no longer holds the previous link")  # rolled back
+        return returning
+
+
 class LedgerApplication(Application):  # type: ignore[type-arg]
     """Accounts are snapshotted every 500 events so a busy account loads fast after a restart.
     The snapshot is taken of the saved aggregate in memory (the library reloads it from the
@@ -199,8 +220,9 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
         """Close every save with a link of ``evidence`` (None: evidence off, for the bench's
         comparison; snapshots are then neither chained nor checked)."""
         self.evidence = evidence
-        if evidence is not None:  # PostgreSQL: the insert confirms the previous link itself
-            evidence.in_insert = isinstance(self.recorder, ArrayInsertRecorder)
+        if evidence is not None:  # the insert confirms the previous link itself
+            evidence.in_insert = isinstance(self.recorder,
+                                            ArrayInsertRecorder | ChainedSQLiteRecorder)
         store = self.snapshots
         if isinstance(store, VerifiedSnapshots):
             store.verify = evidence is not None
@@ -307,6 +329,11 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
             and not constructed.get("APPLICATION_RECORDER_TOPIC")
         ):
             constructed["APPLICATION_RECORDER_TOPIC"] = get_topic(ArrayInsertRecorder)
+        if (
+            constructed.get("PERSISTENCE_MODULE") == "eventsourcing.sqlite"
+            and not constructed.get("APPLICATION_RECORDER_TOPIC")
+        ):
+            constructed["APPLICATION_RECORDER_TOPIC"] = get_topic(ChainedSQLiteRecorder)
         if (
             constructed.get("PERSISTENCE_MODULE") == "eventsourcing.postgres"
             and constructed.get("CREATE_TABLE") is None
