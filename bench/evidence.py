@@ -3,10 +3,14 @@
 Write path (no gRPC; each store): the same stake load as ``bench.ledger`` (32 clients through
 the batching writer, and one client placing stakes one command per batch, the worst case: one
 signature per stake), with the evidence on and off (``LedgerConfig(evidence=False)``, a setting
-for this comparison only), in alternating rounds of one run; figures are medians over the rounds.
+for this comparison only), and with the evidence on but the writer's own checks off (issue 20:
+the chain's last link confirmed before each save, the committed events remembered, every
+loaded event checked against its link; ``_unchecked``, for this comparison only), in
+alternating rounds of one run; figures are medians over the rounds.
 ``cpu_ms_per_stake`` is this process's processor time (every thread: clients, writer, commit)
 per stake; PostgreSQL's own processes are not in it. The parts are also timed alone: making one
-batch's link (hashes, signature) and rewriting the head file.
+batch's link (hashes, signature) and rewriting the head file (with its line appended to the
+history of signed links, ``SABOT_CHAIN_HEAD.links``).
 
 Verifying (SQLite): a whole shoe played with evidence, notarised and exported whole; the time
 ``sabot-verify`` takes per coup, and apart from it the time of its chain walk and of its money
@@ -16,6 +20,7 @@ with its chain check, beside the chain check alone.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import random
@@ -55,10 +60,20 @@ def _table(ledger: Ledger, table: str) -> str:
     return ledger.open_coup(f"{table}-oc", table).coup_id
 
 
+def _unchecked(ledger: Ledger) -> None:
+    """The evidence on, the writer's checks of it off (what they cost)."""
+    chain = ledger.app.evidence
+    if chain is not None:
+        chain.checks = False
+        ledger.app.use_evidence(chain)
+
+
 def concurrent(url: str, evidence: bool, head: str | None, clients: int = 32,
-               per_client: int = 40) -> tuple[float, float]:
+               per_client: int = 40, checks: bool = True) -> tuple[float, float]:
     """(stakes/s, cpu ms per stake) of ``clients`` threads through the batching writer."""
     ledger = Ledger(_config(url, evidence, head), batching=True)
+    if not checks:
+        _unchecked(ledger)
     tables = [f"c{t}" for t in range(clients // 8)]
     coups = {t: _table(ledger, t) for t in tables}
     players = [f"{tables[i % len(tables)]}-p{i}" for i in range(clients)]
@@ -87,10 +102,12 @@ def concurrent(url: str, evidence: bool, head: str | None, clients: int = 32,
     return n / elapsed, 1000 * cpu / n
 
 
-def sequential(url: str, evidence: bool, head: str | None, stakes: int = 400
-               ) -> tuple[float, float]:
+def sequential(url: str, evidence: bool, head: str | None, stakes: int = 400,
+               checks: bool = True) -> tuple[float, float]:
     """(stakes/s, cpu ms per stake) of one client: every stake a batch of its own."""
     ledger = Ledger(_config(url, evidence, head))
+    if not checks:
+        _unchecked(ledger)
     coup = _table(ledger, "s0")
     players = [f"s0-p{i}" for i in range(8)]
     for p in players:
@@ -133,9 +150,10 @@ def _parts() -> list[Row]:
         for _ in range(n):
             pending = writer.link(events, [], now)
         link_ms = 1000 * (time.perf_counter() - t0) / n
+        heads = [dataclasses.replace(pending.head, seq=pending.head.seq + i) for i in range(n)]
         t0 = time.perf_counter()
-        for _ in range(n):
-            writer._write_head_file(pending.head)
+        for head in heads:  # each a later link (a lower one is never written)
+            writer._write_head_file(head)
         head_ms = 1000 * (time.perf_counter() - t0) / n
         writer.head_file = None
         single = events[:5]
@@ -149,6 +167,61 @@ def _parts() -> list[Row]:
         ("evidence.parts.link_32_stakes_ms", link_ms),
         ("evidence.parts.link_1_stake_ms", one_ms),
         ("evidence.parts.head_file_write_ms", head_ms),
+        *_check_parts(),
+    ]
+
+
+def _check_parts() -> list[Row]:
+    """The writer's checks (issue 20) timed alone, on a SQLite store: confirming its last
+    link before a save (one indexed read), remembering a batch of 32 stakes' events as
+    checked, and a cold load of an account of 201 events (from the store, no snapshot) with
+    and without the check."""
+    from uuid import uuid5
+
+    from services.ledger.ids import NAMESPACE, account_uuid
+
+    tmp = tempfile.mkdtemp(prefix="sabot-bench-check-")
+    try:
+        ledger = Ledger(_config(f"sqlite:///{tmp}/check.db", True, f"{tmp}/head.json"))
+        ledger.open_account("a", "p")
+        for k in range(200):
+            ledger.deposit(f"d{k}", "p", 1)
+        chain = ledger.app.evidence
+        assert chain is not None and chain._mine is not None
+        n = 500
+        t0 = time.perf_counter()
+        for _ in range(n):
+            chain._still_there(chain._mine)
+        confirm_ms = 1000 * (time.perf_counter() - t0) / n
+        events = [(10**9 + i, uuid5(NAMESPACE, str(i % 64)), i) for i in range(160)]
+        hashes = [bytes(32)] * 160
+        t0 = time.perf_counter()
+        for _ in range(n):
+            chain.guard.remember(events, 0, hashes)
+        remember_ms = 1000 * (time.perf_counter() - t0) / n
+        oid = account_uuid("p")
+        loads: dict[bool, float] = {}
+        for checked in (True, False, True, False):
+            ledger.app.use_evidence(chain)
+            events_store: Any = ledger.app.events
+            if not checked:
+                events_store.guard = None
+            best = float("inf")
+            for _ in range(5):
+                chain.guard.checked.clear()
+                chain.guard.latest.clear()
+                t0 = time.perf_counter()
+                list(ledger.app.events.get(oid))
+                best = min(best, time.perf_counter() - t0)
+            loads[checked] = min(loads.get(checked, best), best)
+        ledger.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [
+        ("evidence.parts.confirm_last_link_sqlite_ms", confirm_ms),
+        ("evidence.parts.remember_32_stakes_ms", remember_ms),
+        ("evidence.parts.cold_load_201_events_ms.checked", 1000 * loads[True]),
+        ("evidence.parts.cold_load_201_events_ms.unchecked", 1000 * loads[False]),
     ]
 
 
@@ -157,14 +230,16 @@ def _write_path(store: str, url: Callable[[str], str], tmp: str) -> list[Row]:
     for label, run in (("batched_32_clients", concurrent), ("one_client", sequential)):
         on: list[tuple[float, float]] = []
         off: list[tuple[float, float]] = []
+        unchecked: list[tuple[float, float]] = []
         for r in range(ROUNDS):
-            for evidence, out in ((True, on), (False, off)):
-                name = f"{label}-{r}-{'on' if evidence else 'off'}"
+            for evidence, checks, out in ((True, True, on), (False, True, off),
+                                          (True, False, unchecked)):
+                name = f"{label}-{r}-{'on' if evidence else 'off'}{'' if checks else '-u'}"
                 head = f"{tmp}/{store}-{name}.head" if evidence else None
-                out.append(run(url(name), evidence, head))
+                out.append(run(url(name), evidence, head, checks=checks))
         p = f"evidence.{store}.{label}"
-        s_on, s_off = (statistics.median(x[0] for x in v) for v in (on, off))
-        c_on, c_off = (statistics.median(x[1] for x in v) for v in (on, off))
+        s_on, s_off, s_un = (statistics.median(x[0] for x in v) for v in (on, off, unchecked))
+        c_on, c_off, c_un = (statistics.median(x[1] for x in v) for v in (on, off, unchecked))
         rows += [
             (f"{p}.stakes_per_s.with_evidence", s_on),
             (f"{p}.stakes_per_s.without", s_off),
@@ -172,6 +247,10 @@ def _write_path(store: str, url: Callable[[str], str], tmp: str) -> list[Row]:
             (f"{p}.cpu_ms_per_stake.without", c_off),
             (f"{p}.cpu_ms_per_stake.evidence_costs", c_on - c_off),
             (f"{p}.stakes_per_s.ratio_with_to_without", s_on / s_off),
+            (f"{p}.stakes_per_s.evidence_unchecked", s_un),
+            (f"{p}.cpu_ms_per_stake.evidence_unchecked", c_un),
+            (f"{p}.cpu_ms_per_stake.writer_checks_cost", c_on - c_un),
+            (f"{p}.stakes_per_s.ratio_checked_to_unchecked", s_on / s_un),
         ]
     return rows
 

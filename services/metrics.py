@@ -102,6 +102,10 @@ SERIES: Mapping[str, tuple[str, str]] = {
     "sabot_writer_store_outages_total": ("counter", "times the writer found the store "
                                                     "unreachable and failed fast until it "
                                                     "answered again"),
+    "sabot_writer_evidence_broken": (
+        "gauge", "1 once the writer found the store's evidence chain broken (an event it loaded "
+                 "not covered by a link it trusts, or the store lost a link it signed): it "
+                 "writes nothing more"),
 }
 
 
@@ -134,6 +138,8 @@ class WriterMetrics:
                                 ["outcome"], registry=r)
         self.outages = Counter("sabot_writer_store_outages",
                                _h("sabot_writer_store_outages_total"), registry=r)
+        self.evidence_broken = Gauge("sabot_writer_evidence_broken",
+                                     _h("sabot_writer_evidence_broken"), registry=r)
         self._outcomes = {o: self.commands.labels(o)
                           for o in ("stored", "refused", "unavailable", "failed")}
 

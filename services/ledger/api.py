@@ -583,12 +583,13 @@ def schema_owner(app: LedgerApplication) -> bool:
 
 def chain_writer(app: LedgerApplication, config: LedgerConfig) -> ChainWriter | None:
     """The evidence writer of ``config`` (None: evidence off); ``ChainBroken`` if the store
-    lost the last link its head file records."""
+    lost the last link its head file records, or its chain from there to the log's end does
+    not verify with the writer's key (``ChainWriter.check_at_start``)."""
     if not config.evidence:
         return None
     key = ChainKey.from_raw(config.chain_key) if config.chain_key else ChainKey.ephemeral()
     chain = ChainWriter(app.recorder, key, config.chain_head)
-    chain.check_head_file()
+    chain.check_at_start()
     return chain
 
 

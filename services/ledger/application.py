@@ -45,6 +45,7 @@ from eventsourcing.persistence import (
     Transcoder,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 from eventsourcing.utils import Environment, get_topic
 from psycopg import Cursor
 from psycopg.rows import DictRow
@@ -53,7 +54,14 @@ from psycopg.sql import SQL, Identifier
 from services.ledger import transcodings
 from services.ledger.account import Account
 from services.ledger.config import APP_NAME
-from services.ledger.evidence import ChainWriter, VerifiedSnapshots, chained_snapshot
+from services.ledger.evidence import (
+    CHAIN_ID,
+    ChainBroken,
+    ChainWriter,
+    VerifiedEvents,
+    VerifiedSnapshots,
+    chained_snapshot,
+)
 from services.ledger.schema import CREATE_TABLE, LOCK_FUNCTION, create_tables
 
 STORE_SETTINGS = ("POSTGRES_DBNAME", "POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_USER",
@@ -83,16 +91,19 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
         super().__init__(*args, **kwargs)
         self.fenced_lock_statement = SQL("SELECT {schema}.{function}(%s)").format(
             schema=Identifier(self.datastore.schema), function=Identifier(LOCK_FUNCTION))
-        self.array_insert_statement = SQL(
-            "INSERT INTO {schema}.{table} AS t"
-            " (originator_id, originator_version, topic, state)"
-            " SELECT * FROM unnest(%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[])"
-            " RETURNING notification_id"
-        ).format(
-            schema=Identifier(self.datastore.schema),
-            table=Identifier(self.events_table_name),
-            id_type=Identifier(self.datastore.originator_id_type),
-        )
+        names = {"schema": Identifier(self.datastore.schema),
+                 "table": Identifier(self.events_table_name),
+                 "id_type": Identifier(self.datastore.originator_id_type)}
+        insert = ("INSERT INTO {schema}.{table} AS t"
+                  " (originator_id, originator_version, topic, state)"
+                  " SELECT * FROM unnest(%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[])")
+        self.array_insert_statement = SQL(insert + " RETURNING notification_id").format(**names)
+        # a chained save inserts only if the store still holds the writer's previous link
+        # (services/ledger/evidence.py): checked in the insert, no read of its own
+        self.array_insert_after_statement = SQL(
+            insert + " WHERE EXISTS (SELECT 1 FROM {schema}.{table} AS l"
+            " WHERE l.originator_id = %s AND l.originator_version = %s AND l.state = %b)"
+            " RETURNING notification_id").format(**names)
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -129,6 +140,8 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
                     ids = [row["notification_id"] for row in curs.fetchall()]
             if exc is not None:
                 raise exc
+        if not ids and kwargs.get("after_link") is not None:
+            raise ChainBroken("the store no longer holds the previous link")  # nothing stored
         if len(ids) != len(stored_events):
             raise ProgrammingError(f"got {len(ids)} notification ids for {len(stored_events)}")
         return ids
@@ -148,16 +161,37 @@ class ArrayInsertRecorder(PostgresApplicationRecorder):
         curs.execute(SQL("SET LOCAL lock_timeout = {}").format(ms), prepare=False)
         self._lock_table(curs)
         self._notify_channel(curs)
-        curs.execute(
-            self.array_insert_statement,
-            (
-                [e.originator_id for e in stored_events],
-                [e.originator_version for e in stored_events],
-                [e.topic for e in stored_events],
-                [e.state for e in stored_events],
-            ),
-            prepare=True,
+        arrays: tuple[Any, ...] = (
+            [e.originator_id for e in stored_events],
+            [e.originator_version for e in stored_events],
+            [e.topic for e in stored_events],
+            [e.state for e in stored_events],
         )
+        after = kwargs.get("after_link")
+        if after is None:
+            curs.execute(self.array_insert_statement, arrays, prepare=True)
+        else:  # (chain id, sequence number, stored bytes) of the link that must be there
+            curs.execute(self.array_insert_after_statement, (*arrays, *after), prepare=True)
+
+
+class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
+    """SQLite's recorder, whose chained save inserts only if the store still holds the writer's
+    previous link, checked in the save's own transaction (as ``ArrayInsertRecorder`` does)."""
+
+    def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent],
+                       **kwargs: Any) -> Sequence[int] | None:
+        # the insert first: it takes the write lock (waiting for it), as before; a read first
+        # would make a second writer's transaction fail at once ("database is locked")
+        returning = super()._insert_events(c, stored_events, **kwargs)
+        after = kwargs.get("after_link")
+        if after is not None:  # (chain id, sequence number, stored bytes)
+            oid, seq, state = after
+            c.execute(f"SELECT state FROM {self.events_table_name} "
+                      "WHERE originator_id = ? AND originator_version = ?", (oid.hex, seq))
+            row = c.fetchone()
+            if row is None or bytes(row[0]) != state:
+                raise ChainBroken("the store no longer holds the previous link")  # rolled back
+        return returning
 
 
 class LedgerApplication(Application):  # type: ignore[type-arg]
@@ -188,10 +222,16 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
         """Close every save with a link of ``evidence`` (None: evidence off, for the bench's
         comparison; snapshots are then neither chained nor checked)."""
         self.evidence = evidence
+        if evidence is not None:  # the insert confirms the previous link itself
+            evidence.in_insert = isinstance(self.recorder,
+                                            ArrayInsertRecorder | ChainedSQLiteRecorder)
         store = self.snapshots
         if isinstance(store, VerifiedSnapshots):
             store.verify = evidence is not None
             store.trusted = evidence.key.trusted() if evidence is not None else {}
+        events = self.events
+        if isinstance(events, VerifiedEvents):  # what the writer loads, checked (issue 20)
+            events.guard = evidence.guard if evidence is not None and evidence.checks else None
 
     def construct_transcoder(self) -> Transcoder:
         transcoder = super().construct_transcoder()
@@ -204,6 +244,9 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
 
     def construct_snapshot_store(self) -> EventStore:  # type: ignore[type-arg]
         return VerifiedSnapshots(super().construct_snapshot_store(), self.recorder)
+
+    def construct_event_store(self) -> EventStore:  # type: ignore[type-arg]
+        return VerifiedEvents(super().construct_event_store())
 
     def _take_snapshots(self, processing_event: ProcessingEvent[Any]) -> None:
         self.put_snapshots(self.snapshots_due(processing_event.events, processing_event.aggregates))
@@ -291,6 +334,11 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
         ):
             constructed["APPLICATION_RECORDER_TOPIC"] = get_topic(ArrayInsertRecorder)
         if (
+            constructed.get("PERSISTENCE_MODULE") == "eventsourcing.sqlite"
+            and not constructed.get("APPLICATION_RECORDER_TOPIC")
+        ):
+            constructed["APPLICATION_RECORDER_TOPIC"] = get_topic(ChainedSQLiteRecorder)
+        if (
             constructed.get("PERSISTENCE_MODULE") == "eventsourcing.postgres"
             and constructed.get("CREATE_TABLE") is None
         ):  # a role that does not own the tables creates nothing (services/ledger/schema.py)
@@ -348,15 +396,20 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
             chained = [to_stored(chained_snapshot(s, seq)) for s in snapshots]
             timestamp = getattr(events[-1], "timestamp", None) or datetime.now(UTC)
             pending = evidence.link(stored, chained, timestamp)
-            ids = self.recorder.insert_events([*stored, pending.stored],
-                                              **processing_event.saved_kwargs)
+            kwargs = processing_event.saved_kwargs
+            if pending.confirm is not None:
+                kwargs = {**kwargs, "after_link": (CHAIN_ID, *pending.confirm)}
+            try:
+                ids = self.recorder.insert_events([*stored, pending.stored], **kwargs)
+            except ChainBroken:  # the insert found the previous link gone: stored nothing
+                raise evidence.previous_gone() from None
         except BaseException:
             evidence.forget()  # another writer's link may be ahead: read the head again
             raise
         if not ids or len(ids) != len(stored) + 1:
             evidence.forget()
             raise ProgrammingError(f"got {len(ids or ())} notification ids for {len(stored) + 1}")
-        evidence.committed(pending, ids[-1])
+        evidence.committed(pending, ids[-1], ids[:-1])
         recordings: list[Recording[Any]] = [
             Recording(d, Notification(originator_id=s.originator_id,
                                       originator_version=s.originator_version, topic=s.topic,

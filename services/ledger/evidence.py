@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid5
@@ -45,6 +47,7 @@ from eventsourcing.domain import Aggregate, Snapshot
 from eventsourcing.persistence import EventStore, StoredEvent
 from eventsourcing.utils import register_topic
 
+from domain.errors import FailedPrecondition
 from services.ledger.ids import NAMESPACE
 
 log = logging.getLogger(__name__)
@@ -63,7 +66,17 @@ _SNAPSHOT_HEAD = struct.Struct(">16sQH")
 
 
 class ChainBroken(RuntimeError):
-    """The store's chain does not reach what this writer signed (truncated or rewritten)."""
+    """The store's chain does not reach what this writer signed (truncated or rewritten), or
+    does not cover an event the writer loaded (edited, inserted, deleted, moved)."""
+
+
+class EvidenceBroken(FailedPrecondition):
+    """The answer to every command once the writer found the store's evidence chain broken
+    (FAILED_PRECONDITION, reason ``EVIDENCE_BROKEN``): nothing was decided or stored; the
+    store must be investigated (docs/operations.md) before this writer writes again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("", "EVIDENCE_BROKEN", message)
 
 
 class Chain(Aggregate):
@@ -148,7 +161,7 @@ class Link:
     body: dict[str, Any]
     signature: bytes
 
-    @property
+    @cached_property
     def hash(self) -> bytes:
         return hashlib.sha256(link_message(self.body)).digest()
 
@@ -184,10 +197,11 @@ class Link:
 class ChainKey:
     """The writer's Ed25519 signing key."""
 
-    def __init__(self, private: Ed25519PrivateKey) -> None:
+    def __init__(self, private: Ed25519PrivateKey, made_here: bool = False) -> None:
         self.private = private
         self.public = public_bytes(private.public_key())
         self.key_id = key_id(self.public)
+        self.made_here = made_here  # an ephemeral key: no other writer's links are checkable
 
     @classmethod
     def from_raw(cls, raw: bytes) -> ChainKey:
@@ -195,7 +209,7 @@ class ChainKey:
 
     @classmethod
     def ephemeral(cls) -> ChainKey:
-        return cls(Ed25519PrivateKey.generate())
+        return cls(Ed25519PrivateKey.generate(), made_here=True)
 
     def trusted(self) -> dict[str, Ed25519PublicKey]:
         return {self.key_id: self.private.public_key()}
@@ -219,6 +233,11 @@ class Pending:
 
     stored: StoredEvent
     head: Head  # the head once it is stored (position unknown until then)
+    confirm: tuple[int, bytes] | None = None  # the save inserts only if the store still
+    # holds this link (sequence number, stored bytes): the last this writer committed
+    events: Sequence[StoredEvent] = ()  # the batch's events
+    hashes: Sequence[bytes] = ()  # and their full hashes (chain indexes from ``first``)
+    first: int = 0
 
 
 class ChainWriter:
@@ -231,9 +250,20 @@ class ChainWriter:
         self.recorder = recorder
         self.key = key
         self.head_file = Path(head_file) if head_file else None
+        self.links_file = (self.head_file.with_name(self.head_file.name + ".links")
+                           if self.head_file else None)
+        self.rows = StoreRows(recorder)
+        self.guard = ChainGuard(self.rows, key)
+        self.broken: str | None = None  # why this writer stopped writing (None: it writes)
+        self.checks = True  # off only in the bench's comparison (what the checks cost)
+        self.in_insert = False  # the recorder's insert confirms the previous link itself
+        self._mine_state: bytes | None = None  # the stored bytes of ``_mine``'s link
         self._head: Head | None = None  # None: read it from the store before the next link
+        self._mine: Head | None = None  # the last link this writer committed (or its head file's)
+        self._written = 0  # the highest link written to the head file
         self._lock = threading.Lock()
         self._head_fd: int | None = None
+        self._links_fd: int | None = None
 
     # --- the head ---------------------------------------------------------------------------
 
@@ -242,34 +272,102 @@ class ChainWriter:
         return Link.parse(rows[0].state) if rows else None
 
     def _read_head(self) -> Head:
-        rows = self.recorder.select_events(CHAIN_ID, desc=True, limit=1)
-        if not rows:
+        row = self.rows.last_link()
+        if row is None:
             return Head()
-        link = Link.parse(rows[0].state)
-        return Head(link.seq, link.hash, link.first + link.count, link.key_id)
+        link = _parse(row)
+        return Head(link.seq, link.hash, link.first + link.count, link.key_id, row.position)
 
     def head(self) -> Head:
+        """The chain's head: remembered, or read from the store again (after a failed save,
+        an outage, a regained lease): then the store must still hold the last link this
+        writer committed, and a later last link must be one it trusts (``ChainBroken``)."""
+        if self.broken is not None:
+            raise ChainBroken(self.broken)
         if self._head is None:
-            self._head = self._read_head()
+            head = self._read_head()
+            self._confirm(head)
+            self._head = head
         return self._head
+
+    def _stop(self, message: str) -> ChainBroken:
+        """Stop writing: every later link is refused with ``message``."""
+        self.broken = message
+        return ChainBroken(message)
+
+    def _confirm(self, head: Head) -> None:
+        """``head`` (just read from the store) continues what this writer signed."""
+        mine = self._mine
+        if mine is not None and mine.seq > 0:
+            if head.seq < mine.seq:
+                where = f" (position {mine.position})" if mine.position is not None else ""
+                raise self._stop(
+                    f"link {mine.seq} is missing: this writer signed it{where}, but the store's "
+                    f"evidence chain ends at link {head.seq}: the store went back in time (a "
+                    "failover to a standby behind it, a backup restored in place, or its end "
+                    "deleted); writing stopped")
+            self._still_there(mine)
+            if head.seq == mine.seq:
+                return
+        if head.seq == 0:
+            return
+        rows = self.rows.links(head.seq - 1, head.seq)
+        bad = self.guard.accept(_parse(rows[0])) if rows else f"link {head.seq} vanished"
+        if bad is not None:
+            raise self._stop(f"position {head.position}: the store's last link is not one this "
+                             f"writer trusts: {bad}; writing stopped")
+
+    def _still_there(self, mine: Head) -> None:
+        """The store still holds the last link this writer committed (one indexed read)."""
+        found = self.rows.links(mine.seq - 1, mine.seq)
+        if not found:
+            end = self._read_head()
+            where = f" (position {mine.position})" if mine.position is not None else ""
+            raise self._stop(
+                f"link {mine.seq} is missing: this writer signed it{where}, but the store's "
+                f"evidence chain ends at link {end.seq}: the store went back in time (a failover "
+                "to a standby behind it, a backup restored in place, or its end deleted); "
+                "writing stopped")
+        if found[0].state == self._mine_state:  # the bytes it stored: no need to parse
+            return
+        if _parse(found[0]).hash != mine.hash:
+            raise self._stop(
+                f"position {found[0].position}: link {mine.seq} in the store is not the link "
+                f"{mine.seq} this writer signed: the chain was rewritten; writing stopped")
+        self._mine_state = found[0].state
+
+    def previous_gone(self) -> ChainBroken:
+        """The insert found the store without the link this writer committed last: why."""
+        mine = self._mine
+        if self.broken is not None:
+            return ChainBroken(self.broken)
+        if mine is not None:
+            try:
+                self._still_there(mine)
+            except ChainBroken as exc:
+                return exc
+        return self._stop(f"link {mine.seq if mine else 0} this writer signed is gone from "
+                          "the store, or was rewritten; writing stopped")
 
     def forget(self) -> None:
         """The last save failed: read the head from the store next time."""
         self._head = None
 
-    def check_head_file(self) -> None:
+    def check_head_file(self) -> Link | None:
         """Raise ``ChainBroken`` if the store's chain does not hold the last link this writer
-        recorded in its head file (the store lost its end, or was rewritten)."""
+        recorded in its head file (the store lost its end, or was rewritten); else that link
+        (None: no head file, or an empty one)."""
         if self.head_file is None or not self.head_file.exists():
-            return
+            return None
         try:
             data = read_head(self.head_file.read_text())
             seq, want = int(data["seq"]), bytes.fromhex(data["link"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ChainBroken(f"SABOT_CHAIN_HEAD: cannot read {self.head_file}: {exc}") from None
         if seq == 0:
-            return
-        found = self.stored_link(seq)
+            return None
+        rows = self.rows.links(seq - 1, seq)
+        found = _parse(rows[0]) if rows else None
         if found is None:
             end = self._read_head()
             raise ChainBroken(
@@ -283,12 +381,38 @@ class ChainWriter:
                 f"link {seq} in the store is not the one this writer signed (head file "
                 f"{self.head_file}): the chain was rewritten; refusing to write"
             )
+        self._written = seq
+        self._mine = Head(seq, want, found.first + found.count, found.key_id, found.position)
+        self.guard.vouch(seq, want)
+        return found
+
+    def check_at_start(self) -> int:
+        """Check the store before the first write: it holds the head file's link
+        (``check_head_file``), and the chain from there (without a head file: from its
+        beginning, its last link trusted as its end) to the log's end verifies with this
+        writer's key. ``ChainBroken`` naming the position; else the links checked."""
+        start = self.check_head_file()
+        try:
+            n = self.guard.walk(start, start.position or 0 if start else 0, tofu=start is None)
+        except ChainBroken as exc:
+            raise ChainBroken(f"{exc}; refusing to write") from None
+        log.info("evidence chain: %d link(s) checked from %s to the log's end", n,
+                 f"link {start.seq}" if start is not None else "the chain's beginning")
+        return n
 
     # --- making and committing links --------------------------------------------------------
 
     def link(self, stored: Sequence[StoredEvent], snapshots: Sequence[StoredEvent],
              timestamp: datetime) -> Pending:
-        """The link closing a batch of stored events (and the snapshots saved with it)."""
+        """The link closing a batch of stored events (and the snapshots saved with it). The
+        store must still hold the last link this writer committed (``ChainBroken``)."""
+        mine = self._mine
+        confirm = None
+        if self._head is not None and mine is not None and mine.seq > 0 and self.checks:
+            if self.in_insert and self._mine_state is not None:
+                confirm = (mine.seq, self._mine_state)  # in the insert: no read of its own
+            else:
+                self._still_there(mine)
         head = self.head()
         seq = head.seq + 1
         index = head.next_index
@@ -321,15 +445,25 @@ class ChainWriter:
         event = StoredEvent(originator_id=CHAIN_ID, originator_version=seq, topic=LINKED_TOPIC,
                             state=state)
         after = Head(seq, hashlib.sha256(message).digest(), index, self.key.key_id)
-        return Pending(event, after)
+        return Pending(event, after, confirm, stored, hashes, head.next_index)
 
     def next_seq(self) -> int:
         return self.head().seq + 1
 
-    def committed(self, pending: Pending, position: int | None) -> None:
-        """The batch and its link are stored (the link at ``position``)."""
+    def committed(self, pending: Pending, position: int | None,
+                  positions: Sequence[int] = ()) -> None:
+        """The batch and its link are stored (the link at ``position``, its events at
+        ``positions``: remembered as checked, so loading them again costs a hash each)."""
+        if positions and self.checks:
+            self.guard.remember(
+                [(p, e.originator_id if isinstance(e.originator_id, UUID)
+                  else UUID(str(e.originator_id)), e.originator_version)
+                 for p, e in zip(positions, pending.events, strict=False)],
+                pending.first, pending.hashes)
         h = pending.head
-        self._head = Head(h.seq, h.hash, h.next_index, h.key_id, position)
+        self._head = self._mine = Head(h.seq, h.hash, h.next_index, h.key_id, position)
+        self._mine_state = pending.stored.state
+        self.guard.vouch(h.seq, h.hash)
         if self.head_file is not None:
             self._write_head_file(self._head)
 
@@ -343,18 +477,28 @@ class ChainWriter:
         if len(data) > HEAD_SLOT - 1:
             raise ValueError("chain head too long for its slot")
         record = data + b" " * (HEAD_SLOT - 1 - len(data)) + b"\n"
-        assert self.head_file is not None
+        assert self.head_file is not None and self.links_file is not None
         with self._lock:
+            if head.seq <= self._written:  # never over a later link this writer signed
+                log.error("evidence chain: link %d not written to %s, which holds link %d",
+                          head.seq, self.head_file, self._written)
+                return
             if self._head_fd is None:
                 self._head_fd = os.open(self.head_file, os.O_RDWR | os.O_CREAT, 0o600)
+            if self._links_fd is None:
+                self._links_fd = os.open(self.links_file,
+                                         os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             os.pwrite(self._head_fd, record, (head.seq % 2) * HEAD_SLOT)
+            os.write(self._links_fd, data + b"\n")
+            self._written = head.seq
 
     def close(self) -> None:
         with self._lock:
-            if self._head_fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(self._head_fd)
-                self._head_fd = None
+            for fd in (self._head_fd, self._links_fd):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self._head_fd = self._links_fd = None
 
 
 def read_head(text: str) -> dict[str, Any]:
@@ -447,6 +591,27 @@ class VerifiedSnapshots(EventStore):  # type: ignore[type-arg]
         return None
 
 
+class VerifiedEvents(EventStore):  # type: ignore[type-arg]
+    """The events store, read through the writer's check (``ChainGuard``): an aggregate's
+    events are used only if links this writer trusts cover them, else ``ChainBroken`` (the
+    writer stops writing). Without a guard (evidence off) it is the library's store."""
+
+    def __init__(self, inner: EventStore) -> None:  # type: ignore[type-arg]
+        super().__init__(inner.mapper, inner.recorder)
+        self.guard: ChainGuard | None = None
+
+    def get(self, originator_id: UUID, *, gt: int | None = None, lte: int | None = None,
+            desc: bool = False, limit: int | None = None) -> Iterator[Any]:
+        guard = self.guard
+        if guard is None:
+            return super().get(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
+        rows = guard.rows.stream(originator_id, gt, lte, desc, limit)
+        whole = lte is None and limit is None and not desc  # to the aggregate's end
+        guard.check(rows, UUID(str(originator_id)) if whole else None, gt)
+        to_domain = self.mapper.to_domain_event
+        return iter([to_domain(row.stored()) for row in rows])
+
+
 def load_chain_key(text: str, field: str = "SABOT_CHAIN_KEY") -> bytes:
     """The raw 32-byte Ed25519 private key from 64 hex digits or a key file (hex, or the PEM
     that ``sabot chain-keygen`` writes). ValueError naming ``field``."""
@@ -473,7 +638,441 @@ def load_chain_key(text: str, field: str = "SABOT_CHAIN_KEY") -> bytes:
 
 
 __all__ = [
-    "CHAIN_ID", "LINKED_TOPIC", "Chain", "ChainBroken", "ChainKey", "ChainWriter",
-    "ChainedSnapshot", "Head", "Link", "VerifiedSnapshots", "canonical", "event_hash",
-    "load_chain_key", "snapshot_hash",
+    "CHAIN_ID", "LINKED_TOPIC", "Chain", "ChainBroken", "ChainGuard", "ChainKey", "ChainWriter",
+    "ChainedSnapshot", "EvidenceBroken", "Head", "Link", "StoreRows", "VerifiedEvents",
+    "VerifiedSnapshots", "canonical", "event_hash", "load_chain_key", "snapshot_hash",
 ]
+
+
+# --- the writer's own check of what it loads (issue 20) -------------------------------------
+
+PAGE = 256  # links per read while vouching for links under another key
+SPAN = 50_000  # positions: an aggregate's unchecked events within it are checked in one read
+CHECKED = 200_000  # positions whose event hash is remembered (oldest dropped first)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A stored event with its log position."""
+
+    position: int
+    originator_id: UUID
+    version: int
+    topic: str
+    state: bytes
+
+    def stored(self) -> StoredEvent:
+        return StoredEvent(originator_id=self.originator_id, originator_version=self.version,
+                           topic=self.topic, state=self.state)
+
+    def hash(self, index: int) -> bytes:
+        return event_hash(index, self.originator_id, self.version, self.topic, self.state)
+
+
+class StoreRows:
+    """The events table's rows with their log positions (SQLite: ``rowid``; PostgreSQL:
+    ``notification_id``), read on the recorder's own connections."""
+
+    def __init__(self, recorder: Any) -> None:
+        self.recorder = recorder
+        datastore: Any = getattr(recorder, "datastore", None)  # none: a bench's stub
+        table = getattr(recorder, "events_table_name", "stored_events")
+        self.postgres = hasattr(datastore, "schema")
+        if self.postgres:
+            from psycopg.sql import SQL, Identifier
+
+            self._select: Any = SQL(
+                "SELECT notification_id AS position, originator_id, originator_version, topic, "
+                "state FROM {}.{} WHERE ").format(Identifier(datastore.schema), Identifier(table))
+            self._pos = "notification_id"
+        else:
+            self._select = ("SELECT rowid AS position, originator_id, originator_version, "
+                            f"topic, state FROM {table} WHERE ")
+            self._pos = "rowid"
+
+    def _query(self, where: str, params: Sequence[Any]) -> list[Row]:
+        datastore = self.recorder.datastore
+        if self.postgres:
+            from psycopg.sql import SQL
+
+            with datastore.get_connection() as conn, conn.cursor() as curs:
+                curs.execute(self._select + SQL(where.replace("?", "%s")), list(params))
+                found = curs.fetchall()
+            return [Row(int(r["position"]), r["originator_id"], int(r["originator_version"]),
+                        str(r["topic"]), bytes(r["state"])) for r in found]
+        with datastore.transaction(commit=False) as c:
+            c.execute(self._select + where, list(params))
+            found = c.fetchall()
+        return [Row(int(r[0]), UUID(str(r[1])), int(r[2]), str(r[3]), bytes(r[4]))
+                for r in found]
+
+    def _id(self, originator_id: UUID | str) -> Any:
+        oid = originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))
+        return oid if self.postgres else oid.hex
+
+    def stream(self, originator_id: UUID | str, gt: int | None = None, lte: int | None = None,
+               desc: bool = False, limit: int | None = None) -> list[Row]:
+        """One aggregate's events, as the library's ``select_events`` reads them."""
+        where = "originator_id = ?"
+        params: list[Any] = [self._id(originator_id)]
+        if gt is not None:
+            where += " AND originator_version > ?"
+            params.append(gt)
+        if lte is not None:
+            where += " AND originator_version <= ?"
+            params.append(lte)
+        where += " ORDER BY originator_version" + (" DESC" if desc else "")
+        if limit is not None:
+            where += " LIMIT ?"
+            params.append(limit)
+        return self._query(where, params)
+
+    def after(self, position: int, limit: int) -> list[Row]:
+        return self._query(f"{self._pos} > ? ORDER BY {self._pos} LIMIT ?", (position, limit))
+
+    def before(self, position: int, limit: int) -> list[Row]:
+        return self._query(f"{self._pos} < ? ORDER BY {self._pos} DESC LIMIT ?",
+                           (position, limit))
+
+    def links(self, gt: int, lte: int) -> list[Row]:
+        """The chain's links ``gt`` < seq <= ``lte``, in order."""
+        return self.stream(CHAIN_ID, gt=gt, lte=lte)
+
+    def last_link(self) -> Row | None:
+        rows = self.stream(CHAIN_ID, desc=True, limit=1)
+        return rows[0] if rows else None
+
+
+def _parse(row: Row) -> Link:
+    try:
+        link = Link.parse(row.state, row.position)
+        int(link.first) + int(link.count)
+    except (ValueError, KeyError, TypeError):
+        raise ChainBroken(f"position {row.position}: a malformed link") from None
+    return link
+
+
+class ChainGuard:
+    """What the writer checks before it spends an event it loads (issue 20): the event is
+    covered by a link it has checked, and is the event that link hashed.
+
+    A loaded event's batch (from the link before it to the link that closes it) is checked
+    once, as ``sabot-verify`` checks it: the closing link is one this writer trusts, it
+    follows the opening link (sequence number, previous hash, first chain index), and each
+    event of the batch matches its slot; then each of its events' full hashes is remembered
+    by position (``CHECKED`` of them), so loading it again costs one SHA-256. A link this
+    writer trusts is signed by its key, or vouched for by the previous-hash chain from one
+    it trusts (its head file's link; a link signed by its key): links signed before a key
+    rotation, or by an ephemeral key, are checked that way. A problem raises ``ChainBroken``
+    naming the position."""
+
+    def __init__(self, rows: StoreRows, key: ChainKey) -> None:
+        self.rows = rows
+        self.trusted = key.trusted()
+        # with a key made for this process only (no SABOT_CHAIN_KEY: tests, a throwaway store)
+        # another writer's links cannot be told from forged ones: their places and hashes
+        # are checked, not who signed them
+        self.lenient = key.made_here
+        self.vouched: dict[int, bytes] = {}  # seq -> hash of links known good
+        self.checked: dict[int, tuple[int, bytes]] = {}  # position -> (chain index, hash)
+        self.latest: dict[UUID, tuple[int, int]] = {}  # aggregate -> its last checked event
+        # (version, position): an aggregate loaded without it lost it
+        self._after: int | None = None  # link 1's "after": events up to it precede the chain
+        self._lock = threading.RLock()
+
+    # --- links --------------------------------------------------------------------------
+
+    def after(self) -> int | None:
+        """The log position the chain began after (None: the store holds no link yet)."""
+        if self._after is None:
+            first = self.rows.links(0, 1)
+            if first:
+                self._after = int(_parse(first[0]).body.get("after", 0))
+        return self._after
+
+    def vouch(self, seq: int, digest: bytes) -> None:
+        self.vouched[seq] = digest
+
+    def accept(self, link: Link) -> str | None:
+        """None if this writer trusts ``link``, else why not."""
+        known = self.vouched.get(link.seq)
+        if known is not None:
+            return None if known == link.hash else (
+                f"link {link.seq} is not the link {link.seq} this writer knows (rewritten)")
+        if link.key_id in self.trusted:
+            bad = link.verify(self.trusted)
+            if bad is None:
+                self.vouch(link.seq, link.hash)
+            return bad
+        if self.lenient:
+            return None
+        return self._vouch_by_later(link)
+
+    def _vouch_by_later(self, link: Link) -> str | None:
+        """A link signed by a key this writer does not hold: good if the links after it
+        chain (previous hashes) to one it trusts."""
+        chain = [link]
+        seq = link.seq
+        while True:
+            later = self.rows.links(seq, seq + PAGE)
+            for row in later:
+                nxt = _parse(row)
+                prev = chain[-1]
+                if nxt.seq != prev.seq + 1 or nxt.body.get("prev") != prev.hash.hex():
+                    return f"link {nxt.seq} does not follow link {prev.seq}"
+                known = self.vouched.get(nxt.seq)
+                good = (known == nxt.hash) if known is not None else (
+                    nxt.key_id in self.trusted and nxt.verify(self.trusted) is None)
+                if known is not None and not good:
+                    return f"link {nxt.seq} is not the link {nxt.seq} this writer knows"
+                if good:
+                    for each in chain:
+                        self.vouch(each.seq, each.hash)
+                    self.vouch(nxt.seq, nxt.hash)
+                    return None
+                chain.append(nxt)
+            if len(later) < PAGE:
+                return (f"link {link.seq} is signed by key {link.key_id}, which this writer "
+                        "does not hold, and no link it trusts follows it")
+            seq += PAGE
+
+    # --- batches ------------------------------------------------------------------------
+
+    def check_batch(self, opening: Link | None, rows: Sequence[Row], closing_row: Row,
+                    accept: bool = True) -> Link:
+        """Check one batch: ``rows`` (log order) between the link ``opening`` (None: the
+        chain's beginning) and the link stored at ``closing_row``; remember its events'
+        hashes. Returns the closing link; ``ChainBroken`` naming the first bad position."""
+        closing = _parse(closing_row)
+        at = closing_row.position
+        if accept:
+            bad = self.accept(closing)
+            if bad is not None:
+                raise ChainBroken(f"position {at}: {bad}")
+        start = rows[0].position if rows else at
+        if opening is None:
+            if closing.seq != 1:
+                raise ChainBroken(f"position {start}: link(s) 1 to {closing.seq - 1} missing "
+                                  "before it (deleted?)")
+            if closing.first != 0 or closing.body.get("prev"):
+                raise ChainBroken(f"position {at}: the first link does not start the chain")
+        else:
+            if closing.seq != opening.seq + 1 or closing.first != opening.first + opening.count:
+                raise ChainBroken(f"position {start}: link(s) {opening.seq + 1} to "
+                                  f"{closing.seq - 1} missing (deleted?)"
+                                  if closing.seq > opening.seq + 1 else
+                                  f"position {at}: link {closing.seq} out of place (expected "
+                                  f"link {opening.seq + 1})")
+            if closing.body.get("prev") != opening.hash.hex():
+                raise ChainBroken(f"position {at}: link {closing.seq} does not follow link "
+                                  f"{opening.seq}")
+            if accept:  # the closing link, trusted, vouches for the one it follows
+                self.vouch(opening.seq, opening.hash)
+        try:
+            short = bytes.fromhex(str(closing.body["events"]))
+            digest = str(closing.body["digest"])
+        except (KeyError, ValueError, TypeError):
+            raise ChainBroken(f"position {at}: a malformed link") from None
+        previous = opening.position if opening is not None and opening.position else start - 1
+        hashes = []
+        for j, row in enumerate(rows):
+            if j >= closing.count:
+                raise ChainBroken(f"position {min(row.position, previous + 1)}: not in link "
+                                  f"{closing.seq}'s batch (inserted?)")
+            h = row.hash(closing.first + j)
+            if h[:SHORT] != short[j * SHORT:(j + 1) * SHORT]:
+                raise ChainBroken(f"position {min(row.position, previous + 1)}: does not match "
+                                  f"slot {j} of link {closing.seq} (edited, inserted, deleted or "
+                                  "moved)")
+            hashes.append(h)
+            previous = row.position
+        if len(rows) < closing.count:
+            raise ChainBroken(f"position {previous + 1}: {closing.count - len(rows)} event(s) "
+                              f"of link {closing.seq} missing (deleted?)")
+        if hashlib.sha256(b"".join(hashes)).hexdigest() != digest:
+            raise ChainBroken(f"position {start}: the events of link {closing.seq} do not "
+                              "match its digest")
+        self.remember([(row.position, row.originator_id, row.version) for row in rows],
+                      closing.first, hashes)
+        return closing
+
+    def remember(self, events: Sequence[tuple[int, UUID, int]], first: int,
+                 hashes: Sequence[bytes]) -> None:
+        """Events checked (or just committed by this writer): (position, aggregate, version)
+        each, the first one's chain index, their full hashes."""
+        with self._lock:
+            checked, latest = self.checked, self.latest
+            for j, (position, oid, version) in enumerate(events):
+                checked[position] = (first + j, hashes[j])
+                known = latest.get(oid)
+                if known is None or known[0] < version:
+                    latest[oid] = (version, position)
+            for table in (checked, latest):
+                if len(table) > CHECKED:
+                    for old in list(itertools.islice(table, len(table) - CHECKED)):
+                        del table[old]  # type: ignore[arg-type]
+
+    def _pages(self, read: Any, position: int) -> Iterator[Row]:
+        """Rows from ``position`` on (``read``: ``rows.before`` or ``rows.after``), read in
+        pages of 16 rows first (a link closes every batch: one is usually near), growing."""
+        size = 16
+        while True:
+            page = read(position, size)
+            yield from page
+            if len(page) < size:
+                return
+            position = page[-1].position
+            size = min(size * 4, 4096)
+
+    def _link_before(self, position: int) -> tuple[Row | None, list[Row]]:
+        """The last link before ``position`` (None: the chain's beginning), and the events
+        between it and ``position`` (in log order)."""
+        after = self.after()
+        back: list[Row] = []
+        for row in self._pages(self.rows.before, position):
+            if row.topic == LINKED_TOPIC:
+                return row, back[::-1]
+            if after is not None and row.position <= after:
+                break
+            back.append(row)
+        return None, back[::-1]
+
+    def _batch_of(self, position: int) -> None:
+        """Read and check the batch holding the event at ``position``."""
+        opening_row, rows = self._link_before(position)
+        closing_row: Row | None = None
+        for row in self._pages(self.rows.after, position - 1):
+            if row.topic == LINKED_TOPIC:
+                closing_row = row
+                break
+            rows.append(row)
+        if closing_row is None:
+            first = rows[0].position if rows else position
+            raise ChainBroken(f"position {first}: stored after the last link, covered by none "
+                              "(inserted?)")
+        opening = _parse(opening_row) if opening_row is not None else None
+        self.check_batch(opening, rows, closing_row)
+
+    def _range(self, lo: int, hi: int) -> None:
+        """Check every batch from the one holding ``lo`` to the one holding ``hi``, reading
+        the log once (an aggregate's events spread over many batches)."""
+        opening_row, pending = self._link_before(lo)
+        opening = _parse(opening_row) if opening_row is not None else None
+        for row in self._pages(self.rows.after, lo - 1):
+            if row.topic != LINKED_TOPIC:
+                pending.append(row)
+                continue
+            opening, pending = self.check_batch(opening, pending, row), []
+            if row.position > hi:
+                return
+        if pending:
+            raise ChainBroken(f"position {pending[0].position}: stored after the last link, "
+                              "covered by none (inserted?)")
+
+    def check(self, rows: Sequence[Row], stream: UUID | None = None, gt: int | None = None
+              ) -> None:
+        """``ChainBroken`` unless every row (loaded to be used) is the event a link this
+        writer trusts covers. Events stored before the chain began are covered by none.
+        ``stream``: the rows are that aggregate's events after version ``gt``, to its end:
+        its last event checked before must be among them (else it was deleted)."""
+        with self._lock:
+            if stream is not None:
+                seen = self.latest.get(stream)
+                last = max((row.version for row in rows), default=gt or 0)
+                if seen is not None and seen[0] > last:
+                    raise ChainBroken(f"position {seen[1]}: event {seen[0]} of {stream} is "
+                                      "gone from the store (deleted?)")
+            if not rows:
+                return
+            after = self.after()
+            if after is None:
+                return  # no link yet: every event precedes the chain
+            checked = self.checked
+            new = [row.position for row in rows
+                   if row.position > after and row.position not in checked]
+            if new and max(new) - min(new) <= min(SPAN, 16 * len(new) + 256):
+                # their batches close together: one read over them all
+                self._range(min(new), max(new))
+            for row in rows:
+                if row.position <= after:
+                    continue
+                known = checked.get(row.position)
+                if known is None:
+                    self._batch_of(row.position)
+                    known = checked.get(row.position)
+                if known is not None and row.hash(known[0]) == known[1]:
+                    continue
+                # the row read is not the one checked: read its batch again, from the store
+                checked.pop(row.position, None)
+                self._batch_of(row.position)
+                known = checked.get(row.position)
+                if known is None or row.hash(known[0]) != known[1]:
+                    raise ChainBroken(f"position {row.position}: not the event its link covers "
+                                      "(changed while it was read)")
+            if stream is not None:
+                self._gapless(rows, stream, gt)
+
+    def _gapless(self, rows: Sequence[Row], stream: UUID, gt: int | None) -> None:
+        """An aggregate's events after ``gt`` follow each other, version after version: a
+        missing one (deleted from a batch checked before) is looked for again in the store
+        between its neighbours, to name its position."""
+        expected, previous = (gt or 0) + 1, None
+        for row in sorted(rows, key=lambda r: r.version):
+            if row.version != expected:
+                lo = previous.position if previous is not None else row.position
+                self._range(lo, row.position)  # raises, naming the first bad position
+                raise ChainBroken(f"position {row.position}: event {expected} of {stream} is "
+                                  "gone from the store (deleted?)")
+            expected, previous = row.version + 1, row
+
+    # --- the walk at start --------------------------------------------------------------
+
+    def walk(self, start: Link | None, start_position: int, tofu: bool) -> int:
+        """Check the chain from the link ``start`` (stored at ``start_position``; None: the
+        chain's beginning) to the log's end; ``tofu``: the store's last link is trusted as
+        its end (no head file says what this writer signed). Returns the links checked."""
+        with self._lock:
+            after = self.after()
+            if after is None:
+                return 0
+            position = start_position if start is not None else after
+            opening = start
+            pending: list[Row] = []
+            foreign: list[tuple[Link, int]] = []  # links awaiting a trusted one after them
+            n = 0
+            while True:
+                page = self.rows.after(position, 2000)
+                for row in page:
+                    if row.topic != LINKED_TOPIC:
+                        pending.append(row)
+                        continue
+                    link = _parse(row)
+                    own = link.key_id in self.trusted
+                    if own:
+                        bad = link.verify(self.trusted)
+                        if bad is not None:
+                            raise ChainBroken(f"position {row.position}: {bad}")
+                    closing = self.check_batch(opening, pending, row, accept=False)
+                    n += 1
+                    if own or self.vouched.get(link.seq) == link.hash:
+                        for each, _ in foreign:
+                            self.vouch(each.seq, each.hash)
+                        foreign = []
+                        self.vouch(link.seq, link.hash)
+                    else:
+                        foreign.append((link, row.position))
+                    opening, pending = closing, []
+                if len(page) < 2000:
+                    break
+                position = page[-1].position
+            if pending:
+                raise ChainBroken(f"position {pending[0].position}: stored after the last "
+                                  "link, covered by none (inserted?)")
+            if foreign and not tofu and not self.lenient:
+                link, at = foreign[0]
+                raise ChainBroken(f"position {at}: link {link.seq} is signed by key "
+                                  f"{link.key_id}, which this writer does not hold, and no "
+                                  "link it trusts follows it")
+            for each, _ in foreign:
+                self.vouch(each.seq, each.hash)
+            return n

@@ -36,6 +36,14 @@ PostgreSQL ``disk_full``) does not trip the watch (the store answers): its comma
 refuses commands and stores nothing confirms the lease before it answers: a refusal is not
 stored, so it must have been decided on the latest state (a batch that stores passed the lease's
 fence in its own transaction).
+
+Evidence (issue 20): the writer spends only what its evidence chain covers. Every event it
+loads is checked against the link covering it (``services.ledger.evidence.ChainGuard``), and
+before each save the store must still hold the last link it committed. A break
+(``ChainBroken``) stops writing for good: the batch is not stored, every command from then on
+is answered ``EvidenceBroken`` (FAILED_PRECONDITION) without being decided, ``state()`` says
+``active: False`` (health ``sabot.writer`` NOT_SERVING) and names the break, and the gauge
+``sabot_writer_evidence_broken`` is 1 (alert ``SabotEvidenceBroken``).
 """
 
 from __future__ import annotations
@@ -73,6 +81,7 @@ from services.ledger.errors import (
     StoreFull,
     StoreUnavailable,
 )
+from services.ledger.evidence import ChainBroken, EvidenceBroken
 from services.ledger.ids import check_request_id, request_uuid
 from services.ledger.lease import POLL, Lease
 from services.ledger.refused import Refused, answer_of
@@ -427,6 +436,7 @@ class Writer:
         self.watch = StoreWatch(check, self._afresh, self.metrics) if check else None
         self._stale = False  # the store came back: forget the cache before deciding again
         self.full = ""  # why the last save failed on a full disk ("": the last one did not)
+        self.broken: str | None = None  # the evidence chain's break: nothing is written
         self._queue: queue.Queue[Any] | None = None
         self._thread: threading.Thread | None = None
         self._committer: ThreadPoolExecutor | None = None
@@ -459,6 +469,9 @@ class Writer:
         command.prepare()
         if command.deadline is None:
             command.deadline = call_deadline.get()
+        if self.broken is not None:
+            command.future.set_exception(EvidenceBroken(self._broken_message()))
+            return command.future
         if self.store_down():
             self._unavailable([command])
             return command.future
@@ -472,6 +485,25 @@ class Writer:
         else:
             self._queue.put(command)
         return command.future
+
+    # --- the evidence chain's break ------------------------------------------------------------
+
+    def halt(self, exc: ChainBroken) -> None:
+        """The store's evidence chain is broken: write nothing more (the first break is kept)."""
+        if self.broken is None:
+            self.broken = str(exc)
+            self.metrics.evidence_broken.set(1)
+            log.error("ledger writer: evidence chain broken: %s; writing stopped", self.broken)
+
+    def _broken_message(self) -> str:
+        return (f"the store's evidence chain is broken ({self.broken}): this server writes "
+                "nothing until the store is investigated; nothing was stored")
+
+    def _refuse_broken(self, commands: list[Command]) -> None:
+        for command in commands:
+            if not command.future.done():
+                command.future.set_exception(EvidenceBroken(self._broken_message()))
+                self.metrics.outcome("failed")
 
     # --- the store's outages ------------------------------------------------------------------
 
@@ -529,7 +561,11 @@ class Writer:
                 self._forget_if_stale()
                 # a standby caches nothing: the active writer changes the store under it
                 unit = UnitOfWork(self.app, self.cache if self.active else AggregateCache(256))
-                return fn(unit)
+                try:
+                    return fn(unit)
+                except ChainBroken as exc:  # what it read is not what the chain covers
+                    self.halt(exc)
+                    raise EvidenceBroken(self._broken_message()) from None
             finally:
                 self._readers -= 1
                 self._changed.notify_all()
@@ -579,8 +615,12 @@ class Writer:
         """What the health monitor asks, from memory (never the store): whether this writer
         decides commands (holds the lease) and how many wait for it."""
         q = self._queue
-        return {"active": self.active, "queue": q.qsize() if q is not None else 0,
-                "store_down": self.store_down(), "store_full": bool(self.full)}
+        state: dict[str, Any] = {"active": self.active and self.broken is None,
+                                 "queue": q.qsize() if q is not None else 0,
+                                 "store_down": self.store_down(), "store_full": bool(self.full)}
+        if self.broken is not None:
+            state["evidence_broken"] = self.broken
+        return state
 
     def not_the_writer(self) -> NotTheWriter:
         """The answer of a standby, naming the active writer (read at most every POLL s)."""
@@ -613,6 +653,8 @@ class Writer:
                     self.watch.trip(f"a save has waited more than {self.bound:g} s")
             if item is None:
                 stopping = True
+            elif item is not _WAKE and self.broken is not None:
+                self._refuse_broken([item])
             elif item is not _WAKE and (item.abandoned or self.store_down()):
                 self._unavailable([item])  # its caller gave up, or the store is down
             elif item is not _WAKE:
@@ -715,6 +757,9 @@ class Writer:
 
     def _run_batch(self, batch: list[Command], lookup: bool = False) -> None:
         """Decide, store and answer a batch in the calling thread (holding the lock)."""
+        if self.broken is not None:
+            self._refuse_broken(batch)
+            return
         if self.store_down():
             self._unavailable(batch)
             return
@@ -756,7 +801,8 @@ class Writer:
                 decided.results.append((command, result))
         except Exception as exc:
             unit.forget()
-            log.exception("ledger batch of %d commands not decided", len(decided.commands))
+            if not isinstance(exc, ChainBroken):  # that one is said in one line (``halt``)
+                log.exception("ledger batch of %d commands not decided", len(decided.commands))
             self._fail_all(decided.commands, exc)
             return False
         return True
@@ -828,6 +874,9 @@ class Writer:
         decided.unit.forget()
         for command, exc in decided.refused:
             command.future.set_exception(exc)
+        if isinstance(error, ChainBroken):  # nothing stored: the save stopped before it
+            self._fail_all([c for c, _ in decided.results], error)
+            return
         if isinstance(error, IntegrityError):
             if not lookup:
                 for command, _ in decided.results:
@@ -851,7 +900,12 @@ class Writer:
     def _fail_all(self, commands: list[Command], exc: BaseException) -> None:
         """Answer every command not answered yet: nothing of it was stored, or (the store cut
         off during the commit) it is not known: ``StoreUnavailable`` when the store could not
-        be reached (and the watch tripped), else ``Conflict``."""
+        be reached (and the watch tripped), ``EvidenceBroken`` when the evidence chain broke
+        (the writer halts), else ``Conflict``."""
+        if isinstance(exc, ChainBroken):
+            self.halt(exc)
+            self._refuse_broken(commands)
+            return
         full = store_full(exc)
         if full:  # the store answers: no watch to trip; a save that succeeds clears it
             self.full = f"{type(exc).__name__}: " + (str(exc).strip().splitlines() or [""])[0][

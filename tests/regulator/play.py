@@ -34,6 +34,7 @@ def make_ledger(
     regulator_key: bytes | None = None,
     chain_head: str | None = None,
     batching: bool = False,
+    evidence: bool = True,
 ) -> tuple[Ledger, random.Random]:
     rng = random.Random(seed)
     ids = random.Random(seed + 1000)
@@ -46,6 +47,7 @@ def make_ledger(
         regulator_key=regulator_key,
         chain_key=CHAIN_KEY,
         chain_head=chain_head,
+        evidence=evidence,
     )
     return Ledger(config, batching=batching), rng
 
