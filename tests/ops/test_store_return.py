@@ -25,6 +25,8 @@ import grpc
 import psycopg
 import pytest
 
+from tests.conftest import postgres_unavailable
+
 from .support import Keys, Served, sabot
 from .test_outage import NOT_SERVING, SERVING, Site
 
@@ -46,7 +48,7 @@ def _bin(name: str) -> str:
             bindir = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True,
                                     check=True).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
-            pytest.skip(f"no {name} here")
+            postgres_unavailable(f"no {name} here (PostgreSQL's server binaries)")
         found = str(Path(bindir) / name)
     return found
 
