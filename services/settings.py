@@ -557,7 +557,9 @@ ALWAYS = tuple(s.name for s in SETTINGS if EVERY_COMMAND in s.read_by)
 # (their PostgreSQL server: tests/conftest.py, bench/_support.py), and the eventsourcing
 # library's own setting for this app (services/ledger/schema.py).
 NOT_SETTINGS = ("SABOT_REQUIRE_POSTGRES", "SABOT_BENCH_", "SABOT_CREATE_TABLE", "SABOT_PG_HOST",
-                "SABOT_PG_PORT", "SABOT_PG_USER")
+                "SABOT_PG_PORT", "SABOT_PG_USER",
+                # the Patroni test cluster's script (ops/patroni/cluster.py), not the server's
+                "SABOT_HA_", "SABOT_PG_BIN")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ a player another's statement."""
 from __future__ import annotations
 
 import re
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from services.api.client import Client
 from services.api.gen.sabot.v1 import reports_pb2
 from services.projections.reconciliation import gaming_day_and_shift
 
-from .conftest import HIDDEN, PLAYERS, Played, shot
+from .conftest import HIDDEN, Played, shot
 from .test_console import sign_in
 
 
@@ -32,43 +31,9 @@ def day() -> str:
 
 @pytest.fixture(scope="module")
 def games(played: Played) -> dict[str, str]:
-    """A round of Treinta y Una and a match of Cuarenta played to their end on the same
-    server (anne and bruno seated), so that the day has a section per game."""
-    c = {who: Client(played.target, played.tokens[who]) for who in ("croupier", *PLAYERS)}
-    try:
-        tables: dict[str, str] = {}
-        tyu = c["croupier"].rounds
-        tables["treinta-y-una"] = tyu.open_table(f"tyu-{uuid.uuid4().hex[:6]}").name
-        r = tyu.open_round(tables["treinta-y-una"], list(PLAYERS), 20_000)
-        for p in PLAYERS:
-            if p != r.banker:
-                r = c[p].rounds.place_stake(r.name, p, 1_000)
-        r = tyu.deal(r.name)
-        while r.phase == "playing":
-            who = r.whose_turn
-            hand = c[who].rounds.my_hand(r.name, who)
-            r = (c[who].rounds.carta(r.name, who) if hand.total < 21
-                 else c[who].rounds.me_planto(r.name, who))
-        assert tyu.settle(r.name).phase == "settled"
-        cu = c["croupier"].matches
-        tables["cuarenta"] = cu.open_table(f"cu-{uuid.uuid4().hex[:6]}",
-                                           overrides={"commission_rate": "5%"}).name
-        m = cu.open(tables["cuarenta"], list(PLAYERS), 1_000).match
-        while m.phase != "over":
-            if m.phase == "awaiting_deal":
-                m = cu.deal(m.name).match
-                continue
-            me = c[PLAYERS[m.to_act % 2]].matches
-            held = me.hand(m.name, m.to_act)
-            best = max(held.legal, key=lambda p: (p.points, len(p.capture)))
-            if not best.capture:
-                best = min(held.legal, key=lambda p: (len(p.capture) > 0, p.card))
-            m = me.play(m.name, m.to_act, best.card, best.capture,
-                        leave_on_table=not best.capture).match
-        return tables
-    finally:
-        for client in c.values():
-            client.close()
+    """The Treinta y Una and Cuarenta tables the shared fixture played a round and a match at
+    (tests/web/conftest.py), so that the day has a section per game."""
+    return {"treinta-y-una": played.tyu_table, "cuarenta": played.cuarenta_table}
 
 
 def _api_report(played: Played, day: str,
