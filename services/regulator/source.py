@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import unquote, urlparse
 from uuid import UUID
 
 from services.regulator.canonical import canonical_json
@@ -73,11 +73,17 @@ class Database:
             import psycopg
             import psycopg.sql
 
-            if not parsed.path.strip("/"):
-                raise StoreError(f"store URL {url!r}: postgresql URL needs a database")
+            from domain.errors import InvalidArgument
+            from services.ledger.config import store_env
+            from services.ledger.schema import conninfo
+
+            try:  # as the ledger reads it: hosts, ports and libpq's parameters as libpq does
+                env = store_env(url)
+            except InvalidArgument as exc:
+                raise StoreError(f"store URL: {exc.message}") from None
             self.kind = "postgresql"
-            schema = parse_qs(parsed.query).get("schema", ["public"])[0]
-            self._conn = psycopg.connect(parsed._replace(query="").geturl(), autocommit=True)
+            schema = env["POSTGRES_SCHEMA"]
+            self._conn = psycopg.connect(conninfo(env), autocommit=True)
             self._conn.execute(
                 psycopg.sql.SQL("SET search_path TO {}").format(psycopg.sql.Identifier(schema))
             )
