@@ -213,7 +213,12 @@ def store_env(url: str, pool_size: int = 5,
     schema, default ``public``; the rest as libpq reads it, ``postgres_params``; no host:
     127.0.0.1, no port: 5432, no user: postgres); a PostgreSQL pool of ``pool_size``
     connections, and up to ``max_overflow`` more while it is busy."""
-    parsed = urlparse(url)
+    if url.partition("://")[0].lower() in ("postgresql", "postgres"):
+        return _postgres_env(url, pool_size, max_overflow)
+    try:
+        parsed = urlparse(url)
+    except ValueError:  # an IPv6 host's brackets
+        raise InvalidArgument("store_url", "BAD_URL", "not a store URL") from None
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path)
         if url.startswith("sqlite:////"):
@@ -223,27 +228,29 @@ def store_env(url: str, pool_size: int = 5,
         if not path:
             raise InvalidArgument("store_url", "BAD_URL", "sqlite URL needs a path")
         return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path}
-    if parsed.scheme in ("postgresql", "postgres"):
-        params, schema = postgres_params(url)
-        env = {
-            "POSTGRES_SCHEMA": schema,
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
-            "POSTGRES_DBNAME": params.pop("dbname"),
-            "POSTGRES_HOST": params.pop("host", "") or "127.0.0.1",
-            "POSTGRES_PORT": params.pop("port", "") or "5432",
-            "POSTGRES_USER": params.pop("user", "") or "postgres",
-            "POSTGRES_PASSWORD": params.pop("password", ""),
-            "POSTGRES_POOL_SIZE": str(pool_size),
-            "POSTGRES_MAX_OVERFLOW": str(max_overflow),
-            "POSTGRES_MAX_WAITING": "64",
-            "POSTGRES_LOCK_TIMEOUT": "5",
-            "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
-        }
-        if params:
-            from psycopg.conninfo import make_conninfo
-
-            env[LIBPQ] = make_conninfo(**params)
-        return env
     raise InvalidArgument(
         "store_url", "BAD_URL", f"unknown store {parsed.scheme!r} (sqlite or postgresql)"
     )
+
+
+def _postgres_env(url: str, pool_size: int, max_overflow: int) -> dict[str, str]:
+    params, schema = postgres_params(url)
+    env = {
+        "POSTGRES_SCHEMA": schema,
+        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "POSTGRES_DBNAME": params.pop("dbname"),
+        "POSTGRES_HOST": params.pop("host", "") or "127.0.0.1",
+        "POSTGRES_PORT": params.pop("port", "") or "5432",
+        "POSTGRES_USER": params.pop("user", "") or "postgres",
+        "POSTGRES_PASSWORD": params.pop("password", ""),
+        "POSTGRES_POOL_SIZE": str(pool_size),
+        "POSTGRES_MAX_OVERFLOW": str(max_overflow),
+        "POSTGRES_MAX_WAITING": "64",
+        "POSTGRES_LOCK_TIMEOUT": "5",
+        "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
+    }
+    if params:
+        from psycopg.conninfo import make_conninfo
+
+        env[LIBPQ] = make_conninfo(**params)
+    return env

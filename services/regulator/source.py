@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 from uuid import UUID
 
 from services.regulator.canonical import canonical_json
@@ -60,16 +60,16 @@ class Database:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        parsed = urlparse(url)
-        self.kind = parsed.scheme
+        scheme = url.partition("://")[0].lower()  # libpq's forms are not all urlparse's
+        self.kind = scheme
         self._conn: Any
-        if parsed.scheme == "sqlite":
+        if scheme == "sqlite":
             path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
             if not path:
                 raise StoreError(f"store URL {url!r}: sqlite URL needs a path")
             self.path = unquote(path)
             self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        elif parsed.scheme in ("postgresql", "postgres"):
+        elif scheme in ("postgresql", "postgres"):
             import psycopg
             import psycopg.sql
 
