@@ -54,7 +54,8 @@ def _seed() -> bytes:
 @dataclass(frozen=True)
 class LedgerConfig:
     """``store_url``: ``sqlite:///path`` (the default embedded store) or
-    ``postgresql://user[:password]@host[:port]/db``. ``seal_key``: 32 bytes for AES-256-GCM.
+    ``postgresql://user[:password]@host[:port]/db`` (or any form libpq reads: several hosts,
+    its query parameters; ``postgres_params``). ``seal_key``: 32 bytes for AES-256-GCM.
     ``regulator_key``: the regulator's raw 32-byte X25519 public key; when set, every shoe's
     seed is also sealed to it (SABOT-ESCROW-1) in ``Shoe.Shuffled.escrowed_seed``.
     ``writer_name``: how this ledger names itself to the others on the store while it holds the
