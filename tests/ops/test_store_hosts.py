@@ -1,9 +1,9 @@
 """A store URL that lists several PostgreSQL servers with ``target_session_attrs=read-write``
 (issue 23: the runbook's failover setting) connects to the read-write one, whichever order the
 hosts are listed in and in both of libpq's forms (``//h1:p1,h2:p2/db`` and ``?host=&port=``),
-for every connection Sabot builds from it: the ledger's pool and its probe, the read models'
-runner, the notary's database. Two clusters of the test's own (``initdb`` on free ports, removed
-after); one made read-only with ``default_transaction_read_only=on``."""
+for every connection Sabot builds from it: the ledger's pool, its probe and its writer lease, the
+read models' runner, the notary's database. Two clusters of the test's own (``initdb`` on free
+ports, removed after); one made read-only with ``default_transaction_read_only=on``."""
 
 from __future__ import annotations
 
@@ -72,6 +72,7 @@ def test_every_connection_goes_to_the_read_write_server(
         pair: tuple[Cluster, Cluster], form: str, read_write_first: bool) -> None:
     from services.ledger.application import LedgerApplication
     from services.ledger.config import store_env
+    from services.ledger.lease import PostgresLease, lease_for
     from services.projections import default_views
     from services.projections.runner import make_runner
     from services.regulator.source import Database
@@ -108,6 +109,12 @@ def test_every_connection_goes_to_the_read_write_server(
             notary.close()
     finally:
         ledger.close()
+    lease = lease_for(url, "urlforms")  # the writer lease's own connection (the ledger's is gone)
+    try:
+        assert isinstance(lease, PostgresLease) and lease.try_acquire()
+        assert lease._conn is not None and _port(lease._conn) == rw.port
+    finally:
+        lease.release()
 
 
 def test_without_the_attribute_the_first_host_is_taken(pair: tuple[Cluster, Cluster]) -> None:
