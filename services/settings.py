@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from domain.errors import InvalidArgument
 from services.api.config import ConfigError, token_entries
@@ -186,19 +186,23 @@ def public_of(private: bytes, kind: KeyKind = KeyKind.ED25519_PRIVATE) -> bytes:
 
 
 def redact_url(url: str) -> str:
-    """A store URL with its password replaced by ``***`` (what an error or a log may show)."""
+    """A store URL with its password replaced by ``***`` (what an error or a log may show):
+    the user's (``//user:***@``) and libpq's ``?password=***``; hosts, ports and the other
+    parameters as given (several hosts too)."""
     try:
         parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        user = parts.username or ""
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        port = f":{parts.port}" if parts.port else ""
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
     except ValueError:
         return "(a store URL that cannot be read)"
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    netloc = parts.netloc
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.partition(':')[0]}:***@{hosts}"
+    query = "&".join(
+        f"{item.partition('=')[0]}=***" if unquote(item.partition("=")[0]) == "password"
+        else item for item in parts.query.split("&")) if parts.query else ""
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 # --- the settings' values -------------------------------------------------------------------
@@ -307,11 +311,11 @@ def _store(value: str) -> str:
     try:
         store_env(value)
     except InvalidArgument as exc:
-        raise ValueError(f"{exc.message}: sqlite:///PATH or postgresql://user@host:port/db"
-                         ) from None
-    except ValueError:  # urlsplit: a port that is not a number, a bad IPv6 host
-        raise ValueError("not a store URL: sqlite:///PATH or postgresql://user@host:port/db"
-                         ) from None
+        raise ValueError(f"{exc.message}: sqlite:///PATH or postgresql://user@host:port/db "
+                         "(or any URL libpq reads: docs/postgres.md)") from None
+    except ValueError:  # urlsplit: a bad IPv6 host
+        raise ValueError("not a store URL: sqlite:///PATH or postgresql://user@host:port/db "
+                         "(or any URL libpq reads: docs/postgres.md)") from None
     return value
 
 

@@ -53,7 +53,7 @@ from psycopg.sql import SQL, Identifier
 
 from services.ledger import transcodings
 from services.ledger.account import Account
-from services.ledger.config import APP_NAME
+from services.ledger.config import APP_NAME, LIBPQ, libpq_params
 from services.ledger.evidence import (
     CHAIN_ID,
     ChainBroken,
@@ -65,7 +65,7 @@ from services.ledger.evidence import (
 from services.ledger.schema import CREATE_TABLE, LOCK_FUNCTION, create_tables
 
 STORE_SETTINGS = ("POSTGRES_DBNAME", "POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_USER",
-                  "POSTGRES_PASSWORD", "POSTGRES_SCHEMA", "POSTGRES_CONNECT_TIMEOUT")
+                  "POSTGRES_PASSWORD", "POSTGRES_SCHEMA", "POSTGRES_CONNECT_TIMEOUT", LIBPQ)
 STORE_TIMEOUT = 5.0  # seconds: the default bound of a wait for the store (env STORE_TIMEOUT)
 RECONNECT_DELAY = 0.5  # seconds between a pool's attempts to replace a lost connection
 RECONNECT_FOR = 86_400.0  # seconds it keeps trying (psycopg_pool's default: 5 minutes)
@@ -293,13 +293,15 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
         return store_timeout(self.env)
 
     def construct_factory(self, env: Environment) -> Any:
-        """The library's factory; on PostgreSQL, its pool's connections get the timeouts of
-        the module's doc (set before the pool opens: every connection has them)."""
+        """The library's factory; on PostgreSQL, its pool's connections get the store URL's
+        other libpq parameters (``LIBPQ``: the library has no setting for them) and the timeouts
+        of the module's doc (set before the pool opens: every connection has them)."""
         factory = super().construct_factory(env)
         datastore = getattr(factory, "datastore", None)
         pool = getattr(datastore, "pool", None)
         if pool is not None and isinstance(getattr(pool, "kwargs", None), dict):
             bound = store_timeout(env)
+            pool.kwargs.update(libpq_params(env))
             pool.kwargs.update(connection_timeouts(bound))
             pool.timeout = bound  # the wait for a free connection
             cap_reconnection_backoff()

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import unquote, urlparse
 from uuid import UUID, uuid4
 
 from domain.errors import InvalidArgument
@@ -16,6 +16,31 @@ from domain.errors import InvalidArgument
 APP_NAME = "sabot"  # the event table is ``sabot_events``
 
 DEFAULT_MAX_OVERFLOW = 2  # a PostgreSQL pool's connections beyond its size, while busy
+
+# The store URL's libpq parameters other than host, port, dbname, user and password (say
+# target_session_attrs, sslmode), as a libpq connection string: the library has no setting for
+# them, so every connection Sabot makes adds them (``libpq_params``).
+LIBPQ = "POSTGRES_LIBPQ"
+
+# libpq parameters a store URL may not set, and why: Sabot sets them itself, or they would
+# replace the URL's hosts with others.
+REFUSED_PARAMS = {
+    "connect_timeout": "Sabot sets it from --store-timeout",
+    "keepalives": "Sabot sets it from --store-timeout",
+    "keepalives_idle": "Sabot sets it from --store-timeout",
+    "keepalives_interval": "Sabot sets it from --store-timeout",
+    "keepalives_count": "Sabot sets it from --store-timeout",
+    "tcp_user_timeout": "Sabot sets it from --store-timeout",
+    "options": "Sabot sets the server's timeouts through it",
+    "replication": "a store is not a replication connection",
+    "service": "name the hosts in the URL (a service file's would be replaced)",
+}
+CHOICES = {
+    "target_session_attrs": ("any", "read-write", "read-only", "primary", "standby",
+                             "prefer-standby"),
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "load_balance_hosts": ("disable", "random"),
+}
 
 
 def _now() -> datetime:
@@ -29,7 +54,8 @@ def _seed() -> bytes:
 @dataclass(frozen=True)
 class LedgerConfig:
     """``store_url``: ``sqlite:///path`` (the default embedded store) or
-    ``postgresql://user[:password]@host[:port]/db``. ``seal_key``: 32 bytes for AES-256-GCM.
+    ``postgresql://user[:password]@host[:port]/db`` (or any form libpq reads: several hosts,
+    its query parameters; ``postgres_params``). ``seal_key``: 32 bytes for AES-256-GCM.
     ``regulator_key``: the regulator's raw 32-byte X25519 public key; when set, every shoe's
     seed is also sealed to it (SABOT-ESCROW-1) in ``Shoe.Shuffled.escrowed_seed``.
     ``writer_name``: how this ledger names itself to the others on the store while it holds the
@@ -124,12 +150,76 @@ def regulator_public_key(text: str, field: str = "SABOT_REGULATOR_KEY") -> bytes
     return key
 
 
+def postgres_params(url: str) -> tuple[dict[str, str], str]:
+    """A ``postgresql://`` store URL as libpq reads it (its own parser: ``PQconninfoParse``), and
+    the schema of Sabot's own ``?schema=NAME`` (default ``public``). Every form libpq accepts
+    is read as libpq reads it: several hosts with their ports (``//u@h1:5471,h2:5472/db``),
+    ``?host=h1,h2&port=5471,5472``, and any of libpq's query parameters
+    (``target_session_attrs``, ``sslmode``, ...); none is replaced by a default. Refused
+    (``InvalidArgument`` naming the part, never showing the password): what libpq cannot
+    read, an unknown parameter, one of ``REFUSED_PARAMS``, a port that is not a number, as
+    many ports as hosts or one, a value ``CHOICES`` does not list, no database."""
+    from psycopg import Error
+    from psycopg.conninfo import conninfo_to_dict
+
+    base, _, query = url.partition("?")
+    schemas = [unquote(item.partition("=")[2]) for item in query.split("&")
+               if unquote(item.partition("=")[0]) == "schema"]
+    rest = "&".join(item for item in query.split("&")
+                    if item and unquote(item.partition("=")[0]) != "schema")
+    try:
+        found = conninfo_to_dict(f"{base}?{rest}" if rest else base)
+    except Error as exc:  # libpq's message may quote the password: only a parameter's name
+        text = str(exc).strip()
+        if text.startswith("invalid URI query parameter"):
+            raise InvalidArgument("store_url", "BAD_URL",
+                                  f"{text} (not a libpq connection parameter)") from None
+        raise InvalidArgument("store_url", "BAD_URL", "not a URL libpq can read (its "
+                              "percent-encoding, an IPv6 host's brackets)") from None
+    params = {k: str(v) for k, v in found.items() if v is not None}
+    for name, why in REFUSED_PARAMS.items():
+        if name in params:
+            raise InvalidArgument("store_url", "BAD_URL", f"{name}: not supported ({why})")
+    for name, allowed in CHOICES.items():
+        if name in params and params[name] not in allowed:
+            raise InvalidArgument("store_url", "BAD_URL",
+                                  f"{name}: {params[name]!r} is not one of {', '.join(allowed)}")
+    if not params.get("dbname"):
+        raise InvalidArgument("store_url", "BAD_URL", "postgresql URL needs a database")
+    ports = params.get("port", "").split(",") if params.get("port") else []
+    if any(p and not (p.isdigit() and 0 < int(p) < 65536) for p in ports):
+        raise InvalidArgument("store_url", "BAD_URL", "port: each must be a number 1..65535")
+    hosts = params.get("host", "").split(",") if params.get("host") else [""]
+    if len(ports) > 1 and len(ports) != len(hosts):
+        raise InvalidArgument("store_url", "BAD_URL",
+                              f"port: {len(ports)} ports for {len(hosts)} hosts (one port, "
+                              "or one for each host)")
+    if len(schemas) > 1 or (schemas and not schemas[0]):
+        raise InvalidArgument("store_url", "BAD_URL", "schema: give one schema name")
+    return params, (schemas[0] if schemas else "public")
+
+
+def libpq_params(env: Mapping[str, str]) -> dict[str, str]:
+    """The libpq parameters ``store_env`` kept aside (``LIBPQ``): what every connection to the
+    store adds to its host, port, database, user and password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    text = env.get(LIBPQ) or ""
+    return {k: str(v) for k, v in conninfo_to_dict(text).items()} if text else {}
+
+
 def store_env(url: str, pool_size: int = 5,
               max_overflow: int = DEFAULT_MAX_OVERFLOW) -> dict[str, str]:
     """The eventsourcing environment for a store URL (``?schema=NAME`` picks a PostgreSQL
-    schema, default ``public``); a PostgreSQL pool of ``pool_size`` connections, and up to
-    ``max_overflow`` more while it is busy."""
-    parsed = urlparse(url)
+    schema, default ``public``; the rest as libpq reads it, ``postgres_params``; no host:
+    127.0.0.1, no port: 5432, no user: postgres); a PostgreSQL pool of ``pool_size``
+    connections, and up to ``max_overflow`` more while it is busy."""
+    if url.partition("://")[0].lower() in ("postgresql", "postgres"):
+        return _postgres_env(url, pool_size, max_overflow)
+    try:
+        parsed = urlparse(url)
+    except ValueError:  # an IPv6 host's brackets
+        raise InvalidArgument("store_url", "BAD_URL", "not a store URL") from None
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path)
         if url.startswith("sqlite:////"):
@@ -139,25 +229,29 @@ def store_env(url: str, pool_size: int = 5,
         if not path:
             raise InvalidArgument("store_url", "BAD_URL", "sqlite URL needs a path")
         return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path}
-    if parsed.scheme in ("postgresql", "postgres"):
-        dbname = parsed.path.lstrip("/")
-        if not dbname:
-            raise InvalidArgument("store_url", "BAD_URL", "postgresql URL needs a database")
-        schema = parse_qs(parsed.query).get("schema", ["public"])[0]
-        return {
-            "POSTGRES_SCHEMA": schema,
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
-            "POSTGRES_DBNAME": dbname,
-            "POSTGRES_HOST": parsed.hostname or "127.0.0.1",
-            "POSTGRES_PORT": str(parsed.port or 5432),
-            "POSTGRES_USER": unquote(parsed.username or "postgres"),
-            "POSTGRES_PASSWORD": unquote(parsed.password or ""),
-            "POSTGRES_POOL_SIZE": str(pool_size),
-            "POSTGRES_MAX_OVERFLOW": str(max_overflow),
-            "POSTGRES_MAX_WAITING": "64",
-            "POSTGRES_LOCK_TIMEOUT": "5",
-            "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
-        }
     raise InvalidArgument(
         "store_url", "BAD_URL", f"unknown store {parsed.scheme!r} (sqlite or postgresql)"
     )
+
+
+def _postgres_env(url: str, pool_size: int, max_overflow: int) -> dict[str, str]:
+    params, schema = postgres_params(url)
+    env = {
+        "POSTGRES_SCHEMA": schema,
+        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "POSTGRES_DBNAME": params.pop("dbname"),
+        "POSTGRES_HOST": params.pop("host", "") or "127.0.0.1",
+        "POSTGRES_PORT": params.pop("port", "") or "5432",
+        "POSTGRES_USER": params.pop("user", "") or "postgres",
+        "POSTGRES_PASSWORD": params.pop("password", ""),
+        "POSTGRES_POOL_SIZE": str(pool_size),
+        "POSTGRES_MAX_OVERFLOW": str(max_overflow),
+        "POSTGRES_MAX_WAITING": "64",
+        "POSTGRES_LOCK_TIMEOUT": "5",
+        "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
+    }
+    if params:
+        from psycopg.conninfo import make_conninfo
+
+        env[LIBPQ] = make_conninfo(**params)
+    return env

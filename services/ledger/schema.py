@@ -182,8 +182,10 @@ def _one(conn: psycopg.Connection[Any], query: str, params: Sequence[Any] = ()) 
 def conninfo(env: dict[str, str]) -> str:
     """A libpq connection string from the library's environment (``store_env``): the one
     place it is built, quoted by psycopg (``make_conninfo``: a password with a space or a
-    quote)."""
-    parts = {
+    quote), with the URL's other libpq parameters (``LIBPQ``: target_session_attrs, sslmode)."""
+    from services.ledger.config import libpq_params
+
+    parts = {**libpq_params(env),
         "dbname": env["POSTGRES_DBNAME"], "host": env["POSTGRES_HOST"],
         "port": env["POSTGRES_PORT"], "user": env["POSTGRES_USER"],
     }

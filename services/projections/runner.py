@@ -17,6 +17,7 @@ from eventsourcing.persistence import Tracking
 from eventsourcing.postgres import PostgresTrackingRecorder
 from eventsourcing.projection import Projection, ProjectionRunner
 
+from services.ledger.config import libpq_params
 from services.projections import tracking
 from services.projections.decode import envelope
 from services.projections.projector import apply_batch, prepare
@@ -31,8 +32,11 @@ class ReadModelRecorder(PostgresTrackingRecorder):
     """The runner's tracking recorder: positions are the views' rows in ``rm_tracking``."""
 
     bound_views: ClassVar[tuple[View, ...]] = ()
+    libpq: ClassVar[dict[str, str]] = {}  # the store URL's other libpq parameters (LIBPQ)
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
+        # The library's pool has no setting for them: added before it opens (on first use).
+        datastore.pool.kwargs.update(self.libpq)
         super().__init__(datastore, **kwargs)
         self.store = ReadStore(datastore, "postgres", datastore.schema)
         self.positions: dict[str, int] = {}
@@ -115,6 +119,7 @@ def make_runner(
 
     class _Recorder(ReadModelRecorder):
         bound_views = bound
+        libpq = libpq_params(env)
 
     class _Projection(ReadModelProjection):
         name = PROJECTION_NAME

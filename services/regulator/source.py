@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import unquote
 from uuid import UUID
 
 from services.regulator.canonical import canonical_json
@@ -60,24 +60,30 @@ class Database:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        parsed = urlparse(url)
-        self.kind = parsed.scheme
+        scheme = url.partition("://")[0].lower()  # libpq's forms are not all urlparse's
+        self.kind = scheme
         self._conn: Any
-        if parsed.scheme == "sqlite":
+        if scheme == "sqlite":
             path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
             if not path:
                 raise StoreError(f"store URL {url!r}: sqlite URL needs a path")
             self.path = unquote(path)
             self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        elif parsed.scheme in ("postgresql", "postgres"):
+        elif scheme in ("postgresql", "postgres"):
             import psycopg
             import psycopg.sql
 
-            if not parsed.path.strip("/"):
-                raise StoreError(f"store URL {url!r}: postgresql URL needs a database")
+            from domain.errors import InvalidArgument
+            from services.ledger.config import store_env
+            from services.ledger.schema import conninfo
+
+            try:  # as the ledger reads it: hosts, ports and libpq's parameters as libpq does
+                env = store_env(url)
+            except InvalidArgument as exc:
+                raise StoreError(f"store URL: {exc.message}") from None
             self.kind = "postgresql"
-            schema = parse_qs(parsed.query).get("schema", ["public"])[0]
-            self._conn = psycopg.connect(parsed._replace(query="").geturl(), autocommit=True)
+            schema = env["POSTGRES_SCHEMA"]
+            self._conn = psycopg.connect(conninfo(env), autocommit=True)
             self._conn.execute(
                 psycopg.sql.SQL("SET search_path TO {}").format(psycopg.sql.Identifier(schema))
             )
