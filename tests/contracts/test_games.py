@@ -48,7 +48,7 @@ from services.regulator.vocabulary import round_end
 from tests.cuarenta.support import Game as CuarentaGame
 from tests.cuarenta.support import Referee, fund
 from tests.cuarenta.support import player as cuarenta_player
-from tests.regulator.play import SEAL_KEY, Player, make_ledger
+from tests.regulator.play import CHAIN_PUBLIC, SEAL_KEY, Player, make_ledger
 from tests.treinta_y_una.support import CROUPIER, Croupier, fund_players, game, open_table
 from tests.treinta_y_una.support import player as tyu_player
 
@@ -276,6 +276,7 @@ def _play(name: str, url: str) -> Played:
         buf, report = io.StringIO(), io.StringIO()
         write_export(buf, EventTable(db), notary, public)
         out.verified = verify_run(buf.getvalue().splitlines(), checkpoint_key=public,
+                                  chain_keys=[CHAIN_PUBLIC],  # the operator's keys pinned
                                   out=report, summary=out.summary)
         out.report = report.getvalue()
     finally:

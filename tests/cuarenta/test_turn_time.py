@@ -19,7 +19,7 @@ from services.ledger.api import Ledger
 from services.ledger.errors import PermissionDenied
 from services.ledger.remote import LedgerHost, RemoteLedger
 from services.ledger.replay import event_log, replay
-from tests.cuarenta.support import Inputs, fund, ledger_on, player
+from tests.cuarenta.support import CHAIN_KEY, Inputs, fund, ledger_on, player
 
 OVERRIDES = {"turn_seconds": "5", "commission_rate": "5%"}
 FORFEITED = "sabot.ledger:CuarentaMatch.Forfeited"
@@ -194,8 +194,9 @@ def test_the_export_of_a_late_play_verifies(tmp_path: Path) -> None:
     buf = io.StringIO()
     write_export(buf, EventTable(Database(url)), notary, public_key_bytes(key.public_key()))
     out = io.StringIO()
+    chain = Ed25519PrivateKey.from_private_bytes(CHAIN_KEY).public_key().public_bytes_raw()
     code = run(buf.getvalue().splitlines(), checkpoint_key=public_key_bytes(key.public_key()),
-               out=out)
+               out=out, chain_keys=[chain])  # the operator's keys pinned (issue 20)
     assert code == 0, out.getvalue()
     assert f"OK   cuarenta match {m.match_id}" in out.getvalue()
     assert "(won; 0-0)" in out.getvalue() and "VERIFIED:" in out.getvalue()
