@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import HIDDEN, Played, shot
+from .conftest import HIDDEN, Played, close_routed, shot
 
 
 def sign_in(browser: Any, console: str, token: str, account: str = "") -> Any:
@@ -74,7 +74,7 @@ def test_a_record_that_lies_fails_at_the_card(browser: Any, console: str,
         assert page.locator("#check").get_attribute("data-verdict") == "fail"
         assert re.search(r"FAIL card at position \d+: recorded (KH|QS), the shuffle gives", results)
     finally:
-        page.close()
+        close_routed(page)
 
 
 def test_a_wrong_pinned_key_fails_the_checkpoint(browser: Any, console: str,

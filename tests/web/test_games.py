@@ -16,7 +16,7 @@ import pytest
 
 from services.api.client import Client
 
-from .conftest import Played, shot
+from .conftest import Played, close_routed, shot
 from .test_console import sign_in
 
 
@@ -120,7 +120,7 @@ def test_a_round_that_lies_fails_at_the_card(browser: Any, console: str,
                          r"the shuffle gives", results)
         assert re.search(r"FAIL .* does not open its commitment", results)
     finally:
-        page.close()
+        close_routed(page)
 
 
 def test_no_token_or_unrevealed_seed_in_the_game_pages(console: str, played: Played) -> None:
@@ -178,7 +178,7 @@ def test_a_match_that_lies_fails_at_the_card(browser: Any, console: str,
         assert re.search(r"FAIL hand \d+ .*card at position \d+ \(move \d+, seat \d\): "
                          r"recorded (KH|QS), the shuffle gives", results)
     finally:
-        page.close()
+        close_routed(page)
 
 
 def test_a_wrong_pinned_key_fails_the_round(browser: Any, console: str,
