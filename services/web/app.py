@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -101,6 +101,7 @@ def _money(value: Any, currency: str = "") -> str:
 
 
 Handler = Callable[[Request, Console, Session], Awaitable[Response]]
+Handler_ = Callable[[Request], Awaitable[Response]]  # a route's endpoint
 
 
 def _session(console: Console, request: Request) -> Session | None:
@@ -212,14 +213,9 @@ async def tables(request: Request, console: Console, session: Session) -> Respon
                  tables=[plain(t) for t in found.tables])
 
 
-async def game_table(request: Request, console: Console, session: Session,
-                     shown: dict[str, Any]) -> Response:
-    from services.web import games  # it imports this module
-
-    return await games.game_table(request, console, session, shown)
-
-
-GAMES = ("treinta-y-una", "cuarenta")
+# A game's own table page (services/web/games.py: Treinta y Una's rounds, Cuarenta's matches),
+# handed to ``build`` by whoever composes the console (services/cli/web.py).
+GamePage = Callable[[Request, "Console", Session, dict[str, Any]], Awaitable[Response]]
 
 
 @signed_in
@@ -228,8 +224,10 @@ async def table(request: Request, console: Console, session: Session) -> Respons
     with console.client(session) as client:
         shown = await run_in_threadpool(client.tables.GetTable,
                                         table_pb2.GetTableRequest(name=name))
-        if shown.game in GAMES:  # Treinta y Una's rounds, Cuarenta's matches
-            return await game_table(request, console, session, plain(shown))
+        pages: Mapping[str, GamePage] = request.app.state.game_pages
+        page = pages.get(shown.game)
+        if page is not None:  # Treinta y Una's rounds, Cuarenta's matches
+            return await page(request, console, session, plain(shown))
         coups = await _recalled(client, name, request.query_params.get("page", ""))
     for c in coups["coups"]:  # the signed-in player's own coups, marked
         c["mine"] = bool(session.account) and any(
@@ -609,8 +607,10 @@ BACK_OFFICE_ROUTES = [
 ]
 
 
-def build(console: Console) -> Starlette:
-    from services.web.games import ROUTES as GAME_ROUTES
+def build(console: Console, game_routes: Sequence[tuple[str, Handler_]] = (),
+          game_pages: Mapping[str, GamePage] | None = None) -> Starlette:
+    """The console's app; ``game_routes`` and ``game_pages``: the games' own pages (the
+    composition hands them in, so this module names no game)."""
     routes = [
         Route("/signin", signin_page, methods=["GET"]),
         Route("/signin", signin, methods=["POST"]),
@@ -624,7 +624,7 @@ def build(console: Console) -> Starlette:
         *BACK_OFFICE_ROUTES,
         Route("/reports/day", day_report),
         # Treinta y Una's rounds and Cuarenta's matches (services/web/games.py)
-        *(Route(path, endpoint) for path, endpoint in GAME_ROUTES),
+        *(Route(path, endpoint) for path, endpoint in game_routes),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
     extra = dict(HEADERS)
@@ -632,6 +632,7 @@ def build(console: Console) -> Starlette:
         extra["Strict-Transport-Security"] = "max-age=31536000"
     app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders, headers=extra)])
     app.state.console = console
+    app.state.game_pages = dict(game_pages or {})
     return app
 
 
