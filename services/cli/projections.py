@@ -227,8 +227,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if reading:  # a standby has no LISTEN/NOTIFY: the poller reads it
         lag = read_lag(args)
         assert lag is not None
-        print(f"sabot: reading the log from the read store ({lag.text()}), writing the "
-              "read models on --store", file=sys.stderr)
+        print(f"sabot: the read models are written on --store from the read store's log: "
+              f"{lag.text()}", file=sys.stderr)
     try:
         if p.store.dialect == "postgres" and not args.poll and not reading:
             from services.ledger.application import LedgerApplication
