@@ -23,6 +23,20 @@ half), the gaming day of the read models (``gaming_day``). What is missing and n
   log for the offline commands (``sabot store init|checkpoint|export|replay|proof``), one that
   signs with ``checkpoint_key`` or one that only reads.
 
+The read side (``read_store``, ``SABOT_READ_STORE``: a streaming standby of the store, or a copy
+of its file; docs/operations.md, "Reads off the primary"): the readers read the log there, the
+writer, the notary and the read models' rows stay on ``store``:
+
+- ``read_url(settings)``: where the readers read (the read store, else the store);
+- ``read_log(settings)``: the log there, an application that creates nothing;
+- ``projector(settings)`` given a read store: it reads the log there and writes the read models
+  on the store (``sabot store projections run|catch-up|rebuild``);
+- ``read_projector(settings)``: the read models as the read store holds them, for reading only
+  (``sabot store report …``, ``store projections lag``): it creates and writes nothing;
+- ``read_database(settings)``: a connection of the regulator's to the read store (``sabot store
+  export|replay|proof``), and ``read_lag(settings, db)``: how far behind the store it is
+  (``services.regulator.replica``; None without a read store).
+
 Only the commands (``services/cli``) import this module; the layers below it (``services/ledger``,
 ``services/regulator``, ``services/projections``, ``services/api``, the games, ``domain``) never
 do (docs/architecture.md, "Layers"; tests/contracts/test_layers.py).
@@ -43,6 +57,7 @@ if TYPE_CHECKING:
     from services.projections.projector import Projector
     from services.projections.service import ReadModels
     from services.regulator.notary import Follower, Notary
+    from services.regulator.replica import ReadLag
     from services.regulator.source import Database
 
 READ_ONLY_KEY = bytes(32)  # reading needs no seal key; shuffling, dealing and closing shoes do
@@ -133,11 +148,75 @@ def read_models(settings: Settings, app: Any | None = None) -> ReadModels:
 
 def projector(settings: Settings, schema: str | None = None) -> Projector:
     """The read models' projector over the settings' log (``schema``: see ``open_log``), on
-    the settings' gaming day."""
+    the settings' gaming day. Given a read store, it reads the log there and writes the read
+    models on the store (a standby cannot write; the rows reach it by replication)."""
+    from services.projections import default_views
+    from services.projections.projector import Projector
+    from services.projections.store import ReadStore
+
+    views = default_views(settings.gaming_day)
+    if settings.read_store is None:
+        return Projector(open_log(settings, schema=schema), views)
+    rows = ReadStore.of(open_log(settings, schema=schema))
+    return Projector(read_log(settings, schema=schema), views, rows)
+
+
+# --- the read side ---------------------------------------------------------------------------
+
+
+def read_url(settings: Settings) -> str:
+    """Where the readers read: the read store, else the store."""
+    return settings.read_store or settings.store
+
+
+def read_log(settings: Settings, pool_size: int = 3, schema: str | None = None) -> Any:
+    """The log of the read store (else the store's, as ``open_log``): an application that
+    creates no table, whatever its role may do (a standby refuses every write)."""
+    if settings.read_store is None:
+        return open_log(settings, pool_size, schema)
+    from services.ledger.schema import CREATE_TABLE
+    from services.projections.log import open_log as open_store_log
+
+    extra = {CREATE_TABLE: "n", **({"POSTGRES_SCHEMA": schema} if schema else {})}
+    return open_store_log(settings.read_store, extra, pool_size=pool_size)
+
+
+def read_projector(settings: Settings, schema: str | None = None) -> Projector:
+    """The read models as the read store (else the store) holds them, to read only: nothing
+    is created, caught up or written (``Projector(..., setup=False)``)."""
     from services.projections import default_views
     from services.projections.projector import Projector
 
-    return Projector(open_log(settings, schema=schema), default_views(settings.gaming_day))
+    return Projector(read_log(settings, schema=schema), default_views(settings.gaming_day),
+                     setup=False)
+
+
+def read_database(settings: Settings) -> Database:
+    """A connection of the regulator's to the read store (else the store)."""
+    from services.regulator.source import Database
+
+    return Database(read_url(settings))
+
+
+def read_lag(settings: Settings, read: Database) -> ReadLag | None:
+    """How far the read store (``read``, its connection) is behind the store: None without a
+    read store. The store is asked for its last position only when it was given (a default
+    SQLite path would be another store); unreachable, its position is unknown and said so.
+    ``services.regulator.replica.NotACopy`` when the read store is not a copy of the store."""
+    if settings.read_store is None:
+        return None
+    from services.regulator.replica import measure
+
+    if not settings.given("store"):
+        return measure(read, None, f"no {BY_NAME['store'].names} given")
+    try:
+        primary = store_database(settings)
+    except Exception as exc:  # never the URL: it may hold a password
+        return measure(read, None, f"cannot connect to it: {type(exc).__name__}")
+    try:
+        return measure(read, primary)
+    finally:
+        primary.close()
 
 
 def notary(settings: Settings, on_error: Callable[[BaseException], None] | None = None,
@@ -194,5 +273,6 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
 
 
 __all__ = ["READ_ONLY_KEY", "ledger_config", "log_env", "notary", "open_ledger",
-           "open_ledger_process", "open_log", "projector", "read_models", "store_database",
+           "open_ledger_process", "open_log", "projector", "read_database", "read_lag",
+           "read_log", "read_models", "read_projector", "read_url", "store_database",
            "store_notary"]

@@ -83,6 +83,10 @@ SERIES: Mapping[str, tuple[str, str]] = {
                                              "model (label view)"),
     "sabot_projection_lag_seconds": ("gauge", "age of the oldest event not yet applied to the "
                                               "read model (label view; 0: caught up)"),
+    "sabot_read_store_lag_events": ("gauge", "events the store holds and the read store "
+                                             "(SABOT_READ_STORE) does not yet"),
+    "sabot_read_store_lag_seconds": ("gauge", "age of the oldest event the read store does not "
+                                              "hold yet (0: caught up)"),
     "sabot_notary_lag_events": ("gauge", "events stored and not yet notarised"),
     "sabot_notary_lag_seconds": ("gauge", "age of the oldest event not yet notarised"),
     "sabot_notary_active": ("gauge", "1 while this server's notary writes the store's Merkle "
@@ -221,6 +225,10 @@ class ServerMetrics:
         self.projection_lag_seconds = Gauge("sabot_projection_lag_seconds",
                                             _h("sabot_projection_lag_seconds"), ["view"],
                                             registry=r)
+        self.read_store_lag = Gauge("sabot_read_store_lag_events",
+                                    _h("sabot_read_store_lag_events"), registry=r)
+        self.read_store_lag_seconds = Gauge("sabot_read_store_lag_seconds",
+                                            _h("sabot_read_store_lag_seconds"), registry=r)
         self.notary_lag = Gauge("sabot_notary_lag_events", _h("sabot_notary_lag_events"),
                                 registry=r)
         self.notary_lag_seconds = Gauge("sabot_notary_lag_seconds",

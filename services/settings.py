@@ -417,6 +417,14 @@ SETTINGS: tuple[Setting, ...] = (
             "sqlite:///PATH or postgresql://user[:password]@host[:port]/db[?schema=S]",
             DEFAULT_STORE, (*_SERVE, *STORE), _store, secret=True,
             aliases=("SABOT_STORE_URL",), metavar="URL", help="the event store"),
+    Setting("read_store", "SABOT_READ_STORE", "--read-store",
+            "a store URL as --store's: a streaming standby of it (PostgreSQL, a role that may "
+            "only read), or a copy of its file (SQLite)", "none: every reader reads --store",
+            (*_SERVE, "store projections …", "store report …", "store export", "store replay",
+             "store proof"), _store, secret=True, metavar="URL",
+            help="read the event log here (the read models' runner, reports, exports, replays, "
+                 "proofs) and say how far behind --store it is; the writer, the notary and the "
+                 "read models' rows stay on --store (docs/operations.md, Reads off the primary)"),
     Setting("listen", "SABOT_LISTEN", "--listen", "HOST:PORT", DEFAULT_LISTEN, _SERVE,
             _address, metavar="HOST:PORT", help="the address the server listens at"),
     Setting("target", "SABOT_TARGET", "--target", "HOST:PORT", DEFAULT_TARGET, GRPC, _address,
@@ -571,6 +579,7 @@ class Settings:
     """What one command was given (``load``); secrets are kept out of ``repr``."""
 
     store: str = DEFAULT_STORE
+    read_store: str | None = None  # None: the readers read ``store``
     listen: str = DEFAULT_LISTEN
     target: str = DEFAULT_TARGET
     token: str | None = field(default=None, repr=False)
@@ -616,7 +625,7 @@ class Settings:
             if not f.repr:
                 continue
             value = getattr(self, f.name)
-            if f.name == "store":
+            if f.name in ("store", "read_store") and value is not None:
                 value = redact_url(value)
             shown.append(f"{f.name}={value!r}")
         return f"Settings({', '.join(shown)})"

@@ -31,6 +31,9 @@ class Config:
 
     listen: str = DEFAULT_LISTEN
     store: str = DEFAULT_STORE
+    # SABOT_READ_STORE: a standby of the store, where the read models' thread and the regulator's
+    # RPCs read the log (None: the store); the writer and the notary stay on ``store``
+    read_store: str | None = None
     # clear tokens held in memory (tests, --dev, SABOT_TOKENS from the environment): hashed
     # at start, never written anywhere
     tokens: Mapping[str, Principal] = field(default_factory=dict)

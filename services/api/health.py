@@ -12,7 +12,10 @@ A monitor thread looks every ``INTERVAL`` seconds at what the server depends on:
 - **the read models**: how far each view is behind the log, in events and in the age of the
   oldest event it has not applied (``LagClock``);
 - **the notary** (with a checkpoint key): whether it writes the Merkle log or stands by, how far
-  it is behind, when it signed its latest checkpoint.
+  it is behind, when it signed its latest checkpoint;
+- **the read store** (with ``SABOT_READ_STORE``): the last position the standby holds, and how
+  far behind the log it is, in events and seconds (facts and metrics; its effect on the read
+  models shows in their lag).
 
 From those facts (``Facts``) it decides the statuses (``decide``, a pure function):
 
@@ -113,6 +116,7 @@ class Facts:
     notary: NotaryState | None = None
     notary_lag: tuple[int, float] = (0, 0.0)  # events, seconds
     stopping: bool = False
+    read_store: tuple[int, int, float] | None = None  # position held, events, seconds behind
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -120,6 +124,10 @@ class Facts:
                          for v, (e, s) in self.views.items()}
         data["notary_lag"] = {"events_behind": self.notary_lag[0],
                               "seconds_behind": round(self.notary_lag[1], 3)}
+        if self.read_store is not None:
+            held, events, seconds = self.read_store
+            data["read_store"] = {"position": held, "events_behind": events,
+                                  "seconds_behind": round(seconds, 3)}
         return data
 
 
@@ -330,6 +338,7 @@ class Sources:
     views: Callable[[], Mapping[str, int]] | None = None  # each read model's position
     notary: Callable[[], NotaryState | None] | None = None
     close: Callable[[], None] | None = None  # when the monitor stops (the probe's connection)
+    read_store: Callable[[], int] | None = None  # the last position the read store holds
 
 
 class HealthMonitor:
@@ -451,10 +460,15 @@ class HealthMonitor:
                                                    STORE_TIMEOUT + 1.0)
             if notary is not None:
                 notary_lag = (max(0, head - notary.position), clock.behind(now, notary.position))
+        read_store = None
+        if src.read_store is not None:
+            with contextlib.suppress(Exception):  # its own store: on the probe's threads
+                held = int(within(self._pool, src.read_store, STORE_TIMEOUT + 1.0))
+                read_store = (held, max(0, head - held), clock.behind(now, held))
         return Facts(at=now, store_up=store_up, store_why=why, store_round_trip=round_trip,
                      store_down_for=0.0 if self._down_since is None else now - self._down_since,
                      ledger=ledger, head=head, views=views, notary=notary,
-                     notary_lag=notary_lag, stopping=self._stopping)
+                     notary_lag=notary_lag, stopping=self._stopping, read_store=read_store)
 
     def _publish(self, facts: Facts, statuses: dict[str, bool]) -> None:
         changed = {k: v for k, v in statuses.items() if self.statuses.get(k) is not v}
@@ -489,6 +503,9 @@ class HealthMonitor:
             m.notary_lag_seconds.set(facts.notary_lag[1])
             if facts.notary.checkpoint_at:
                 m.checkpoint_signed(facts.notary.checkpoint_at)
+        if facts.read_store is not None:
+            m.read_store_lag.set(facts.read_store[1])
+            m.read_store_lag_seconds.set(facts.read_store[2])
 
 
 def _why(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -41,6 +42,7 @@ from services.projections.reports import CHANCES, TOTAL
 from services.projections.service import ReadModels
 
 CATCH_UP_SECONDS = 0.5  # the thread looks at the log this often (one query when idle)
+READ_STORE_WAIT = 5.0  # seconds a reconcile waits for the read store to reach the store
 ERROR_BACKOFF = 1.0
 RECONCILE_ATTEMPTS = 3
 MAX_RECALL_PAGE = 100
@@ -68,11 +70,22 @@ class ProjectionKeeper:
     days the reports take, are filed under it."""
 
     def __init__(self, ledger: Ledger, hub: Hub, follow: bool = True,
-                 gaming_day: GamingDay | None = None) -> None:
+                 gaming_day: GamingDay | None = None, read_store: str | None = None) -> None:
+        """``read_store``: a standby of the ledger's store whose log the read models read
+        (their rows are written beside the ledger's log: a standby cannot write)."""
         self.ledger = ledger
         self.hub = hub
         self.follow = follow
-        self.models = ReadModels(ledger.app, gaming_day)
+        self.log: Any = None  # the read store's log, when there is one
+        if read_store is None:
+            self.models = ReadModels(ledger.app, gaming_day)
+        else:
+            from services.ledger.schema import CREATE_TABLE
+            from services.projections.log import open_log
+            from services.projections.store import ReadStore
+
+            self.log = open_log(read_store, {CREATE_TABLE: "n"})  # a reader creates nothing
+            self.models = ReadModels(self.log, gaming_day, store=ReadStore.of(ledger.app))
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -85,10 +98,13 @@ class ProjectionKeeper:
             self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop the thread (it finishes the batch it is applying)."""
+        """Stop the thread (it finishes the batch it is applying); close the read store's
+        log."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        if self.log is not None:
+            self.log.close()
 
     def catch_up(self) -> int:
         with self._lock:
@@ -121,17 +137,36 @@ class ProjectionKeeper:
 
     def reconcile(self) -> Reconciliation:
         """Balances of the read model against the write side's, read while the log did not
-        move (retried a few times when it did; the last answer otherwise)."""
+        move (retried a few times when it did; the last answer otherwise). With a read store,
+        the store's log is the one that must not move, and the read store must have reached
+        it (waited for up to ``READ_STORE_WAIT`` seconds)."""
         result: Reconciliation | None = None
         for _ in range(RECONCILE_ATTEMPTS):
-            before = self.head()
+            before = self._store_head()
             write_side = self.ledger.balances()
+            if self.log is not None:
+                self._reach(before, READ_STORE_WAIT)
             with self._lock:
                 result = self.models.reconcile(write_side)
-            if self.head() == before:
+            if self._store_head() == before:
                 break
         assert result is not None
         return result
+
+    def _store_head(self) -> int:
+        """The last position of the ledger's store (not the read store's)."""
+        if self.log is None:
+            return self.head()
+        return int(self.ledger.app.recorder.max_notification_id() or 0)
+
+    def _reach(self, position: int, timeout: float) -> bool:
+        """Wait until the read store holds the log to ``position``."""
+        deadline = time.monotonic() + timeout
+        while self.head() < position:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
 
     def _run(self) -> None:
         """Every ``CATCH_UP_SECONDS``, if the log moved past the read models: one catch-up in

@@ -234,13 +234,14 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     events_pb2_grpc.add_FeedServiceServicer_to_server(feed, server)
     if isinstance(notary, _FromConfig):
         notary = _notary(config)
-    regulator = regulator_service.servicer(  # its game-neutral RPCs and each game's
-        *deps, store=config.store, seal_key=config.seal_key, follower=notary,
+    regulator = regulator_service.servicer(  # its game-neutral RPCs and each game's; they
+        *deps, store=config.read_store or config.store,  # read the read store, if any
+        seal_key=config.seal_key, follower=notary,
         checkpoint_public_key=None if notary is None else public_key_bytes(
             notary.key.public_key()))
     regulator_pb2_grpc.add_RegulatorServiceServicer_to_server(regulator, server)
     projections = ProjectionKeeper(ledger, hub, follow=config.projections,
-                                   gaming_day=config.gaming_day)
+                                   gaming_day=config.gaming_day, read_store=config.read_store)
     read_models = ReadModelServicer(*deps, keeper=projections)
     for servicer in played:  # a game's servicer answering from the read models: the server's
         if isinstance(servicer, GameReadModels):
@@ -324,7 +325,8 @@ def _sources(config: Config, ledger: Ledger, hub: Hub, projections: ProjectionKe
 
     return monitoring.Sources(store=probe.check, ledger=ledger_state,
                               head=lambda: hub.position, views=views, notary=notary_state,
-                              close=probe.close)
+                              close=probe.close,
+                              read_store=projections.head if config.read_store else None)
 
 
 def notary_error(exc: BaseException) -> None:

@@ -260,8 +260,9 @@ def _show_visible(parser: argparse.ArgumentParser, seen: set[int] | None = None)
 
 
 def has_store(argv: Sequence[str]) -> bool:
-    """Whether a command line gives ``--store``."""
-    return any(a == "--store" or a.startswith("--store=") for a in argv)
+    """Whether a command line gives ``--store`` (or ``--read-store``)."""
+    return any(a in ("--store", "--read-store") or a.startswith(("--store=", "--read-store="))
+               for a in argv)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,16 +1,23 @@
 """Read-model commands on a store: ``sabot store projections rebuild|catch-up|run|lag``,
-``sabot store reconcile`` and ``sabot store report day|statement|shoes`` (text, CSV or JSON)."""
+``sabot store reconcile`` and ``sabot store report day|statement|shoes`` (text, CSV or JSON).
+
+Given a read store (``--read-store``, ``SABOT_READ_STORE``: a standby of ``--store``), the
+runner (``rebuild``, ``catch-up``, ``run``: the poller, a standby has no LISTEN) reads the log
+there and writes the read models on ``--store``; ``lag`` and the reports read the read models as
+the read store holds them (replicated from ``--store``), write nothing, and say how far behind
+``--store`` the read store is (the report's ``read_store`` fact, ``lag``'s last line)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
 import threading
 import time
 from datetime import date
-from typing import Any
+from typing import Any, TypeVar
 
 from eventsourcing.persistence import PersistenceError
 
@@ -25,18 +32,21 @@ from services.cli import (
 )
 from services.cli.progress import Progress, quiet_argument
 from services.projections.export import Report, render
-from services.projections.floor import LAYOUTS, floor_day, render_floor
-from services.projections.projector import Projector
+from services.projections.floor import LAYOUTS, FloorReport, floor_day, render_floor
+from services.projections.projector import Projector, ReadModelsAbsent
 from services.projections.reconcile import reconcile
 from services.projections.reports import gaming_day, player_statement, shoe_history
 from services.projections.service import units_views, views_gaming_day
+from services.regulator.replica import NotACopy, ReadLag
+from services.regulator.source import StoreError
 from services.settings import add_flags
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+R = TypeVar("R", Report, FloorReport)
 
 
-def _store_args(p: argparse.ArgumentParser) -> None:
-    add_flags(p, "store", "gaming_day", "shifts")
+def _store_args(p: argparse.ArgumentParser, read_store: bool = True) -> None:
+    add_flags(p, "store", *(("read_store",) if read_store else ()), "gaming_day", "shifts")
     p.add_argument("--schema", default=None, help="PostgreSQL schema (default: public, or the "
                                                   "store URL's ?schema=)")
 
@@ -72,7 +82,7 @@ def register(sub: Any) -> None:
     rec = store.add_parser("reconcile", help="read-model balances against the write side; "
                          "exit 0 only when all agree (with --game: that game's reconciliation "
                          "of a table, exit 0 only when it balances)")
-    _store_args(rec)
+    _store_args(rec, read_store=False)
     _format_args(rec)
     rec.add_argument("--game", default=None, help="a game with read models of its own "
                      "(treinta-y-una, cuarenta): its reconciliation of --table per gaming day")
@@ -123,6 +133,56 @@ def _projector(args: argparse.Namespace) -> Projector:
         raise CliError(f"--store: cannot use the store: {exc}") from None
 
 
+def _reading(args: argparse.Namespace) -> tuple[Projector, ReadLag | None]:
+    """The read models to read: as of the head of the log after a catch-up (no read store),
+    or as the read store holds them (nothing written), with how far behind it is."""
+    settings = settings_of(args)
+    if settings.read_store is None:
+        return _caught_up(args), None
+    flag = settings.sources.get("read_store", "--read-store")
+    try:
+        p = bootstrap.read_projector(settings, args.schema)
+    except ReadModelsAbsent as exc:
+        raise CliError(f"{flag}: {exc}; they are written on --store and reach the read store "
+                       "by replication") from None
+    except (OSError, PersistenceError) as exc:
+        raise CliError(f"{flag}: cannot use the read store: {exc}".splitlines()[0]) from None
+    return p, read_lag(args)
+
+
+def read_lag(args: argparse.Namespace) -> ReadLag | None:
+    """How far the read store is behind ``--store`` (None: no read store), measured now; a
+    CliError when the read store is not a copy of the store or cannot be read."""
+    settings = settings_of(args)
+    if settings.read_store is None:
+        return None
+    flag = settings.sources.get("read_store", "--read-store")
+    try:
+        db = bootstrap.read_database(settings)
+    except StoreError as exc:
+        raise CliError(f"{flag}: {exc}") from None
+    except Exception as exc:  # never the URL: it may hold a password
+        raise CliError(f"{flag}: cannot connect: {type(exc).__name__}") from None
+    try:
+        return bootstrap.read_lag(settings, db)
+    except NotACopy as exc:
+        raise CliError(f"{flag}: {exc}") from None
+    finally:
+        db.close()
+
+
+def _with_lag(args: argparse.Namespace, report: R, lag: ReadLag | None, p: Projector) -> R:
+    """The report with the read store's lag among its facts (and on stderr for CSV, which has
+    no facts)."""
+    if lag is None:
+        return report
+    at = min(p.positions.values(), default=0)
+    said = f"{lag.text()}; the read models there at log position {at}"
+    if args.format == "csv":
+        print(f"sabot: read store: {said}", file=sys.stderr)
+    return dataclasses.replace(report, facts={**report.facts, "read_store": said})
+
+
 def _emit(args: argparse.Namespace, report: Report) -> None:
     _write(args, render(report, args.format))
 
@@ -155,15 +215,22 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 def cmd_catch_up(args: argparse.Namespace) -> int:
     n = _projector(args).catch_up()
-    print(f"applied {n} events")
+    lag = read_lag(args)
+    print(f"applied {n} events" + (f" from the read store, {lag.text()}" if lag else ""))
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     p = _projector(args)
     stop = threading.Event()
+    reading = settings_of(args).read_store is not None
+    if reading:  # a standby has no LISTEN/NOTIFY: the poller reads it
+        lag = read_lag(args)
+        assert lag is not None
+        print(f"sabot: the read models are written on --store from the read store's log: "
+              f"{lag.text()}", file=sys.stderr)
     try:
-        if p.store.dialect == "postgres" and not args.poll:
+        if p.store.dialect == "postgres" and not args.poll and not reading:
             from services.ledger.application import LedgerApplication
             from services.projections.runner import supervise
 
@@ -184,10 +251,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_lag(args: argparse.Namespace) -> int:
-    for lag in _projector(args).lag():
+    """Each read model's lag behind its log; given a read store, as the read store holds
+    them, and a last line with the read store's own lag behind ``--store``."""
+    if settings_of(args).read_store is None:
+        p, store_lag = _projector(args), None
+    else:
+        p, store_lag = _reading(args)
+    for lag in p.lag():
         print(json.dumps({"view": lag.view, "position": lag.position, "head": lag.head,
                           "events_behind": lag.events_behind,
                           "seconds_behind": lag.seconds_behind}))
+    if store_lag is not None:
+        print(json.dumps({"read_store": store_lag.as_json()}))
     return 0
 
 
@@ -232,22 +307,23 @@ def _caught_up(args: argparse.Namespace) -> Projector:
 
 
 def cmd_report_day(args: argparse.Namespace) -> int:
-    p = _caught_up(args)
+    p, lag = _reading(args)
     if args.layout == "chances":
-        _emit(args, gaming_day(p.store, args.day, args.table))
+        _emit(args, _with_lag(args, gaming_day(p.store, args.day, args.table), lag, p))
     else:
-        _write(args, render_floor(floor_day(p.store, args.day, p.views, args.table),
-                                  args.format))
+        floor = floor_day(p.store, args.day, p.views, args.table)
+        _write(args, render_floor(_with_lag(args, floor, lag, p), args.format))
     return 0
 
 
 def cmd_report_statement(args: argparse.Namespace) -> int:
-    p = _caught_up(args)
-    _emit(args, player_statement(p.store, args.account, args.since, args.until))
+    p, lag = _reading(args)
+    report = player_statement(p.store, args.account, args.since, args.until)
+    _emit(args, _with_lag(args, report, lag, p))
     return 0
 
 
 def cmd_report_shoes(args: argparse.Namespace) -> int:
-    p = _caught_up(args)
-    _emit(args, shoe_history(p.store, args.table))
+    p, lag = _reading(args)
+    _emit(args, _with_lag(args, shoe_history(p.store, args.table), lag, p))
     return 0

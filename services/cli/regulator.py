@@ -13,6 +13,11 @@ them) and needs the notary's public key only (``--checkpoint-public-key``,
 ledger's evidence chain over what it reads (``--chain-public-key``: the chain's public key,
 repeatable, old flag ``--chain-key``; default: the key its first link introduces) and says
 where it is broken.
+
+Given a read store (``--read-store``, ``SABOT_READ_STORE``: a standby of ``--store``), ``store
+export|replay|proof`` read it instead of ``--store`` and say on stderr how far behind it is;
+``export`` then never signs (the notary stays on the primary): it exports up to the latest
+checkpoint the read store holds, verified by sabot-verify as any export.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from services.regulator.export import (
 from services.regulator.merkle import ProofError
 from services.regulator.notary import Notary, NotaryBusy, follow_with
 from services.regulator.replay import Replayer, ReplayStep, verdict
+from services.regulator.replica import NotACopy
 from services.regulator.source import StoreError
 from services.settings import Settings, add_flags
 
@@ -83,7 +89,8 @@ def register(sub: Any) -> None:
 
     p = store.add_parser("export", help="the canonical export for regulators (JSON Lines, "
                                         "docs/export-format.md)")
-    add_flags(p, "store", "checkpoint_public_key", "checkpoint_key", "chain_public_keys")
+    add_flags(p, "store", "read_store", "checkpoint_public_key", "checkpoint_key",
+              "chain_public_keys")
     p.add_argument("--shoe", action="append", help="only this shoe (repeatable)")
     p.add_argument("--since", help="ISO 8601 time: events at or after it")
     p.add_argument("--until", help="ISO 8601 time: events before it")
@@ -98,7 +105,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_export)
 
     p = store.add_parser("replay", help="replay a coup or a shoe beside its recorded events")
-    add_flags(p, "store", "regulator_key", "chain_public_keys")
+    add_flags(p, "store", "read_store", "regulator_key", "chain_public_keys")
     _unused_key(p)
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--coup", help="coup id")
@@ -108,7 +115,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_replay)
 
     p = store.add_parser("proof", help="an inclusion or consistency proof (JSON)")
-    add_flags(p, "store")
+    add_flags(p, "store", "read_store")
     _unused_key(p)
     p.add_argument("--position", type=int, help="inclusion proof of the event at this position")
     p.add_argument("--from-size", type=int, help="consistency proof from this tree size")
@@ -192,17 +199,28 @@ def cmd_checkpoint_keygen(args: argparse.Namespace) -> int:
 
 def _notary(args: argparse.Namespace, *, sign: bool = False) -> Notary:
     """The store's Merkle log: one that signs with the checkpoint key (``sign``, which it
-    requires) or one that only reads (it creates and changes nothing)."""
+    requires) or one that only reads (it creates and changes nothing): on the read store when
+    there is one (then never one that signs), saying on stderr how far behind it is."""
     settings = settings_of(args)
     if sign:
         settings.require("checkpoint_key")  # before any connection
+    reading = settings.read_store is not None
+    flag = settings.sources.get("read_store", "--read-store") if reading else "--store"
     try:
-        db = bootstrap.store_database(settings)
+        db = bootstrap.read_database(settings) if reading else bootstrap.store_database(settings)
     except StoreError as exc:
-        raise CliError(f"--store: {exc}") from None
+        raise CliError(f"{flag}: {exc}") from None
     except Exception as exc:  # never the URL: it may hold a password
-        raise CliError(f"--store: cannot connect: {type(exc).__name__}") from None
-    return bootstrap.store_notary(settings, db, sign=sign, origin=ORIGIN)
+        raise CliError(f"{flag}: cannot connect: {type(exc).__name__}") from None
+    if reading:
+        try:
+            lag = bootstrap.read_lag(settings, db)
+        except NotACopy as exc:
+            db.close()
+            raise CliError(f"{flag}: {exc}") from None
+        if lag is not None:
+            print(f"sabot: read store: {lag.text()}", file=sys.stderr)
+    return bootstrap.store_notary(settings, db, sign=sign and not reading, origin=ORIGIN)
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
@@ -249,9 +267,10 @@ def _time(text: str | None, field: str) -> datetime | None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    settings = settings_of(args)
     try:
-        try:
-            notary = _notary(args, sign=settings_of(args).checkpoint_key is not None)
+        try:  # from a read store: never signed here (the notary stays on the primary)
+            notary = _notary(args, sign=settings.checkpoint_key is not None)
             try:
                 return _export_with(args, notary)
             finally:
@@ -308,7 +327,8 @@ def _export_read_only(args: argparse.Namespace, notary: Notary) -> ExportSummary
         return None
     latest = notary.latest_checkpoint()
     if latest is None:
-        raise CliError("--store: no signed checkpoint yet: `sabot store checkpoint` (or a "
+        where = "--read-store" if settings.read_store is not None else "--store"
+        raise CliError(f"{where}: no signed checkpoint yet: `sabot store checkpoint` (or a "
                        "server with SABOT_CHECKPOINT_KEY) signs them")
     public = settings.checkpoint_public_key
     if public is None:
@@ -388,7 +408,7 @@ def _replay_with(args: argparse.Namespace, notary: Notary) -> int:
     reg = None
     if settings.regulator_key is not None:
         reg = X25519PrivateKey.from_private_bytes(settings.regulator_key)
-    escrow = EscrowTable(settings.store) if reg is not None else None
+    escrow = EscrowTable(bootstrap.read_url(settings)) if reg is not None else None
     replayer = Replayer(notary.events, notary, regulator_key=reg, escrow=escrow,
                         chain_keys=_chain_keys(settings))
     steps = replayer.coup(args.coup) if args.coup else replayer.shoe(args.shoe)

@@ -32,7 +32,7 @@ DEV_CHAIN_KEY_FILE = Path("var/dev-chain.key")
 # What ``sabot serve`` reads (services/settings.py: the flag, else the environment, else the
 # .env file, else the default).
 SERVE_SETTINGS = (
-    "store", "listen", "credentials", "tokens", "seal_key", "chain_key", "chain_head",
+    "store", "read_store", "listen", "credentials", "tokens", "seal_key", "chain_key", "chain_head",
     "checkpoint_key", "regulator_public_key", "tls_cert", "tls_key", "tls_client_ca", "insecure",
     "workers", "projections", "ledger_process", "gaming_day", "shifts", "streams_per_principal",
     "metrics_listen", "store_timeout", "otlp_endpoint", "turn_clock", "pg_pool_size",
@@ -105,6 +105,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     tokens, chain_head = dict(cfg.tokens), cfg.chain_head
 
     logs.configure(level=logging.INFO)
+    _check_read_store(args)  # before the ledger starts: nothing to undo
     otlp_endpoint = settings.otlp_endpoint
     if otlp_endpoint is not None:  # traces: off unless a collector is named
         from services import traces
@@ -159,6 +160,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"the ledger process ended by itself (exit code {ledger_process.lost}); "
                        "the server stopped: restart it")
     return 0
+
+
+def _check_read_store(args: argparse.Namespace) -> None:
+    """With a read store: refuse one that is not a copy of the store (or cannot be read), and
+    log how far behind it is (the health and metrics follow it while the server runs)."""
+    if settings_of(args).read_store is None:
+        return
+    from services.cli.projections import read_lag
+
+    lag = read_lag(args)
+    assert lag is not None
+    logs.get_logger().info("read store", lag=lag.text(), **lag.as_json())
 
 
 def _announce(args: argparse.Namespace, running: Running, tokens: dict[str, Principal],
@@ -336,7 +349,7 @@ def _serve_config(args: argparse.Namespace, settings: Settings, store_timeout: f
         seal_key=seal_key, workers=settings.workers, checkpoint_key=checkpoint_key,
         regulator_key=regulator_key, chain_key=chain_key, chain_head=chain_head,
         projections=settings.projections, ledger_process=settings.ledger_process,
-        gaming_day=settings.gaming_day,
+        gaming_day=settings.gaming_day, read_store=settings.read_store,
     )
     return settings, cfg
 

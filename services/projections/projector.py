@@ -18,6 +18,7 @@ from typing import Any
 from uuid import UUID
 
 import services.projections.tracking as tracking
+from services.ledger.config import APP_NAME
 from services.projections.decode import EPOCH as _EPOCH
 from services.projections.decode import Row, decoders
 from services.projections.store import ReadStore, Tx
@@ -119,12 +120,51 @@ def prepare(tx: Tx, views: Sequence[View]) -> None:
             tracking.restart(tx, view.name, digest)
     tx.script([sql for view in views for sql in view.create_sql()])
     tracking.ensure(tx, {v.name: v.schema_digest() for v in views})
+    share(tx, views)
+
+
+EVENTS_TABLE = f"{APP_NAME.lower()}_events"
+
+
+def share(tx: Tx, views: Sequence[View]) -> None:
+    """PostgreSQL: every role that may read the event log may read the read models made from
+    it (``SELECT`` on ``rm_tracking`` and the views' tables, granted by their owner, this
+    role): the reader roles of ``sabot store init --reader-role`` read the reports from a
+    standby (docs/operations.md, "Reads off the primary"). Only what is missing is granted:
+    a start normally grants nothing."""
+    if tx.dialect != "postgres":
+        return
+    schema = tx.schema or "public"
+    tables = [tracking.TRACKING_TABLE, *(t.name for v in views for t in v.tables)]
+    rows = tx.query(
+        "SELECT quote_ident(r.rolname), t.name FROM pg_roles r "
+        "CROSS JOIN unnest(?::text[]) AS t(name) "
+        "WHERE left(r.rolname, 3) <> 'pg_' AND r.rolname <> current_user "
+        "AND CASE WHEN to_regclass(format('%%I.%%I', ?::text, ?::text)) IS NULL THEN false "
+        "    ELSE has_table_privilege(r.oid, format('%%I.%%I', ?::text, ?::text), 'SELECT') END "
+        "AND pg_has_role(current_user, (SELECT relowner FROM pg_class "
+        "    WHERE oid = to_regclass(format('%%I.%%I', ?::text, t.name))), 'USAGE') "
+        "AND NOT has_table_privilege(r.oid, format('%%I.%%I', ?::text, t.name), 'SELECT')",
+        (tables, schema, EVENTS_TABLE, schema, EVENTS_TABLE, schema, schema))
+    missing: dict[str, list[str]] = {}
+    for role, table in rows:
+        missing.setdefault(str(role), []).append(str(table))
+    for role, names in missing.items():
+        tx.execute(f"GRANT SELECT ON {', '.join('{s}' + t for t in names)} TO {role}")
+
+class ReadModelsAbsent(LookupError):
+    """A projector that only reads found no read models (or ones of other settings)."""
 
 
 class Projector:
-    """Views over one application's log, with their positions in ``rm_tracking``."""
+    """Views over one application's log, with their positions in ``rm_tracking``: written in
+    ``store`` (default: the log's own database). ``setup=False``: a projector that only reads
+    the views as they are (on a standby, which refuses every write): it creates, catches up and
+    writes nothing (``ReadModelsAbsent`` when they are not there, or were built with other
+    settings)."""
 
-    def __init__(self, app: Any, views: Sequence[View], store: ReadStore | None = None) -> None:
+    def __init__(self, app: Any, views: Sequence[View], store: ReadStore | None = None,
+                 setup: bool = True) -> None:
         self.app = app
         self.views = tuple(views)
         self.store = store or ReadStore.of(app)
@@ -142,7 +182,24 @@ class Projector:
         self.positions: dict[str, int] = {}
         self._decode, self._decode_row = decoders(app)
         self._select = _row_reader(app) if self._decode_row is not None else None
-        self.setup()
+        if setup:
+            self.setup()
+        else:
+            self._check_built()
+            self.reload()
+
+    def _check_built(self) -> None:
+        """The views are there, built by the same code and settings (a reader's check)."""
+        if not self.store.table_exists(tracking.TRACKING_TABLE):
+            raise ReadModelsAbsent("no read models there yet (`sabot store projections run` "
+                                   "builds them)")
+        with self.store.read() as tx:
+            stored = tracking.schemas(tx)
+        other = [v.name for v in self.views if stored.get(v.name) != v.schema_digest()]
+        if other:
+            raise ReadModelsAbsent(
+                f"the read models {', '.join(other)} there were built by another version or "
+                "with another gaming day (SABOT_GAMING_DAY, SABOT_SHIFTS), or not at all")
 
     def setup(self) -> None:
         """Create the tables and tracking rows if missing (idempotent); read the positions.
@@ -262,6 +319,7 @@ class Projector:
                     tx.script(view.empty_sql())
                 late += create_indexes
                 tracking.restart(tx, view.name, digest)
+            share(tx, self.views)
         self.reload()
         try:
             return self.catch_up(batch_size, bulk=True, progress=progress)

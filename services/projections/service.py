@@ -18,6 +18,7 @@ from services.projections.recall import RecalledCoup, recall
 from services.projections.reconcile import Reconciliation, reconcile
 from services.projections.reconciliation import ReconciliationView
 from services.projections.reports import gaming_day, player_statement, shoe_history
+from services.projections.store import ReadStore
 from services.projections.view import View
 
 
@@ -38,10 +39,13 @@ def views_gaming_day(views: Iterable[View]) -> GamingDay:
 class ReadModels:
     """The four read models of one ledger log (the application ``app``)."""
 
-    def __init__(self, app: Any, gaming_day: GamingDay | None = None) -> None:
-        """``gaming_day``: the site's (None: from the environment, see ``default_views``)."""
+    def __init__(self, app: Any, gaming_day: GamingDay | None = None,
+                 store: ReadStore | None = None) -> None:
+        """``gaming_day``: the site's (None: from the environment, see ``default_views``);
+        ``store``: where the rows are written (None: beside ``app``'s log; a log read from a
+        standby has them written on the primary)."""
         self.app = app
-        self.projector = Projector(app, default_views(gaming_day))
+        self.projector = Projector(app, default_views(gaming_day), store)
 
     @classmethod
     def open(cls, store_url: str, schema: str | None = None,

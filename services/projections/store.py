@@ -38,6 +38,11 @@ class Tx:
     def dialect(self) -> Dialect:
         return self._store.dialect
 
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema of the tables ("": the default)."""
+        return self._store.schema
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self._cursor.execute(self._store.sql(sql), tuple(params))
 
@@ -130,6 +135,7 @@ class ReadStore:
         self.schema = schema
         self._prefix = f'"{schema}".' if dialect == "postgres" and schema else ""
         self._cache: dict[str, str] = {}
+        self.owner: Any = None  # the application whose datastore this is (kept open with it)
 
     @classmethod
     def of(cls, app: Any) -> ReadStore:
@@ -137,10 +143,13 @@ class ReadStore:
         datastore = app.recorder.datastore
         module = type(datastore).__module__
         if module.endswith("sqlite"):
-            return cls(datastore, "sqlite")
-        if module.endswith("postgres"):
-            return cls(datastore, "postgres", datastore.schema)
-        raise TypeError(f"unsupported event store {type(datastore).__qualname__}")
+            found = cls(datastore, "sqlite")
+        elif module.endswith("postgres"):
+            found = cls(datastore, "postgres", datastore.schema)
+        else:
+            raise TypeError(f"unsupported event store {type(datastore).__qualname__}")
+        found.owner = app  # an application closes its datastore when it is collected
+        return found
 
     def table(self, name: str) -> str:
         return self._prefix + name
