@@ -73,7 +73,8 @@ def ledger_config(settings: Settings, *, reader: bool = False, pool_size: int = 
         store_url=settings.store, seal_key=seal_key, pool_size=pool_size,
         max_overflow=settings.pg_max_overflow,
         regulator_key=settings.regulator_public_key, writer_name=writer_name,
-        chain_key=settings.chain_key, chain_head=settings.chain_head, **inputs,
+        chain_key=settings.chain_key, chain_head=settings.chain_head, site=settings.site,
+        **inputs,
     )
 
 
