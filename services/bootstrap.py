@@ -142,13 +142,14 @@ def projector(settings: Settings, schema: str | None = None) -> Projector:
 
 
 def notary(settings: Settings, on_error: Callable[[BaseException], None] | None = None,
-           origin: str = "sabot") -> Follower | None:
+           origin: str | None = None) -> Follower | None:
     """The notary following the settings' store: it signs a checkpoint at every round's end
-    with ``checkpoint_key`` and checks the evidence chain against ``chain_public_keys`` and
-    ``chain_key``'s public half (none: against the keys the chain introduces); None without a
-    checkpoint key (not started)."""
+    with ``checkpoint_key`` (its origin names the settings' ``site``) and checks the evidence
+    chain against ``chain_public_keys`` and ``chain_key``'s public half (none: against the
+    keys the chain introduces); None without a checkpoint key (not started)."""
     if settings.checkpoint_key is None:
         return None
+    from services.regulator.checkpoint import checkpoint_origin
     from services.regulator.notary import signing_follower
     from services.regulator.vocabulary import round_end
     from services.settings import public_of
@@ -156,7 +157,8 @@ def notary(settings: Settings, on_error: Callable[[BaseException], None] | None 
     publics = list(settings.chain_public_keys)
     if settings.chain_key is not None:
         publics.append(public_of(settings.chain_key))
-    return signing_follower(settings.store, settings.checkpoint_key, publics, origin=origin,
+    return signing_follower(settings.store, settings.checkpoint_key, publics,
+                            origin=origin or checkpoint_origin(settings.site),
                             on_error=on_error, round_end=round_end)
 
 
@@ -169,17 +171,20 @@ def store_database(settings: Settings) -> Database:
 
 
 def store_notary(settings: Settings, db: Database | None = None, *, sign: bool = False,
-                 create: bool | None = None, origin: str = "sabot") -> Notary:
+                 create: bool | None = None, origin: str | None = None) -> Notary:
     """The store's Merkle log over ``db`` (else a connection of its own, ``notary.db``: close
     it): one that signs with ``checkpoint_key`` (``sign``: required; a ``SettingError`` before
     any connection without it) or one that only reads; ``create`` (default: ``sign``) creates
     the tree's tables. The evidence chain is checked against ``chain_public_keys`` (none: the
     keys it introduces). Rounds end where every registered game says (``Game.round_ends``,
-    ``services.regulator.vocabulary.round_end``)."""
+    ``services.regulator.vocabulary.round_end``). Its checkpoints' origin (None: the store's
+    site, ``services.regulator.site.store_origin``: the one its chain records, else the
+    settings' ``site``; ``SiteMismatch`` when they differ)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from services.regulator.chain import pinned_keys
     from services.regulator.notary import Notary
+    from services.regulator.site import store_origin
     from services.regulator.source import EventTable
     from services.regulator.vocabulary import round_end
 
@@ -189,7 +194,10 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
     if db is None:
         db = store_database(settings)
     publics = settings.chain_public_keys
-    return Notary(db, EventTable(db), key, origin, round_end,
+    events = EventTable(db)
+    if origin is None:
+        origin = store_origin(events, settings.site)
+    return Notary(db, events, key, origin, round_end,
                   create=sign if create is None else create,
                   chain_keys=pinned_keys(publics) if publics else None)
 
