@@ -15,6 +15,8 @@ half), the gaming day of the read models (``gaming_day``). What is missing and n
   ``RemoteLedger`` to it (``sabot serve``'s default);
 - ``open_log(settings, schema=...)``: the read side of the store (no key): for the
   projections, the exports; ``log_env``: its environment, for the projection runner;
+- ``read_only_log(settings)``: the store read as it is, creating and writing nothing (a
+  replica, a reader role; the head office's reader of each site);
 - ``read_models(settings)``: the read models over it (``ReadModels``); ``projector``: their
   projector (``sabot store projections …``, ``store reconcile``, ``store report …``);
 - ``notary(settings)``: the checkpoint notary following the store, for a server (None without a
@@ -124,6 +126,15 @@ def open_log(settings: Settings, pool_size: int = 3, schema: str | None = None) 
     return open_store_log(settings.store, extra, pool_size=pool_size)
 
 
+def read_only_log(settings: Settings, pool_size: int = 2) -> Any:
+    """The settings' store read as it is: an application that creates no table and writes
+    nothing (a replica, a reader role), every topic registered; the head office's reader of a
+    site's log and read models (``services.projections.head_office``)."""
+    from services.projections.log import open_log as open_store_log
+
+    return open_store_log(settings.store, {"CREATE_TABLE": "n"}, pool_size=pool_size)
+
+
 def read_models(settings: Settings, app: Any | None = None) -> ReadModels:
     """The read models over ``app`` (else the settings' log), on the settings' gaming day
     (None: as they were built)."""
@@ -203,5 +214,5 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
 
 
 __all__ = ["READ_ONLY_KEY", "ledger_config", "log_env", "notary", "open_ledger",
-           "open_ledger_process", "open_log", "projector", "read_models", "store_database",
-           "store_notary"]
+           "open_ledger_process", "open_log", "projector", "read_models", "read_only_log",
+           "store_database", "store_notary"]
