@@ -69,6 +69,25 @@ def _verify(path: Path, **kw: Any) -> tuple[int, str]:
     return code, out.getvalue().strip()
 
 
+HEAD_OFFICE_ROLE = "sabot_test_head_office"  # cluster-wide, made if missing, never dropped
+
+
+def _read_only(url: str) -> str:
+    """``url`` as a role whose every transaction is read-only (PostgreSQL: as on a replica),
+    given SELECT on the store's tables; a SQLite URL as it is."""
+    if not url.startswith("postgresql:"):
+        return url
+    database, _, schema = url.rpartition("/")[2].partition("?schema=")
+    with psycopg.connect(f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname={database}",
+                         autocommit=True) as conn:
+        conn.execute(f"DO $$ BEGIN CREATE ROLE {HEAD_OFFICE_ROLE} LOGIN; EXCEPTION WHEN "
+                     "duplicate_object OR unique_violation THEN NULL; END $$")
+        conn.execute(f"ALTER ROLE {HEAD_OFFICE_ROLE} SET default_transaction_read_only = on")
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO {HEAD_OFFICE_ROLE}')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO {HEAD_OFFICE_ROLE}')
+    return url.replace(f"//{PG_USER}@", f"//{HEAD_OFFICE_ROLE}@", 1)
+
+
 def _public() -> bytes:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -137,9 +156,10 @@ def test_the_head_office_adds_up_the_sites_own_reports(two_sites: list[Site],
                      if (r["game"], r["currency"]) == (game, currency)]
             assert int(total[column] or 0) == sum(parts), (game, column)
     assert int(group[("all", "EUR")]["handle_minor"]) > 0
-    sites = tmp_path / "sites.toml"  # the same sites from a file; read as they are
-    sites.write_text('format = "SABOT-SITES-1"\n' + "".join(
-        f'[sites.{s.name}]\nstore = "{s.url}"\n' for s in two_sites))
+    sites = tmp_path / "sites.toml"  # the same sites from a file; read as they are, reading
+    sites.write_text('format = "SABOT-SITES-1"\n' + "".join(  # only (PostgreSQL: a role
+        f'[sites.{s.name}]\nstore = "{_read_only(s.url)}"\n' for s in two_sites))  # that may
+    # not write, as on a replica)
     code, text, _ = _sabot("store", "report", "head-office", "--day", DAY, "--sites",
                            str(sites), "--format", "json")
     doc = json.loads(text)
