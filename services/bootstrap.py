@@ -15,6 +15,8 @@ half), the gaming day of the read models (``gaming_day``). What is missing and n
   ``RemoteLedger`` to it (``sabot serve``'s default);
 - ``open_log(settings, schema=...)``: the read side of the store (no key): for the
   projections, the exports; ``log_env``: its environment, for the projection runner;
+- ``read_only_log(settings)``: the store read as it is, creating and writing nothing (a
+  replica, a reader role; the head office's reader of each site);
 - ``read_models(settings)``: the read models over it (``ReadModels``); ``projector``: their
   projector (``sabot store projections …``, ``store reconcile``, ``store report …``);
 - ``notary(settings)``: the checkpoint notary following the store, for a server (None without a
@@ -88,7 +90,8 @@ def ledger_config(settings: Settings, *, reader: bool = False, pool_size: int = 
         store_url=settings.store, seal_key=seal_key, pool_size=pool_size,
         max_overflow=settings.pg_max_overflow,
         regulator_key=settings.regulator_public_key, writer_name=writer_name,
-        chain_key=settings.chain_key, chain_head=settings.chain_head, **inputs,
+        chain_key=settings.chain_key, chain_head=settings.chain_head, site=settings.site,
+        **inputs,
     )
 
 
@@ -136,6 +139,15 @@ def open_log(settings: Settings, pool_size: int = 3, schema: str | None = None) 
 
     extra = {"POSTGRES_SCHEMA": schema} if schema else {}
     return open_store_log(settings.store, extra, pool_size=pool_size)
+
+
+def read_only_log(settings: Settings, pool_size: int = 2) -> Any:
+    """The settings' store read as it is: an application that creates no table and writes
+    nothing (a replica, a reader role), every topic registered; the head office's reader of a
+    site's log and read models (``services.projections.head_office``)."""
+    from services.projections.log import open_log as open_store_log
+
+    return open_store_log(settings.store, {"CREATE_TABLE": "n"}, pool_size=pool_size)
 
 
 def read_models(settings: Settings, app: Any | None = None) -> ReadModels:
@@ -220,13 +232,14 @@ def read_lag(settings: Settings, read: Database) -> ReadLag | None:
 
 
 def notary(settings: Settings, on_error: Callable[[BaseException], None] | None = None,
-           origin: str = "sabot") -> Follower | None:
+           origin: str | None = None) -> Follower | None:
     """The notary following the settings' store: it signs a checkpoint at every round's end
-    with ``checkpoint_key`` and checks the evidence chain against ``chain_public_keys`` and
-    ``chain_key``'s public half (none: against the keys the chain introduces); None without a
-    checkpoint key (not started)."""
+    with ``checkpoint_key`` (its origin names the settings' ``site``) and checks the evidence
+    chain against ``chain_public_keys`` and ``chain_key``'s public half (none: against the
+    keys the chain introduces); None without a checkpoint key (not started)."""
     if settings.checkpoint_key is None:
         return None
+    from services.regulator.checkpoint import checkpoint_origin
     from services.regulator.notary import signing_follower
     from services.regulator.vocabulary import round_end
     from services.settings import public_of
@@ -234,7 +247,8 @@ def notary(settings: Settings, on_error: Callable[[BaseException], None] | None 
     publics = list(settings.chain_public_keys)
     if settings.chain_key is not None:
         publics.append(public_of(settings.chain_key))
-    return signing_follower(settings.store, settings.checkpoint_key, publics, origin=origin,
+    return signing_follower(settings.store, settings.checkpoint_key, publics,
+                            origin=origin or checkpoint_origin(settings.site),
                             on_error=on_error, round_end=round_end)
 
 
@@ -247,17 +261,20 @@ def store_database(settings: Settings) -> Database:
 
 
 def store_notary(settings: Settings, db: Database | None = None, *, sign: bool = False,
-                 create: bool | None = None, origin: str = "sabot") -> Notary:
+                 create: bool | None = None, origin: str | None = None) -> Notary:
     """The store's Merkle log over ``db`` (else a connection of its own, ``notary.db``: close
     it): one that signs with ``checkpoint_key`` (``sign``: required; a ``SettingError`` before
     any connection without it) or one that only reads; ``create`` (default: ``sign``) creates
     the tree's tables. The evidence chain is checked against ``chain_public_keys`` (none: the
     keys it introduces). Rounds end where every registered game says (``Game.round_ends``,
-    ``services.regulator.vocabulary.round_end``)."""
+    ``services.regulator.vocabulary.round_end``). Its checkpoints' origin (None: the store's
+    site, ``services.regulator.site.store_origin``: the one its chain records, else the
+    settings' ``site``; ``SiteMismatch`` when they differ)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from services.regulator.chain import pinned_keys
     from services.regulator.notary import Notary
+    from services.regulator.site import store_origin
     from services.regulator.source import EventTable
     from services.regulator.vocabulary import round_end
 
@@ -267,12 +284,15 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
     if db is None:
         db = store_database(settings)
     publics = settings.chain_public_keys
-    return Notary(db, EventTable(db), key, origin, round_end,
+    events = EventTable(db)
+    if origin is None:
+        origin = store_origin(events, settings.site)
+    return Notary(db, events, key, origin, round_end,
                   create=sign if create is None else create,
                   chain_keys=pinned_keys(publics) if publics else None)
 
 
 __all__ = ["READ_ONLY_KEY", "ledger_config", "log_env", "notary", "open_ledger",
            "open_ledger_process", "open_log", "projector", "read_database", "read_lag",
-           "read_log", "read_models", "read_projector", "read_url", "store_database",
-           "store_notary"]
+           "read_log", "read_models", "read_only_log", "read_projector", "read_url",
+           "store_database", "store_notary"]

@@ -394,6 +394,19 @@ def _shifts(value: str) -> str:
     return value.strip()
 
 
+SITE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+
+
+def site_id(value: str) -> str:
+    """A site id (``SABOT_SITE``): 1 to 63 letters, digits, dots, underscores or dashes, the
+    first a letter or a digit; compared exactly (``Lyon`` is not ``lyon``)."""
+    value = value.strip()
+    if not SITE.fullmatch(value):
+        raise ValueError(f"a site id (1-63 letters, digits, '.', '_' or '-', the first a letter "
+                         f"or a digit), got {value[:70]!r}")
+    return value
+
+
 def _role(value: str) -> str:
     value = value.strip()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]{0,62}", value):
@@ -554,6 +567,13 @@ SETTINGS: tuple[Setting, ...] = (
             "a path: the file the writer updates after each commit",
             "none (serve --dev: beside the store)", _SERVE, _head_file, metavar="FILE",
             help="the writer's head file (a store that lost its end is refused)"),
+    Setting("site", "SABOT_SITE", "--site",
+            "a site id: 1-63 letters, digits, '.', '_' or '-' (the first a letter or a digit)",
+            "none: a single site (its store, checkpoints and exports name no site)",
+            (*_SERVE, "store checkpoint", "store export"), site_id, metavar="SITE",
+            help="the casino site this server writes for: its evidence chain's links and its "
+                 "checkpoints name it, and a store another site's links name is refused "
+                 "(docs/operations.md, \"Many sites\")"),
     Setting("server_role", None, "--server-role", "a PostgreSQL role name", "none",
             ("store init",), _role, metavar="ROLE",
             help="the role sabot serve connects as: it may read and insert, nothing more"),
@@ -613,6 +633,7 @@ class Settings:
     chain_key: bytes | None = field(default=None, repr=False)  # raw Ed25519 private
     chain_public_keys: tuple[bytes, ...] = ()
     chain_head: str | None = None
+    site: str | None = None  # None: a single site, named nowhere
     server_role: str | None = None
     reader_roles: tuple[str, ...] = ()
     debug: bool = False
@@ -854,5 +875,5 @@ def markdown_table(rows: Sequence[Setting] = SETTINGS) -> str:
 __all__ = [
     "ALWAYS", "BY_NAME", "NOT_SETTINGS", "SETTINGS", "KeyKind", "Setting", "SettingError",
     "Settings", "Tokens", "add_flags", "markdown_table", "public_of", "read_key", "reads",
-    "redact_url", "settings_read",
+    "redact_url", "settings_read", "site_id",
 ]

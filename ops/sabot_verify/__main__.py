@@ -50,6 +50,7 @@ from sabot_verify.shoes import (
     check_shoes,
     register_game,
 )
+from sabot_verify.site import check_site, site_id
 from sabot_verify.topics import SHOE_CLOSED
 from sabot_verify.treinta_y_una import verify_rounds
 from sabot_verify.trust import (
@@ -114,12 +115,14 @@ def run(
     out: Any = sys.stdout, chain_keys: list[bytes] | None = None,
     chain_head: dict[str, Any] | None = None, summary: dict[str, Any] | None = None,
     known: list[dict[str, Any]] | None = None, verbose: bool = True,
+    site: str | None = None,
 ) -> int:
     """Verify an export: the verdict printed to ``out`` (``verbose``: the detail first), the
     exit code returned (0 VERIFIED, pending shoes or not; 1 NOT VERIFIED; 3 UNVERIFIABLE: no
     failure, but a key not pinned or an earlier checkpoint in ``known`` not checkable);
     ``summary``, when given, is filled with the same as data (docs/export-format.md,
-    "sabot-verify --format json")."""
+    "sabot-verify --format json"). ``site``: the site whose log it must be (pinned;
+    ``sabot_verify.site``)."""
     detail = out if verbose else io.StringIO()
     exp = parse(lines)
     unpinned = []
@@ -133,6 +136,8 @@ def run(
     problems += actors.problems(exp.events)  # each event's actor is its command's
     chain_found, walk = _chain(exp, chain_keys, chain_head, detail)
     problems += chain_found
+    sited = check_site(exp, site)  # whose log: the site its signed links and checkpoints name
+    problems += sited.problems
     whole = exp.header.get("coverage") == "log"
     earlier = []
     for cp in known or []:  # checkpoints the regulator received earlier: the operator's?
@@ -200,6 +205,9 @@ def run(
         print(line, file=detail)
     if not chain_found:
         print(f"OK   evidence chain: {len(walk.links)} links verified", file=detail)
+    if sited.site is not None and not sited.problems:
+        print(f"OK   site {sited.site}: named by the export's signed links and checkpoints"
+              f"{' (pinned)' if sited.pinned == sited.site else ''}", file=detail)
     if not money:
         derived = (f"; {len(accounts.balances)} accounts re-derived, sum 0"
                    if accounts is not None else "")
@@ -231,14 +239,14 @@ def run(
     coups = sum(1 for v in verdicts if v.what.startswith("coup"))
     first_at = min(failed_at) if bad and failed_at else None
     counts = (f"{len(exp.events)} events, {len(exp.checkpoints)} checkpoints, {coups} coups, "
-              f"{len(walk.links)} links")
+              f"{len(walk.links)} links" + (f"; site {sited.site}" if sited.site else ""))
     held = (f"; {len(pending)} shoe(s) pending: card checks deferred, listed above"
             if pending else "")
     if bad:
         verdict, code = "NOT VERIFIED", NOT_VERIFIED
         first = f"; first tampered position {first_at}" if first_at is not None else ""
-        line = f"NOT VERIFIED{first}"
-    elif unpinned or against.unchecked:
+        line = f"NOT VERIFIED{first}" + (f"; {sited.mismatch}" if sited.mismatch else "")
+    elif unpinned or against.unchecked or sited.unverifiable:
         verdict, code = "UNVERIFIABLE", UNVERIFIABLE
         reasons: list[str] = []
         if unpinned:
@@ -247,6 +255,8 @@ def run(
         if against.unchecked:
             reasons.append(f"{len(against.unchecked)} checkpoint(s) received earlier not "
                            "checked")
+        if sited.unverifiable:
+            reasons.append(sited.unverifiable)
         line = f"UNVERIFIABLE: nothing failed ({counts}{held}); " + "; ".join(reasons)
     else:
         verdict, code = "VERIFIED", VERIFIED
@@ -259,6 +269,7 @@ def run(
             "events": len(exp.events), "checkpoints": len(exp.checkpoints), "coups": coups,
             "links": len(walk.links),
             "unpinned": unpinned,
+            "site": sited.to_json(),
             "known_checkpoints": {"proven": against.proven, "unchecked": against.unchecked},
             "shoes": [{"what": v.what, "ok": v.ok, "position": v.position, "detail": v.detail}
                       for v in verdicts if v.what.startswith("shoe")],
@@ -339,6 +350,11 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="KEY", help="a PUBLIC key of the ledger's evidence chain (as "
                         "above); repeat it for each key used since the log began; its old name "
                         "--chain-key works until the next release")
+    parser.add_argument("--site", metavar="SITE",
+                        help="the site whose log it must be (its signed links and checkpoints "
+                        "name it; a group's site, SABOT_SITE): another site's is NOT VERIFIED; "
+                        "a site's export with none pinned is UNVERIFIABLE; overrides the trust "
+                        "file's site")
     parser.add_argument("--known-checkpoint", action="append", metavar="FILE",
                         help="a checkpoint received earlier (JSON: `sabot store checkpoint`, "
                         "`sabot regulator checkpoint --format json`, or an export's checkpoint "
@@ -385,6 +401,7 @@ def _answer(args: argparse.Namespace, opened: list[TextIO]) -> int:
         chain = chain or trust.chain_keys
         known = trust.known + [load_checkpoint(f) for f in args.known_checkpoint or []]
         head = load_head(read_text(args.chain_head, "--chain-head")) if args.chain_head else None
+        site = site_id(args.site, "--site") if args.site is not None else trust.site
     except Unreadable as exc:
         print(f"sabot-verify: error: cannot read {exc}", file=sys.stderr)
         return UNREADABLE
@@ -401,7 +418,7 @@ def _answer(args: argparse.Namespace, opened: list[TextIO]) -> int:
         code = run(itertools.chain([first], source), reg, cpk, out=report,
                    chain_keys=chain or None,
                    chain_head=head, summary=summary, known=known,
-                   verbose=args.verbose or json_out)
+                   verbose=args.verbose or json_out, site=site)
     except (OSError, UnicodeDecodeError) as exc:  # the file, not its content
         print(f"sabot-verify: error: cannot read export {args.export}: {exc}", file=sys.stderr)
         return UNREADABLE

@@ -85,12 +85,14 @@ class Trust:
     checkpoint_key: bytes | None = None
     chain_keys: list[bytes] = field(default_factory=list)
     known: list[dict[str, Any]] = field(default_factory=list)
+    site: str | None = None  # the site whose log this is (sabot_verify.site)
 
 
 def load_trust(path: str) -> Trust:
     """A trust file (SABOT-TRUST-1, TOML or JSON): ``checkpoint_public_key`` (64 hex digits),
     ``chain_public_keys`` (a list: every key of the chain since it began) and, optionally,
-    ``known_checkpoints`` (files, relative to the trust file)."""
+    ``site`` (the site whose log it must be) and ``known_checkpoints`` (files, relative to the
+    trust file)."""
     text = read_text(path, "--trust")
     try:
         data: Any = json.loads(text) if text.lstrip().startswith("{") else tomllib.loads(text)
@@ -99,7 +101,7 @@ def load_trust(path: str) -> Trust:
     if not isinstance(data, dict) or data.get("format") != TRUST_FORMAT:
         raise Bad(f"--trust {path}: not a {TRUST_FORMAT} file (format = \"{TRUST_FORMAT}\")")
     unknown = set(data) - {"format", "checkpoint_public_key", "chain_public_keys",
-                           "known_checkpoints"}
+                           "known_checkpoints", "site"}
     if unknown:
         raise Bad(f"--trust {path}: unknown field(s) {sorted(unknown)}")
     trust = Trust()
@@ -112,6 +114,10 @@ def load_trust(path: str) -> Trust:
     if not isinstance(chain, list) or not all(isinstance(k, str) for k in chain):
         raise Bad(f"--trust {path}: chain_public_keys: a list of 64 hex digits")
     trust.chain_keys = [public_key(k, "--trust chain_public_keys") for k in chain]
+    if data.get("site") is not None:
+        from sabot_verify.site import site_id
+
+        trust.site = site_id(data["site"], f"--trust {path}: site")
     known = data.get("known_checkpoints", [])
     if not isinstance(known, list) or not all(isinstance(k, str) for k in known):
         raise Bad(f"--trust {path}: known_checkpoints: a list of file names")

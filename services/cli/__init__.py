@@ -50,6 +50,7 @@ COMMAND_MODULES = (
     "services.cli.store",  # store init|events|balance-sheet|rerun
     "services.cli.regulator",  # keys …; store replay|checkpoint|export|proof
     "services.cli.projections",  # store projections …|reconcile|report …
+    "services.cli.head_office",  # store report head-office: a group's sites, per site and total
     "services.cli.auditor",  # rules shuffle, rules trente-et-quarante deal
     "services.cli.rules",  # rules GAME …: the rule books answer questions
     "services.cli.odds",  # odds (exact and Monte-Carlo), of every game (--game)

@@ -37,6 +37,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from services import bootstrap
 from services.cli import CliError, commands, keep_old_names, settings_of
+from services.cli.exits import Exit
 from services.cli.progress import Progress, quiet_argument
 from services.regulator.chain import ChainProblem, pinned_keys
 from services.regulator.checkpoint import key_id, public_key_bytes
@@ -53,10 +54,9 @@ from services.regulator.merkle import ProofError
 from services.regulator.notary import Notary, NotaryBusy, follow_with
 from services.regulator.replay import Replayer, ReplayStep, verdict
 from services.regulator.replica import NotACopy
+from services.regulator.site import SiteMismatch
 from services.regulator.source import StoreError
 from services.settings import Settings, add_flags
-
-ORIGIN = "sabot"
 
 
 def register(sub: Any) -> None:
@@ -80,7 +80,7 @@ def register(sub: Any) -> None:
 
     p = store.add_parser("checkpoint", help="the notary: notarise new events and sign the "
                                             "tree head")
-    add_flags(p, "store", "checkpoint_key", "chain_public_keys")
+    add_flags(p, "store", "checkpoint_key", "chain_public_keys", "site")
     p.add_argument("--follow", action="store_true",
                    help="keep notarising as the log grows (a checkpoint at every coup end)")
     p.add_argument("--interval", type=float, default=0.2, help="seconds between polls")
@@ -90,7 +90,7 @@ def register(sub: Any) -> None:
     p = store.add_parser("export", help="the canonical export for regulators (JSON Lines, "
                                         "docs/export-format.md)")
     add_flags(p, "store", "read_store", "checkpoint_public_key", "checkpoint_key",
-              "chain_public_keys")
+              "chain_public_keys", "site")
     p.add_argument("--shoe", action="append", help="only this shoe (repeatable)")
     p.add_argument("--since", help="ISO 8601 time: events at or after it")
     p.add_argument("--until", help="ISO 8601 time: events before it")
@@ -220,7 +220,12 @@ def _notary(args: argparse.Namespace, *, sign: bool = False) -> Notary:
             raise CliError(f"{flag}: {exc}") from None
         if lag is not None:
             print(f"sabot: read store: {lag.text()}", file=sys.stderr)
-    return bootstrap.store_notary(settings, db, sign=sign and not reading, origin=ORIGIN)
+    try:  # its checkpoints name the store's site (docs/operations.md, "Many sites")
+        return bootstrap.store_notary(settings, db, sign=sign and not reading)
+    except SiteMismatch as exc:
+        db.close()
+        where = settings.sources.get("site", "--site")
+        raise CliError(f"{where}: {exc}", Exit.REFUSED) from None
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:

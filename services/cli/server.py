@@ -32,7 +32,8 @@ DEV_CHAIN_KEY_FILE = Path("var/dev-chain.key")
 # What ``sabot serve`` reads (services/settings.py: the flag, else the environment, else the
 # .env file, else the default).
 SERVE_SETTINGS = (
-    "store", "read_store", "listen", "credentials", "tokens", "seal_key", "chain_key", "chain_head",
+    "store", "read_store", "listen", "site", "credentials", "tokens", "seal_key", "chain_key",
+    "chain_head",
     "checkpoint_key", "regulator_public_key", "tls_cert", "tls_key", "tls_client_ca", "insecure",
     "workers", "projections", "ledger_process", "gaming_day", "shifts", "streams_per_principal",
     "metrics_listen", "store_timeout", "otlp_endpoint", "turn_clock", "pg_pool_size",

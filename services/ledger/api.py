@@ -130,7 +130,7 @@ class Ledger(metaclass=_Games):
             schema.apply_schema(schema.conninfo(env),
                                 (f"{env['POSTGRES_SCHEMA']}.{APP_NAME}_events",))
         try:
-            self.app.use_evidence(chain_writer(self.app, config))
+            self.app.use_evidence(chain_writer(self.app, config, standby))
         except BaseException:
             self.app.close()
             raise
@@ -581,14 +581,17 @@ def schema_owner(app: LedgerApplication) -> bool:
     return str(app.env.get("CREATE_TABLE", "y")).lower() in ("y", "yes", "t", "true", "on", "1")
 
 
-def chain_writer(app: LedgerApplication, config: LedgerConfig) -> ChainWriter | None:
+def chain_writer(app: LedgerApplication, config: LedgerConfig, standby: bool = False
+                 ) -> ChainWriter | None:
     """The evidence writer of ``config`` (None: evidence off); ``ChainBroken`` if the store
     lost the last link its head file records, or its chain from there to the log's end does
-    not verify with the writer's key (``ChainWriter.check_at_start``)."""
+    not verify with the writer's key (``ChainWriter.check_at_start``), or (unless
+    ``standby``: a reader that never writes) the store belongs to another site."""
     if not config.evidence:
         return None
     key = ChainKey.from_raw(config.chain_key) if config.chain_key else ChainKey.ephemeral()
-    chain = ChainWriter(app.recorder, key, config.chain_head)
+    chain = ChainWriter(app.recorder, key, config.chain_head, site=config.site,
+                        check_site=not standby)
     chain.check_at_start()
     return chain
 

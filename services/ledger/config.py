@@ -64,7 +64,10 @@ class LedgerConfig:
     (``services.ledger.evidence``; None: a key made for this process only, whose links a
     verifier can check only against the public key they introduce); ``chain_head``: the file
     where the writer keeps the last link it stored (outside the database: a store that lost
-    its end is refused). ``evidence=False`` writes no links (for the bench's comparison only)."""
+    its end is refused). ``evidence=False`` writes no links (for the bench's comparison only).
+    ``site``: the casino site this ledger writes for (``SABOT_SITE``): every link it signs
+    names it, and it refuses a store whose chain names another (None: a single site, named
+    nowhere; it refuses a store that another site's links name)."""
 
     store_url: str = field(repr=False)  # may hold the store's password
     seal_key: bytes = field(repr=False)
@@ -79,6 +82,7 @@ class LedgerConfig:
     chain_key: bytes | None = field(default=None, repr=False)
     chain_head: str | None = None
     evidence: bool = True
+    site: str | None = None
 
     def to_pipe(self) -> dict[str, Any]:
         """What a ledger process of its own is given of this config, as JSON through its pipe
@@ -91,7 +95,7 @@ class LedgerConfig:
                 "writer_name": self.writer_name,
                 "chain_key": self.chain_key.hex() if self.chain_key else "",
                 "chain_head": self.chain_head or "", "extra_env": dict(self.extra_env),
-                "evidence": self.evidence}
+                "evidence": self.evidence, "site": self.site or ""}
 
     @classmethod
     def from_pipe(cls, given: Mapping[str, Any]) -> LedgerConfig:
@@ -106,6 +110,7 @@ class LedgerConfig:
             chain_head=str(given.get("chain_head") or "") or None,
             extra_env={str(k): str(v) for k, v in dict(given.get("extra_env") or {}).items()},
             evidence=bool(given.get("evidence", True)),
+            site=str(given.get("site") or "") or None,
         )
 
     @classmethod
@@ -133,7 +138,8 @@ class LedgerConfig:
                 raise InvalidArgument("SABOT_CHAIN_KEY", "BAD_KEY", str(exc)) from None
         return cls(store_url=url, seal_key=key,
                    regulator_key=regulator_public_key(env.get("SABOT_REGULATOR_KEY", "")),
-                   chain_key=chain_key, chain_head=env.get("SABOT_CHAIN_HEAD") or None)
+                   chain_key=chain_key, chain_head=env.get("SABOT_CHAIN_HEAD") or None,
+                   site=env.get("SABOT_SITE", "").strip() or None)
 
 
 def regulator_public_key(text: str, field: str = "SABOT_REGULATOR_KEY") -> bytes | None:

@@ -20,6 +20,14 @@ the regulator (``sabot proof --from-size``), and the writer's head file (``SABOT
 after each commit the writer records its last link there; a writer started on a store whose
 chain does not reach that link refuses to write (``ChainBroken``), and ``sabot-verify
 --chain-head FILE`` names where the log was cut. docs/export-format.md defines the bytes.
+
+Sites (a group's casinos, one store each): a writer given a site (``SABOT_SITE``) names it in
+every link it signs (``"site"`` in the signed body), so a log is bound to its site by the key's
+signature, whatever keys the sites share. A link without ``site`` is of the format before sites
+(or of a single site that names none): such links verify as they always did. The store's site
+is the one its chain's last link names, recorded by the first link a writer of that site signs
+and never changed: a writer refuses a store whose last link names another site, or any site
+when it names none (``WrongSite``).
 """
 
 from __future__ import annotations
@@ -68,6 +76,11 @@ _SNAPSHOT_HEAD = struct.Struct(">16sQH")
 class ChainBroken(RuntimeError):
     """The store's chain does not reach what this writer signed (truncated or rewritten), or
     does not cover an event the writer loaded (edited, inserted, deleted, moved)."""
+
+
+class WrongSite(ChainBroken):
+    """The store belongs to another site: its chain's last link names a site other than this
+    writer's (or this writer names none). One store per site: it writes nothing there."""
 
 
 class EvidenceBroken(FailedPrecondition):
@@ -177,6 +190,13 @@ class Link:
     def key_id(self) -> str:
         return str(self.body["key_id"])
 
+    @property
+    def site(self) -> str | None:
+        """The site the link names (None: a link of a single site, or of the format before
+        sites)."""
+        site = self.body.get("site")
+        return None if site is None else str(site)
+
     def verify(self, trusted: Mapping[str, Ed25519PublicKey]) -> str | None:
         """None if a trusted key signed it, else why not."""
         key = trusted.get(self.key_id)
@@ -225,6 +245,7 @@ class Head:
     next_index: int = 0
     key_id: str = ""
     position: int | None = None
+    site: str | None = None  # the site the last link names
 
 
 @dataclass(frozen=True)
@@ -245,10 +266,14 @@ class ChainWriter:
     link collided, or anything else) makes it read the head from the store again before the
     next link: the links of one store form one chain whoever writes them."""
 
-    def __init__(self, recorder: Any, key: ChainKey, head_file: str | Path | None = None
-                 ) -> None:
+    def __init__(self, recorder: Any, key: ChainKey, head_file: str | Path | None = None,
+                 site: str | None = None, check_site: bool = True) -> None:
+        """``site``: the site every link names (None: none); ``check_site``: refuse a store
+        whose last link names another site (off for a reader that never writes)."""
         self.recorder = recorder
         self.key = key
+        self.site = site
+        self.check_site = check_site
         self.head_file = Path(head_file) if head_file else None
         self.links_file = (self.head_file.with_name(self.head_file.name + ".links")
                            if self.head_file else None)
@@ -276,7 +301,8 @@ class ChainWriter:
         if row is None:
             return Head()
         link = _parse(row)
-        return Head(link.seq, link.hash, link.first + link.count, link.key_id, row.position)
+        return Head(link.seq, link.hash, link.first + link.count, link.key_id, row.position,
+                    link.site)
 
     def head(self) -> Head:
         """The chain's head: remembered, or read from the store again (after a failed save,
@@ -287,8 +313,22 @@ class ChainWriter:
         if self._head is None:
             head = self._read_head()
             self._confirm(head)
+            wrong = self.wrong_site(head)
+            if wrong is not None:
+                raise self._stop(f"{wrong}; writing stopped")
             self._head = head
         return self._head
+
+    def wrong_site(self, head: Head) -> str | None:
+        """Why this writer may not write after ``head`` (the store's last link): the store
+        belongs to another site; None if it may (the same site, or a store no site named)."""
+        if not self.check_site or head.site is None or head.site == self.site:
+            return None
+        mine = (f"not to site {self.site!r} (SABOT_SITE / --site)" if self.site is not None
+                else "and this server names no site (SABOT_SITE / --site): set it to "
+                     f"{head.site!r} if this is that site's server")
+        return (f"the store belongs to site {head.site!r} (link {head.seq} of its evidence "
+                f"chain, at position {head.position}, names it), {mine}: one store per site")
 
     def _stop(self, message: str) -> ChainBroken:
         """Stop writing: every later link is refused with ``message``."""
@@ -391,6 +431,9 @@ class ChainWriter:
         (``check_head_file``), and the chain from there (without a head file: from its
         beginning, its last link trusted as its end) to the log's end verifies with this
         writer's key. ``ChainBroken`` naming the position; else the links checked."""
+        wrong = self.wrong_site(self._read_head())
+        if wrong is not None:
+            raise WrongSite(f"{wrong}; refusing to write")
         start = self.check_head_file()
         try:
             n = self.guard.walk(start, start.position or 0 if start else 0, tofu=start is None)
@@ -435,6 +478,8 @@ class ChainWriter:
             "key_id": self.key.key_id,
             "timestamp": {"_type_": "datetime_iso", "_data_": timestamp.isoformat()},
         }
+        if self.site is not None:  # bound to its site by the signature (SABOT-CHAIN-1 + site)
+            body["site"] = self.site
         if seq == 1:
             body["after"] = int(self.recorder.max_notification_id() or 0)
         if head.key_id != self.key.key_id:
@@ -444,7 +489,8 @@ class ChainWriter:
         state = canonical({**body, "signature": signature.hex()})
         event = StoredEvent(originator_id=CHAIN_ID, originator_version=seq, topic=LINKED_TOPIC,
                             state=state)
-        after = Head(seq, hashlib.sha256(message).digest(), index, self.key.key_id)
+        after = Head(seq, hashlib.sha256(message).digest(), index, self.key.key_id,
+                     site=self.site)
         return Pending(event, after, confirm, stored, hashes, head.next_index)
 
     def next_seq(self) -> int:
@@ -461,7 +507,7 @@ class ChainWriter:
                  for p, e in zip(positions, pending.events, strict=False)],
                 pending.first, pending.hashes)
         h = pending.head
-        self._head = self._mine = Head(h.seq, h.hash, h.next_index, h.key_id, position)
+        self._head = self._mine = Head(h.seq, h.hash, h.next_index, h.key_id, position, h.site)
         self._mine_state = pending.stored.state
         self.guard.vouch(h.seq, h.hash)
         if self.head_file is not None:
@@ -640,7 +686,8 @@ def load_chain_key(text: str, field: str = "SABOT_CHAIN_KEY") -> bytes:
 __all__ = [
     "CHAIN_ID", "LINKED_TOPIC", "Chain", "ChainBroken", "ChainGuard", "ChainKey", "ChainWriter",
     "ChainedSnapshot", "EvidenceBroken", "Head", "Link", "StoreRows", "VerifiedEvents",
-    "VerifiedSnapshots", "canonical", "event_hash", "load_chain_key", "snapshot_hash",
+    "VerifiedSnapshots", "WrongSite", "canonical", "event_hash", "load_chain_key",
+    "snapshot_hash",
 ]
 
 

@@ -3,6 +3,10 @@
 The signed message is ``b"SABOT-CHECKPOINT-1\\n" + canonical_json(body)``; ``body`` holds
 ``origin``, ``size``, ``root`` (hex), ``position`` (log position of leaf size-1, or null) and
 ``coup`` (the coup whose end it marks, or null). docs/export-format.md documents it.
+
+The origin names the log: ``sabot`` for a single site (and every checkpoint signed before
+sites), ``sabot/SITE`` for a site of a group (``SABOT_SITE``): ``checkpoint_origin``,
+``origin_site``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,18 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from services.regulator.canonical import canonical_json
 
 CHECKPOINT_PREFIX = b"SABOT-CHECKPOINT-1\n"
+ORIGIN = "sabot"  # the origin of a single site's log (and of every log before sites)
+
+
+def checkpoint_origin(site: str | None) -> str:
+    """The origin a checkpoint of ``site``'s log names (None: a single site's, ``sabot``)."""
+    return ORIGIN if site is None else f"{ORIGIN}/{site}"
+
+
+def origin_site(origin: str) -> str | None:
+    """The site a checkpoint's origin names (None: ``sabot``, a single site's)."""
+    head, slash, site = origin.partition("/")
+    return site if head == ORIGIN and slash and site else None
 
 
 class CheckpointError(ValueError):

@@ -40,7 +40,7 @@ from services.regulator.chain import (
     link_at_or_after,
     link_before,
 )
-from services.regulator.checkpoint import Checkpoint
+from services.regulator.checkpoint import Checkpoint, origin_site
 from services.regulator.merkle import MemoryTree, ProofError
 from services.regulator.notary import Notary, missing_leaves
 from services.regulator.source import EventTable, RawEvent, SnapshotTable
@@ -313,6 +313,7 @@ def _write_export(
         "kind": "header",
         "format": FORMAT,
         "origin": anchor.origin,
+        "site": origin_site(anchor.origin),  # the site the signed anchor names (null: none)
         "checkpoint_key": public_key.hex(),
         "selection": selection,
         "coverage": "log" if whole else "ranges",

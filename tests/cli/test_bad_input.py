@@ -166,6 +166,8 @@ BAD: dict[str, Case] = {
     "report day": _store("--day", "yesterday", good=True),
     "report statement": _store("--account", "nobody", good=True),
     "report shoes": _store("--table", "no-such-table", good=True),
+    "store report head-office": _plain("--day", "2026-01-01", "--site",
+                                       "lyon=sqlite:///{tmp}/no/such/dir/sabot.db"),
     "ledger-schema": _plain("--store", "postgresql://"),
     "ledger-events": _store(),
     "ledger-balances": _store(),

@@ -86,16 +86,17 @@ def test_the_ledger_process_gets_the_config_its_parent_built(tmp_path: Path) -> 
 
     given = settings(f"sqlite:///{tmp_path}/p.db", tmp_path, SABOT_SEAL_KEY=SEAL,
                      SABOT_CHAIN_KEY=CHAIN, SABOT_REGULATOR_PUBLIC_KEY=REGULATOR_PUBLIC,
-                     SABOT_CHAIN_HEAD=str(tmp_path / "head.json"))
+                     SABOT_CHAIN_HEAD=str(tmp_path / "head.json"), SABOT_SITE="lyon")
     config = bootstrap.ledger_config(given, pool_size=7, writer_name="w:1", store_timeout=2.5)
     assert config.extra_env == {"STORE_TIMEOUT": "2.5"}
     back = LedgerConfig.from_pipe(json.loads(json.dumps(config.to_pipe())))
     fields = ("store_url", "seal_key", "pool_size", "regulator_key", "writer_name", "chain_key",
-              "chain_head", "extra_env", "evidence")
+              "chain_head", "extra_env", "evidence", "site")
     assert [getattr(back, f) for f in fields] == [getattr(config, f) for f in fields]
     bare = LedgerConfig.from_pipe(LedgerConfig(f"sqlite:///{tmp_path}/q.db", bytes(32)).to_pipe())
-    assert (bare.regulator_key, bare.chain_key, bare.chain_head, bare.extra_env) == (
-        None, None, None, {})
+    assert config.site == "lyon"
+    assert (bare.regulator_key, bare.chain_key, bare.chain_head, bare.extra_env, bare.site) == (
+        None, None, None, {}, None)
 
 
 def test_the_offline_commands_read_models_and_merkle_log(store_url: str, tmp_path: Path

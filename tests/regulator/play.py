@@ -35,6 +35,7 @@ def make_ledger(
     chain_head: str | None = None,
     batching: bool = False,
     evidence: bool = True,
+    site: str | None = None,
 ) -> tuple[Ledger, random.Random]:
     rng = random.Random(seed)
     ids = random.Random(seed + 1000)
@@ -48,6 +49,7 @@ def make_ledger(
         chain_key=CHAIN_KEY,
         chain_head=chain_head,
         evidence=evidence,
+        site=site,
     )
     return Ledger(config, batching=batching), rng
 
