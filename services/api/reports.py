@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -25,6 +25,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.api import convert, errors, names
 from services.api.base import Base
+from services.api.game import Played
 from services.api.gen.sabot.v1 import common_pb2, reports_pb2, reports_pb2_grpc
 from services.api.hub import Hub
 from services.api.logs import get_logger
@@ -32,7 +33,7 @@ from services.api.roles import Principal, Role
 from services.ledger.api import Ledger
 from services.projections.export import Report, render
 from services.projections.floor import render_floor
-from services.projections.games import Step, Unit
+from services.projections.games import ReadGame, Step, Unit
 from services.projections.gamingday import GamingDay
 from services.projections.projector import Lag
 from services.projections.recall import RecalledCoup
@@ -65,14 +66,15 @@ class ProjectionKeeper:
 
     ``gaming_day``: the site's gaming day (``Config.gaming_day``; None: from the environment,
     ``SABOT_GAMING_DAY`` and ``SABOT_SHIFTS``). The reconciliation figures, and so the gaming
-    days the reports take, are filed under it."""
+    days the reports take, are filed under it. ``games``: the read side's part of each game
+    the server serves (its own read models)."""
 
     def __init__(self, ledger: Ledger, hub: Hub, follow: bool = True,
-                 gaming_day: GamingDay | None = None) -> None:
+                 gaming_day: GamingDay | None = None, *, games: Iterable[ReadGame]) -> None:
         self.ledger = ledger
         self.hub = hub
         self.follow = follow
-        self.models = ReadModels(ledger.app, gaming_day)
+        self.models = ReadModels(ledger.app, gaming_day, games=games)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -148,9 +150,8 @@ class ProjectionKeeper:
 
 
 class GameReadModels(Base):
-    """A game's servicer that answers from the read models (its own, ``Game.projections``):
-    the server's :class:`ProjectionKeeper` once the server hands it over (``use_read_models``),
-    else one of its own that does not follow the log (each answer catches up first anyway)."""
+    """A game's servicer that answers from the read models (its own, ``ReadGame.views``): the
+    server's :class:`ProjectionKeeper`, which the server hands over (``use_read_models``)."""
 
     keeper: ProjectionKeeper | None = None
 
@@ -159,7 +160,8 @@ class GameReadModels(Base):
 
     def read_models(self) -> ProjectionKeeper:
         if self.keeper is None:
-            self.keeper = ProjectionKeeper(self.ledger, self.hub, follow=False)
+            raise RuntimeError("no read models were handed to this servicer (the server's "
+                               "start hands them over: services.api.server.start)")
         return self.keeper
 
     def game_steps(self, game: str, unit_id: str) -> list[Step]:
@@ -188,8 +190,8 @@ class GameReadModels(Base):
 
 class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
     def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub,
-                 keeper: ProjectionKeeper) -> None:
-        super().__init__(ledger, tokens, hub)
+                 games: Played | None = None, *, keeper: ProjectionKeeper) -> None:
+        super().__init__(ledger, tokens, hub, games)
         self.keeper = keeper
 
     def _fresh(self) -> ReadModels:

@@ -164,11 +164,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     try:
         if p.store.dialect == "postgres" and not args.poll:
-            from services.ledger.application import LedgerApplication
             from services.projections.runner import supervise
 
             env = bootstrap.log_env(settings_of(args), args.schema)
-            supervise(LedgerApplication, p.views, env, stop,
+            supervise(bootstrap.log_application(), p.views, env, stop,
                       on_error=lambda exc: print(f"sabot: runner stopped: {exc}", file=sys.stderr))
         else:
             while not stop.is_set():  # supervise the poller: a store error is retried
@@ -234,7 +233,7 @@ def _caught_up(args: argparse.Namespace) -> Projector:
 def cmd_report_day(args: argparse.Namespace) -> int:
     p = _caught_up(args)
     if args.layout == "chances":
-        _emit(args, gaming_day(p.store, args.day, args.table))
+        _emit(args, gaming_day(p.store, args.day, args.table, views=p.views))
     else:
         _write(args, render_floor(floor_day(p.store, args.day, p.views, args.table),
                                   args.format))
