@@ -12,6 +12,7 @@ from contextlib import suppress
 
 import psycopg
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.actor import Actor
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
@@ -60,7 +61,7 @@ def funded_ledger(url: str, seal_key: bytes, table: tuple[str, str, dict[str, st
     """A ledger on ``url`` with one table open (``table``: id, variant, rules, game) and an
     account of ``balance`` per player, and the request ids it was opened with (go on with them:
     a fresh id per call)."""
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=seal_key))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=seal_key), games=LEDGER_GAMES)
     rid = RequestIds()
     try:
         ledger.open_table(rid(), *table)

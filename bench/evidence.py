@@ -36,6 +36,7 @@ from typing import Any
 from uuid import UUID
 
 from bench._support import drop_pg_database, fresh_pg_database
+from services.bootstrap import LEDGER_GAMES, REGULATOR_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 
@@ -71,7 +72,7 @@ def _unchecked(ledger: Ledger) -> None:
 def concurrent(url: str, evidence: bool, head: str | None, clients: int = 32,
                per_client: int = 40, checks: bool = True) -> tuple[float, float]:
     """(stakes/s, cpu ms per stake) of ``clients`` threads through the batching writer."""
-    ledger = Ledger(_config(url, evidence, head), batching=True)
+    ledger = Ledger(_config(url, evidence, head), batching=True, games=LEDGER_GAMES)
     if not checks:
         _unchecked(ledger)
     tables = [f"c{t}" for t in range(clients // 8)]
@@ -105,7 +106,7 @@ def concurrent(url: str, evidence: bool, head: str | None, clients: int = 32,
 def sequential(url: str, evidence: bool, head: str | None, stakes: int = 400,
                checks: bool = True) -> tuple[float, float]:
     """(stakes/s, cpu ms per stake) of one client: every stake a batch of its own."""
-    ledger = Ledger(_config(url, evidence, head))
+    ledger = Ledger(_config(url, evidence, head), games=LEDGER_GAMES)
     if not checks:
         _unchecked(ledger)
     coup = _table(ledger, "s0")
@@ -182,7 +183,8 @@ def _check_parts() -> list[Row]:
 
     tmp = tempfile.mkdtemp(prefix="sabot-bench-check-")
     try:
-        ledger = Ledger(_config(f"sqlite:///{tmp}/check.db", True, f"{tmp}/head.json"))
+        ledger = Ledger(_config(f"sqlite:///{tmp}/check.db", True, f"{tmp}/head.json"),
+                        games=LEDGER_GAMES)
         ledger.open_account("a", "p")
         for k in range(200):
             ledger.deposit(f"d{k}", "p", 1)
@@ -262,20 +264,20 @@ def _verifying(tmp: str) -> list[Row]:
     from sabot_verify.integrity import parse
     from sabot_verify.money import check_money
 
+    from services.bootstrap import ROUND_END
     from services.regulator.chain import chain_problems, pinned_keys
     from services.regulator.checkpoint import public_key_bytes
     from services.regulator.export import write_export
     from services.regulator.notary import Notary
     from services.regulator.replay import Replayer, verdict
     from services.regulator.source import Database, EventTable
-    from services.regulator.vocabulary import coup_end
 
     url = f"sqlite:///{tmp}/verify.db"
     coups = _play_shoe(url)
     db = Database(url)
     events = EventTable(db)
     key = Ed25519PrivateKey.generate()
-    notary = Notary(db, events, key, "bench", coup_end)
+    notary = Notary(db, events, key, "bench", ROUND_END)
     notary.sync()
     notary.checkpoint_now()
     buf = io.StringIO()
@@ -307,7 +309,7 @@ def _verifying(tmp: str) -> list[Row]:
     total = _median_s(whole, 3)
     chain_s = _median_s(chain, 3)
     money_s = _median_s(money, 3)
-    replayer = Replayer(events, notary, chain_keys=pinned)
+    replayer = Replayer(events, notary, chain_keys=pinned, games=REGULATOR_GAMES)
     coup = coups[len(coups) // 2]
     coup_events = events.by_originator(UUID(coup))
     span = [(coup_events[0].position, coup_events[-1].position)]
@@ -348,7 +350,7 @@ def _play_shoe(url: str) -> list[str]:
         store_url=url, seal_key=KEY, clock=now, chain_key=CHAIN_KEY,
         new_id=lambda: UUID(int=rng.getrandbits(128), version=4),
         new_seed=lambda: rng.randbytes(32),
-    ))
+    ), games=LEDGER_GAMES)
     n = 0
 
     def rid() -> str:

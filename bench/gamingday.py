@@ -24,6 +24,7 @@ from pathlib import Path
 from bench._support import percentile
 from services.api.client import Client
 from services.api.gen.sabot.v1 import betting_pb2, reports_pb2
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 
@@ -55,7 +56,7 @@ def fill(url: str, tables: int = TABLES, shoes: int = SHOES) -> int:
     # about 350 clock readings a shoe: the shoes spread over 20 hours, the day's three shifts
     ticks = _clock(timedelta(hours=20) / (350 * tables * shoes))
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, chain_key=CHAIN_KEY,
-                                 clock=lambda: next(ticks)), batching=False)
+                                 clock=lambda: next(ticks)), batching=False, games=LEDGER_GAMES)
     n = 0
 
     def rid() -> str:

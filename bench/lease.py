@@ -23,6 +23,7 @@ from typing import Any
 from psycopg import sql
 
 from bench._support import drop_pg_database, fresh_pg_database
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 
@@ -55,7 +56,7 @@ def _locks_per_s(conn: Any, statement: Any, params: tuple[Any, ...], n: int) -> 
 
 
 def fence_cost(url: str) -> list[Row]:
-    ledger = Ledger(_config(url))
+    ledger = Ledger(_config(url), games=LEDGER_GAMES)
     try:
         ledger.open_account("o", "ana")
         recorder = ledger.app.recorder
@@ -98,8 +99,8 @@ def fence_cost(url: str) -> list[Row]:
 def takeover(url: str, store: str) -> list[Row]:
     waits: list[float] = []
     for r in range(5):
-        a = Ledger(_config(url, "a"), batching=True)
-        b = Ledger(_config(url, "b"), batching=True)
+        a = Ledger(_config(url, "a"), batching=True, games=LEDGER_GAMES)
+        b = Ledger(_config(url, "b"), batching=True, games=LEDGER_GAMES)
         try:
             a.open_account(f"o{r}", f"p{r}")
             start = time.perf_counter()

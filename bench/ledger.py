@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from bench._support import drop_pg_database, fresh_pg_database, percentile
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 
@@ -33,7 +34,7 @@ def _pg_url() -> str | None:
 def full_shoe(url: str, store: str) -> list[Row]:
     """One table, 8 players, a 6-deck shoe played to the cut card; one stake per player per
     coup (row chances for even players, colour chances for odd ones)."""
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), games=LEDGER_GAMES)
     n = 0
 
     def rid() -> str:
@@ -88,7 +89,7 @@ def full_shoe(url: str, store: str) -> list[Row]:
 def concurrent_stakes(url: str, store: str, clients: int = 32, per_client: int = 40) -> list[Row]:
     """``clients`` threads (4 tables x 8 players) place stakes at once through the batching
     writer: stakes per second and the p50/p99 latency a client sees."""
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True)
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True, games=LEDGER_GAMES)
     tables = [f"c{t}" for t in range(max(1, clients // 8))]
     coups: dict[str, str] = {}
     for table in tables:

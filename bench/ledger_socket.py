@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger import wire
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.api import Ledger
@@ -49,15 +50,16 @@ def _codec() -> list[Row]:
                                        "table:t1:layout"),), 99_000)
     args = ("p-1-23", cid, "anne", "noir", 1000, None, None)
     actor = Actor("anne", "player", "ipv4:127.0.0.1:51234", "anne")
-    decode = wire.ANSWERS["place_stake"]
+    schema = wire.schema_of(LEDGER_GAMES)
+    decode = schema.answer("place_stake")
 
     def by_pickle() -> None:
         pickle.loads(pickle.dumps((1, "place_stake", args, {"actor": actor}), protocol=5))
         pickle.loads(pickle.dumps((123, [(1, True, result)]), protocol=5))
 
     def by_wire() -> None:
-        wire.read_call(orjson.loads(orjson.dumps(
-            wire.call_frame(1, "place_stake", args, {"actor": actor}))))
+        schema.read_call(orjson.loads(orjson.dumps(
+            schema.call_frame(1, "place_stake", args, {"actor": actor}))))
         answer = orjson.loads(orjson.dumps({"saved": 123, "answers": [[1, True, result]]}))
         decode(answer["answers"][0][2])
 
@@ -89,13 +91,14 @@ def _stakes(ledger: Any, coup: str, actor_of: Any) -> float:
 def _round(kind: str) -> float:
     tmp = tempfile.mkdtemp(prefix="sabot-bench-socket-")
     url = f"sqlite:///{tmp}/ledger.db"
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True)
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True, games=LEDGER_GAMES)
     host = remote = None
     try:
         served: Any = ledger
         if kind == "remote":
             host = LedgerHost(ledger, f"{tmp}/ledger.sock").start()
-            served = remote = RemoteLedger(f"{tmp}/ledger.sock", url, secret=host.secret)
+            served = remote = RemoteLedger(f"{tmp}/ledger.sock", url, secret=host.secret,
+                                           games=LEDGER_GAMES)
         served.open_table("t", "t1", "francaise", {"allow_opposed_stakes": "true"})
         shoe = served.open_shoe("s", "t1")
         served.cut("c", shoe.shoe_id, 100, "croupier")

@@ -15,6 +15,7 @@ import time
 from statistics import median
 
 from bench._support import fresh_pg_database
+from services.bootstrap import LEDGER_GAMES, READ_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.projections import default_views
@@ -39,7 +40,7 @@ def fill(url: str, shoes: int = SHOES) -> Ledger:
     """Play ``shoes`` shoes at one table with 8 players (one stake each per coup, some
     insured); returns the ledger (open)."""
     rng = random.Random(5)
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=False)
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=False, games=LEDGER_GAMES)
     n = 0
 
     def rid() -> str:
@@ -92,7 +93,7 @@ def measure(ledger: Ledger, store: str) -> list[Row]:
             seen += len(page)
             start = page[-1].id + 1
         run_scan = seen / (time.perf_counter() - t0)
-        p = Projector(app, default_views())
+        p = Projector(app, default_views(games=READ_GAMES))
         t0 = time.perf_counter()
         n = p.rebuild(BATCH)
         run_rebuild = n / (time.perf_counter() - t0)

@@ -24,6 +24,7 @@ from uuid import UUID
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sabot_verify.__main__ import run as verify_export
 
+from services.bootstrap import LEDGER_GAMES, REGULATOR_GAMES, ROUND_END
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.regulator.checkpoint import public_key_bytes
@@ -32,7 +33,6 @@ from services.regulator.merkle import leaf_hash, verify_consistency, verify_incl
 from services.regulator.notary import Notary
 from services.regulator.replay import Replayer, verdict
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import coup_end
 
 CHAIN_KEY = bytes([0x3B]) * 32  # the evidence chain's key, pinned by the verifier
 CHAIN_PUBLIC = Ed25519PrivateKey.from_private_bytes(CHAIN_KEY).public_key().public_bytes_raw()
@@ -79,7 +79,7 @@ def _play_shoe(url: str) -> tuple[str, list[str]]:
         store_url=url, seal_key=bytes(32), clock=now,
         new_id=lambda: UUID(int=rng.getrandbits(128), version=4),
         new_seed=lambda: rng.randbytes(32), chain_key=CHAIN_KEY,
-    ))
+    ), games=LEDGER_GAMES)
     n = 0
 
     def rid() -> str:
@@ -117,13 +117,14 @@ def _play_shoe(url: str) -> tuple[str, list[str]]:
 def _one_size(tmp: str, filler: int, label: str) -> list[Row]:
     path = f"{tmp}/{label}.db"
     url = f"sqlite:///{path}"
-    Ledger(LedgerConfig(store_url=url, seal_key=bytes(32))).close()  # creates the table
+    Ledger(LedgerConfig(store_url=url, seal_key=bytes(32)),
+           games=LEDGER_GAMES).close()  # creates the table
     _filler(path, filler)
     shoe_id, coups = _play_shoe(url)
     db = Database(url)
     events = EventTable(db)
     key = Ed25519PrivateKey.generate()
-    notary = Notary(db, events, key, "bench", coup_end)
+    notary = Notary(db, events, key, "bench", ROUND_END)
     t = time.perf_counter()
     notary.sync(batch=20_000)
     sync_s = time.perf_counter() - t
@@ -134,7 +135,7 @@ def _one_size(tmp: str, filler: int, label: str) -> list[Row]:
         (f"replay.{label}.events_stored", float(size)),
         (f"replay.{label}.notarise_events_per_s", size / sync_s),
     ]
-    replayer = Replayer(events, notary)
+    replayer = Replayer(events, notary, games=REGULATOR_GAMES)
     coup = coups[len(coups) // 2]
     v = verdict(replayer.coup(coup))
     assert v.identical, str(v)

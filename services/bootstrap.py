@@ -1,5 +1,12 @@
-"""The composition root: the ledger, its stores, the notary and the read models, built in one
-place from what a command was given (``services.settings.Settings``).
+"""The composition root: the games, the ledger, its stores, the notary and the read models,
+built in one place from what a command was given (``services.settings.Settings``).
+
+``GAMES`` is the list of games, one line per game (``services.games.Game``: its port of each
+layer); every layer is handed its part of each from here, as constructor arguments: the ledger
+``LEDGER_GAMES``, the gRPC server ``SERVED`` (the API's, the read side's and the regulator's
+parts), the read models ``READ_GAMES``, the regulator's replays ``REGULATOR_GAMES``, the notary
+``ROUND_END`` (where every game's rounds end), the turn clock ``TURN_GAMES``. Importing the
+games' modules here also registers their events' topics for decoding.
 
 Every command that opens the ledger or its log goes through here, so a setting means the same
 wherever it is read: the store (``store``), the seal key (``seal_key``; a reader needs none),
@@ -10,9 +17,10 @@ half), the gaming day of the read models (``gaming_day``). What is missing and n
 
 - ``ledger_config(settings)``: the ``LedgerConfig`` of the settings;
 - ``open_ledger(settings, batching=..., standby=...)``: a ``Ledger`` in this process (every
-  registered game's commands on it, ``services.games``);
+  game's commands on it);
 - ``open_ledger_process(settings, ...)``: the ledger in a process of its own and the
-  ``RemoteLedger`` to it (``sabot serve``'s default);
+  ``RemoteLedger`` to it (``sabot serve``'s default): the child is ``python -m
+  services.bootstrap``, whose main (``host_main``) hands its ledger the same games;
 - ``open_log(settings, schema=...)``: the read side of the store (no key): for the
   projections, the exports; ``log_env``: its environment, for the projection runner;
 - ``read_only_log(settings)``: the store read as it is, creating and writing nothing (a
@@ -46,13 +54,20 @@ do (docs/architecture.md, "Layers"; tests/contracts/test_layers.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from services import games
+from services.api.game import Served
+from services.cuarenta.game import GAME as CUARENTA
+from services.games import Game
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
+from services.ledger.game import LedgerGame
+from services.regulator.vocabulary import RoundEnds
 from services.settings import BY_NAME, SettingError, Settings
+from services.treinta_y_una.game import GAME as TREINTA_Y_UNA
+from services.trente_et_quarante.game import GAME as TRENTE_ET_QUARANTE
 
 if TYPE_CHECKING:
     from services.ledger.remote import LedgerProcess
@@ -63,6 +78,39 @@ if TYPE_CHECKING:
     from services.regulator.source import Database
 
 READ_ONLY_KEY = bytes(32)  # reading needs no seal key; shuffling, dealing and closing shoes do
+
+# The games, one line per game, in the order every layer lists them.
+GAMES: tuple[Game, ...] = (
+    TRENTE_ET_QUARANTE,
+    TREINTA_Y_UNA,
+    CUARENTA,
+)
+
+
+def ledger_games(games: Sequence[Game] = GAMES) -> tuple[LedgerGame, ...]:
+    return tuple(game.ledger for game in games)
+
+
+def served(games: Sequence[Game] = GAMES) -> Served:
+    """What the gRPC server is handed of ``games``: the API's, the read side's and the
+    regulator's parts."""
+    return Served(api=tuple(g.api for g in games), read=tuple(g.read for g in games),
+                  regulator=tuple(g.regulator for g in games))
+
+
+def round_end(games: Sequence[Game] = GAMES) -> RoundEnds:
+    """The notary's trigger: the end of each of ``games``' rounds."""
+    return RoundEnds(topic for game in games for topic in game.regulator.round_ends)
+
+
+LEDGER_GAMES = ledger_games()
+TRANSCODINGS = tuple(t for game in LEDGER_GAMES for t in game.transcodings)
+SERVED = served()
+READ_GAMES = SERVED.read
+REGULATOR_GAMES = SERVED.regulator
+TURN_GAMES = tuple(game.turns for game in GAMES if game.turns is not None)
+ROUND_END = round_end()
+HOST = "services.bootstrap"  # the ledger process's module (its main: ``host_main``)
 
 
 def _required(settings: Settings, name: str) -> Any:
@@ -98,13 +146,12 @@ def ledger_config(settings: Settings, *, reader: bool = False, pool_size: int = 
 def open_ledger(settings: Settings, *, batching: bool = False, standby: bool = False,
                 pool_size: int = 5, writer_name: str = "", store_timeout: float | None = None,
                 **inputs: Any) -> Ledger:
-    """A ``Ledger`` on the settings' store, in this process, with every registered game
-    (``standby``: it never takes the writer lease: a reader, whose seal key may be absent;
-    the offline ``sabot store`` commands' ledger)."""
-    games.games()  # every game registered before the ledger builds its commands
+    """A ``Ledger`` on the settings' store, in this process, with every game (``standby``: it
+    never takes the writer lease: a reader, whose seal key may be absent; the offline ``sabot
+    store`` commands' ledger)."""
     config = ledger_config(settings, reader=standby, pool_size=pool_size,
                            writer_name=writer_name, store_timeout=store_timeout, **inputs)
-    return Ledger(config, batching=batching, standby=standby)
+    return Ledger(config, games=LEDGER_GAMES, batching=batching, standby=standby)
 
 
 def open_ledger_process(settings: Settings, *, pool_size: int = 5, writer_name: str = "",
@@ -112,12 +159,22 @@ def open_ledger_process(settings: Settings, *, pool_size: int = 5, writer_name: 
     """The ledger in a process of its own and the ``RemoteLedger`` to it: its
     ``ledger_config`` goes through a pipe (the child reads the same fields,
     ``LedgerConfig.from_pipe``), with the settings' ``store_timeout`` and ``otlp_endpoint``
-    (traces of its commands); OSError if it does not start."""
+    (traces of its commands); the child is this module's main (``host_main``), playing every
+    game; OSError if it does not start."""
     from services.ledger.remote import LedgerProcess
 
     config = ledger_config(settings, pool_size=pool_size, writer_name=writer_name,
                            store_timeout=settings.store_timeout)
-    return LedgerProcess.of(config, on_lost=on_lost, otlp_endpoint=settings.otlp_endpoint)
+    return LedgerProcess.of(config, games=LEDGER_GAMES, host=HOST, on_lost=on_lost,
+                            otlp_endpoint=settings.otlp_endpoint)
+
+
+def host_main(argv: list[str] | None = None) -> int:
+    """``python -m services.bootstrap --socket PATH``: the ledger process (``services.ledger
+    .remote.host_main``) with every game."""
+    from services.ledger.remote import host_main as serve
+
+    return serve(argv, games=LEDGER_GAMES, prog=HOST)
 
 
 def log_env(settings: Settings, schema: str | None = None) -> dict[str, str]:
@@ -133,12 +190,20 @@ def log_env(settings: Settings, schema: str | None = None) -> dict[str, str]:
 
 def open_log(settings: Settings, pool_size: int = 3, schema: str | None = None) -> Any:
     """The read side of the settings' store (an ``eventsourcing`` application; no key), every
-    core and game topic registered for decoding; ``schema``: a PostgreSQL schema other than
-    the URL's."""
+    core and game topic registered for decoding (the games' by this module's imports);
+    ``schema``: a PostgreSQL schema other than the URL's."""
     from services.projections.log import open_log as open_store_log
 
     extra = {"POSTGRES_SCHEMA": schema} if schema else {}
-    return open_store_log(settings.store, extra, pool_size=pool_size)
+    return open_store_log(settings.store, extra, pool_size=pool_size, transcodings=TRANSCODINGS)
+
+
+def log_application() -> type[Any]:
+    """The read side's application class, decoding every game's value types: for what builds
+    the application itself from an environment (the projection runner, ``log_env``)."""
+    from services.ledger.application import LedgerApplication
+
+    return LedgerApplication.decoding(TRANSCODINGS)
 
 
 def read_only_log(settings: Settings, pool_size: int = 2) -> Any:
@@ -147,7 +212,8 @@ def read_only_log(settings: Settings, pool_size: int = 2) -> Any:
     site's log and read models (``services.projections.head_office``)."""
     from services.projections.log import open_log as open_store_log
 
-    return open_store_log(settings.store, {"CREATE_TABLE": "n"}, pool_size=pool_size)
+    return open_store_log(settings.store, {"CREATE_TABLE": "n"}, pool_size=pool_size,
+                          transcodings=TRANSCODINGS)
 
 
 def read_models(settings: Settings, app: Any | None = None) -> ReadModels:
@@ -155,7 +221,8 @@ def read_models(settings: Settings, app: Any | None = None) -> ReadModels:
     (None: as they were built)."""
     from services.projections.service import ReadModels
 
-    return ReadModels(open_log(settings) if app is None else app, settings.gaming_day)
+    return ReadModels(open_log(settings) if app is None else app, settings.gaming_day,
+                      games=READ_GAMES)
 
 
 def projector(settings: Settings, schema: str | None = None) -> Projector:
@@ -166,7 +233,7 @@ def projector(settings: Settings, schema: str | None = None) -> Projector:
     from services.projections.projector import Projector
     from services.projections.store import ReadStore
 
-    views = default_views(settings.gaming_day)
+    views = default_views(settings.gaming_day, games=READ_GAMES)
     if settings.read_store is None:
         return Projector(open_log(settings, schema=schema), views)
     rows = ReadStore.of(open_log(settings, schema=schema))
@@ -190,7 +257,8 @@ def read_log(settings: Settings, pool_size: int = 3, schema: str | None = None) 
     from services.projections.log import open_log as open_store_log
 
     extra = {CREATE_TABLE: "n", **({"POSTGRES_SCHEMA": schema} if schema else {})}
-    return open_store_log(settings.read_store, extra, pool_size=pool_size)
+    return open_store_log(settings.read_store, extra, pool_size=pool_size,
+                          transcodings=TRANSCODINGS)
 
 
 def read_projector(settings: Settings, schema: str | None = None) -> Projector:
@@ -199,8 +267,8 @@ def read_projector(settings: Settings, schema: str | None = None) -> Projector:
     from services.projections import default_views
     from services.projections.projector import Projector
 
-    return Projector(read_log(settings, schema=schema), default_views(settings.gaming_day),
-                     setup=False)
+    return Projector(read_log(settings, schema=schema),
+                     default_views(settings.gaming_day, games=READ_GAMES), setup=False)
 
 
 def read_database(settings: Settings) -> Database:
@@ -241,7 +309,6 @@ def notary(settings: Settings, on_error: Callable[[BaseException], None] | None 
         return None
     from services.regulator.checkpoint import checkpoint_origin
     from services.regulator.notary import signing_follower
-    from services.regulator.vocabulary import round_end
     from services.settings import public_of
 
     publics = list(settings.chain_public_keys)
@@ -249,7 +316,7 @@ def notary(settings: Settings, on_error: Callable[[BaseException], None] | None 
         publics.append(public_of(settings.chain_key))
     return signing_follower(settings.store, settings.checkpoint_key, publics,
                             origin=origin or checkpoint_origin(settings.site),
-                            on_error=on_error, round_end=round_end)
+                            on_error=on_error, round_end=ROUND_END)
 
 
 def store_database(settings: Settings) -> Database:
@@ -266,17 +333,16 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
     it): one that signs with ``checkpoint_key`` (``sign``: required; a ``SettingError`` before
     any connection without it) or one that only reads; ``create`` (default: ``sign``) creates
     the tree's tables. The evidence chain is checked against ``chain_public_keys`` (none: the
-    keys it introduces). Rounds end where every registered game says (``Game.round_ends``,
-    ``services.regulator.vocabulary.round_end``). Its checkpoints' origin (None: the store's
-    site, ``services.regulator.site.store_origin``: the one its chain records, else the
-    settings' ``site``; ``SiteMismatch`` when they differ)."""
+    keys it introduces). Rounds end where every game says (``RegulatorGame.round_ends``:
+    ``ROUND_END``). Its checkpoints' origin (None: the store's site,
+    ``services.regulator.site.store_origin``: the one its chain records, else the settings'
+    ``site``; ``SiteMismatch`` when they differ)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from services.regulator.chain import pinned_keys
     from services.regulator.notary import Notary
     from services.regulator.site import store_origin
     from services.regulator.source import EventTable
-    from services.regulator.vocabulary import round_end
 
     key = None
     if sign:
@@ -287,12 +353,18 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
     events = EventTable(db)
     if origin is None:
         origin = store_origin(events, settings.site)
-    return Notary(db, events, key, origin, round_end,
+    return Notary(db, events, key, origin, ROUND_END,
                   create=sign if create is None else create,
                   chain_keys=pinned_keys(publics) if publics else None)
 
 
-__all__ = ["READ_ONLY_KEY", "ledger_config", "log_env", "notary", "open_ledger",
-           "open_ledger_process", "open_log", "projector", "read_database", "read_lag",
-           "read_log", "read_models", "read_only_log", "read_projector", "read_url",
+__all__ = ["GAMES", "LEDGER_GAMES", "READ_GAMES", "READ_ONLY_KEY", "REGULATOR_GAMES", "ROUND_END",
+           "SERVED", "TRANSCODINGS", "TURN_GAMES", "host_main", "ledger_config", "ledger_games",
+           "log_application", "log_env", "notary", "open_ledger", "open_ledger_process",
+           "open_log", "projector", "read_database", "read_lag", "read_log", "read_models",
+           "read_only_log", "read_projector", "read_url", "round_end", "served",
            "store_database", "store_notary"]
+
+
+if __name__ == "__main__":
+    sys.exit(host_main())

@@ -82,10 +82,8 @@ def extract(carrier: Mapping[str, str] | None) -> Any:
     return TraceContextTextMapPropagator().extract(dict(carrier or {}))
 
 
-def _principal_attributes(span: Any) -> None:
-    from services.api.interceptor import current_principal
-
-    principal = current_principal.get()
+def _principal_attributes(span: Any, principal: Any) -> None:
+    """The caller's principal id and role (``Principal``), when there is one."""
     if principal is not None:
         span.set_attribute("sabot.principal", principal.principal_id)
         span.set_attribute("sabot.role", principal.role.value)
@@ -104,7 +102,12 @@ def _code(context: grpc.ServicerContext, failed: bool) -> str:
 
 
 class TraceInterceptor:
-    """A SERVER span per RPC: its method, its status code, the caller's principal id."""
+    """A SERVER span per RPC: its method, its status code, the caller's principal id
+    (``principal()``: the RPC's authenticated principal, or None; the server hands its
+    interceptor's)."""
+
+    def __init__(self, principal: Callable[[], Any] = lambda: None) -> None:
+        self.principal = principal
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         import grpc
@@ -119,7 +122,7 @@ class TraceInterceptor:
         def finish(span: Any, context: grpc.ServicerContext, failed: bool) -> None:
             code = _code(context, failed)
             span.set_attribute("rpc.grpc.status_code", code)
-            _principal_attributes(span)
+            _principal_attributes(span, self.principal())
             if code != "OK":
                 span.set_status(Status(StatusCode.ERROR, code))
 

@@ -2,11 +2,11 @@
 
 A runner in the server (``sabot serve`` starts it, ``SABOT_TURN_CLOCK=off`` / ``--turn-clock
 off`` does not) that follows the ledger's log, keeps the turn each round of a game with a turn
-time waits on (every registered game whose entry has ``turns``, ``services.games.TurnRule``:
-its query, ``cuarenta_turn`` / ``tyu_turn``, answers whose turn, since when by the ledger's
-clock, the table's ``turn_seconds``), and once a turn has run past its time issues the game's
-command (``TurnRule.act``) through the ledger, as an actor of its own (``system:turn-clock``,
-role ``turn_clock``, recorded with the command like every actor). Today:
+time waits on (each game handed to it, a ``TurnGame``: its query, ``cuarenta_turn`` /
+``tyu_turn``, answers whose turn, since when by the ledger's clock, the table's
+``turn_seconds``), and once a turn has run past its time issues the game's command
+(``TurnGame.act``) through the ledger, as an actor of its own (``system:turn-clock``, role
+``turn_clock``, recorded with the command like every actor). Today:
 
 - Cuarenta: ``cuarenta_forfeit(reason="turn_time")`` for the seat to play (RULES.md §3: a side
   that does not play within the turn time forfeits the match; the stakes go to the other side
@@ -41,7 +41,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from domain.errors import RuleViolation
-from services import games
 from services.api.logs import get_logger
 from services.ledger.actor import Actor
 from services.ledger.errors import NotTheWriter
@@ -61,6 +60,23 @@ NOT_YET = frozenset({"TURN_NOT_EXPIRED", "TURN_TIME_NOT_UP"})  # the ledger's cl
 class Log(Protocol):
     def read_events(self, after_position: int = 0, limit: int = 100,
                     topics: Sequence[str] | None = None) -> list[StoredEvent]: ...
+
+
+@dataclass(frozen=True)
+class TurnGame:
+    """What the turn clock needs of a game whose players have a turn time (its port, handed in
+    by the composition root): the events of its ``aggregates`` (their originator topics),
+    among its ``topics``, touch a turn; a round's turns stop at its ``round_ends``;
+    ``query(ledger, round_id)`` answers one round's ``TurnView``; ``act(ledger, request_id,
+    round_id, view, actor)`` issues the game's command for a turn past its time (a forfeit, a
+    stand for the absent player), naming ``view.turn``."""
+
+    name: str
+    aggregates: frozenset[str]
+    topics: frozenset[str]
+    round_ends: frozenset[str]
+    query: Callable[[Any, str], TurnView]
+    act: Callable[[Any, str, str, TurnView, Actor], object]
 
 
 def actor(peer: str = "") -> Actor:
@@ -88,11 +104,18 @@ class TurnClock:
     """The runner (see the module's text). ``clock``: what it compares the turns' deadlines
     with (the ledger's own clock decides; a test gives both the same); ``hub``: the server's
     log tailer (new events wake the clock at once; without one it reads the log every
-    ``interval``)."""
+    ``interval``); ``games``: the games whose turns it keeps."""
 
-    def __init__(self, ledger: Any, *, clock: Callable[[], datetime] | None = None,
+    def __init__(self, ledger: Any, *, games: Sequence[TurnGame],
+                 clock: Callable[[], datetime] | None = None,
                  hub: Any = None, interval: float = INTERVAL, peer: str = "") -> None:
         self.ledger = ledger
+        self.games = {game.name: game for game in games}
+        # what it reads of the log: the topics of its games' aggregates with turns (sorted;
+        # none: it reads nothing), and each one's game
+        self._by_topic = {t: game for game in games for t in game.topics
+                          if t.rsplit(".", 1)[0] in game.aggregates}
+        self._topics = tuple(sorted(self._by_topic))
         self.clock = clock or (lambda: datetime.now(UTC))
         self.hub = hub
         self.interval = interval
@@ -120,11 +143,11 @@ class TurnClock:
         # position (everything up to it is committed: the log's order is its commit order),
         # taken before the read, is read past once the read finds no more.
         end = self.hub.position if self.hub is not None else 0
-        topics = _turn_topics()
+        topics = self._topics
         while topics:
             batch: list[StoredEvent] = self.ledger.read_events(self.after, PAGE, topics)
             for event in batch:
-                game = _game_of(event.topic)
+                game = self._by_topic.get(event.topic)
                 if game is None or event.originator_id in self.ended:
                     continue
                 if event.topic in game.round_ends:
@@ -142,9 +165,8 @@ class TurnClock:
     def _refresh(self) -> None:
         while self.dirty:
             aggregate_id, game = self.dirty.popitem()
-            query = getattr(self.ledger, _rule(game).query)
             try:
-                view: TurnView = query(aggregate_id)
+                view = self.games[game].query(self.ledger, aggregate_id)
             except RuleViolation as exc:  # (not one the clock can act on: leave it)
                 get_logger().warning("turn clock: cannot read a turn", game=game,
                                      id=aggregate_id, reason=exc.reason)
@@ -164,7 +186,7 @@ class TurnClock:
                 continue
             rid = request_id(view.game, aggregate_id, view.turn)
             try:
-                _rule(view.game).act(self.ledger, rid, aggregate_id, view, self.actor)
+                self.games[view.game].act(self.ledger, rid, aggregate_id, view, self.actor)
             except NotTheWriter:
                 break  # another server writes: its clock acts (what this pass did stays noted)
             except RuleViolation as exc:
@@ -213,25 +235,3 @@ class TurnClock:
                     self.stopped.wait(MIN_INTERVAL)  # (a burst of commits: one pass, not many)
             else:
                 self.stopped.wait(self.interval)
-
-
-def _game_of(topic: str) -> games.Game | None:
-    """The game with a turn time whose rounds' aggregates store ``topic`` (None: none)."""
-    aggregate = topic.rsplit(".", 1)[0]
-    for game in games.of_topic(topic):
-        if game.turns is not None and aggregate in game.turns.aggregates:
-            return game
-    return None
-
-
-def _turn_topics() -> tuple[str, ...]:
-    """The topics the aggregates of the games with a turn time store (``TurnRule.aggregates``),
-    sorted: what the clock reads of the log (none: it reads nothing)."""
-    return tuple(sorted({t for g in games.games() if g.turns is not None for t in g.topics
-                         if t.rsplit(".", 1)[0] in g.turns.aggregates}))
-
-
-def _rule(name: str) -> games.TurnRule:
-    rule = games.get(name).turns
-    assert rule is not None  # (only its games' rounds are followed)
-    return rule

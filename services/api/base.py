@@ -3,7 +3,8 @@
 Who may act on a stake or an account is decided by the ledger, from the actor each command
 carries (``actor``: the authenticated principal and its peer); the caches here hold immutable
 facts of tables, shoes and the games' rounds of a shoe (located by their game:
-``Game.round_home``) only, never an owner."""
+``ApiGame.round_home``) only, never an owner. ``games``: the games the server serves
+(``services.api.game.Played``)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from uuid import UUID
 import grpc
 
 from domain.errors import NotFound, RuleViolation
-from services import games
 from services.api import errors
+from services.api.game import ApiGame, Played
 from services.api.hub import Hub
 from services.api.interceptor import authenticate, current_principal
 from services.api.roles import Principal, Role
@@ -39,13 +40,15 @@ CACHE_LIMIT = 50_000
 class Base:
     """Shared by the servicers; thread-safe."""
 
-    def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub) -> None:
+    def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub,
+                 games: Played | None = None) -> None:
         self.ledger = ledger
         self.tokens = dict(tokens)
         self.hub = hub
+        self.games = Played() if games is None else games
         self._lock = threading.Lock()
         self._currency: dict[str, str] = {}  # table or account id -> currency (immutable)
-        # a game's round of a shoe (a coup) -> (table, shoe) (immutable; ``Game.round_home``)
+        # a game's round of a shoe (a coup) -> (table, shoe) (immutable; ``ApiGame.round_home``)
         self._round_home: dict[str, tuple[str, str]] = {}
         self._actors: dict[tuple[Principal, str], Actor] = {}  # (principal, peer) -> its actor
         self._attributor: Attributor | None = None  # who caused each event (read here)
@@ -144,9 +147,9 @@ class Base:
         return known
 
     def round_home(self, round_id: str, field: str,
-                   game: games.Game | None = None) -> tuple[str, str]:
+                   game: ApiGame | None = None) -> tuple[str, str]:
         """(table id, shoe id) of a game's round of a shoe (a coup), as its game locates it
-        (``Game.round_home``: ``game``'s when the caller knows it, else each game's in turn;
+        (``ApiGame.round_home``: ``game``'s when the caller knows it, else each game's in turn;
         NOT_FOUND naming ``field`` when no game has it)."""
         with self._lock:
             known = self._round_home.get(round_id)
@@ -154,7 +157,7 @@ class Base:
             if game is not None and game.round_home is not None:
                 locators = [game.round_home]
             else:
-                locators = [g.round_home for g in games.games() if g.round_home is not None]
+                locators = [g.round_home for g in self.games.games if g.round_home is not None]
             if not locators:
                 raise errors.ApiError(grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND",
                                       "no game plays rounds of a shoe")
@@ -203,8 +206,8 @@ class Base:
 
 def mixed(neutral: S, mixins: tuple[type, ...], service: str) -> S:
     """The one servicer class of the gRPC ``service``: its game-neutral class ``neutral`` with
-    the games' ``mixins`` (their own RPCs of the service: ``Game.table_rpcs``,
-    ``Game.regulator_rpcs``) before it; ValueError if two of them define one RPC, or one of
+    the games' ``mixins`` (their own RPCs of the service: ``ApiGame.table_rpcs``,
+    ``ApiGame.regulator_rpcs``) before it; ValueError if two of them define one RPC, or one of
     them an RPC of ``neutral`` itself (it would shadow it unseen); ``neutral`` itself without
     mixins."""
     seen: dict[str, type] = {name: neutral for name in vars(neutral) if name[:1].isupper()}

@@ -8,9 +8,10 @@ for a checkpoint of the whole log (the export's anchor). Replays use the operato
 
 ``sabot.v1.RegulatorService`` is a frozen contract: its game-neutral RPCs are here (a shoe's
 replay, checkpoints, proofs, export); a game's own (Trente et Quarante's ReplayCoup:
-``services/trente_et_quarante/regulator.py``) are mixins its registry entry names
-(``Game.regulator_rpcs``), which ``servicer`` mixes into the service's one servicer as
-``services.api.tables.servicer`` does for ``sabot.v1.TableService``.
+``services/trente_et_quarante/regulator.py``) are mixins its API port names
+(``ApiGame.regulator_rpcs``), which ``servicer`` mixes into the service's one servicer as
+``services.api.tables.servicer`` does for ``sabot.v1.TableService``. The replays of a shoe's
+rounds are the games' (``RegulatorGame.replay``, handed in as ``replays``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -26,9 +27,9 @@ from typing import Any, Literal
 import grpc
 
 from domain.errors import RuleViolation
-from services import games
 from services.api import errors, names
 from services.api.base import Base, mixed
+from services.api.game import ApiGame, Played
 from services.api.gen.sabot.v1 import regulator_pb2, regulator_pb2_grpc
 from services.api.hub import Hub
 from services.api.roles import Principal
@@ -37,7 +38,7 @@ from services.regulator.checkpoint import Checkpoint
 from services.regulator.export import ExportError, write_export
 from services.regulator.merkle import ProofError
 from services.regulator.notary import Follower, Notary
-from services.regulator.replay import Replayer, ReplayStep
+from services.regulator.replay import RegulatorGame, Replayer, ReplayStep
 from services.regulator.source import Database, EventTable
 
 STEPS_PER_MESSAGE = 200
@@ -59,13 +60,17 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
         ledger: Ledger,
         tokens: Mapping[str, Principal],
         hub: Hub,
+        games: Played | None = None,
         *,
         store: str,
         seal_key: bytes | None,
         follower: Follower | None,
         checkpoint_public_key: bytes | None,
+        replays: Sequence[RegulatorGame] = (),
     ) -> None:
-        super().__init__(ledger, tokens, hub)
+        """``replays``: the regulator's part of each game (its replay of a shoe's rounds)."""
+        super().__init__(ledger, tokens, hub, games)
+        self.replays = tuple(replays)
         self.store = store
         self.seal_key = seal_key
         self.follower = follower
@@ -141,7 +146,7 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
                                       context)
 
     def _replayer(self, notary: Notary) -> Replayer:
-        return Replayer(notary.events, notary if notary.present else None,
+        return Replayer(notary.events, notary if notary.present else None, games=self.replays,
                         seal_key=self.seal_key)
 
     # --- checkpoints and proofs -------------------------------------------------------------
@@ -251,13 +256,16 @@ def servicer_class(mixins: tuple[type, ...]) -> type[RegulatorServicer]:
     return mixed(RegulatorServicer, mixins, "sabot.v1.RegulatorService")
 
 
-def servicer(*deps: Any, **options: Any) -> RegulatorServicer:
-    """The one servicer of ``sabot.v1.RegulatorService`` (``deps``: the ledger, tokens, hub;
-    ``options``: ``RegulatorServicer``'s): the game-neutral RPCs and every registered game's
-    (``Game.regulator_rpcs``: Trente et Quarante's ReplayCoup)."""
-    mixins = tuple(mixin for game in games.games() if game.regulator_rpcs is not None
-                   for mixin in game.regulator_rpcs())
-    return servicer_class(mixins)(*deps, **options)
+def servicer(ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub, *, games: Played,
+             **options: Any) -> RegulatorServicer:
+    """The one servicer of ``sabot.v1.RegulatorService`` (``options``: ``RegulatorServicer``'s):
+    the game-neutral RPCs and those of each of ``games`` (``ApiGame.regulator_rpcs``: Trente et
+    Quarante's ReplayCoup)."""
+    return servicer_class(games.mixins(_regulator_rpcs))(ledger, tokens, hub, games, **options)
+
+
+def _regulator_rpcs(game: ApiGame) -> Any:
+    return game.regulator_rpcs
 
 
 class _Lines:

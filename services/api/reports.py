@@ -16,7 +16,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -26,6 +26,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.api import convert, errors, names
 from services.api.base import Base
+from services.api.game import Played
 from services.api.gen.sabot.v1 import common_pb2, reports_pb2, reports_pb2_grpc
 from services.api.hub import Hub
 from services.api.logs import get_logger
@@ -33,7 +34,7 @@ from services.api.roles import Principal, Role
 from services.ledger.api import Ledger
 from services.projections.export import Report, render
 from services.projections.floor import render_floor
-from services.projections.games import Step, Unit
+from services.projections.games import ReadGame, Step, Unit
 from services.projections.gamingday import GamingDay
 from services.projections.projector import Lag
 from services.projections.recall import RecalledCoup
@@ -67,10 +68,12 @@ class ProjectionKeeper:
 
     ``gaming_day``: the site's gaming day (``Config.gaming_day``; None: from the environment,
     ``SABOT_GAMING_DAY`` and ``SABOT_SHIFTS``). The reconciliation figures, and so the gaming
-    days the reports take, are filed under it."""
+    days the reports take, are filed under it. ``games``: the read side's part of each game
+    the server serves (its own read models)."""
 
     def __init__(self, ledger: Ledger, hub: Hub, follow: bool = True,
-                 gaming_day: GamingDay | None = None, read_store: str | None = None) -> None:
+                 gaming_day: GamingDay | None = None, read_store: str | None = None, *,
+                 games: Iterable[ReadGame]) -> None:
         """``read_store``: a standby of the ledger's store whose log the read models read
         (their rows are written beside the ledger's log: a standby cannot write)."""
         self.ledger = ledger
@@ -78,14 +81,16 @@ class ProjectionKeeper:
         self.follow = follow
         self.log: Any = None  # the read store's log, when there is one
         if read_store is None:
-            self.models = ReadModels(ledger.app, gaming_day)
+            self.models = ReadModels(ledger.app, gaming_day, games=games)
         else:
             from services.ledger.schema import CREATE_TABLE
             from services.projections.log import open_log
             from services.projections.store import ReadStore
 
-            self.log = open_log(read_store, {CREATE_TABLE: "n"})  # a reader creates nothing
-            self.models = ReadModels(self.log, gaming_day, store=ReadStore.of(ledger.app))
+            self.log = open_log(read_store, {CREATE_TABLE: "n"},  # a reader creates nothing
+                                transcodings=ledger.app.game_transcodings)
+            self.models = ReadModels(self.log, gaming_day, store=ReadStore.of(ledger.app),
+                                     games=games)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -183,9 +188,8 @@ class ProjectionKeeper:
 
 
 class GameReadModels(Base):
-    """A game's servicer that answers from the read models (its own, ``Game.projections``):
-    the server's :class:`ProjectionKeeper` once the server hands it over (``use_read_models``),
-    else one of its own that does not follow the log (each answer catches up first anyway)."""
+    """A game's servicer that answers from the read models (its own, ``ReadGame.views``): the
+    server's :class:`ProjectionKeeper`, which the server hands over (``use_read_models``)."""
 
     keeper: ProjectionKeeper | None = None
 
@@ -194,7 +198,8 @@ class GameReadModels(Base):
 
     def read_models(self) -> ProjectionKeeper:
         if self.keeper is None:
-            self.keeper = ProjectionKeeper(self.ledger, self.hub, follow=False)
+            raise RuntimeError("no read models were handed to this servicer (the server's "
+                               "start hands them over: services.api.server.start)")
         return self.keeper
 
     def game_steps(self, game: str, unit_id: str) -> list[Step]:
@@ -223,8 +228,8 @@ class GameReadModels(Base):
 
 class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
     def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub,
-                 keeper: ProjectionKeeper) -> None:
-        super().__init__(ledger, tokens, hub)
+                 games: Played | None = None, *, keeper: ProjectionKeeper) -> None:
+        super().__init__(ledger, tokens, hub, games)
         self.keeper = keeper
 
     def _fresh(self) -> ReadModels:

@@ -1,4 +1,9 @@
-"""The gRPC server: servicers, health, reflection, the interceptor, graceful shutdown."""
+"""The gRPC server: servicers, health, reflection, the interceptor, graceful shutdown.
+
+It serves the games it is handed (``start(..., games=Served(...))``: each game's API part, its
+read models and its regulator's part, given by the composition root, ``services/bootstrap.py``):
+their servicers, their RPCs of the frozen ``sabot.v1`` services, their read models, their
+replays, the end of their rounds for the notary."""
 
 from __future__ import annotations
 
@@ -15,8 +20,8 @@ import grpc
 from grpc_health.v1 import health
 from grpc_reflection.v1alpha import reflection
 
-from services import games, traces
 from services import metrics as series
+from services import traces
 from services.api import credentials, logs, tls
 from services.api import health as monitoring
 from services.api import regulator as regulator_service
@@ -24,6 +29,7 @@ from services.api import tables as table_service
 from services.api.base import Base
 from services.api.cashier import CashierServicer, ReportServicer
 from services.api.config import Config, ConfigError
+from services.api.game import Played, Served
 from services.api.gen.sabot.v1 import (
     cashier_pb2,
     cashier_pb2_grpc,
@@ -37,7 +43,7 @@ from services.api.gen.sabot.v1 import (
     table_pb2_grpc,
 )
 from services.api.hub import Hub
-from services.api.interceptor import ApiInterceptor
+from services.api.interceptor import ApiInterceptor, current_principal
 from services.api.logs import get_logger
 from services.api.regulator import RegulatorServicer
 from services.api.reports import GameReadModels, ProjectionKeeper, ReadModelServicer
@@ -49,9 +55,10 @@ from services.ledger.remote import observer
 from services.ledger.writer import call_deadline
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.notary import Follower, signing_follower
-from services.regulator.vocabulary import round_end
+from services.regulator.vocabulary import RoundEnds
 from services.version import version
 
+# The game-neutral services (each game's are its own: ``ApiGame.services``).
 SERVICES = (
     table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
     cashier_pb2.DESCRIPTOR.services_by_name["CashierService"].full_name,
@@ -60,7 +67,6 @@ SERVICES = (
     events_pb2.DESCRIPTOR.services_by_name["FeedService"].full_name,
     regulator_pb2.DESCRIPTOR.services_by_name["RegulatorService"].full_name,
     reports_pb2.DESCRIPTOR.services_by_name["ReadModelService"].full_name,
-    *(name for game in games.games() for name in game.services),  # each game's (services.games)
 )
 MAX_MESSAGE = 1 << 20  # requests are small; refuse big ones before parsing them
 GRACE_SECONDS = 5.0
@@ -76,6 +82,7 @@ class Running:
     hub: Hub
     ledger: Ledger
     stopped: threading.Event
+    services: tuple[str, ...]  # every service it serves (the games' included)
     notary: Follower | None = None  # signs a checkpoint at every coup end (with a key)
     regulator: RegulatorServicer | None = None
     projections: ProjectionKeeper | None = None  # keeps the read models up to date
@@ -172,8 +179,9 @@ FROM_CONFIG = _FromConfig()
 def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
           limits: monitoring.Limits | None = None,
           interval: float = monitoring.INTERVAL,
-          notary: Follower | _FromConfig | None = FROM_CONFIG) -> Running:
-    """Start serving ``ledger`` on ``config.listen`` (port 0: a free port, see ``Running.port``),
+          notary: Follower | _FromConfig | None = FROM_CONFIG, *, games: Served) -> Running:
+    """Start serving ``ledger`` and ``games`` (each game's parts for the API, the read side and
+    the regulator) on ``config.listen`` (port 0: a free port, see ``Running.port``),
     its health kept true by a monitor (``services/api/health.py``: every ``interval`` s, with
     ``limits``), and with ``metrics_listen`` (HOST:PORT) the Prometheus metrics and the health
     over HTTP (``services/metrics.py``). ``notary``: the notary the server starts and stops
@@ -210,7 +218,7 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     interceptors: list[Any] = [series.MetricsInterceptor(metrics, call_deadline, pools),
                                ApiInterceptor(keyring, quota)]
     if traces.enabled():  # off by default: no interceptor at all
-        interceptors.insert(0, traces.TraceInterceptor())
+        interceptors.insert(0, traces.TraceInterceptor(current_principal.get))
     server = grpc.server(
         ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="sabot-rpc"),
         interceptors=interceptors,
@@ -221,34 +229,38 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
         maximum_concurrent_rpcs=config.workers * 8,
     )
     no_tokens: dict[str, Principal] = {}  # the interceptor authenticates: servicers hold none
-    deps = (ledger, no_tokens, hub)
-    tables = table_service.servicer(*deps)  # its game-neutral RPCs and each game's
+    served = Played(games.api)
+    services = (*SERVICES, *served.services())
+    deps = (ledger, no_tokens, hub, served)
+    tables = table_service.servicer(ledger, no_tokens, hub, games=served)  # each game's too
     cashier, report = CashierServicer(*deps), ReportServicer(*deps)
     watch, feed = WatchServicer(*deps), FeedServicer(*deps)
     table_pb2_grpc.add_TableServiceServicer_to_server(tables, server)
-    played = tuple(servicer for game in games.games() if game.servicers is not None
-                   for servicer in game.servicers(server, *deps))  # each game's, registered
+    played = tuple(servicer for game in served.games if game.servicers is not None
+                   for servicer in game.servicers(server, *deps))  # each game's own
     cashier_pb2_grpc.add_CashierServiceServicer_to_server(cashier, server)
     cashier_pb2_grpc.add_ReportServiceServicer_to_server(report, server)
     events_pb2_grpc.add_WatchServiceServicer_to_server(watch, server)
     events_pb2_grpc.add_FeedServiceServicer_to_server(feed, server)
     if isinstance(notary, _FromConfig):
-        notary = _notary(config)
+        notary = _notary(config, games)
     regulator = regulator_service.servicer(  # its game-neutral RPCs and each game's; they
-        *deps, store=config.read_store or config.store,  # read the read store, if any
-        seal_key=config.seal_key, follower=notary,
+        ledger, no_tokens, hub, games=served,
+        store=config.read_store or config.store,  # they read the read store, if any
+        seal_key=config.seal_key, follower=notary, replays=games.regulator,
         checkpoint_public_key=None if notary is None else public_key_bytes(
             notary.key.public_key()))
     regulator_pb2_grpc.add_RegulatorServiceServicer_to_server(regulator, server)
     projections = ProjectionKeeper(ledger, hub, follow=config.projections,
-                                   gaming_day=config.gaming_day, read_store=config.read_store)
+                                   gaming_day=config.gaming_day, read_store=config.read_store,
+                                   games=games.read)
     read_models = ReadModelServicer(*deps, keeper=projections)
     for servicer in played:  # a game's servicer answering from the read models: the server's
         if isinstance(servicer, GameReadModels):
             servicer.use_read_models(projections)
     reports_pb2_grpc.add_ReadModelServiceServicer_to_server(read_models, server)
     server.add_generic_rpc_handlers((checks,))  # Check on threads of its own
-    serve_reflection(server, (*SERVICES, health.SERVICE_NAME))
+    serve_reflection(server, (*services, health.SERVICE_NAME))
     try:
         if server_tls is None:
             port = server.add_insecure_port(config.listen)
@@ -263,10 +275,10 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     state, writer_series = observer(ledger)
     metrics.registry.register(series.RemoteSeries(writer_series))
     monitor = monitoring.HealthMonitor(
-        health_servicer, SERVICES, _sources(config, ledger, hub, projections, notary, state),
+        health_servicer, services, _sources(config, ledger, hub, projections, notary, state),
         metrics, limits=limits or monitoring.Limits(), interval=interval,
         commands=(*monitoring.COMMAND_SERVICES,  # and every game's: they take commands
-                  *(name for game in games.games() for name in game.services)))
+                  *served.services()))
     endpoint = None
     if metrics_listen is not None:
         try:
@@ -290,8 +302,8 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     servicers = (tables, *played, cashier, report, watch, feed, regulator, read_models)
     if endpoint is not None:
         get_logger().info("metrics served", listen=metrics_listen, port=endpoint.port)
-    return Running(server, port, health_servicer, hub, ledger, threading.Event(), notary,
-                   regulator, projections,
+    return Running(server, port, health_servicer, hub, ledger, threading.Event(), services,
+                   notary, regulator, projections,
                    tuple(s for s in servicers if isinstance(s, Base)), keyring, quota,
                    files is not None, monitor, metrics, endpoint, (check_pool,))
 
@@ -334,9 +346,10 @@ def notary_error(exc: BaseException) -> None:
     get_logger().error("notary: store error; reconnecting", error=repr(exc))
 
 
-def _notary(config: Config) -> Follower | None:
-    """The notary of the store, when the config has a checkpoint key (not started yet): for a
-    server started without one (``sabot serve`` gives ``services.bootstrap.notary``'s)."""
+def _notary(config: Config, games: Served) -> Follower | None:
+    """The notary of the store, when the config has a checkpoint key (not started yet), signing
+    at the end of each of ``games``' rounds: for a server started without one (``sabot serve``
+    gives ``services.bootstrap.notary``'s)."""
     if config.checkpoint_key is None:
         return None
     publics = []
@@ -345,8 +358,9 @@ def _notary(config: Config) -> Follower | None:
 
         public = Ed25519PrivateKey.from_private_bytes(config.chain_key).public_key()
         publics.append(public.public_bytes_raw())
+    ends = RoundEnds(topic for game in games.regulator for topic in game.round_ends)
     return signing_follower(config.store, config.checkpoint_key, publics, on_error=notary_error,
-                            round_end=round_end)
+                            round_end=ends)
 
 
 # gRPC server reflection under both of its names: grpc.reflection.v1 (what current grpcurl, buf

@@ -15,9 +15,10 @@ from typing import Any, Generic, TypeVar
 import grpc
 
 from domain.errors import RuleViolation
-from services import games, topics
+from services import topics
 from services.api import convert, errors, names
 from services.api.base import Base
+from services.api.game import Played
 from services.api.gen.sabot.v1 import events_pb2, events_pb2_grpc
 from services.ledger.ids import table_uuid
 from services.ledger.views import StoredEvent
@@ -31,7 +32,7 @@ R = TypeVar("R")
 
 class _TableFilter:
     """Which events belong to one table: its own, its shoes' and its games' rounds of a shoe
-    (its coups: placed by their game, ``Game.feed_keys``)."""
+    (its coups: placed by their game, ``ApiGame.feed_keys`` of one of ``games``)."""
 
     def __init__(
         self,
@@ -39,7 +40,9 @@ class _TableFilter:
         shoe_id: str | None,
         round_home: dict[str, str],
         viewer: str | None = None,
+        games: Played | None = None,
     ) -> None:
+        self.games = Played() if games is None else games
         self.table_id = table_id
         self.viewer = viewer
         self.table_aggregate = str(table_uuid(table_id))
@@ -53,7 +56,7 @@ class _TableFilter:
             return convert.event(event, self.table_id, viewer=self.viewer)
         if event.topic == topics.SHOE_SHUFFLED and state.get("table_id") == self.table_id:
             self.shoes.add(origin)
-        placed = _placed(event)
+        placed = self.games.placed(event)
         if placed is not None and placed[1].table_id == self.table_id:
             self.rounds[origin] = placed[1].shoe_id or ""
         if origin in self.shoes:
@@ -63,18 +66,6 @@ class _TableFilter:
                 event, self.table_id, self.rounds[origin], origin, viewer=self.viewer
             )
         return None
-
-
-def _placed(event: StoredEvent) -> tuple[games.Game, games.RoundPlace] | None:
-    """The round of a shoe a stored event belongs to, and its game, as that game places it
-    (``Game.feed_keys`` of the game storing the event's topic, ``games.of_topic``; None: no
-    game's round)."""
-    for game in games.of_topic(event.topic):
-        if game.feed_keys is not None:
-            place = game.feed_keys(event.topic, event.state, str(event.originator_id))
-            if place is not None:
-                return game, place
-    return None
 
 
 @contextmanager
@@ -157,7 +148,7 @@ class WatchServicer(Base, events_pb2_grpc.WatchServiceServicer):
         homes: dict[str, str] = {}
         if table.coup_id and table.coup_shoe_id:
             homes[table.coup_id] = table.coup_shoe_id
-        selector = _TableFilter(table_id, table.shoe_id, homes, viewer)
+        selector = _TableFilter(table_id, table.shoe_id, homes, viewer, self.games)
 
         def answer(batch: list[StoredEvent]) -> events_pb2.WatchTableResponse | None:
             found = [e for e in (selector.match(s) for s in batch) if e is not None]
@@ -193,7 +184,7 @@ class FeedServicer(Base, events_pb2_grpc.FeedServiceServicer):
         ``by``: the actor of its command."""
         origin = str(event.originator_id)
         try:
-            placed = _placed(event)
+            placed = self.games.placed(event)
             if placed is not None:
                 game, place = placed
                 if place.table_id is not None and place.shoe_id is not None:

@@ -3,9 +3,9 @@ ListTables, CloseTable).
 
 ``sabot.v1.TableService`` is a frozen contract: its method names stay, and a game's own RPCs of
 it (Trente et Quarante's shoes and coups: ``services/trente_et_quarante/tables.py``) are
-mixins its registry entry names (``Game.table_rpcs``); ``servicer`` builds the one servicer of
-the service from this class and every registered game's mixins. A method no registered game
-implements answers UNIMPLEMENTED (the generated base's).
+mixins its API port names (``ApiGame.table_rpcs``); ``servicer`` builds the one servicer of
+the service from this class and the mixins of every game the server serves. A method no such
+game implements answers UNIMPLEMENTED (the generated base's).
 
 Commands check only their own fields before the ledger; every check of the state is the
 ledger's, after the request id is looked up, so a retry always gets the first answer. To a
@@ -14,15 +14,20 @@ player token other players' account ids are hidden (``convert.viewer_of``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import grpc
 
-from services import games
 from services.api import convert, names
 from services.api.base import Base, mixed
 from services.api.errors import invalid
+from services.api.game import ApiGame, Played
 from services.api.gen.sabot.v1 import table_pb2, table_pb2_grpc
+from services.api.hub import Hub
+from services.api.roles import Principal
+from services.ledger.api import Ledger
+from services.ledger.table import UNRECORDED_GAME
 
 
 class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
@@ -32,7 +37,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
         rid = names.check_request_id(request.request_id)
         table_id = names.check_id("table_id", request.table_id)
         game = names.check_text("game", request.game, limit=64) or None
-        book = games.get(game or games.DEFAULT_GAME).options  # UNKNOWN_GAME naming ``game``
+        book = self.games.named(game or UNRECORDED_GAME).options  # UNKNOWN_GAME: ``game``
         preset = request.preset or book.default_preset
         # A table that names no game plays the default one, whose presets are checked here (as
         # they always were); a named game's rule book checks its own presets and options.
@@ -93,9 +98,12 @@ def servicer_class(mixins: tuple[type, ...]) -> type[TableServicer]:
     return mixed(TableServicer, mixins, "sabot.v1.TableService")
 
 
-def servicer(*deps: Any) -> TableServicer:
-    """The one servicer of ``sabot.v1.TableService`` (``deps``: the ledger, tokens, hub): the
-    game-neutral RPCs and every registered game's (``Game.table_rpcs``)."""
-    mixins = tuple(mixin for game in games.games() if game.table_rpcs is not None
-                   for mixin in game.table_rpcs())
-    return servicer_class(mixins)(*deps)
+def servicer(ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub, *,
+             games: Played) -> TableServicer:
+    """The one servicer of ``sabot.v1.TableService``: the game-neutral RPCs and those of each of
+    ``games`` (``ApiGame.table_rpcs``)."""
+    return servicer_class(games.mixins(_table_rpcs))(ledger, tokens, hub, games)
+
+
+def _table_rpcs(game: ApiGame) -> Any:
+    return game.table_rpcs

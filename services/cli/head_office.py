@@ -35,6 +35,7 @@ from services.cli import CliError, commands, settings_of
 from services.cli.exits import Exit
 from services.cli.store import _check_exists
 from services.files import FileTrustError, check_trusted
+from services.projections import default_views
 from services.projections.head_office import (
     NoReadModels,
     NotTheSite,
@@ -140,11 +141,11 @@ def _day_of(name: str, settings: Settings, day: str, catch_up: bool) -> SiteDay:
     try:
         check_site(app, name)
         if not catch_up:
-            return site_day(name, day, app)
+            return site_day(name, day, app, default_views(games=bootstrap.READ_GAMES))
         projector = bootstrap.projector(settings)
         try:
             projector.catch_up()
-            return site_day(name, day, projector.app, projector.store, projector.views)
+            return site_day(name, day, projector.app, projector.views, projector.store)
         finally:
             projector.app.close()
     finally:

@@ -231,11 +231,10 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{lag.text()}", file=sys.stderr)
     try:
         if p.store.dialect == "postgres" and not args.poll and not reading:
-            from services.ledger.application import LedgerApplication
             from services.projections.runner import supervise
 
             env = bootstrap.log_env(settings_of(args), args.schema)
-            supervise(LedgerApplication, p.views, env, stop,
+            supervise(bootstrap.log_application(), p.views, env, stop,
                       on_error=lambda exc: print(f"sabot: runner stopped: {exc}", file=sys.stderr))
         else:
             while not stop.is_set():  # supervise the poller: a store error is retried
@@ -309,7 +308,8 @@ def _caught_up(args: argparse.Namespace) -> Projector:
 def cmd_report_day(args: argparse.Namespace) -> int:
     p, lag = _reading(args)
     if args.layout == "chances":
-        _emit(args, _with_lag(args, gaming_day(p.store, args.day, args.table), lag, p))
+        _emit(args, _with_lag(args, gaming_day(p.store, args.day, args.table, views=p.views),
+                              lag, p))
     else:
         floor = floor_day(p.store, args.day, p.views, args.table)
         _write(args, render_floor(_with_lag(args, floor, lag, p), args.format))

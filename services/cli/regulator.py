@@ -414,7 +414,8 @@ def _replay_with(args: argparse.Namespace, notary: Notary) -> int:
     if settings.regulator_key is not None:
         reg = X25519PrivateKey.from_private_bytes(settings.regulator_key)
     escrow = EscrowTable(bootstrap.read_url(settings)) if reg is not None else None
-    replayer = Replayer(notary.events, notary, regulator_key=reg, escrow=escrow,
+    replayer = Replayer(notary.events, notary, games=bootstrap.REGULATOR_GAMES,
+                        regulator_key=reg, escrow=escrow,
                         chain_keys=_chain_keys(settings))
     steps = replayer.coup(args.coup) if args.coup else replayer.shoe(args.shoe)
 

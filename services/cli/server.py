@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from services import games
 from services.api import config as api_config
 from services.api import demo, logs
 from services.api.roles import Principal, Role
 from services.cli import CliError, rpc_failure, settings_of
+from services.ledger.table import UNRECORDED_GAME
 from services.settings import SettingError, Settings, add_flags
 from services.trente_et_quarante import demo as tq_demo
 
@@ -135,7 +135,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          else 1)
     try:
         running = server.start(cfg, ledger, metrics_listen=metrics_listen,
-                               notary=bootstrap.notary(settings, on_error=server.notary_error))
+                               notary=bootstrap.notary(settings, on_error=server.notary_error),
+                               games=bootstrap.SERVED)
     except (OSError, api_config.ConfigError) as exc:
         ledger.close()
         raise CliError(str(exc)) from None
@@ -145,7 +146,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if settings.turn_clock:  # acts on the turns whose time ran out (services/turn_clock.py)
         from services.turn_clock import TurnClock
 
-        running.turn_clock = TurnClock(ledger, hub=running.hub, peer=writer_name).start()
+        running.turn_clock = TurnClock(ledger, games=bootstrap.TURN_GAMES, hub=running.hub,
+                                       peer=writer_name).start()
     if chain_head is None:
         logs.get_logger().warning(
             "no SABOT_CHAIN_HEAD: the writer keeps no head file, so a store that lost its last "
@@ -235,7 +237,7 @@ def _summary(target: str, tokens: dict[str, Principal], channel: Any,
         client.close()
     played: dict[str, list[str]] = {}
     for t in tables:
-        played.setdefault(t.game or games.DEFAULT_GAME, []).append(t.name.split("/")[-1])
+        played.setdefault(t.game or UNRECORDED_GAME, []).append(t.name.split("/")[-1])
     print("\nSummary of the demo")
     for game, names in played.items():
         print(f"  {game}: table(s) {', '.join(names)}")
@@ -357,12 +359,14 @@ def _serve_config(args: argparse.Namespace, settings: Settings, store_timeout: f
 
 def _serve_demos(target: str, tokens: dict[str, Principal], args: argparse.Namespace,
                  channel: Any) -> None:
-    """``serve --demo``: the demo of every registered game that has one (``DEMOS``), in the
-    registry's order (``services.games``); a game whose demo cannot be cast from the tokens
-    (Treinta y Una's and Cuarenta's need two player tokens: a hand is its holder's only) is
-    skipped with a line saying why."""
+    """``serve --demo``: the demo of every game that has one (``DEMOS``), in the composition
+    root's order (``services.bootstrap.GAMES``); a game whose demo cannot be cast from the
+    tokens (Treinta y Una's and Cuarenta's need two player tokens: a hand is its holder's only)
+    is skipped with a line saying why."""
+    from services import bootstrap
+
     first = True
-    for name in games.names():
+    for name in (game.name for game in bootstrap.GAMES):
         play = DEMOS.get(name)
         if play is None:
             continue
@@ -472,7 +476,7 @@ def _print_connect(target: str, tokens: dict[str, Principal], dev: bool,
 # the parsed command (``--preset``). A game adds its own with ``add_demo`` from its
 # ``services/cli/<game>.py``.
 DemoPlay = Callable[[str, dict[str, Principal], argparse.Namespace, Any], object]
-DEFAULT_DEMO = games.DEFAULT_GAME
+DEFAULT_DEMO = UNRECORDED_GAME  # the game of a table that names none
 DEMOS: dict[str, DemoPlay] = {}
 
 
@@ -501,7 +505,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     game = getattr(args, "game", None) or DEFAULT_DEMO
     play = DEMOS.get(game)
     if play is None:
-        known = [name for name in games.names() if name in DEMOS]
+        from services import bootstrap
+
+        known = [game.name for game in bootstrap.GAMES if game.name in DEMOS]
         raise CliError(f"--game: no demo of {game[:64]!r} (there are: {', '.join(known)})")
     from services.cli.client import channel_of
 

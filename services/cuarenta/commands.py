@@ -49,6 +49,7 @@ from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import Core, Transfer
 from services.ledger.errors import PermissionDenied
+from services.ledger.game import GameCommands
 from services.ledger.hidden import Faces, HiddenCard
 from services.ledger.ids import check_name, table_account
 from services.ledger.refused import Consequence, Refused
@@ -65,7 +66,7 @@ DECK = DeckKind.FRENCH_40
 STAKES = "stakes"
 COMMISSION = "house_commission"
 TABLE_ACCOUNTS = (STAKES, COMMISSION)
-GAME_NAME = "cuarenta"  # services/cuarenta/game.py
+GAME_NAME = "cuarenta"  # its name (``Table.Opened.game``)
 _SET_BY = {"players": "seats", "stake": "stake", "currency": "table's"}
 MAX_STAKE = 10**15
 
@@ -81,12 +82,12 @@ def commission_account(table_id: str) -> str:
     return table_account(table_id, COMMISSION)
 
 
-class Cuarenta:
+class Cuarenta(GameCommands):
     """Cuarenta's commands and queries on a ledger's core: ``Cuarenta(core).open_match(...)``
     (each also under its ledger-wide name, ``cuarenta_open_match`` …: ``METHODS``)."""
 
     def __init__(self, core: Core) -> None:
-        self.core = core
+        super().__init__(core)
         self.config = core.config
         self.faces = Faces(self.config.seal_key)
 
@@ -563,7 +564,7 @@ class Cuarenta:
         events = self.core.logged((topics.CUARENTA_MATCH + ".", topics.ACCOUNT + "."))
         return reconcile(events, table_id)
 
-    # the ledger-wide names of the commands and queries (``services.games``: unique across
+    # the ledger-wide names of the commands and queries (``LedgerGame.methods``: unique across
     # the core and every game)
     cuarenta_open_match = open_match
     cuarenta_deal = deal

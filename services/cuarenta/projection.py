@@ -1,4 +1,4 @@
-"""Cuarenta's read models (``services.games.Game.projections``): its matches, each with its
+"""Cuarenta's read models (``ReadGame.views``): its matches, each with its
 history move by move, and their reconciliation facts (``services/projections/games.py``).
 
 A match's moves are those anyone may see (``commands.moves_of``): a deal by its seat and how
@@ -11,7 +11,7 @@ from typing import Any
 
 from services import topics as T
 from services.cuarenta import reconcile as R
-from services.cuarenta.commands import GAME_NAME, moves_of
+from services.cuarenta.commands import GAME_NAME, TABLE_ACCOUNTS, moves_of
 from services.cuarenta.views import MoveView
 from services.ledger.ids import table_account
 from services.ledger.views import from_dict, to_dict
@@ -27,6 +27,7 @@ class MatchesView(UnitsView, game=GAME_NAME, name="cuarenta_matches",
 
     fold = staticmethod(R.fold)
     unit_name = "matches"
+    table_accounts = TABLE_ACCOUNTS
     commission_option = "commission_rate"  # on the pot
     floor = staticmethod(R.floor)
 

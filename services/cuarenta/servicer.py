@@ -117,7 +117,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
 
     @property
     def game(self) -> Any:
-        """The ledger, whose registered games' methods are its own (``services.games``)."""
+        """The ledger, whose games' methods are its own (``LedgerGame.methods``)."""
         return self.ledger
 
     def _match(self, field: str, name: str) -> tuple[str, MatchView]:
@@ -275,8 +275,9 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
             matches=matches, next_page_token=names.next_token(offset, size, len(units)))
 
 
-def add_servicers(server: Any, ledger: Any, tokens: Any, hub: Any) -> tuple[Any, ...]:
-    """The game's gRPC servicers on ``server`` (``services.games.Game.servicers``)."""
-    servicer = CuarentaServicer(ledger, tokens, hub)
+def add_servicers(server: Any, ledger: Any, tokens: Any, hub: Any, played: Any
+                  ) -> tuple[Any, ...]:
+    """The game's gRPC servicers on ``server`` (``ApiGame.servicers``)."""
+    servicer = CuarentaServicer(ledger, tokens, hub, played)
     cuarenta_pb2_grpc.add_CuarentaServiceServicer_to_server(servicer, server)
     return (servicer,)

@@ -1,7 +1,7 @@
 """The ledger's Python API, used by the gRPC layer and the CLI: the game-neutral core (tables,
-shoes, accounts, the log) and, as methods of the same object, every registered game's commands
-and queries (``services.games``: Trente et Quarante's ``open_coup``, ``place_stake``, ...
-are ``services.trente_et_quarante.commands``'s).
+shoes, accounts, the log) and, as methods of the same object, the commands and queries of every
+game it was handed (``Ledger(config, games=...)``: each a ``services.ledger.game.LedgerGame``,
+given by the composition root, ``services/bootstrap.py``).
 
 Every mutating method takes ``request_id`` first: a retry with the same id and the same
 arguments returns the first answer and stores nothing more; the same id with other arguments
@@ -21,17 +21,17 @@ committed state. ``LedgerConfig.from_environ()`` reads SABOT_STORE_URL and SABOT
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
 from typing import Any, TypeVar
+
+from eventsourcing.persistence import Transcoding
 
 from domain.cards import parse_deck_kind
 from domain.currency import check_currency, format_minor
 from domain.errors import FailedPrecondition, InvalidArgument
 from domain.shuffle import ALGORITHM_ID, check_cut
-from services import games
-from services.games import DEFAULT_GAME
 from services.ledger import schema, wire
 from services.ledger.account import DEBIT_TOPICS, ENTRY_TOPICS, Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
@@ -42,16 +42,17 @@ from services.ledger.core import (
     CASH_OUT,
     DEFERRED,
     Core,
-    TableClosing,
     check_amount,
     check_open,
     make_token,
     page_size_of,
+    read_log,
     read_token,
     unwrapped,
 )
 from services.ledger.errors import AlreadyExists
 from services.ledger.evidence import ChainKey, ChainWriter
+from services.ledger.game import GameCommands, LedgerGame
 from services.ledger.ids import (
     account_uuid,
     cage_account,
@@ -61,7 +62,7 @@ from services.ledger.ids import (
 )
 from services.ledger.lease import Keeper, lease_from_env
 from services.ledger.shoe import Shoe
-from services.ledger.table import Table
+from services.ledger.table import UNRECORDED_GAME, Table
 from services.ledger.views import (
     AccountView,
     Entry,
@@ -78,10 +79,6 @@ from services.ledger.writer import UnitOfWork, Writer
 
 T = TypeVar("T")
 
-# The core's commands and every registered game's (each one ``Core.run``): ``submit`` may start
-# them without waiting. (Live: a game registered later is in it.)
-COMMANDS = wire.COMMANDS
-
 
 __all__ = [
     "AccountView",
@@ -93,34 +90,33 @@ __all__ = [
     "Statement",
     "StoredEvent",
     "TableView",
+    "read_log",
 ]
 
 
-class _Games(type):
-    """The ledger's class answers a registered game's method by name as if it were its own
-    (``Ledger.place_stake``: its signature and answer type, for the code that reads them)."""
-
-    def __getattr__(cls, name: str) -> Any:
-        game = games.game_of_method(name)
-        if game is None or game.commands is None:
-            raise AttributeError(name)
-        return getattr(game.commands, name)
-
-
-class Ledger(metaclass=_Games):
+class Ledger:
     """The ledger over one event store (``LedgerConfig.store_url``): the core's commands and
-    queries, and every registered game's."""
+    queries, and those of the games it was handed."""
 
-    def __init__(self, config: LedgerConfig, batching: bool = False,
-                 standby: bool = False) -> None:
-        """``standby``: never take the store's writer lease (a reader: its commands are
-        refused with ``NotTheWriter``, its queries read the store)."""
+    def __init__(self, config: LedgerConfig, *, games: Sequence[LedgerGame],
+                 batching: bool = False, standby: bool = False) -> None:
+        """``games``: the games it plays (their names, and their methods' names, unique across
+        them and the core; ValueError otherwise); ``standby``: never take the store's writer
+        lease (a reader: its commands are refused with ``NotTheWriter``, its queries read the
+        store)."""
         self.config = config
+        self.games: dict[str, LedgerGame] = {}
+        for game in games:
+            if game.name in self.games:
+                raise ValueError(f"two games named {game.name!r}")
+            self.games[game.name] = game
+        # the socket's table of methods: the core's and the games' (ValueError: a name taken)
+        self.schema = wire.schema_of(self.games.values())
         if len(config.seal_key) != 32:
             raise InvalidArgument("seal_key", "BAD_KEY", "must be 32 bytes")
         env = store_env(config.store_url, config.pool_size, config.max_overflow)
         env.update(config.extra_env)
-        self.app = LedgerApplication(env=env)
+        self.app = LedgerApplication(env=env, transcodings=transcodings_of(self.games.values()))
         postgres = env["PERSISTENCE_MODULE"] == "eventsourcing.postgres"
         if not postgres:
             datastore: Any = self.app.recorder.datastore  # type: ignore[attr-defined]
@@ -145,22 +141,28 @@ class Ledger(metaclass=_Games):
                 self._writer.take_over()
             self._keeper = Keeper(self.lease, self._writer.take_over,
                                   self._writer.step_down).start()
-        self.core = Core(self.app, self._writer, config)  # what every game's commands use
+        self.core = Core(self.app, self._writer, config, self.games)  # every game's commands'
         self._attributor = self.core.attributor
         # the core's services under their names before the Core (for code that used them)
         self._run = self.core.run
         self._account = self.core.account
         self._player = self.core.player
         self._post = self.core.post
-        # Each registered game's commands and queries (``services.games``), by name.
-        self._handlers: dict[str, object] = {}
+        # Each game's commands and queries (``LedgerGame.commands``), by name.
+        self._neutral = GameCommands(self.core)  # (a table of a game not handed in)
+        self._handlers: dict[str, GameCommands] = {}
         self._game_methods: dict[str, Callable[..., Any]] = {}
-        for game in games.games():
-            if game.commands is None:
-                continue
+        self._method_games: dict[str, str] = {}  # method -> its game's name
+        for game in self.games.values():
             handler = self._handlers[game.name] = game.commands(self.core)
             for name in game.methods:
                 self._game_methods[name] = getattr(handler, name)
+                self._method_games[name] = game.name
+
+    def game_of_method(self, name: str) -> LedgerGame | None:
+        """The game that declares the method ``name`` (None: a core method, or none)."""
+        found = self._method_games.get(name)
+        return None if found is None else self.games[found]
 
     def saved_position(self) -> int:
         """The log position of the last event this ledger saved (0: none yet); every event up
@@ -196,9 +198,9 @@ class Ledger(metaclass=_Games):
     # --- plumbing ---------------------------------------------------------------------------
 
     def submit(self, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
-        """Start the command ``method`` (a name from ``COMMANDS``) without waiting for it: its
+        """Start the command ``method`` (one of ``schema.commands``) without waiting for it: its
         future answers once its batch is stored. A malformed input raises here, at once."""
-        if method not in COMMANDS:
+        if method not in self.schema.commands:
             raise ValueError(f"not a ledger command: {method!r}")
         DEFERRED.on = True
         try:
@@ -208,8 +210,8 @@ class Ledger(metaclass=_Games):
         return future
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        """A registered game's command or query (``services.games``), as if it were the
-        ledger's own method."""
+        """A game's command or query (``LedgerGame.methods``), as if it were the ledger's own
+        method."""
         found = self.__dict__.get("_game_methods", {}).get(name)
         if found is None:
             raise AttributeError(name)
@@ -227,13 +229,14 @@ class Ledger(metaclass=_Games):
         *,
         actor: Actor = SYSTEM,
     ) -> TableView:
-        """Open a table to play ``game`` (a name of ``services.games``; default
-        trente-et-quarante; INVALID_ARGUMENT ``UNKNOWN_GAME`` otherwise) under a preset of its
-        rule book (default: the rule book's) with options overridden; records the game and the
-        whole ruleset. Also opens the game's table accounts (bank, layout, house, ...).
-        ALREADY_EXISTS if it exists."""
+        """Open a table to play ``game`` (the name of a game the ledger plays; default
+        ``UNRECORDED_GAME``, what a table that records none plays; INVALID_ARGUMENT
+        ``UNKNOWN_GAME`` otherwise) under a preset of its rule book (default: the rule book's)
+        with options overridden; records the game and the whole ruleset. Also opens the game's
+        table accounts (bank, layout, house, ...). ALREADY_EXISTS if it exists."""
         overrides_d = dict(overrides or {})
-        played = games.get(DEFAULT_GAME if game is None else game)
+        self.core.game_named(UNRECORDED_GAME if game is None else game)  # UNKNOWN_GAME
+        played = self.games[UNRECORDED_GAME if game is None else game]
         chosen = played.options.default_preset if preset is None else preset
 
         def decide(unit: UnitOfWork) -> TableView:
@@ -258,7 +261,7 @@ class Ledger(metaclass=_Games):
         # the arguments as stored: ``game`` only for another game (a retry of a command stored
         # before games were recorded digests the same)
         args: dict[str, Any] = {"table_id": table_id, "preset": chosen, "overrides": overrides_d}
-        if played.name != DEFAULT_GAME:
+        if played.name != UNRECORDED_GAME:
             args["game"] = played.name
         return self.core.run("open_table", request_id, args, decide, TableView, actor)
 
@@ -324,11 +327,10 @@ class Ledger(metaclass=_Games):
             if shoe.closed:
                 raise FailedPrecondition("shoe_id", "SHOE_CLOSED", "the shoe is closed already")
             table = self.core.table(unit, shoe.table_id)
-            hook = getattr(self._handler(table), "shoe_closing", None)
             ts = unit.now
             # the game's part (Trente et Quarante: its free stakes back to their players)
-            returned: tuple[MovementView, ...] = (
-                () if hook is None else tuple(hook(unit, table, shoe, ts)))
+            returned: tuple[MovementView, ...] = tuple(
+                self._handler(table).shoe_closing(unit, table, shoe, ts))
             cards = self.core.cards(shoe).cards if shoe.cut_position is not None else None
             seed, digest = self.core.close_shoe(shoe, ts, cards, table)
             return ShoeClosed(str(shoe.id), seed.hex(), shoe.commitment, shoe.cut_position,
@@ -353,10 +355,9 @@ class Ledger(metaclass=_Games):
                 raise FailedPrecondition(
                     "table_id", "SHOE_OPEN", f"shoe {table.shoe_id} is open: close it first"
                 )
-            hook = getattr(self._handler(table), "table_closing", None)
             ts = unit.now
             # the game's part: what it settled, on which round, under which option
-            closing = TableClosing() if hook is None else hook(unit, table, ts)
+            closing = self._handler(table).table_closing(unit, table, ts)
             option, settled = closing.prisoners_at_close, closing.settled
             table.trigger_event(
                 Table.Closed, timestamp=ts, coup_id=closing.round_id,
@@ -435,16 +436,15 @@ class Ledger(metaclass=_Games):
 
     # --- queries ----------------------------------------------------------------------------
 
-    def _handler(self, table: Table) -> object | None:
-        """The commands object of the table's game (None: a game without commands)."""
-        return self._handlers.get(table.game)
+    def _handler(self, table: Table) -> GameCommands:
+        """The commands object of the table's game (a neutral one: a game not handed in)."""
+        return self._handlers.get(table.game, self._neutral)
 
     def _table_view(self, unit: UnitOfWork, table: Table) -> TableView:
-        hook = getattr(self._handler(table), "table_layout", None)
-        layout, coup_shoe_id = ((), None) if hook is None else hook(unit, table)
-        rounds = getattr(self._handler(table), "table_rounds", None)
+        handler = self._handler(table)
+        layout, coup_shoe_id = handler.table_layout(unit, table)
         # the game's rounds (Trente et Quarante: its coups): the latest, and how many
-        latest, count = (None, 0) if rounds is None else rounds(table)
+        latest, count = handler.table_rounds(table)
         return TableView(
             table_id=table.table_id, game=table.game, preset=table.preset,
             options=dict(table.options),
@@ -575,6 +575,11 @@ class Ledger(metaclass=_Games):
         return {names[k]: v for k, v in totals.items()}
 
 
+def transcodings_of(games: Iterable[LedgerGame]) -> list[Transcoding]:
+    """Every transcoding of ``games``' value types (``LedgerGame.transcodings``)."""
+    return [t for game in games for t in game.transcodings]
+
+
 def schema_owner(app: LedgerApplication) -> bool:
     """Whether the application's role created (owns) the tables (the library's CREATE_TABLE,
     decided in ``LedgerApplication.construct_env``)."""
@@ -594,31 +599,6 @@ def chain_writer(app: LedgerApplication, config: LedgerConfig, standby: bool = F
                         check_site=not standby)
     chain.check_at_start()
     return chain
-
-
-def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100,
-             topics: Sequence[str] | None = None) -> list[StoredEvent]:
-    """``Ledger.read_events`` on any connection to the store (it needs no aggregate)."""
-    if not isinstance(limit, int) or not 1 <= limit <= 10000:
-        raise InvalidArgument("limit", "OUT_OF_RANGE", "must be 1 to 10000")
-    if not isinstance(after_position, int) or after_position < 0:
-        raise InvalidArgument("after_position", "OUT_OF_RANGE", "must be 0 or more")
-    if isinstance(topics, str):  # (one text of words, as the ledger socket may carry them)
-        topics = topics.split()
-    if topics is not None and (not isinstance(topics, list | tuple) or not topics
-                               or not all(isinstance(t, str) for t in topics)):
-        raise InvalidArgument("topics", "BAD_TOPICS", "must be a list of one or more topics")
-    notes = app.recorder.select_notifications(after_position, limit, topics=list(topics or ()),
-                                              inclusive_of_start=False)
-    out = []
-    for n in notes:
-        state = unwrapped(json.loads(n.state))
-        ts = state.get("timestamp")
-        out.append(StoredEvent(
-            position=n.id, originator_id=str(n.originator_id), version=n.originator_version,
-            topic=n.topic, timestamp=datetime.fromisoformat(ts) if ts else None, state=state,
-        ))
-    return out
 
 
 def _currency(text: str) -> str:

@@ -43,6 +43,7 @@ from eventsourcing.persistence import (
     Recording,
     StoredEvent,
     Transcoder,
+    Transcoding,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
@@ -51,7 +52,6 @@ from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier
 
-from services.ledger import transcodings
 from services.ledger.account import Account
 from services.ledger.config import APP_NAME, LIBPQ, libpq_params
 from services.ledger.evidence import (
@@ -208,15 +208,22 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
     name = APP_NAME
     snapshotting_intervals: ClassVar[dict[type[Any], int]] = {Account: 500}
     evidence: ChainWriter | None = None
+    # the games' transcodings of their value types (``LedgerGame.transcodings``)
+    game_transcodings: tuple[Transcoding, ...] = ()
 
-    def __init__(self, env: Any = None) -> None:
-        # Every registered game's events decode: a game declares its events of the core's
-        # aggregates (Trente et Quarante's Table.CoupStarted, Treinta y Una's
-        # Table.RoundStarted) in its own package, which registers their topics on import.
-        from services import games
-
-        games.games()
+    def __init__(self, env: Any = None, transcodings: Sequence[Transcoding] | None = None
+                 ) -> None:
+        """``transcodings``: the games' (None: the class's, ``decoding``)."""
+        if transcodings is not None:
+            self.game_transcodings = tuple(transcodings)
         super().__init__(env=env)
+
+    @classmethod
+    def decoding(cls, transcodings: Sequence[Transcoding]) -> type[LedgerApplication]:
+        """The application class whose instances register ``transcodings`` (for what builds
+        the application itself: the projection runner)."""
+        return type(cls.__name__, (cls,), {"game_transcodings": tuple(transcodings),
+                                           "name": cls.name, "__module__": cls.__module__})
 
     def use_evidence(self, evidence: ChainWriter | None) -> None:
         """Close every save with a link of ``evidence`` (None: evidence off, for the bench's
@@ -350,7 +357,8 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
-        transcodings.register(transcoder)
+        for transcoding in self.game_transcodings:
+            transcoder.register(transcoding)
 
     def save(self, *objs: Any, snapshots: Sequence[Any] = (), **kwargs: Any
              ) -> list[Recording[Any]]:

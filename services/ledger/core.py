@@ -1,8 +1,8 @@
 """What the ledger gives every game's commands: the single writer's unit of work and the core's
 aggregates (tables, shoes, accounts, requests).
 
-A game's command is a method of its commands object (``services.games.Game.commands``, built
-with the ledger's ``Core``). It validates its arguments, then calls ``core.run(name,
+A game's command is a method of its commands object (``LedgerGame.commands``, built with the
+ledger's ``Core``). It validates its arguments, then calls ``core.run(name,
 request_id, args, decide, answer_type, actor)``: ``decide(unit)`` runs on the writer's thread,
 inside the unit of work of the batch, after the request id was looked up (a retry gets the
 first answer and never reaches ``decide``). ``decide`` gets aggregates from the unit
@@ -36,8 +36,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
@@ -46,8 +45,8 @@ from domain.cards import Card, DeckKind, canonical_shoe
 from domain.currency import format_minor
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from domain.money import PlayerMovement, players_net
+from domain.options import OptionTable
 from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot, order_digest
-from services import games
 from services.ledger.account import Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
@@ -73,8 +72,24 @@ DEFERRED = threading.local()  # ``on`` while ``Ledger.submit`` calls a command: 
 MAX_AMOUNT = 10**15
 MAX_PAGE_SIZE = 1000
 
-__all__ = ["CASH_IN", "CASH_OUT", "MAX_AMOUNT", "Core", "TableClosing", "Transfer", "UnitOfWork",
-           "check_balanced", "check_transfers"]
+__all__ = ["CASH_IN", "CASH_OUT", "MAX_AMOUNT", "Core", "RuleBook", "TableClosing", "Transfer",
+           "UnitOfWork", "check_balanced", "check_transfers", "read_log"]
+
+
+class RuleBook(Protocol):
+    """What the core reads of a game (``services.ledger.game.LedgerGame``): its name, its rule
+    book's options and its deck."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def deck_kind(self) -> DeckKind: ...
+
+    @property
+    def options(self) -> OptionTable[Any]: ...
+
+    def decks(self, rules: Any) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -155,10 +170,14 @@ class Core:
     """The game-neutral services of one ledger (thread-safe; ``decide`` functions run on the
     writer's thread)."""
 
-    def __init__(self, app: LedgerApplication, writer: Writer, config: LedgerConfig) -> None:
+    def __init__(self, app: LedgerApplication, writer: Writer, config: LedgerConfig,
+                 games: Mapping[str, RuleBook]) -> None:
+        """``games``: the games the ledger plays, by name."""
         self.app = app
         self.writer = writer
         self.config = config
+        self.games = games
+        self._rules: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}  # see rules
         self.attributor = Attributor(app.recorder)  # who caused each stored event
         self._sabots: dict[tuple[UUID, str, int | None], Sabot] = {}
         self._times: dict[UUID, tuple[int, dict[str, str]]] = {}  # see event_times
@@ -192,8 +211,6 @@ class Core:
     def logged(self, prefixes: str | tuple[str, ...]) -> list[StoredEvent]:
         """Every stored event whose topic starts with ``prefixes``, in the log's order (for a
         game's reconciliation, folded from the whole log)."""
-        from services.ledger.api import read_log
-
         events: list[StoredEvent] = []
         after = 0
         while True:
@@ -251,12 +268,31 @@ class Core:
                 field, "WRONG_GAME", f"table {table_id!r} plays {table.game}, not {game}")
         return table
 
-    def game(self, table: Table) -> games.Game:
-        return games.get(table.game)
+    def game(self, table: Table) -> RuleBook:
+        """The game the table plays."""
+        return self.game_named(table.game)
+
+    def game_named(self, name: str | None, field: str = "game") -> RuleBook:
+        """The game called ``name``; INVALID_ARGUMENT ``UNKNOWN_GAME`` naming ``field`` when the
+        ledger plays none of that name."""
+        game = self.games.get(name) if isinstance(name, str) else None
+        if game is None:
+            raise InvalidArgument(
+                field, "UNKNOWN_GAME", f"unknown game {str(name)[:64]!r} (one of "
+                f"{', '.join(self.games)})")
+        return game
 
     def rules(self, table: Table) -> Any:
-        """The table's rules (its rule book's rules class), as it recorded them."""
-        return _rules_of(table.game, tuple(sorted(table.options.items())))
+        """The table's rules (its rule book's rules class), as it recorded them (read once per
+        game and options)."""
+        key = (table.game, tuple(sorted(table.options.items())))
+        rules = self._rules.get(key)
+        if rules is None:
+            rules = self.game(table).options.from_options(dict(table.options))
+            if len(self._rules) >= 1024:
+                self._rules.clear()
+            self._rules[key] = rules
+        return rules
 
     def table_account(self, unit: UnitOfWork, table_id: str, role: str) -> Account:
         """The table's account of ``role`` (one of its game's ``table_accounts``)."""
@@ -503,9 +539,29 @@ def read_token(token: str, kind: str, scope: str) -> str:
     return value
 
 
-@lru_cache(maxsize=1024)
-def _rules_of(game: str, options: tuple[tuple[str, str], ...]) -> Any:
-    return games.get(game).options.from_options(dict(options))
+def read_log(app: LedgerApplication, after_position: int = 0, limit: int = 100,
+             topics: Sequence[str] | None = None) -> list[StoredEvent]:
+    """``Ledger.read_events`` on any connection to the store (it needs no aggregate)."""
+    if not isinstance(limit, int) or not 1 <= limit <= 10000:
+        raise InvalidArgument("limit", "OUT_OF_RANGE", "must be 1 to 10000")
+    if not isinstance(after_position, int) or after_position < 0:
+        raise InvalidArgument("after_position", "OUT_OF_RANGE", "must be 0 or more")
+    if isinstance(topics, str):  # (one text of words, as the ledger socket may carry them)
+        topics = topics.split()
+    if topics is not None and (not isinstance(topics, list | tuple) or not topics
+                               or not all(isinstance(t, str) for t in topics)):
+        raise InvalidArgument("topics", "BAD_TOPICS", "must be a list of one or more topics")
+    notes = app.recorder.select_notifications(after_position, limit, topics=list(topics or ()),
+                                              inclusive_of_start=False)
+    out = []
+    for n in notes:
+        state = unwrapped(json.loads(n.state))
+        ts = state.get("timestamp")
+        out.append(StoredEvent(
+            position=n.id, originator_id=str(n.originator_id), version=n.originator_version,
+            topic=n.topic, timestamp=datetime.fromisoformat(ts) if ts else None, state=state,
+        ))
+    return out
 
 
 def unwrapped(data: Any) -> Any:

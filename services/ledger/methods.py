@@ -2,7 +2,7 @@
 a command or a query, its parameters in order with their types, and its answer's type.
 
 Data only (it imports the views, not the wire, the ledger or a game), so that every game's
-package can declare its own methods (``services.games.Game.methods``) without an import cycle:
+package can declare its own methods (``LedgerGame.methods``) without an import cycle:
 the socket's table is the core's methods and every registered game's.
 """
 

@@ -54,19 +54,21 @@ from typing import Any
 
 from services import traces
 from services.ledger import wire
-from services.ledger.api import Ledger, read_log
+from services.ledger.api import Ledger, read_log, transcodings_of
 from services.ledger.application import BACKSTOP, LedgerApplication, store_timeout
 from services.ledger.config import DEFAULT_MAX_OVERFLOW, LedgerConfig, store_env
 from services.ledger.errors import StoreUnavailable
 from services.ledger.evidence import ChainBroken
+from services.ledger.game import LedgerGame
 from services.ledger.views import StoredEvent
-from services.ledger.wire import COMMANDS, QUERIES, HostGone, ProtocolError, RemoteFailure
+from services.ledger.wire import HostGone, ProtocolError, RemoteFailure
 from services.ledger.writer import Writer, call_deadline, wait_bound, writer_of
 
-__all__ = ["COMMANDS", "QUERIES", "HostGone", "LedgerHost", "LedgerProcess", "RemoteFailure",
-           "RemoteLedger", "observer"]
+__all__ = ["HostGone", "LedgerHost", "LedgerProcess", "RemoteFailure", "RemoteLedger",
+           "observer"]
 
 log = logging.getLogger("sabot.ledger.remote")
+HOST = "services.ledger.remote"  # the ledger process of the core alone (``host_main``)
 QUERY_THREADS = 8
 HOST_SWITCH_INTERVAL = 0.0005  # seconds (CPython's default: 0.005)
 HANDSHAKE_SECONDS = 5.0
@@ -177,15 +179,17 @@ class _Connection:
 
     def _read(self) -> None:
         ledger = self.host.ledger
+        schema = ledger.schema
+        commands = schema.commands
         try:
             while True:
                 frame = wire.receive(self.sock, wire.MAX_CALL)
                 if frame is None:
                     break
-                call_id, method, kwargs = wire.read_call(frame)
+                call_id, method, kwargs = schema.read_call(frame)
                 if method in INSTANT:
                     self.answers.put((call_id, *self.host.instant(method)))
-                elif method in COMMANDS:
+                elif method in commands:
                     span = None
                     if traces.tracer is not None:
                         span = traces.host_span(method, wire.trace_context(frame))
@@ -259,12 +263,16 @@ class _Connection:
 class RemoteLedger:
     """The ``Ledger`` API over a host's socket, for the gRPC server's process. Reads of the log
     that need no aggregate (``read_events`` for the streams, the projections, the hub's end of
-    log) use ``app``, a store connection of this process's own. ``secret``: the host's."""
+    log) use ``app``, a store connection of this process's own. ``secret``: the host's;
+    ``games``: those the host's ledger plays (the socket's table of methods: the core's and
+    theirs)."""
 
     def __init__(self, path: str, store_url: str, pool_size: int = 5, *,
-                 secret: bytes, store_timeout: float | None = None,
+                 secret: bytes, games: Sequence[LedgerGame], store_timeout: float | None = None,
                  max_overflow: int = DEFAULT_MAX_OVERFLOW) -> None:
         self.path = path
+        self.games = {game.name: game for game in games}
+        self.schema = wire.schema_of(games)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect(path)
         try:
@@ -280,7 +288,7 @@ class RemoteLedger:
         env = store_env(store_url, pool_size, max_overflow)
         if store_timeout is not None:
             env["STORE_TIMEOUT"] = str(store_timeout)
-        self.app = LedgerApplication(env=env)
+        self.app = LedgerApplication(env=env, transcodings=transcodings_of(games))
         self.bound = self.app.store_timeout  # what a call waits for the ledger at most
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -305,7 +313,7 @@ class RemoteLedger:
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
             if self._gone is not None:
-                if method in COMMANDS:
+                if method in self.schema.commands:
                     raise _outcome_unknown(f"{self._gone}; this command was not sent")
                 raise HostGone("request_id", "NOT_STORED", f"{self._gone}; the query was not "
                                "sent: retry it")
@@ -319,7 +327,7 @@ class RemoteLedger:
     def _call(self, call_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
               trace: dict[str, str] | None) -> Any:
         future: Future[Any] = Future()
-        frame = wire.call_frame(call_id, method, args, kwargs, trace)  # TypeError: not sent
+        frame = self.schema.call_frame(call_id, method, args, kwargs, trace)  # TypeError: not sent
         with self._lock:
             self._waiting[call_id] = (future, method)
         try:
@@ -330,7 +338,7 @@ class RemoteLedger:
                 self._waiting.pop(call_id, None)
             why = f"the ledger process cannot be reached ({exc})"
             self._lost(why)
-            if method in COMMANDS:
+            if method in self.schema.commands:
                 raise _outcome_unknown(f"{why}; this command was not sent") from None
             raise HostGone("request_id", "NOT_STORED",
                            f"{why}; the query was not sent: retry it") from None
@@ -338,7 +346,8 @@ class RemoteLedger:
             with self._lock:
                 self._waiting.pop(call_id, None)
             raise
-        command = method in COMMANDS  # a query may read long: the backstop, or its deadline
+        command = method in self.schema.commands  # a query may read long: the backstop, or its
+        # deadline
         timeout = wait_bound(self.bound if command else BACKSTOP * self.bound,
                              call_deadline.get())
         try:
@@ -366,7 +375,7 @@ class RemoteLedger:
             self._waiting[call_id] = (future, method)
         try:
             with self._send_lock:
-                wire.send(self._sock, wire.call_frame(call_id, method, (), {}))
+                wire.send(self._sock, self.schema.call_frame(call_id, method, (), {}))
             return future.result(timeout)
         finally:
             with self._lock:
@@ -385,7 +394,7 @@ class RemoteLedger:
         self.app.close()
 
     def _read(self) -> None:
-        answers_of = wire.ANSWERS
+        answers_of = self.schema.answer
         try:
             while True:
                 frame = wire.receive(self._sock, wire.MAX_ANSWER)
@@ -402,7 +411,7 @@ class RemoteLedger:
                     future, method = waiting
                     if ok:
                         try:
-                            future.set_result(answers_of[method](value))
+                            future.set_result(answers_of(method)(value))
                         except Exception as exc:  # an answer that does not read as its type
                             future.set_exception(RemoteFailure(f"{method}: {exc!r}"))
                     else:
@@ -419,14 +428,15 @@ class RemoteLedger:
         for future, method in waiting.values():
             if future.done():
                 continue
-            if method in COMMANDS:
+            if method in self.schema.commands:
                 future.set_exception(_outcome_unknown(f"{why} before it answered"))
             else:
                 future.set_exception(HostGone("request_id", "NOT_STORED",
                                               f"{why}; the query did not end: retry it"))
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        if name in COMMANDS or name in QUERIES:
+        schema = self.__dict__.get("schema")
+        if schema is not None and name in schema.methods:
             def forward(*args: Any, **kwargs: Any) -> Any:
                 return self.call(name, *args, **kwargs)
 
@@ -445,7 +455,12 @@ def _outcome_unknown(why: str) -> HostGone:
 
 class LedgerProcess(RemoteLedger):
     """A ledger host started as a child process, and the ``RemoteLedger`` connected to it.
-    ``close`` ends the child after this side's calls are over (its writer drains first)."""
+    ``close`` ends the child after this side's calls are over (its writer drains first).
+
+    The child is ``python -m HOST --socket PATH --own-dir``: ``host``, a module whose main
+    serves ``host_main`` with the same ``games`` as this side's (``services.bootstrap``, the
+    composition root, for ``sabot serve``); by default this module, whose ledger plays no game
+    (the core alone)."""
 
     def __init__(self, store_url: str, seal_key: bytes, regulator_key: bytes | None = None,
                  pool_size: int = 5, start_timeout: float = 60.0,
@@ -457,25 +472,26 @@ class LedgerProcess(RemoteLedger):
             regulator_key=regulator_key, writer_name=writer_name, chain_key=chain_key,
             chain_head=chain_head,
             extra_env={"STORE_TIMEOUT": str(store_timeout)} if store_timeout else {})
-        self._start(config, start_timeout, on_lost, otlp_endpoint)
+        self._start(config, start_timeout, on_lost, otlp_endpoint, (), HOST)
 
     @classmethod
-    def of(cls, config: LedgerConfig, *, start_timeout: float = 60.0,
-           on_lost: Callable[[int], None] | None = None,
+    def of(cls, config: LedgerConfig, *, games: Sequence[LedgerGame], host: str,
+           start_timeout: float = 60.0, on_lost: Callable[[int], None] | None = None,
            otlp_endpoint: str | None = None) -> LedgerProcess:
         """The ledger process of ``config`` (``services.bootstrap.open_ledger_process``): the
-        child builds the same ``LedgerConfig`` from what the pipe carries
-        (``LedgerConfig.to_pipe``/``from_pipe``)."""
+        child (``python -m host``, serving ``games``) builds the same ``LedgerConfig`` from
+        what the pipe carries (``LedgerConfig.to_pipe``/``from_pipe``)."""
         process = cls.__new__(cls)
-        process._start(config, start_timeout, on_lost, otlp_endpoint)
+        process._start(config, start_timeout, on_lost, otlp_endpoint, games, host)
         return process
 
     def _start(self, config: LedgerConfig, start_timeout: float,
-               on_lost: Callable[[int], None] | None, otlp_endpoint: str | None) -> None:
+               on_lost: Callable[[int], None] | None, otlp_endpoint: str | None,
+               games: Sequence[LedgerGame], host: str) -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
         self.process = subprocess.Popen(  # --own-dir: the child removes _dir whenever it ends
-            [sys.executable, "-m", "services.ledger.remote", "--socket", path, "--own-dir"],
+            [sys.executable, "-m", host, "--socket", path, "--own-dir"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             start_new_session=True,  # Ctrl-C reaches the server, which stops the child after
             env={k: v for k, v in os.environ.items() if not k.startswith("SABOT_")},
@@ -499,6 +515,7 @@ class LedgerProcess(RemoteLedger):
         store_timeout = config.extra_env.get("STORE_TIMEOUT")
         try:
             super().__init__(path, config.store_url, config.pool_size, secret=secret,
+                             games=games,
                              store_timeout=float(store_timeout) if store_timeout else None,
                              max_overflow=config.max_overflow)
         except BaseException:
@@ -577,16 +594,19 @@ def _readline(stream: Any, timeout: float) -> str:
         return ""
 
 
-def host_main(argv: list[str] | None = None) -> int:
-    """``python -m services.ledger.remote --socket PATH``: the ledger process that ``sabot
-    serve`` starts. Its settings come as one JSON line on standard input (store, seal_key,
-    regulator_key, pool_size, and the socket's secret for this start), never on the command
-    line or in the environment, where other processes could read a key. Prints ``ready`` when
-    it serves; stops (the writer drained, the store closed) when its standard input ends, that
-    is when the server stops or dies. Its warnings (a refused connection) go to standard error,
-    the server's log. With ``--own-dir`` the socket's directory is this process's: removed when
-    it ends, however the server ended (even killed: its end closes our standard input)."""
-    parser = argparse.ArgumentParser(prog="services.ledger.remote")
+def host_main(argv: list[str] | None = None, games: Sequence[LedgerGame] = (),
+              prog: str = "services.ledger.remote") -> int:
+    """``python -m services.ledger.remote --socket PATH``: a ledger process, whose ledger plays
+    ``games`` (``sabot serve`` starts ``python -m services.bootstrap``, which serves this with
+    every game; this module's own main, the core alone). Its settings come as one JSON line on
+    standard input (store, seal_key, regulator_key, pool_size, and the socket's secret for
+    this start), never on the command line or in the environment, where other processes could
+    read a key. Prints ``ready`` when it serves; stops (the writer drained, the store closed)
+    when its standard input ends, that is when the server stops or dies. Its warnings (a
+    refused connection) go to standard error, the server's log. With ``--own-dir`` the socket's
+    directory is this process's: removed when it ends, however the server ended (even killed:
+    its end closes our standard input)."""
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--socket", required=True)
     parser.add_argument("--own-dir", action="store_true",
                         help="remove the socket's directory (made for it alone) when done")
@@ -600,7 +620,7 @@ def host_main(argv: list[str] | None = None) -> int:
                 os.rmdir(os.path.dirname(os.path.abspath(args.socket)))  # only if empty
 
     try:
-        return _host(args.socket, tidy)
+        return _host(args.socket, games, tidy)
     finally:
         tidy()
 
@@ -649,7 +669,8 @@ def exit_grace(config: LedgerConfig) -> float:
     return max(3.0, 2 * store_timeout(config.extra_env))
 
 
-def _host(path: str, tidy: Callable[[], None] = lambda: None) -> int:
+def _host(path: str, games: Sequence[LedgerGame], tidy: Callable[[], None] = lambda: None
+          ) -> int:
     # The writer, the commit thread and the socket's reader and sender hand work to one another
     # many times per batch; each waits for the interpreter lock after every store round trip.
     # Switching every 0.5 ms instead of 5 ms: 528 -> 648 stakes/s (bench.load, 32 clients).
@@ -671,7 +692,7 @@ def _host(path: str, tidy: Callable[[], None] = lambda: None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="ledger process %(levelname)s %(name)s: %(message)s")
     try:
-        ledger = Ledger(config, batching=True)
+        ledger = Ledger(config, games=games, batching=True)
     except ChainBroken as exc:  # the store lost what this writer signed: say so, in one line
         print(f"sabot: error: {exc}", file=sys.stderr)
         return 2

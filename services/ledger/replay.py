@@ -5,8 +5,8 @@ Request aggregate; the actor scopes the request id and decides ownership, so it 
 too). Fed back with the same inputs (the recorded times, the ids it generated, each shoe's
 seed), the commands give the same events: a regulator's way to recreate play.
 
-Game-neutral: the ids a game's command drew are its registry entry's to say
-(``Game.rerun_ids``: Trente et Quarante's in ``services/trente_et_quarante/game.py``), else
+Game-neutral: the ids a game's command drew are its own to say (``LedgerGame.rerun_ids`` of
+the source ledger's game: Trente et Quarante's in ``services/trente_et_quarante/game.py``), else
 read from the aggregates the command created (``_inputs``); the seeds are those of the shoes
 each command shuffled, found from what its request records it created.
 """
@@ -21,7 +21,6 @@ from typing import Any
 from uuid import UUID
 
 from domain.errors import RuleViolation
-from services import games
 from services.ledger.account import Account
 from services.ledger.actor import UNRECORDED, Actor
 from services.ledger.api import Ledger
@@ -129,7 +128,7 @@ def _inputs(source: Ledger, command: StoredCommand) -> tuple[list[UUID], list[UU
     seeds it drew (``new_seed``).
 
     The core's ``open_shoe``: its shoe (its id drawn when none was given). A game's command
-    whose registry entry declares ``rerun_ids(command, arguments, answer)``: those ids. Any
+    whose ``LedgerGame`` declares ``rerun_ids(command, arguments, answer)``: those ids. Any
     other command: the ids of the aggregates it created that are neither named (tables,
     accounts: uuid5 of their names) nor among its arguments, in the order it created them,
     its new aggregates of the game first and then its shoes (a round or a match draws its id
@@ -140,7 +139,7 @@ def _inputs(source: Ledger, command: StoredCommand) -> tuple[list[UUID], list[UU
         return ([] if command.args.get("shoe_id") is not None else [shoe]), [shoe]
     created = _created(source, command)
     shoes = [oid for oid, topic in created if topic == Shoe.Shuffled.TOPIC]
-    game = games.game_of_method(command.command)
+    game = source.game_of_method(command.command)
     if game is not None and game.rerun_ids is not None:
         declared = game.rerun_ids(command.command, command.args, command.result)
         return [UUID(str(i)) for i in declared], shoes
@@ -167,7 +166,7 @@ def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Le
             store_url=target_url, seal_key=key, clock=inputs.clock, new_id=inputs.new_id,
             new_seed=inputs.new_seed, regulator_key=source.config.regulator_key,
             chain_key=source.config.chain_key,
-        )
+        ), games=tuple(source.games.values()),
     )
     try:
         for command in stored_commands(source):
@@ -185,8 +184,9 @@ def replay(source: Ledger, target_url: str, seal_key: bytes | None = None) -> Le
                     continue  # refused again, its consequence stored again
                 if inputs.missing is None:
                     raise
-                game = games.game_of_method(command.command)
-                hint = "" if game is None else f" (declare it: {game.name}'s Game.rerun_ids)"
+                game = source.game_of_method(command.command)
+                hint = ("" if game is None
+                        else f" (declare it: {game.name}'s LedgerGame.rerun_ids)")
                 raise ReplayError(
                     f"the stored command {command.command} (request {command.request_id}, log "
                     f"position {command.position}) drew {inputs.missing} the replay does not "

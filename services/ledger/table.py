@@ -27,6 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
+# The game of a table whose ``Table.Opened`` recorded none (stored before version 3: Trente et
+# Quarante, the only game then). Part of the stored format, as a topic is: a table opened to
+# play it stores no ``game`` in its command's arguments, and its view's answer no ``game``.
+UNRECORDED_GAME = "trente-et-quarante"
+
 
 class Table(Aggregate):
     TOPIC = "sabot.ledger:Table"
@@ -44,7 +49,7 @@ class Table(Aggregate):
         TOPIC = "sabot.ledger:Table.Event"
 
     class Opened(Aggregate.Created):
-        """The table opened to play ``game`` (a name of ``services.games``) under its full
+        """The table opened to play ``game`` (a game's name, ``LedgerGame.name``) under its full
         ruleset (its rule book's ``OptionTable.text``). Version 2: the options include
         ``prisoners_at_close``; version 3: ``game`` (an older event reads
         ``trente-et-quarante``, the only game before)."""
@@ -65,7 +70,7 @@ class Table(Aggregate):
         @staticmethod
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             """A table opened before games were recorded plays Trente et Quarante."""
-            state["game"] = "trente-et-quarante"
+            state["game"] = UNRECORDED_GAME
 
         def apply(self, agg: Table) -> None:
             agg.table_id = self.table_id

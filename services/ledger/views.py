@@ -13,7 +13,7 @@ import typing
 from datetime import datetime
 from typing import Any, TypeVar, Union
 
-from services.games import DEFAULT_GAME
+from services.ledger.table import UNRECORDED_GAME
 
 T = TypeVar("T")
 
@@ -54,11 +54,11 @@ class TableView:
     coup_shoe_id: str | None = None  # the shoe of the latest coup, if any
     closed: bool = False  # closed for good (``close_table``): it opens no more shoes
     close_time: str | None = None
-    # The game it plays (``Table.Opened.game``). Stored only when it is not the default game
+    # The game it plays (``Table.Opened.game``). Stored only when it is not ``UNRECORDED_GAME``
     # (``IMPLIED``): an answer stored before the field was (a Trente et Quarante table's, the
     # only game then) reads back as the default, and a Trente et Quarante table's answer is
     # stored as it always was, byte for byte.
-    game: str = dataclasses.field(default=DEFAULT_GAME, metadata=IMPLIED)
+    game: str = dataclasses.field(default=UNRECORDED_GAME, metadata=IMPLIED)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -14,8 +14,9 @@ the client checks in turn. Any other first frame (a raw call, a pickle, another 
 wrong proof) is refused: the host logs it (with the peer's pid and uid) and closes the
 connection, having run nothing.
 
-**Calls**: ``[call_id, method, {param: value, ...}]``, ``method`` one of ``METHODS`` (an
-explicit table: a command or a query, its parameters and their types, its answer's type);
+**Calls**: ``[call_id, method, {param: value, ...}]``, ``method`` one of the ``Schema``'s (an
+explicit table, the core's methods and the games' the ledger plays: a command or a query, its
+parameters and their types, its answer's type);
 optionally a fourth element, the caller's trace context ``{"traceparent": T, "tracestate":
 S}`` (W3C trace-context strings, at most ``MAX_TRACE`` characters each; sent only when tracing
 is on, ``services/traces.py``): a three-element call is as valid as before, so this is still
@@ -38,7 +39,7 @@ import socket
 import struct
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Union
 
@@ -46,7 +47,6 @@ import orjson
 from eventsourcing import persistence
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
-from services import games
 from services.ledger.actor import Actor
 from services.ledger.errors import (
     AlreadyExists,
@@ -61,6 +61,7 @@ from services.ledger.methods import (
     ACTOR,
     COMMAND,
     CORE_METHODS,
+    CORE_NAMES,
     INT,
     OPT_INT,
     OPT_MAP,
@@ -72,7 +73,6 @@ from services.ledger.methods import (
     Method,
 )
 
-_S = typing.TypeVar("_S")
 PROTOCOL = "sabot-ledger"
 VERSION = 1
 _HEADER = struct.Struct("!I")
@@ -242,47 +242,15 @@ def _make_decoder(tp: Any) -> Callable[[Any], Any]:
 
 # --- the table of methods ---------------------------------------------------------------------
 
-class _Table(Mapping[str, Method]):
-    """The socket's table of methods: the core's (``methods.CORE_METHODS``) and every registered
-    game's (``services.games``), read when a call is made (a game registered later is in it)."""
 
-    def __getitem__(self, name: str) -> Method:
-        method = CORE_METHODS.get(name)
-        if method is not None:
-            return method
-        return games.methods()[name][1]
+class Named(typing.Protocol):
+    """A game as the socket's table reads it (``services.ledger.game.LedgerGame``)."""
 
-    def __iter__(self) -> Iterator[str]:
-        return iter([*CORE_METHODS, *games.methods()])
+    @property
+    def name(self) -> str: ...
 
-    def __len__(self) -> int:
-        return len(CORE_METHODS) + len(games.methods())
-
-
-class _Kind(Set[str]):
-    """The names of the table's commands (or queries), live."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-
-    @classmethod
-    def _from_iterable(cls, it: Iterable[_S]) -> Set[_S]:  # what the set operators make
-        return frozenset(it)
-
-    def __contains__(self, name: object) -> bool:
-        method = METHODS.get(name) if isinstance(name, str) else None
-        return method is not None and method.kind == self.kind
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([n for n, m in METHODS.items() if m.kind == self.kind])
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-METHODS: Mapping[str, Method] = _Table()
-COMMANDS: Set[str] = _Kind(COMMAND)
-QUERIES: Set[str] = _Kind(QUERY)
+    @property
+    def methods(self) -> Mapping[str, Method]: ...
 
 
 def _page_decoder(view: Any) -> Callable[[Any], Any]:
@@ -290,29 +258,86 @@ def _page_decoder(view: Any) -> Callable[[Any], Any]:
     return lambda data: ([item(v) for v in data[0]], data[1])
 
 
-class _Answers(Mapping[str, Callable[[Any], Any]]):
-    """Each method's decoder of its answer, made on first use."""
+def _answer_decoder(method: Method) -> Callable[[Any], Any]:
+    if typing.get_origin(method.answer) is tuple:
+        return _page_decoder(typing.get_args(typing.get_args(method.answer)[0])[0])
+    return decoder(method.answer)
 
-    def __init__(self) -> None:
-        self._made: dict[str, Callable[[Any], Any]] = {}
 
-    def __getitem__(self, name: str) -> Callable[[Any], Any]:
-        known = self._made.get(name)
+class Schema:
+    """The socket's table of methods (``methods``: name -> its declaration), the core's and
+    those of the games a ledger plays; ``commands`` and ``queries``, their names; ``answers``,
+    each method's decoder of its answer (made on first use)."""
+
+    def __init__(self, methods: Mapping[str, Method]) -> None:
+        self.methods: Mapping[str, Method] = dict(methods)
+        self.commands = frozenset(n for n, m in self.methods.items() if m.kind == COMMAND)
+        self.queries = frozenset(n for n, m in self.methods.items() if m.kind == QUERY)
+        self._answers: dict[str, Callable[[Any], Any]] = {}
+
+    def answer(self, name: str) -> Callable[[Any], Any]:
+        """The decoder of the method ``name``'s answer (KeyError: no such method)."""
+        known = self._answers.get(name)
         if known is None:
-            m = METHODS[name]
-            known = self._made[name] = (
-                _page_decoder(typing.get_args(typing.get_args(m.answer)[0])[0])
-                if typing.get_origin(m.answer) is tuple else decoder(m.answer))
+            known = self._answers[name] = _answer_decoder(self.methods[name])
         return known
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(METHODS)
+    def call_frame(self, call_id: int, method: str, args: tuple[Any, ...],
+                   kwargs: dict[str, Any], trace: dict[str, str] | None = None) -> list[Any]:
+        """The frame of a call (TypeError, before anything is sent, for arguments the method
+        does not declare or that are not of their declared types); ``trace``: the caller's
+        trace context, the frame's optional fourth element."""
+        spec = self.methods.get(method)
+        if spec is None:
+            raise TypeError(f"the ledger socket serves no method {method!r}")
+        names = spec.names
+        if len(args) > len(names):
+            raise TypeError(f"{method} takes {len(names)} arguments")
+        values = dict(zip(names, args, strict=False))
+        for key, value in kwargs.items():
+            if key in values:
+                raise TypeError(f"{method}: {key} given twice")
+            values[key] = value
+        actor = values.get("actor")
+        if isinstance(actor, Actor):
+            values["actor"] = actor.to_dict()
+        _check(method, spec, values)
+        if trace:
+            return [call_id, method, values, trace]
+        return [call_id, method, values]
 
-    def __len__(self) -> int:
-        return len(METHODS)
+    def read_call(self, frame: Any) -> tuple[int, str, dict[str, Any]]:
+        """A call frame checked against the table (ProtocolError otherwise): its id, its method
+        and its arguments, the actor as an ``Actor``."""
+        if type(frame) is not list or len(frame) not in (3, 4) or type(frame[0]) is not int:
+            raise ProtocolError("a call is [call_id, method, {arguments}] (and its trace "
+                                "context)")
+        call_id, method, values = frame[:3]
+        if len(frame) == 4:
+            trace_context(frame)
+        spec = self.methods.get(method) if type(method) is str else None
+        if spec is None:
+            raise ProtocolError(f"no method {str(method)[:64]!r} in the table")
+        try:
+            _check(method, spec, values)
+        except TypeError as exc:
+            raise ProtocolError(str(exc)) from None
+        if "actor" in values:
+            values["actor"] = Actor.from_dict(values["actor"])
+        return call_id, method, values
 
 
-ANSWERS: Mapping[str, Callable[[Any], Any]] = _Answers()
+def schema_of(games: Iterable[Named]) -> Schema:
+    """The table of the core's methods and the ``games``' (ValueError: a method's name taken
+    twice, or one of the core's)."""
+    methods: dict[str, Method] = dict(CORE_METHODS)
+    for game in games:
+        for name, method in game.methods.items():
+            if name in methods:
+                raise ValueError(f"{game.name}: the method name {name!r} is taken")
+            methods[name] = method
+    assert set(methods) >= CORE_NAMES
+    return Schema(methods)
 
 
 def _is_int(v: Any) -> bool:
@@ -339,31 +364,6 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def call_frame(call_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-               trace: dict[str, str] | None = None) -> list[Any]:
-    """The frame of a call (TypeError, before anything is sent, for arguments the method does
-    not declare or that are not of their declared types); ``trace``: the caller's trace
-    context, the frame's optional fourth element."""
-    spec = METHODS.get(method)
-    if spec is None:
-        raise TypeError(f"the ledger socket serves no method {method!r}")
-    names = spec.names
-    if len(args) > len(names):
-        raise TypeError(f"{method} takes {len(names)} arguments")
-    values = dict(zip(names, args, strict=False))
-    for key, value in kwargs.items():
-        if key in values:
-            raise TypeError(f"{method}: {key} given twice")
-        values[key] = value
-    actor = values.get("actor")
-    if isinstance(actor, Actor):
-        values["actor"] = actor.to_dict()
-    _check(method, spec, values)
-    if trace:
-        return [call_id, method, values, trace]
-    return [call_id, method, values]
-
-
 def _check(method: str, spec: Method, values: Any) -> None:
     if type(values) is not dict:
         raise TypeError(f"{method}: the arguments are not named")
@@ -374,26 +374,6 @@ def _check(method: str, spec: Method, values: Any) -> None:
             raise TypeError(f"{method} has no parameter {key!r}")
         if not _CHECKS[kind](value):
             raise TypeError(f"{method}: {key} must be {kind}, not {type(value).__name__}")
-
-
-def read_call(frame: Any) -> tuple[int, str, dict[str, Any]]:
-    """A call frame checked against the table (ProtocolError otherwise): its id, its method and
-    its arguments, the actor as an ``Actor``."""
-    if type(frame) is not list or len(frame) not in (3, 4) or type(frame[0]) is not int:
-        raise ProtocolError("a call is [call_id, method, {arguments}] (and its trace context)")
-    call_id, method, values = frame[:3]
-    if len(frame) == 4:
-        trace_context(frame)
-    spec = METHODS.get(method) if type(method) is str else None
-    if spec is None:
-        raise ProtocolError(f"no method {str(method)[:64]!r} in the table")
-    try:
-        _check(method, spec, values)
-    except TypeError as exc:
-        raise ProtocolError(str(exc)) from None
-    if "actor" in values:
-        values["actor"] = Actor.from_dict(values["actor"])
-    return call_id, method, values
 
 
 def trace_context(frame: list[Any]) -> dict[str, str] | None:

@@ -3,8 +3,11 @@ reconciliation; their rebuild, the reconcile check against the write side, and r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from services.projections import gamingday
 from services.projections.bankrolls import BankrollView
+from services.projections.games import ReadGame
 from services.projections.gamingday import GamingDay
 from services.projections.projector import Lag, Projector
 from services.projections.recall import RecallView
@@ -13,23 +16,26 @@ from services.projections.shoes import ShoeStateView
 from services.projections.view import View
 
 
-def default_views(gaming_day: GamingDay | None = None) -> list[View]:
-    """Every read model, in a fixed order. ``gaming_day``: the site's gaming day (None: from
-    the environment, ``SABOT_GAMING_DAY`` and ``SABOT_SHIFTS``, InvalidArgument naming the
-    variable if one is malformed; if it sets neither, the setting the read models were built
-    with)."""
+def default_views(gaming_day: GamingDay | None = None, *, games: Iterable[ReadGame]
+                  ) -> list[View]:
+    """Every read model, in a fixed order: the core's, then those of ``games`` (the read side's
+    part of each game, handed in by the composition root), in their order. ``gaming_day``: the
+    site's gaming day (None: from the environment, ``SABOT_GAMING_DAY`` and ``SABOT_SHIFTS``,
+    InvalidArgument naming the variable if one is malformed; if it sets neither, the setting
+    the read models were built with)."""
     setting = gamingday.given() if gaming_day is None else gaming_day  # None: as stored
-    core: list[View] = [BankrollView(), ShoeStateView(), RecallView(),
-                        ReconciliationView(setting)]
-    return core + game_views()
+    games = tuple(games)
+    # the facts of the game whose rounds of a shoe the core's views keep (its rule book's)
+    cut = next((g.cards_behind_cut for g in games if g.cards_behind_cut is not None), 0)
+    law = next((g.coup_law for g in games if g.coup_law is not None), None)
+    core: list[View] = [BankrollView(), ShoeStateView(cut), RecallView(),
+                        ReconciliationView(setting, coup_law=law)]
+    return core + game_views(games)
 
 
-def game_views() -> list[View]:
-    """Every game's own read models (``services.games.Game.projections``), in the registry's
-    order."""
-    from services import games
-
-    return [v for g in games.games() if g.projections is not None for v in g.projections()]
+def game_views(games: Iterable[ReadGame]) -> list[View]:
+    """The games' own read models (``ReadGame.views``), in their order."""
+    return [v for g in games if g.views is not None for v in g.views()]
 
 
 __all__ = [
@@ -37,6 +43,7 @@ __all__ = [
     "GamingDay",
     "Lag",
     "Projector",
+    "ReadGame",
     "RecallView",
     "ReconciliationView",
     "ShoeStateView",

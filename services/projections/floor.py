@@ -20,7 +20,7 @@ interval where it has one, and the game's own **reconciliation** of the day:
 
 Then a total per game and currency, a total across games per currency, and the cage
 (deposits, withdrawals). A table's game is the registered game whose table accounts it has
-(``services.games.Game.table_accounts``, from ``rm_recon_account``).
+(``UnitsView.table_accounts``, from ``rm_recon_account``).
 
 Money stays in integer minor units of the row's currency (the ``currency`` column, ISO 4217):
 the CSV's money columns end in ``_minor`` and the JSON states its ``unit``; the text shows major
@@ -43,7 +43,7 @@ from typing import Any
 
 from domain.currency import format_minor
 from domain.errors import InvalidArgument
-from services.projections.games import Unit, UnitsView
+from services.projections.games import CoupLaw, Unit, UnitsView
 from services.projections.reconciliation import stored_setting
 from services.projections.reports import (
     CHANCES,
@@ -56,6 +56,7 @@ from services.projections.reports import (
     _laws,
     _metrics,
     _table_options,
+    coup_law_of,
     table_games,
 )
 from services.projections.store import ReadStore
@@ -195,8 +196,10 @@ def floor_day(store: ReadStore, day: str, views: Iterable[Any] = (),
     except ValueError:
         raise InvalidArgument("gaming_day", "BAD_DATE", f"no such date {day!r}") from None
     setting = stored_setting(store)
+    views = tuple(views)
+    law = coup_law_of(views)  # Trente et Quarante's theoretical win (None: unknown)
     units = {v.game: v for v in views if isinstance(v, UnitsView)}
-    games_of = table_games(store)
+    games_of = table_games(store, units.values())
     options = _table_options(store)
     metrics = _metrics(store, day, table_id)
     sections: list[Section] = []
@@ -205,7 +208,8 @@ def floor_day(store: ReadStore, day: str, views: Iterable[Any] = (),
     for t in sorted({t for t, _ in metrics if not t.startswith("cage:")}):
         if games_of.get(t, TRENTE_ET_QUARANTE) != TRENTE_ET_QUARANTE:
             continue  # another game's table: its bank moves players' money, not the house's
-        tq += _tq_lines(t, {s: m for (tt, s), m in metrics.items() if tt == t}, options.get(t))
+        tq += _tq_lines(t, {s: m for (tt, s), m in metrics.items() if tt == t}, options.get(t),
+                        law)
     sections.append(_section(TRENTE_ET_QUARANTE, *_NAMES[TRENTE_ET_QUARANTE], tq))
     for game, view in units.items():
         lines = _unit_lines(store, view, day, setting, options, table_id)
@@ -278,7 +282,7 @@ def _totals(game: str, lines: Iterable[Line]) -> tuple[Line, ...]:
 
 
 def _tq_lines(table: str, shifts: Mapping[int, Mapping[tuple[str, str], int]],
-              options: dict[str, str] | None) -> list[Line]:
+              options: dict[str, str] | None, law: CoupLaw | None) -> list[Line]:
     currency = (options or {}).get("currency", "")
     whole: dict[tuple[str, str], int] = defaultdict(int)
     out = []
@@ -286,18 +290,18 @@ def _tq_lines(table: str, shifts: Mapping[int, Mapping[tuple[str, str], int]],
         for k, v in shifts[s].items():
             if k[0] != "prison_outstanding":
                 whole[k] += v
-        out.append(_tq_line(table, str(s), shifts[s], options, currency))
-    out.append(_tq_line(table, "day", whole, options, currency))
+        out.append(_tq_line(table, str(s), shifts[s], options, currency, law))
+    out.append(_tq_line(table, "day", whole, options, currency, law))
     return out
 
 
 def _tq_line(table: str, shift: str, m: Mapping[tuple[str, str], int],
-             options: dict[str, str] | None, currency: str) -> Line:
+             options: dict[str, str] | None, currency: str, law: CoupLaw | None) -> Line:
     def g(metric: str) -> int:
         return m.get((metric, ""), 0)
 
     handle = sum(m.get(("handle", c), 0) for c in CHANCES)
-    laws = _laws(dict(m), options) if options is not None and handle else None
+    laws = _laws(dict(m), options, law) if options is not None and handle else None
     bank = g("bank_net")
     return Line(
         TRENTE_ET_QUARANTE, table, shift, g("coups"), handle,

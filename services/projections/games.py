@@ -1,5 +1,6 @@
-"""The games' own read models: what each game of the registry contributes (``services.games
-.Game.projections``), game-neutral here, the game's part in its own package.
+"""The games' own read models: what each game contributes (``ReadGame.views``: the read side's
+port of a game, handed in by the composition root), game-neutral here, the game's part in its
+own package.
 
 A game's units (Treinta y Una's rounds, Cuarenta's matches: one aggregate each) are kept in two
 ``rm_`` tables named after the game's prefix:
@@ -21,9 +22,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from abc import abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from fractions import Fraction
 from typing import Any, ClassVar
 
 from eventsourcing.utils import resolve_topic
@@ -33,6 +35,30 @@ from services.projections.export import Report
 from services.projections.gamingday import DEFAULT, GamingDay
 from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View
+
+# (table options, chance, the stake's state) -> (mean, variance) per unit staked of the house's
+# result of one coup (None: the rule book cannot say)
+CoupLaw = Callable[[Mapping[str, str], str, str], "tuple[Fraction, Fraction] | None"]
+
+
+@dataclass(frozen=True)
+class ReadGame:
+    """What the read side needs of a game: its name and its own read models (``views()``, each
+    a ``View``: e.g. a ``UnitsView``; None: none of its own). The read models
+    (``services.projections.default_views``) add them after the core's, so ``sabot store
+    projections rebuild|catch-up|run|lag``, the server's projection thread and the projection
+    runner keep them from the log like the others.
+
+    A game whose rounds the core's shoe, recall and reconciliation views keep (Trente et
+    Quarante's coups) gives them its rule book's facts: ``cards_behind_cut``, where its shoes'
+    cut card lies (before the last N cards: ``ShoeStateView``), and ``coup_law``, the law of one
+    of its coups (the gaming-day report's theoretical win: ``ReconciliationView.coup_law``)."""
+
+    name: str
+    views: Callable[[], Sequence[View]] | None = None
+    cards_behind_cut: int | None = None
+    coup_law: CoupLaw | None = None
+
 
 # The fields of a stored event that are not its data.
 META = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
@@ -122,6 +148,9 @@ class UnitsView(View):
     # the house's commission rate ("" for none: the house has no edge).
     unit_name: ClassVar[str] = "units"
     commission_option: ClassVar[str] = ""
+    # The account roles of each of the game's tables (``table:<id>:<role>``): the floor's and
+    # the gaming day's reports tell its tables by them (``reports.table_games``).
+    table_accounts: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, *, game: str, name: str, prefix: str, topics: frozenset[str],
                           opened: str, end: Iterable[str], day: type, **kwargs: Any) -> None:

@@ -156,17 +156,16 @@ def head_office(day: str, sites: Sequence[SiteDay]) -> HeadOffice:
     return HeadOffice(day, tuple(sites), games, totals, cage)
 
 
-def site_day(site: str, day: str, app: Any, store: ReadStore | None = None,
-             views: Sequence[Any] | None = None) -> SiteDay:
+def site_day(site: str, day: str, app: Any, views: Sequence[Any],
+             store: ReadStore | None = None) -> SiteDay:
     """``site``'s floor report of ``day`` from the read models of its store (``app``'s) as
-    they are; ``store`` and ``views``: a projector's, caught up first."""
-    from services.projections import default_views
-
+    they are, kept by ``views`` (the read models of the games it plays); ``store``: a
+    projector's, caught up first."""
     store = store or ReadStore.of(app)
     if not store.table_exists("rm_tracking"):
         raise NoReadModels("its store holds no read models (its server keeps them with "
                            "SABOT_PROJECTIONS=on; or give --catch-up)")
-    views = list(views) if views is not None else default_views()
+    views = list(views)
     report = floor_day(store, day, views)
     position, head = lag(store, app, views)
     return SiteDay(site, report, position, head)

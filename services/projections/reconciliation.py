@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from services import topics as T
 from services.projections.fates import SETTLEMENT_FATES
+from services.projections.games import CoupLaw
 from services.projections.gamingday import DEFAULT, GamingDay, in_schema, schema_mark
 from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View
@@ -150,8 +151,12 @@ class ReconciliationView(View):
          T.COUP_RESOLVED, T.COUP_SETTLED, T.COUP_MONEY_MOVED, T.COUP_LAYOUT_RESTATED}
     ) | T.STAKE_EVENTS
 
-    def __init__(self, gaming_day: GamingDay | None = DEFAULT) -> None:
-        """``gaming_day`` None: the setting the rows were built with (see ``adopt``)."""
+    def __init__(self, gaming_day: GamingDay | None = DEFAULT, *,
+                 coup_law: CoupLaw | None = None) -> None:
+        """``gaming_day`` None: the setting the rows were built with (see ``adopt``);
+        ``coup_law``: the law of one coup (``ReadGame.coup_law``), by which the gaming-day report
+        computes the theoretical win (None: it is unknown)."""
+        self.coup_law = coup_law
         self.adopting = gaming_day is None
         self.gaming_day = DEFAULT if gaming_day is None else gaming_day
         self._of = self.gaming_day.resolver()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
@@ -21,10 +22,10 @@ from math import isqrt
 from typing import Any
 
 from domain.errors import InvalidArgument, NotFound
-from services.projections import edge
 from services.projections.export import Report
+from services.projections.games import CoupLaw, UnitsView
 from services.projections.recall import iso_time
-from services.projections.reconciliation import stored_setting
+from services.projections.reconciliation import ReconciliationView, stored_setting
 from services.projections.store import ReadStore
 
 CHANCES = ("noir", "rouge", "couleur", "inverse")
@@ -75,19 +76,18 @@ def prison_outstanding(store: ReadStore, table_id: str, day: str, shift: int | N
 TRENTE_ET_QUARANTE = "trente-et-quarante"
 
 
-def table_games(store: ReadStore) -> dict[str, str]:
-    """table id -> its game: the registered game whose table accounts (``services.games.Game
-    .table_accounts``) it has, from ``rm_recon_account`` (the reconciliation view records no
-    game). A table whose accounts match no game, or several, is left out."""
-    from services import games
-
+def table_games(store: ReadStore, views: Iterable[Any]) -> dict[str, str]:
+    """table id -> its game: the game among those of ``views`` (their ``UnitsView``s) whose
+    table accounts (``UnitsView.table_accounts``) it has, from ``rm_recon_account`` (the
+    reconciliation view records no game). A table whose accounts match no such game, or
+    several, is left out (Trente et Quarante's, whose rounds the core's views keep)."""
     kinds: dict[str, set[str]] = defaultdict(set)
     with store.read() as tx:
         for table, kind in tx.query("SELECT table_id, kind FROM {s}rm_recon_account "
                                     "WHERE table_id IS NOT NULL"):
             kinds[str(table)].add(str(kind))
-    accounts = {g.name: {str(getattr(k, "value", k)) for k in g.table_accounts}
-                for g in games.games() if g.table_accounts}
+    accounts = {v.game: {str(getattr(k, "value", k)) for k in v.table_accounts}
+                for v in views if isinstance(v, UnitsView) and v.table_accounts}
     found = {}
     for table, held in kinds.items():
         named = [name for name, want in accounts.items() if want == held]
@@ -131,7 +131,8 @@ class _Sum:
     bank_ok: bool = True
 
 
-def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Report:
+def gaming_day(store: ReadStore, day: str, table_id: str | None = None, *,
+               views: Iterable[Any]) -> Report:
     """Per Trente et Quarante table, one row per shift and a ``day`` row: handle by chance,
     paid out, house win, hold %, premiums, partage, prison losses, imprisoned stakes
     outstanding at the close, cash at the cage, the bank-versus-coups check and the
@@ -141,12 +142,16 @@ def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Repor
     means and variances, their coups being independent).
 
     ``day`` and the shifts are those of the site's gaming day (``gamingday``) the
-    reconciliation view was built with; the ``hours`` fact describes them."""
+    reconciliation view was built with; the ``hours`` fact describes them. ``views``: the read
+    models (the games' tell their tables; the reconciliation view's ``coup_law`` gives the
+    theoretical win: unknown without one)."""
     _check_day(day)
+    views = tuple(views)
+    law = coup_law_of(views)
     setting = stored_setting(store)  # the rows' gaming day: the site's, as built
     metrics = _metrics(store, day, table_id)
     options = _table_options(store)
-    games = table_games(store)
+    games = table_games(store, views)
     # Trente et Quarante's tables and the cage: another game's table (its bank holds the
     # players' money) is in the floor's report (``floor.floor_day``)
     tables = sorted({t for t, _ in metrics
@@ -163,10 +168,11 @@ def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Repor
             for k, v in m.items():
                 if k[0] != "prison_outstanding":
                     total[k] += v
-            row, flagged, _ = _day_row(store, t, day, str(s), m, options.get(t), s, currency)
+            row, flagged, _ = _day_row(store, t, day, str(s), m, options.get(t), s, currency,
+                                       law)
             rows.append(row)
         row, flagged, laws = _day_row(store, t, day, "day", total, options.get(t),
-                                      setting.shifts, currency)
+                                      setting.shifts, currency, law)
         flags += flagged
         rows.append(row)
         _add(sums[currency], total, laws, dict(zip(DAY_COLUMNS, row, strict=True)))
@@ -174,6 +180,11 @@ def gaming_day(store: ReadStore, day: str, table_id: str | None = None) -> Repor
              "flags": flags, "hours": setting.describe()}
     totals = tuple(_total_row(c, sums[c]) for c in sorted(sums))
     return Report(f"Gaming day {day}", DAY_COLUMNS, tuple(rows), facts, DAY_MONEY, totals)
+
+
+def coup_law_of(views: Iterable[Any]) -> CoupLaw | None:
+    """The law of one coup the reconciliation view among ``views`` was given (None: none)."""
+    return next((v.coup_law for v in views if isinstance(v, ReconciliationView)), None)
 
 
 def _currency(table: str, options: dict[str, str] | None) -> str:
@@ -207,9 +218,9 @@ def _total_row(currency: str, acc: _Sum) -> tuple[Any, ...]:
 
 def _day_row(store: ReadStore, table: str, day: str, shift: str, m: dict[tuple[str, str], int],
              options: dict[str, str] | None, close_shift: int, currency: str,
-             ) -> tuple[tuple[Any, ...], int, tuple[Fraction, Fraction] | None]:
+             law: CoupLaw | None) -> tuple[tuple[Any, ...], int, tuple[Fraction, Fraction] | None]:
     total = sum(m.get(("handle", c), 0) for c in CHANCES)
-    laws = _laws(m, options) if options is not None and total else None
+    laws = _laws(m, options, law) if options is not None and total else None
     is_cage = table.startswith("cage:")
     prison = None if is_cage else prison_outstanding(store, table, day, close_shift)
     row, flagged = _row_of(table, shift, m, laws, prison, currency)
@@ -252,18 +263,20 @@ def _row_of(table: str, shift: str, m: dict[tuple[str, str], int],
     return row, flagged
 
 
-def _laws(m: dict[tuple[str, str], int], options: dict[str, str],
+def _laws(m: dict[tuple[str, str], int], options: dict[str, str], coup_law: CoupLaw | None,
           ) -> tuple[Fraction, Fraction] | None:
     """(theoretical win, variance of the game win) from the handle by state: each state's exact
-    mean and variance per unit (``edge.coup_law``); ``None`` when
-    ``domain.trente_et_quarante.odds`` cannot say."""
+    mean and variance per unit (``coup_law``: the game's, ``ReadGame.coup_law``); ``None`` when
+    it cannot say (or there is none)."""
+    if coup_law is None:
+        return None
     theo = Fraction(m.get(("partage_chosen", ""), 0))  # sure gains, part of the game win
     var = Fraction(0)
     for (metric, chance), amount in m.items():
         if not metric.startswith("handle.") or not amount:
             continue
         state = metric[len("handle."):]
-        law = edge.coup_law(options, chance, state)
+        law = coup_law(options, chance, state)
         if law is None:
             return None
         mean, variance = law

@@ -4,10 +4,12 @@ recall and reports. Every query first applies what the log holds beyond the view
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from services.projections import default_views
+from eventsourcing.persistence import Transcoding
+
+from services.projections import ReadGame, default_views
 from services.projections.export import Report
 from services.projections.floor import FloorReport, floor_day
 from services.projections.games import Step, Unit, UnitsView
@@ -23,8 +25,7 @@ from services.projections.view import View
 
 
 def units_views(views: Iterable[View]) -> dict[str, UnitsView]:
-    """The games' own read models among ``views`` (``services.games.Game.projections``), by
-    game name."""
+    """The games' own read models among ``views`` (``ReadGame.views``), by game name."""
     return {v.game: v for v in views if isinstance(v, UnitsView)}
 
 
@@ -40,18 +41,20 @@ class ReadModels:
     """The four read models of one ledger log (the application ``app``)."""
 
     def __init__(self, app: Any, gaming_day: GamingDay | None = None,
-                 store: ReadStore | None = None) -> None:
+                 store: ReadStore | None = None, *, games: Iterable[ReadGame]) -> None:
         """``gaming_day``: the site's (None: from the environment, see ``default_views``);
         ``store``: where the rows are written (None: beside ``app``'s log; a log read from a
-        standby has them written on the primary)."""
+        standby has them written on the primary); ``games``: the read side's part of each game
+        (its own read models)."""
         self.app = app
-        self.projector = Projector(app, default_views(gaming_day), store)
+        self.projector = Projector(app, default_views(gaming_day, games=games), store)
 
     @classmethod
     def open(cls, store_url: str, schema: str | None = None,
-             gaming_day: GamingDay | None = None) -> ReadModels:
-        return cls(open_log(store_url, {"POSTGRES_SCHEMA": schema} if schema else {}),
-                   gaming_day)
+             gaming_day: GamingDay | None = None, *, games: Iterable[ReadGame],
+             transcodings: Sequence[Transcoding]) -> ReadModels:
+        return cls(open_log(store_url, {"POSTGRES_SCHEMA": schema} if schema else {},
+                            transcodings=transcodings), gaming_day, games=games)
 
     def catch_up(self) -> int:
         return self.projector.catch_up()
@@ -80,7 +83,7 @@ class ReadModels:
     def gaming_day(self, day: str, table_id: str | None = None, fresh: bool = True) -> Report:
         if fresh:
             self.catch_up()
-        return gaming_day(self.projector.store, day, table_id)
+        return gaming_day(self.projector.store, day, table_id, views=self.projector.views)
 
     def floor_day(self, day: str, table_id: str | None = None,
                   fresh: bool = True) -> FloorReport:
@@ -100,7 +103,7 @@ class ReadModels:
             self.catch_up()
         return shoe_history(self.projector.store, table_id)
 
-    # --- the games' own read models (``services.games.Game.projections``) -------------------
+    # --- the games' own read models (``ReadGame.views``) ------------------------------------
 
     def game_view(self, game: str) -> UnitsView:
         """The units view of ``game`` (LookupError: the game has none)."""

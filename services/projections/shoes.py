@@ -15,7 +15,6 @@ from uuid import UUID
 from domain.cards import DeckKind, canonical_shoe, card_from_code
 from domain.errors import RuleViolation
 from domain.shuffle import commitment
-from domain.trente_et_quarante.deal import CARDS_BEHIND_CUT_CARD
 from services import topics as T
 from services.projections.store import Tx
 from services.projections.view import Envelope, Table, View
@@ -74,6 +73,11 @@ class ShoeStateView(View):
          T.COUP_CARD_DEALT}
     )
 
+    def __init__(self, cards_behind_cut: int = 0) -> None:
+        """``cards_behind_cut``: the cut card lies before the last so many cards of a shoe (the
+        game's rule book: ``ReadGame.cards_behind_cut``)."""
+        self.cards_behind_cut = cards_behind_cut
+
     def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
         coup_shoe: dict[str, str] = {
             str(r[0]): str(r[1])
@@ -122,7 +126,7 @@ class ShoeStateView(View):
             t = e.topic
             if t == T.SHOE_SHUFFLED:
                 size = int(ev.size)
-                cut_at = size - CARDS_BEHIND_CUT_CARD
+                cut_at = size - self.cards_behind_cut
                 shoes[oid] = [
                     oid, ev.table_id, ev.algorithm, ev.deck_kind, int(ev.decks), size,
                     ev.commitment, None, None, 0, cut_at, cut_at, 0, 0, 0, "shuffled", "sealed",

@@ -29,8 +29,8 @@ from typing import Any, Protocol
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from services.games import DEFAULT_GAME
 from services.ledger.actor import SYSTEM
+from services.ledger.table import UNRECORDED_GAME
 from services.regulator.actors import command_actors
 from services.regulator.canonical import canonical_json
 from services.regulator.chain import (
@@ -211,7 +211,7 @@ def pending_shoe(events: EventTable, shoe_id: str, limit: int | None) -> dict[st
     if any(e.topic == SHOE_CLOSED for e in seen):
         return None
     opened = [e for e in found.table if e.topic == TABLE_OPENED]
-    game = state(opened[0]).get("game", DEFAULT_GAME) if opened else None
+    game = state(opened[0]).get("game", UNRECORDED_GAME) if opened else None
     return {
         "shoe_id": found.shoe_id,
         "table_id": found.table_id,

@@ -10,7 +10,7 @@ or moved event shows as the first difference at its position. The rules are the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -19,9 +19,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from domain.cards import DeckKind
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from domain.shuffle import ALGORITHM_ID, commitment, load_sabot
-from services import games
-from services.games import DEFAULT_GAME
+from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot
+from services.ledger.table import UNRECORDED_GAME
 from services.regulator.chain import chain_problems
 from services.regulator.escrow import EscrowError, open_sealed
 from services.regulator.escrow_table import EscrowTable
@@ -75,23 +74,47 @@ def verdict(steps: Iterable[ReplayStep]) -> ReplayVerdict:
     return ReplayVerdict(first is None, n, first)
 
 
+# A game's replay of a shoe's rounds: ``replay(found, opened, only)`` (the shoe's events, grouped
+# by ``vocabulary.shoe_events``; the table's ``Table.Opened`` state; one round's id or None)
+# reads the table's rules and returns ``rounds(sabot)``, which yields a ``ReplayStep`` per
+# recorded value beside the recomputed one.
+Rounds = Callable[[Sabot], Iterator[ReplayStep]]
+Replay = Callable[[ShoeEvents, Mapping[str, Any], str | None], Rounds]
+
+
+@dataclass(frozen=True)
+class RegulatorGame:
+    """What the regulator needs of a game (its port, handed in by the composition root,
+    ``services/bootstrap.py``): its name, its replay of a shoe's rounds (``Replay``; None:
+    none here: its rounds are replayed by its own RPC), the topics of the events that end one
+    of its rounds (a coup, a round, a match, a hand that moves money: the notary signs a
+    checkpoint at each, ``vocabulary.RoundEnds``) and every topic its aggregates store."""
+
+    name: str
+    replay: Replay | None = None
+    round_ends: frozenset[str] = frozenset()
+    topics: frozenset[str] = frozenset()
+
+
 class Replayer:
     """Replays from the store's events; the seed comes from the reveal, else the shoe's
     ``escrowed_seed`` (``Shoe.Shuffled`` v2) opened with ``regulator_key`` (or, for a legacy
     store, the ``escrow`` side table), else the operator's sealed seed opened with
-    ``seal_key``."""
+    ``seal_key``. ``games``: the games whose rounds it replays (by the table's game)."""
 
     def __init__(
         self,
         events: EventTable,
         notary: Notary | None = None,
         *,
+        games: Sequence[RegulatorGame],
         regulator_key: X25519PrivateKey | None = None,
         seal_key: bytes | None = None,
         escrow: EscrowTable | None = None,
         chain_keys: dict[str, Any] | None = None,
     ) -> None:
         self.events = events
+        self.games = {game.name: game for game in games}
         self.notary = notary
         self.chain_keys = chain_keys  # the evidence chain's keys (default: its first link's)
         self.regulator_key = regulator_key
@@ -163,10 +186,14 @@ class Replayer:
 
     def _recompute(self, found: ShoeEvents, only: str | None) -> Iterator[ReplayStep]:
         """The shoe's algorithm, commitment and order from its seed, then its rounds by the
-        rules of the table's game (``services.games``: its ``replay``)."""
+        rules of the table's game (``RegulatorGame.replay``)."""
         shuffled = state(found.shoe[0])
         opened = next(state(e) for e in found.table if e.topic == TABLE_OPENED)
-        game = games.get(str(opened.get("game", DEFAULT_GAME)))
+        name = str(opened.get("game", UNRECORDED_GAME))
+        game = self.games.get(name)
+        if game is None:
+            raise InvalidArgument("game", "UNKNOWN_GAME", f"unknown game {name[:64]!r} (one of "
+                                  f"{', '.join(self.games)})")
         if game.replay is None:
             raise FailedPrecondition("shoe_id", "NO_REPLAY",
                                      f"no replay of {game.name} rounds here yet")

@@ -6,11 +6,11 @@ The topics are ``services/topics.py``'s (the standalone verifier carries its own
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from services import games
 from services.ledger.core import unwrapped
 from services.ledger.ids import table_uuid
 from services.regulator.source import EventTable, RawEvent
@@ -33,14 +33,17 @@ def state(event: RawEvent) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def round_end(event: RawEvent) -> str | None:
-    """The notary's trigger: the round (coup, round, match) ``event`` ends, as its game's
-    registry entry says (``services.games.round_end``: ``Game.round_ends``), or None. The
-    composition root and the server hand it to the notary, which imports no game."""
-    return games.round_end(event.topic, event.originator_id)
+class RoundEnds:
+    """The notary's trigger: ``round_ends(event)``, the round (coup, round, match: the event's
+    aggregate) ``event`` ends, or None: an event of one of ``topics`` ends one (each game's
+    ``RegulatorGame.round_ends``). The composition root makes it from the games it holds and
+    hands it to the notary, which imports no game."""
 
+    def __init__(self, topics: Iterable[str]) -> None:
+        self.topics = frozenset(topics)
 
-coup_end = round_end  # its name before every game's rounds ended under a checkpoint
+    def __call__(self, event: RawEvent) -> str | None:
+        return event.originator_id if event.topic in self.topics else None
 
 
 @dataclass

@@ -38,6 +38,7 @@ from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import Core, Transfer
 from services.ledger.errors import PermissionDenied
+from services.ledger.game import GameCommands
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
 from services.ledger.ids import check_name, movement_account, table_uuid
 from services.ledger.refused import Consequence, Refused, unnamed
@@ -67,21 +68,21 @@ ROLES = ("stakes", "bank", "house")  # the table's accounts (``table:<id>:<role>
 MAX_BANK = 10**15
 
 
-GAME = "treinta-y-una"  # its name in services.games
+GAME = "treinta-y-una"  # its name (``Table.Opened.game``)
 
 
 def rules_of(options: dict[str, str]) -> TableRules:
     return TableRules.from_options(options)
 
 
-class TreintaYUna:
+class TreintaYUna(GameCommands):
     """The game's commands and queries over the ledger's ``Core``: ``core.run`` (a command:
     decided in the single writer, stored with its request and actor), ``core.read`` (a query
     on committed state), the accounts and postings. Each method is also the ledger's own
     under its ``tyu_`` name (``services/treinta_y_una/game.py`` declares them)."""
 
     def __init__(self, core: Core) -> None:
-        self.core = core
+        super().__init__(core)
         self._run = core.run
         self._read = core.read
         self.config = core.config

@@ -1,4 +1,4 @@
-"""Treinta y Una's read models (``services.games.Game.projections``): its rounds, each with
+"""Treinta y Una's read models (``ReadGame.views``): its rounds, each with
 every step of its recall, and their reconciliation facts (``services/projections/games.py``).
 
 A round's steps are its events as recorded (``commands.round_step``): a card dealt face down
@@ -16,7 +16,7 @@ from services.projections.games import UnitsView
 from services.projections.gamingday import GamingDay
 from services.projections.store import ReadStore
 from services.treinta_y_una import reconcile as R
-from services.treinta_y_una.commands import GAME, round_step
+from services.treinta_y_una.commands import GAME, ROLES, round_step
 
 
 class RoundsView(UnitsView, game=GAME, name="treinta_y_una_rounds", prefix="tyu_round",
@@ -27,6 +27,7 @@ class RoundsView(UnitsView, game=GAME, name="treinta_y_una_rounds", prefix="tyu_
 
     fold = staticmethod(R.fold)
     unit_name = "rounds"
+    table_accounts = ROLES
     commission_option = "commission"  # on each winning payout and each collection
     floor = staticmethod(R.floor)
 

@@ -164,7 +164,7 @@ def _diff(stored: dict[str, Any], replayed: dict[str, Any]) -> str:
 
 
 def replay(found: Any, opened: dict[str, Any], only: str | None) -> Any:
-    """``services.games.Game.replay``: the shoe's round (one deck, one round) replayed by
+    """``RegulatorGame.replay``: the shoe's round (one deck, one round) replayed by
     ``replay_round``, one ``ReplayStep`` per stored event beside the replayed one."""
     from services.regulator.replay import ReplayStep
     from services.regulator.vocabulary import state

@@ -26,6 +26,7 @@ import grpc
 from domain.treinta_y_una.rules import TABLE
 from services import topics
 from services.api import convert, errors, names
+from services.api.game import Played
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as pb
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc as pb_grpc
 from services.api.gen.sabot.v1 import common_pb2
@@ -340,8 +341,8 @@ def _stored_step(e: Any, viewer: str | None = None) -> pb.RoundStep:
 
 
 def add_servicers(server: grpc.Server, ledger: Ledger, tokens: Mapping[str, Principal],
-                  hub: Hub) -> tuple[Any, ...]:
+                  hub: Hub, played: Played) -> tuple[Any, ...]:
     """The game's servicer on ``server`` (its commands are the ledger's ``tyu_*`` methods)."""
-    servicer = TreintaYUnaServicer(ledger, tokens, hub)
+    servicer = TreintaYUnaServicer(ledger, tokens, hub, played)
     pb_grpc.add_TreintaYUnaServiceServicer_to_server(servicer, server)
     return (servicer,)

@@ -40,7 +40,6 @@ from domain.trente_et_quarante.layout import choose_refait31 as choose_refait31_
 from domain.trente_et_quarante.outcome import Outcome, Result, judge
 from domain.trente_et_quarante.rules import HouseRules
 from domain.trente_et_quarante.settlement import settle
-from services.games import TRENTE_ET_QUARANTE
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import (
@@ -55,6 +54,7 @@ from services.ledger.core import (
     unwrapped,
 )
 from services.ledger.errors import AlreadyExists, PermissionDenied
+from services.ledger.game import GameCommands
 from services.ledger.ids import movement_account, parse_uuid, stake_uuid
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
@@ -77,14 +77,14 @@ from services.trente_et_quarante.views import (
     StakeResult,
 )
 
-GAME = TRENTE_ET_QUARANTE
+GAME = "trente-et-quarante"  # its name (``Table.Opened.game``)
 
 
-class TrenteEtQuarante:
+class TrenteEtQuarante(GameCommands):
     """The game's commands and queries over the ledger's ``core`` (thread-safe)."""
 
     def __init__(self, core: Core) -> None:
-        self.core = core
+        super().__init__(core)
 
     # --- the core's commands: the game's part -----------------------------------------------
 
@@ -219,7 +219,7 @@ class TrenteEtQuarante:
         ``SHOE_NOT_OPEN``): checked in the decision, so a retry gets the first answer."""
 
         def decide(unit: UnitOfWork) -> CoupView:
-            table = self.core.table(unit, table_id, game=TRENTE_ET_QUARANTE)
+            table = self.core.table(unit, table_id, game=GAME)
             check_open(table)
             if table.shoe_id is None:
                 raise FailedPrecondition("table_id", "NO_SHOE", "no shoe is open at the table")

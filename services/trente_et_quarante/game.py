@@ -1,4 +1,5 @@
-"""Trente et Quarante's entry in the registry of games (``services.games``)."""
+"""Trente et Quarante as the composition root holds it (``services.games.Game``): its part for
+each layer."""
 
 from __future__ import annotations
 
@@ -6,12 +7,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from domain.cards import DeckKind
+from domain.trente_et_quarante.deal import CARDS_BEHIND_CUT_CARD
 from domain.trente_et_quarante.rules import TABLE
 from services import topics
-from services.games import TRENTE_ET_QUARANTE, Game, RoundPlace
+from services.api.game import ApiGame, RoundPlace
+from services.games import Game
 from services.ledger.account import AccountKind
+from services.ledger.game import LedgerGame
 from services.ledger.methods import INT, OPT_STR, STR, Method, command, query
+from services.projections.games import ReadGame
+from services.regulator.replay import RegulatorGame
+from services.trente_et_quarante.commands import GAME as NAME
 from services.trente_et_quarante.commands import TrenteEtQuarante
+from services.trente_et_quarante.edge import coup_law
+from services.trente_et_quarante.transcodings import TRANSCODINGS
 from services.trente_et_quarante.views import CoupSteps, CoupView, StakeResult
 
 # The accounts every table of the game has: its bank, its layout (the stakes on it) and the
@@ -48,7 +57,7 @@ METHODS: dict[str, Method] = {
 }
 
 
-def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
+def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any, played: Any
                   ) -> tuple[Any, ...]:
     """The game's gRPC servicers on ``server``: the betting service and the recall of its coups
     (its coups' commands are in the table service of ``sabot.v1``: ``table_rpcs``)."""
@@ -56,9 +65,9 @@ def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any
     from services.trente_et_quarante.betting import BettingServicer
     from services.trente_et_quarante.recall import RecallServicer
 
-    betting = BettingServicer(ledger, tokens, hub)
+    betting = BettingServicer(ledger, tokens, hub, played)
     betting_pb2_grpc.add_BettingServiceServicer_to_server(betting, server)
-    recall = RecallServicer(ledger, tokens, hub)
+    recall = RecallServicer(ledger, tokens, hub, played)
     events_pb2_grpc.add_RecallServiceServicer_to_server(recall, server)
     return (betting, recall)
 
@@ -115,22 +124,20 @@ def rerun_ids(command: str, args: Mapping[str, Any], result: Mapping[str, Any]) 
     return []
 
 
+TOPICS = topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES
+
 GAME = Game(
-    name=TRENTE_ET_QUARANTE,
-    deck_kind=DeckKind.FRENCH_52,
-    options=TABLE,
-    table_accounts=TABLE_ACCOUNTS,
-    commands=TrenteEtQuarante,
-    methods=METHODS,
-    servicers=add_servicers,
-    services=("sabot.v1.BettingService", "sabot.v1.RecallService"),
-    table_rpcs=table_rpcs,
-    regulator_rpcs=regulator_rpcs,
-    round_home=round_home,
-    feed_keys=feed_keys,
-    topics=topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES,
-    round_ends=frozenset({topics.COUP_SETTLED}),
-    replay=replay,
-    rerun_ids=rerun_ids,
+    ledger=LedgerGame(name=NAME, deck_kind=DeckKind.FRENCH_52, options=TABLE,
+                      commands=TrenteEtQuarante, methods=METHODS,
+                      table_accounts=TABLE_ACCOUNTS, rerun_ids=rerun_ids,
+                      transcodings=TRANSCODINGS),
+    api=ApiGame(name=NAME, options=TABLE, servicers=add_servicers,
+                services=("sabot.v1.BettingService", "sabot.v1.RecallService"),
+                table_rpcs=table_rpcs, regulator_rpcs=regulator_rpcs, round_home=round_home,
+                feed_keys=feed_keys, topics=TOPICS),
+    # its coups' read models are the core's (shoes, recall, reconciliation): its rule book's facts
+    read=ReadGame(name=NAME, cards_behind_cut=CARDS_BEHIND_CUT_CARD, coup_law=coup_law),
+    regulator=RegulatorGame(name=NAME, replay=replay,
+                            round_ends=frozenset({topics.COUP_SETTLED}), topics=TOPICS),
     verify="sabot_verify.shoes",  # the verifier's own game: its coups' check is built in
 )

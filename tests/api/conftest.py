@@ -23,6 +23,7 @@ from services.api import credentials, logs, server
 from services.api.config import Config
 from services.api.gen.sabot.v1 import cashier_pb2
 from services.api.roles import Role
+from services.bootstrap import LEDGER_GAMES, SERVED
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.remote import LedgerHost, RemoteLedger
 from tests.conftest import PG_ADMIN_DSN, postgres_unavailable
@@ -91,7 +92,7 @@ def serve_api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     log = LogBuffer()
     logs.configure(stream=log)
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: SEED,
-                                 pool_size=8), batching=True)
+                                 pool_size=8), batching=True, games=LEDGER_GAMES)
     host = None
     served: Ledger = ledger
     if request.param.endswith("ledger-process"):
@@ -99,10 +100,11 @@ def serve_api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         # host runs in this process's threads, so the tests' fixed seed still applies).
         path = str(Path(tempfile.mkdtemp(prefix="sabot-test-")) / "ledger.sock")
         host = LedgerHost(ledger, path).start()
-        served = cast(Ledger, RemoteLedger(path, url, pool_size=8, secret=host.secret))
+        served = cast(Ledger, RemoteLedger(path, url, pool_size=8, secret=host.secret,
+                                           games=LEDGER_GAMES))
     config = Config(listen="127.0.0.1:0", store=url, credentials_file=keys, seal_key=KEY,
                     workers=16)
-    running = server.start(config, served)
+    running = server.start(config, served, games=SERVED)
     target = f"127.0.0.1:{running.port}"
     result = Api(target, request.param, {**roles, "player": players["anne"]}, players, log,
                  running, credentials=keys,

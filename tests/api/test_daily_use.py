@@ -13,6 +13,7 @@ from grpc_status import rpc_status
 
 from services.api.client import Client, new_request_id
 from services.api.gen.sabot.v1 import betting_pb2, cashier_pb2, regulator_pb2, table_pb2
+from services.bootstrap import LEDGER_GAMES, SERVED
 
 from .support import Api, new_account, open_coup, open_shoe, open_table
 
@@ -103,12 +104,13 @@ def test_an_empty_store_exports_nothing_without_error(tmp_path: Path,
     from services.ledger.api import Ledger, LedgerConfig
 
     url = f"sqlite:///{tmp_path / 'empty.db'}"
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=bytes(32)), batching=True)
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=bytes(32)), batching=True,
+                    games=LEDGER_GAMES)
     token = "empty-regulator-token-4d1c8e2a9f7b"
     running = server.start(Config(
         listen="127.0.0.1:0", store=url, tokens=parse_tokens(f"{token}:regulator"),
         seal_key=bytes(32), projections=False,
-        checkpoint_key=Ed25519PrivateKey.generate().private_bytes_raw()), ledger)
+        checkpoint_key=Ed25519PrivateKey.generate().private_bytes_raw()), ledger, games=SERVED)
     client = Client(f"127.0.0.1:{running.port}", token)
     try:
         answers = list(client.regulator.ExportEvents(regulator_pb2.ExportEventsRequest()))

@@ -29,6 +29,7 @@ from services.api.client import Client
 from services.api.config import Config, demo_tokens
 from services.api.gen.sabot.v1 import cashier_pb2, reports_pb2
 from services.api.roles import Role
+from services.bootstrap import LEDGER_GAMES, SERVED
 from services.cli import cuarenta, treinta_y_una
 from services.ledger.api import Ledger, LedgerConfig, read_log
 from services.projections.gamingday import DEFAULT
@@ -122,9 +123,10 @@ def played(store_url: str, tmp_path: Path) -> Iterator[tuple[str, Ledger, str, s
     ledger, the server's target, a back-office token)."""
     tokens = demo_tokens(tuple(f"{n}-{secrets.token_hex(2)}" for n in
                                ("anne", "bruno", "chiara", "dora")))
-    ledger = Ledger(LedgerConfig(store_url=store_url, seal_key=secrets.token_bytes(32)))
+    ledger = Ledger(LedgerConfig(store_url=store_url, seal_key=secrets.token_bytes(32)),
+                    games=LEDGER_GAMES)
     running = server.start(Config(listen="127.0.0.1:0", store=store_url, tokens=tokens),
-                           ledger)
+                           ledger, games=SERVED)
     target = f"127.0.0.1:{running.port}"
     office = next(t for t, p in tokens.items() if p.role is Role.BACK_OFFICE)
     try:

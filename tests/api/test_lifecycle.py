@@ -21,6 +21,7 @@ import services.cli as cli
 from services.api import demo, server
 from services.api.client import Client
 from services.api.config import Config, parse_tokens
+from services.bootstrap import LEDGER_GAMES, SERVED
 from services.ledger.api import Ledger, LedgerConfig
 from services.trente_et_quarante import demo as tq_demo
 
@@ -31,9 +32,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_graceful_shutdown_says_not_serving_then_stops(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.db'}"
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=secrets.token_bytes(32)))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=secrets.token_bytes(32)),
+                    games=LEDGER_GAMES)
     running = server.start(Config(listen="127.0.0.1:0", store=url,
-                                  tokens=parse_tokens("t:admin")), ledger)
+                                  tokens=parse_tokens("t:admin")), ledger, games=SERVED)
     client = Client(f"127.0.0.1:{running.port}")
     statuses: list[int] = []
     watch = client.health.Watch(health_pb2.HealthCheckRequest(service=""))

@@ -33,6 +33,7 @@ from services.api import server
 from services.api.client import Client
 from services.api.config import Config, parse_tokens
 from services.api.gen.sabot.v1 import betting_pb2, cashier_pb2, common_pb2, table_pb2
+from services.bootstrap import LEDGER_GAMES, SERVED
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.remote import LedgerHost, RemoteLedger
 
@@ -68,17 +69,18 @@ class Server:
         port = free_port()
         target = f"127.0.0.1:{port}"
         ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, pool_size=4,
-                                     writer_name=target, chain_key=CHAIN_KEY), batching=True)
+                                     writer_name=target, chain_key=CHAIN_KEY), batching=True,
+                                     games=LEDGER_GAMES)
         host = remote = None
         served = ledger
         if over_socket:
             path = str(Path(tempfile.mkdtemp(prefix="sabot-test-")) / "ledger.sock")
             host = LedgerHost(ledger, path).start()
-            remote = RemoteLedger(path, url, pool_size=4, secret=host.secret)
+            remote = RemoteLedger(path, url, pool_size=4, secret=host.secret, games=LEDGER_GAMES)
             served = cast(Ledger, remote)
         config = Config(listen=target, store=url, tokens=parse_tokens(f"{TOKEN}:admin"),
                         seal_key=KEY, workers=16, projections=False)
-        return cls(target, server.start(config, served), ledger, host, remote)
+        return cls(target, server.start(config, served, games=SERVED), ledger, host, remote)
 
     def stop(self) -> None:
         self.running.stop(grace=1)  # closes the served ledger (the remote one, if any)

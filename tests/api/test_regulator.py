@@ -36,6 +36,7 @@ from services.api.gen.sabot.v1 import (
     regulator_pb2_grpc,
     table_pb2,
 )
+from services.bootstrap import LEDGER_GAMES, REGULATOR_GAMES, SERVED
 from services.ledger.api import Ledger, LedgerConfig
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.replay import Replayer, verdict
@@ -146,11 +147,11 @@ def _start(url: str, store: str) -> tuple[Any, dict[str, str]]:
     pub = REGULATOR.public_key().public_bytes_raw()
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: SEED,
                                  pool_size=6, regulator_key=pub, chain_key=CHAIN_KEY),
-                    batching=True)
+                    batching=True, games=LEDGER_GAMES)
     config = Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec), seal_key=KEY,
                     workers=8, checkpoint_key=CHECKPOINT_KEY.private_bytes_raw(),
                     regulator_key=pub)
-    return server.start(config, ledger), tokens
+    return server.start(config, ledger, games=SERVED), tokens
 
 
 @pytest.fixture(
@@ -417,7 +418,7 @@ def test_a_shoe_in_play_is_replayed_offline_from_the_escrow(scene: Scene) -> Non
     # the regulator's own replay, from the store, with its key and without the seal key
     db = Database(scene.url)
     try:
-        replayer = Replayer(EventTable(db), regulator_key=REGULATOR)
+        replayer = Replayer(EventTable(db), regulator_key=REGULATOR, games=REGULATOR_GAMES)
         shoe_id = scene.open_shoe.rsplit("/", 1)[1]
         v = verdict(replayer.shoe(shoe_id))
         assert v.identical and v.steps > 30, str(v)

@@ -36,6 +36,7 @@ from services.api.gen.sabot.v1 import (
     reports_pb2_grpc,
     table_pb2,
 )
+from services.bootstrap import SERVED
 from services.ledger.ids import stake_uuid
 from tests.conftest import PG_HOST, PG_PORT, PG_USER, postgres_unavailable
 
@@ -210,7 +211,7 @@ def served(request: pytest.FixtureRequest,
                     for r, t in tokens.items())
     config = Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec),
                     seal_key=bytes(range(32)), workers=8)
-    running = server.start(config, game.ledger)
+    running = server.start(config, game.ledger, games=SERVED)
     target = f"127.0.0.1:{running.port}"
     api = ApiLedger(target, tokens)
     game.ledger = api  # type: ignore[assignment]  # the Game now plays through the API
@@ -574,7 +575,7 @@ def test_gaming_days_in_the_sites_setting(tmp_path: Path, monkeypatch: pytest.Mo
     game = Game(url, seed=13)
     config = Config(listen="127.0.0.1:0", store=url, seal_key=bytes(range(32)), workers=4,
                     gaming_day=setting)
-    running = server.start(config, game.ledger)
+    running = server.start(config, game.ledger, games=SERVED)
     try:
         game.open_table("t-fr", "francaise")
         for i, name in enumerate(PLAYERS):

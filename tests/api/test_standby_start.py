@@ -24,6 +24,7 @@ from services.api import server
 from services.api.client import Client
 from services.api.config import Config, parse_tokens
 from services.api.gen.sabot.v1 import cashier_pb2
+from services.bootstrap import LEDGER_GAMES, READ_GAMES, SERVED, TRANSCODINGS
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.config import store_env
 
@@ -45,11 +46,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def start(url: str) -> tuple[str, Any]:
     target = f"127.0.0.1:{free_port()}"
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, pool_size=4, writer_name=target,
-                                 chain_key=CHAIN_KEY), batching=True)
+                                 chain_key=CHAIN_KEY), batching=True, games=LEDGER_GAMES)
     try:
         running = server.start(Config(listen=target, store=url,
                                       tokens=parse_tokens(f"{TOKEN}:admin"), seal_key=KEY,
-                                      workers=8, projections=True), ledger)
+                                      workers=8, projections=True), ledger, games=SERVED)
     except BaseException:
         ledger.close()
         raise
@@ -127,8 +128,8 @@ def test_a_setup_meeting_a_projector_batch_waits_for_it_instead_of_deadlocking(
     from services.ledger.application import LedgerApplication
     from services.projections.service import ReadModels
 
-    app = LedgerApplication(env=store_env(postgres_store_url))
-    first = ReadModels(app)
+    app = LedgerApplication(env=store_env(postgres_store_url), transcodings=TRANSCODINGS)
+    first = ReadModels(app, games=READ_GAMES)
     view = first.projector.views[0]
     env = store_env(postgres_store_url)
     conninfo = (f"host={env['POSTGRES_HOST']} port={env['POSTGRES_PORT']} "
@@ -143,7 +144,8 @@ def test_a_setup_meeting_a_projector_batch_waits_for_it_instead_of_deadlocking(
 
         def second() -> None:
             try:
-                ReadModels(LedgerApplication(env=store_env(postgres_store_url)))
+                ReadModels(LedgerApplication(env=store_env(postgres_store_url),
+                                             transcodings=TRANSCODINGS), games=READ_GAMES)
             except BaseException as exc:
                 errors.append(exc)
             finally:

@@ -5,11 +5,11 @@ is implied: ``views.IMPLIED``), so an answer stored before the field reads back 
 
 from __future__ import annotations
 
-from services import games
 from services.api import convert
 from services.api.client import new_request_id
 from services.api.gen.sabot.v1 import table_pb2
 from services.ledger import writer
+from services.ledger.table import UNRECORDED_GAME
 from services.ledger.views import TableView, from_dict, to_dict
 
 from .support import Api, fresh, open_table
@@ -30,7 +30,7 @@ def test_every_table_names_its_game_and_a_retry_answers_the_same_bytes(api: Api)
         assert (got.game, dict(got.options)) == (game, dict(first.options))
         opened[first.name] = game
     unnamed = open_table(api)  # no game named: the default one
-    assert unnamed.game == games.DEFAULT_GAME == "trente-et-quarante"
+    assert unnamed.game == UNRECORDED_GAME == "trente-et-quarante"
     opened[unnamed.name] = unnamed.game
     seen: dict[str, str] = {}
     token = ""

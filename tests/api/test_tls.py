@@ -24,6 +24,7 @@ from services.api.config import Config, ConfigError
 from services.api.gen.sabot.v1 import cashier_pb2, events_pb2, table_pb2
 from services.api.roles import Role
 from services.api.tls import channel_credentials, is_loopback
+from services.bootstrap import LEDGER_GAMES, SERVED
 from services.ledger.api import Ledger, LedgerConfig
 
 from .certs import Authority, Pair
@@ -51,11 +52,12 @@ def _serve(folder: Path, *, mtls: bool) -> Served:
         credentials.issue(keys, "terminal-4", Role.CROUPIER, certificate="terminal-4")
         credentials.issue(keys, "anne", Role.PLAYER, certificate="anne.players.casino")
     url = f"sqlite:///{folder / 'sabot.db'}"
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: SEED))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=lambda: SEED),
+                    games=LEDGER_GAMES)
     config = Config(listen="127.0.0.1:0", store=url, credentials_file=keys, seal_key=KEY,
                     workers=8, tls_cert=pair.cert, tls_key=pair.key,
                     tls_client_ca=ca.cert if mtls else None)
-    running = server.start(config, ledger)
+    running = server.start(config, ledger, games=SERVED)
     return Served(f"127.0.0.1:{running.port}", running, ca, pair, keys, tokens)
 
 
@@ -257,10 +259,10 @@ def test_the_client_commands_take_the_tls_options(mtls: Served, monkeypatch: pyt
 def _start(url: str, **settings: Any) -> Any:
     """``server.start`` on a fresh ledger (closed when the start is refused)."""
     tokens = {credentials.new_token(): credentials.principal_of("a", Role.ADMIN, None, "t")}
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), games=LEDGER_GAMES)
     try:
         return server.start(Config(store=url, tokens=tokens, seal_key=KEY, workers=2,
-                                   **settings), ledger)
+                                   **settings), ledger, games=SERVED)
     except BaseException:
         ledger.close()
         raise

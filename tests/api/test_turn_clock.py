@@ -1,9 +1,9 @@
-"""The turn clock end to end (issues 13, 14): a real server (SQLite, PostgreSQL as the server
-role, and the ledger behind its process's socket) with the turn clock running as ``sabot
-serve`` runs it (``TurnClock(ledger, hub=running.hub)``, the wall clock), tables with a short
-turn time, and the games played over gRPC: a Cuarenta match whose seat to play does not play
-is forfeited for its side, the stakes paid to the other side less the commission; a Treinta y
-Una round whose players do not act is stood for, player after player, to the showdown. And
+"""The turn clock end to end (issues 13, 14): a real server (SQLite, PostgreSQL as the server role,
+and the ledger behind its process's socket) with the turn clock running as ``sabot serve`` runs
+it (``TurnClock(ledger, games=TURN_GAMES, hub=running.hub)``, the wall clock), tables with a
+short turn time, and the games played over gRPC: a Cuarenta match whose seat to play does not
+play is forfeited for its side, the stakes paid to the other side less the commission; a Treinta
+y Una round whose players do not act is stood for, player after player, to the showdown. And
 ``sabot serve`` itself starts the clock (``--turn-clock``, on by default)."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2_grpc
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as tpb
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc
 from services.api.gen.sabot.v1 import cashier_pb2, cashier_pb2_grpc, table_pb2
+from services.bootstrap import TURN_GAMES
 from services.turn_clock import PRINCIPAL, TurnClock
 from tests.api.support import PLAYERS, Api, fresh, money
 
@@ -44,7 +45,7 @@ def _until(read: Callable[[], T], done: Callable[[T], bool], seconds: float) -> 
 @pytest.fixture
 def clock(api: Api) -> Iterator[TurnClock]:
     running = api.running
-    turn_clock = TurnClock(running.ledger, hub=running.hub, interval=0.2).start()
+    turn_clock = TurnClock(running.ledger, hub=running.hub, interval=0.2, games=TURN_GAMES).start()
     yield turn_clock
     turn_clock.stop()
 

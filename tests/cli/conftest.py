@@ -14,6 +14,7 @@ from services.api import logs, server
 from services.api.client import Client
 from services.api.config import Config, parse_tokens
 from services.api.gen.sabot.v1 import cashier_pb2, common_pb2, table_pb2
+from services.bootstrap import LEDGER_GAMES, SERVED
 from services.ledger.api import Ledger, LedgerConfig
 
 KEY = bytes(range(32))
@@ -41,10 +42,10 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     logs.configure(stream=io.StringIO())  # the server's lines, not the commands' output
     store = f"sqlite:///{Path(tmp_path_factory.mktemp('cli')) / 'sabot.db'}"
-    ledger = Ledger(LedgerConfig(store_url=store, seal_key=KEY), batching=True)
+    ledger = Ledger(LedgerConfig(store_url=store, seal_key=KEY), batching=True, games=LEDGER_GAMES)
     tokens = parse_tokens(f"{ADMIN}:admin,{OFFICE}:back_office")
     running = server.start(Config(listen="127.0.0.1:0", store=store, tokens=tokens,
-                                  seal_key=KEY, workers=8), ledger)
+                                  seal_key=KEY, workers=8), ledger, games=SERVED)
     target = f"127.0.0.1:{running.port}"
     client = Client(target, ADMIN)
     client.tables.OpenTable(table_pb2.OpenTableRequest(request_id="t", table_id="cli"))

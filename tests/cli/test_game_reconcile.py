@@ -14,6 +14,7 @@ import pytest
 
 from services.api import logs, server
 from services.api.config import Config, parse_tokens
+from services.bootstrap import SERVED
 from tests.cuarenta.support import Game, Referee, fund
 from tests.treinta_y_una.support import Croupier, table_ledger
 
@@ -37,7 +38,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str]
                                               stake=1_000).match).finish()
         tokens = parse_tokens(f"{ADMIN}:admin,{OFFICE}:back_office")
         running = server.start(Config(listen="127.0.0.1:0", store=store, tokens=tokens,
-                                      seal_key=KEY, workers=4), ledger)
+                                      seal_key=KEY, workers=4), ledger, games=SERVED)
         try:
             yield ["--target", f"127.0.0.1:{running.port}", "--token", OFFICE], ledger, store
         finally:

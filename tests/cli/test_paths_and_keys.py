@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import services.cli as cli
+from services.bootstrap import LEDGER_GAMES
 from services.cli import build_parser
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
@@ -50,7 +51,7 @@ def test_a_read_command_creates_no_sqlite_file(command: list[str], tmp_path: Pat
 def test_rerun_with_another_seal_key_names_the_flag(store_url: str, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     url = store_url  # SQLite and PostgreSQL
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), games=LEDGER_GAMES)
     croupier = Croupier(ledger, "t1", ["ana", "bruno"], random.Random(5))
     croupier.setup("francaise")
     ledger.open_shoe("r-shoe-1", croupier.table_id)  # its seed sealed with KEY

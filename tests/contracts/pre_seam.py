@@ -35,6 +35,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.errors import RuleViolation
+from services.bootstrap import LEDGER_GAMES, READ_GAMES, TRANSCODINGS
 from services.ledger.actor import Actor
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
@@ -214,7 +215,7 @@ def play(url: str, seeds: list[int]) -> tuple[Ledger, Demo]:
     ledger = Ledger(LedgerConfig(
         store_url=url, seal_key=SEAL_KEY, clock=inputs.clock, new_id=inputs.new_id,
         new_seed=inputs.new_seed, regulator_key=regulator_public(), chain_key=CHAIN_KEY,
-    ))
+    ), games=LEDGER_GAMES)
     demo = Demo(ledger)
     demo.play()
     return ledger, demo
@@ -293,7 +294,7 @@ def main(out_dir: str) -> int:
         stored = list(raw_rows(ledger))
         expected = answers(ledger)
         ledger.close()
-        models = ReadModels.open(url)
+        models = ReadModels.open(url, games=READ_GAMES, transcodings=TRANSCODINGS)
         try:
             digests = models.rebuild()
         finally:

@@ -26,6 +26,7 @@ from eventsourcing.domain import Aggregate, DomainEvent
 from eventsourcing.utils import resolve_topic
 
 import services
+from services.bootstrap import LEDGER_GAMES
 from services.ledger import ids
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
@@ -75,7 +76,7 @@ def test_every_stored_topic_is_still_a_class_of_that_topic() -> None:
 
 def _ledger(tmp_path: Path) -> Ledger:
     return Ledger(LedgerConfig(store_url=f"sqlite:///{tmp_path}/frozen.db",
-                               seal_key=bytes(32)))
+                               seal_key=bytes(32)), games=LEDGER_GAMES)
 
 
 def test_transcodings_are_registered_by_name(tmp_path: Path) -> None:
@@ -98,13 +99,20 @@ def _command_parameters(method: Any) -> tuple[list[str], str]:
     return names[2:], str(signature.return_annotation)
 
 
+def ledger_method(name: str) -> Any:
+    """The ledger's method ``name``: the core's, or one of the games' the composition root
+    hands the ledger (``LedgerGame.methods``, a method of its commands class)."""
+    owners = [Ledger, *(g.commands for g in LEDGER_GAMES if name in g.methods)]
+    return next((getattr(o, name) for o in owners if hasattr(o, name)), None)
+
+
 def _answer_type(name: str) -> Any:
-    return typing.get_type_hints(getattr(Ledger, name))["return"]
+    return typing.get_type_hints(ledger_method(name))["return"]
 
 
 @pytest.mark.parametrize("command", sorted(frozen.COMMAND_ARGUMENTS))
 def test_each_command_keeps_its_name_and_stored_arguments(command: str) -> None:
-    method = getattr(Ledger, command, None)
+    method = ledger_method(command)
     assert callable(method), f"the ledger has no command {command!r}"
     params, _ = _command_parameters(method)
     optional = frozen.OPTIONAL_ARGUMENTS.get(command, ())

@@ -1,13 +1,13 @@
-"""A contract every registered game passes (issue 21), on SQLite and PostgreSQL: parametrised
-over the registry (``services.games``), each game played by its driver below (a registered
-game without one fails ``test_every_registered_game_has_a_driver``).
+"""A contract every game passes (issue 21), on SQLite and PostgreSQL: parametrised over the
+composition root's games (``services.bootstrap.GAMES``), each game played by its driver below
+(a game without one fails ``test_every_registered_game_has_a_driver``).
 
 For each game, on one ledger: a round begun and in play (cards dealt) hides every shoe's seed
 (no stored event holds it in clear); a command the rules refuse stores nothing; a command
 issued again with its request id gets its first answer and stores nothing; the round played
 to its end (its shoes closed: their seeds revealed) conserves money (every currency's
 postings sum to zero, every account's balance is the sum of its entries); then on the closed
-store the notary, given the games' ``round_end``, signs a checkpoint naming the round after
+store the notary, given the games' ``ROUND_END``, signs a checkpoint naming the round after
 its end; the regulator's replay of the round answers identical; the export verifies
 (``sabot-verify`` VERIFIED).
 
@@ -33,8 +33,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sabot_verify.__main__ import run as verify_run
 
 from domain.errors import RuleViolation
-from services import games
 from services import topics as T
+from services.bootstrap import GAMES, REGULATOR_GAMES, ROUND_END
 from services.cuarenta.replay import replay_match
 from services.ledger.api import Ledger
 from services.ledger.seal import unseal
@@ -44,7 +44,6 @@ from services.regulator.export import write_export
 from services.regulator.notary import Notary
 from services.regulator.replay import Replayer, verdict
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import round_end
 from tests.cuarenta.support import Game as CuarentaGame
 from tests.cuarenta.support import Referee, fund
 from tests.cuarenta.support import player as cuarenta_player
@@ -106,7 +105,7 @@ class TrenteEtQuarante:
         ledger.close_shoe(p.rid(), self.shoe)
 
     def replay(self, events: EventTable, notary: Notary, round_id: str) -> Any:
-        return Replayer(events, notary).shoe(self.shoe)
+        return Replayer(events, notary, games=REGULATOR_GAMES).shoe(self.shoe)
 
 
 class TreintaYUna:
@@ -141,7 +140,7 @@ class TreintaYUna:
         assert c.tyu.settle(c.rid(), view.round_id, actor=CROUPIER).phase == "settled"
 
     def replay(self, events: EventTable, notary: Notary, round_id: str) -> Any:
-        return Replayer(events, notary).shoe(self.shoe)
+        return Replayer(events, notary, games=REGULATOR_GAMES).shoe(self.shoe)
 
 
 class Cuarenta:
@@ -183,7 +182,7 @@ DRIVERS: dict[str, Callable[[], Driver]] = {
 
 
 def test_every_registered_game_has_a_driver() -> None:
-    assert sorted(games.names()) == sorted(DRIVERS)
+    assert sorted(g.name for g in GAMES) == sorted(DRIVERS)
 
 
 @dataclass
@@ -268,7 +267,7 @@ def _play(name: str, url: str) -> Played:
         ledger.close()
     db = Database(url)
     try:
-        notary = Notary(db, EventTable(db), NOTARY_KEY, "sabot-test", round_end)
+        notary = Notary(db, EventTable(db), NOTARY_KEY, "sabot-test", ROUND_END)
         out.signed = notary.sync()
         notary.checkpoint_now()
         out.verdict = verdict(driver.replay(EventTable(db), notary, out.round_id))
@@ -346,7 +345,7 @@ def test_the_notary_signs_a_checkpoint_at_the_rounds_end(played: Played) -> None
     ends = [c for c in played.signed if c.coup == played.round_id]
     assert len(ends) == 1 and ends[0].position is not None
     end = next(e for e in played.events_after if e.originator_id == played.round_id
-               and games.round_end(e.topic, e.originator_id) == played.round_id)
+               and ROUND_END(e) == played.round_id)
     assert ends[0].position >= end.position  # the round's end is inside the checkpoint
     index = [e.position for e in played.events_after].index(ends[0].position)
     assert ends[0].size == index + 1

@@ -9,23 +9,30 @@ TYPE_CHECKING`` block, counts.
 - the games never import each other: not ``services/trente_et_quarante``,
   ``services/treinta_y_una``, ``services/cuarenta`` (the service side), nor their
   ``domain/<game>`` packages;
-- ``services/api`` is game-neutral: none of its modules imports a game's service package
-  (``services.trente_et_quarante``, ``services.treinta_y_una``, ``services.cuarenta``) nor its
-  rule book (``domain.<game>``: Trente et Quarante's demo is its own,
-  ``services/trente_et_quarante/demo.py``); a game plugs its servicers, its RPCs of
-  ``sabot.v1.TableService`` and ``sabot.v1.RegulatorService``, its own conversions and the
-  placing of its rounds' events in through its registry entry (``services.games``), which
-  ``server.py``, ``tables.py``, ``regulator.py``, ``base.py`` and ``streams.py`` read;
+- the layers that serve the games, the ledger (``services/ledger``), the API
+  (``services/api``), the read side (``services/projections``), the regulator
+  (``services/regulator``) and the turn clock (``services/turn_clock.py``), are game-neutral:
+  none imports a game's package (``services.<game>``, ``domain.<game>``), the games' plug
+  (``services.games``) or the composition root (``services.bootstrap``). Each declares the
+  port it needs of a game (``LedgerGame``, ``ApiGame``, ``ReadGame``, ``RegulatorGame``,
+  ``TurnGame``) and is handed the games' parts by the composition root, which holds the list
+  of games;
+- ``services.games`` (a game's ports, one per layer) is imported only by the games' packages
+  and the composition root;
+- the modules every layer stands on (``services/traces.py``, ``topics.py``, ``files.py``,
+  ``version.py``, ``metrics.py``) import no layer above them;
 - only the commands (``services/cli``) build the applications through the composition root:
   nothing else under ``services`` or ``domain`` imports ``services.bootstrap``, and no command
   makes a ``Ledger``, a ``LedgerConfig``, a ledger process, a notary, the read models or a
-  store connection itself.
+  store connection itself;
+- no import cycle anywhere in ``services`` (every import counted, as above): a cycle is a
+  layer that reaches up.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -34,6 +41,16 @@ ROOT = Path(__file__).resolve().parents[2]
 GAMES = ("trente_et_quarante", "treinta_y_una", "cuarenta")
 ABOVE_THE_LEDGER = ("services.regulator", "services.api", "services.cli", "services.projections",
                     "services.bootstrap")
+GAME_PACKAGES = tuple(f"{where}.{game}" for game in GAMES for where in ("services", "domain"))
+# The layers that serve the games, each with its port of a game: handed the games, naming none.
+SERVING_LAYERS = {
+    "the ledger": "services/ledger",
+    "the API": "services/api",
+    "the read side": "services/projections",
+    "the regulator": "services/regulator",
+    "the turn clock": "services/turn_clock.py",
+}
+BASE_MODULES = ("traces", "topics", "files", "version", "metrics")
 
 # Imports that break a rule and are kept, each with its reason (none today: a new one needs
 # its reason here and in the report of the change that adds it).
@@ -74,7 +91,12 @@ def _under(module: str, prefix: str) -> bool:
 
 
 def _files(*folders: str) -> list[Path]:
-    return sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
+    found = []
+    for folder in folders:
+        path = ROOT / folder
+        found += [path] if path.suffix == ".py" else [
+            p for p in path.rglob("*.py") if "gen" not in p.relative_to(ROOT).parts]
+    return sorted(found)
 
 
 def _broken(files: list[Path], forbidden: tuple[str, ...]) -> list[str]:
@@ -167,6 +189,91 @@ def test_the_ledgers_commands_live_with_the_other_commands() -> None:
 
     assert "services.cli.store" in cli.COMMAND_MODULES
     assert not [m for m in cli.COMMAND_MODULES if not _under(m, "services.cli")]
+
+
+@pytest.mark.parametrize("layer", sorted(SERVING_LAYERS))
+def test_a_layer_that_serves_the_games_imports_none_of_them(layer: str) -> None:
+    """No game's package, no games' plug, no composition root: the layer's port of a game is
+    its own, and the composition root hands it the games."""
+    files = _files(SERVING_LAYERS[layer])
+    assert files, f"{layer} holds no module"
+    assert _broken(files, (*GAME_PACKAGES, "services.games", "services.bootstrap")) == []
+
+
+def test_only_the_games_and_the_composition_root_use_the_games_plug() -> None:
+    files = [p for p in _files("services", "domain")
+             if _module_of(p) not in ("services.games", "services.bootstrap")
+             and not any(_under(_module_of(p), f"services.{game}") for game in GAMES)]
+    assert _broken(files, ("services.games",)) == []
+
+
+def test_the_base_modules_import_no_layer_above_them() -> None:
+    files = [ROOT / "services" / f"{name}.py" for name in BASE_MODULES]
+    assert _broken(files, ("services.",)) == []
+
+
+def import_graph(files: list[Path]) -> dict[str, set[str]]:
+    """module -> the modules among ``files`` it imports (every import, as ``imports`` reads
+    them: ``from package import module`` names the module)."""
+    modules = {_module_of(p): p for p in files}
+    return {m: {t for _, t in imports(p) if t in modules and t != m}
+            for m, p in modules.items()}
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Every cycle of ``graph``: its strongly connected components of more than one module
+    (Tarjan's algorithm, iterative), each sorted, and a module importing itself."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(graph[step]))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def test_the_cycle_finder_finds_every_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d", "f"}, "f": set(),
+             "g": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"], ["d", "e"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_anywhere_in_services() -> None:
+    files = _files("services")
+    assert len(files) > 100, "services holds too few modules"
+    assert cycles(import_graph(files)) == []
 
 
 def test_the_notary_imports_no_game() -> None:

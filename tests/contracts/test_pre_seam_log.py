@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from eventsourcing.persistence import StoredEvent
 from psycopg.conninfo import conninfo_to_dict
 
+from services.bootstrap import LEDGER_GAMES, READ_GAMES, TRANSCODINGS
 from services.cli import main as sabot
 from services.ledger.actor import Actor
 from services.ledger.api import Ledger
@@ -44,6 +45,7 @@ from services.ledger.evidence import LINKED_TOPIC
 from services.ledger.replay import replay
 from services.ledger.views import from_dict, to_dict
 from services.projections.service import ReadModels
+from tests.contracts.test_frozen_names import ledger_method
 
 from . import frozen
 from .pre_seam import (
@@ -108,7 +110,7 @@ def loaded(new_store: Callable[[], str]) -> Iterator[tuple[Ledger, Callable[[], 
     url = new_store()
     load(url)
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=SEAL_KEY, chain_key=CHAIN_KEY,
-                                 regulator_key=regulator_public()))
+                                 regulator_key=regulator_public()), games=LEDGER_GAMES)
     try:
         yield ledger, new_store
     finally:
@@ -167,7 +169,7 @@ def test_every_stored_answer_reads_back_and_answers_its_retry(
         assert set(frozen.COMMAND_ARGUMENTS[command]) <= keys
         assert keys <= {*frozen.COMMAND_ARGUMENTS[command],
                         *frozen.OPTIONAL_ARGUMENTS.get(command, ())}
-        answer_type = typing.get_type_hints(getattr(Ledger, command))["return"]
+        answer_type = typing.get_type_hints(ledger_method(command))["return"]
         contains(request["result"], to_dict(from_dict(answer_type, request["result"])), command)
         again = getattr(ledger, command)(request["request_id"], **request["arguments"],
                                          actor=Actor.from_dict(request["actor"]))
@@ -291,7 +293,7 @@ def test_the_read_models_rebuild_to_the_same_digests(
 ) -> None:
     ledger, _ = loaded
     url = ledger.config.store_url
-    models = ReadModels.open(url)
+    models = ReadModels.open(url, games=READ_GAMES, transcodings=TRANSCODINGS)
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             digests = models.rebuild()

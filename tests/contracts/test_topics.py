@@ -111,7 +111,7 @@ def test_the_list_is_the_aggregates_topics() -> None:
 
 def test_one_list_of_stake_events() -> None:
     """The 18 concrete stake events: every subclass of ``Coup.StakeChanged``, not it."""
-    from services.ledger.coup import Coup
+    from services.trente_et_quarante.coup import Coup
 
     def subclasses(cls: type) -> set[type]:
         return {c for s in cls.__subclasses__() for c in {s} | subclasses(s)}

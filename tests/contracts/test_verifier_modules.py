@@ -1,7 +1,7 @@
-"""Every registered game names its module of the standalone verifier (``Game.verify``, else
-the verifier's convention): the module exists in ``ops/sabot_verify``, and the verifier, as it
-runs, holds a per-shoe check for the game (its own, or for a game whose rounds it verifies
-apart, the fallback ``__main__`` registers). The registry names the module; nothing of
+"""Every game of the composition root names its module of the standalone verifier (``Game.verify``,
+else the verifier's convention): the module exists in ``ops/sabot_verify``, and the verifier, as
+it runs, holds a per-shoe check for the game (its own, or for a game whose rounds it verifies
+apart, the fallback ``__main__`` registers). The game's entry names the module; nothing of
 ``services`` imports the verifier, and the verifier imports nothing of ours."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import sabot_verify
 
-from services import games
+from services.bootstrap import GAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_game_names_a_verifier_module_that_checks_its_shoes() -> None:
-    names = {g.name: g.verifier for g in games.games()}
+    names = {g.name: g.verifier for g in GAMES}
     assert names["trente-et-quarante"] == "sabot_verify.shoes"
     assert names["treinta-y-una"] == "sabot_verify.treinta_y_una"
     assert names["cuarenta"] == "sabot_verify.cuarenta"

@@ -11,6 +11,7 @@ from itertools import count
 from typing import Any, ClassVar
 from uuid import UUID
 
+from services.bootstrap import LEDGER_GAMES
 from services.cuarenta.views import HandView, MatchStep, MatchView
 from services.ledger.actor import PLAYER, Actor
 from services.ledger.api import Ledger
@@ -60,7 +61,7 @@ class Game:
 def ledger_on(url: str, inputs: Inputs | None = None, tables: tuple[str, ...] = ("mesa-1",),
               overrides: dict[str, str] | None = None) -> Iterator[tuple[Ledger, Any]]:
     """A ledger with Cuarenta tables open (``overrides``: the tables' options)."""
-    ledger = Ledger((inputs or Inputs()).config(url))
+    ledger = Ledger((inputs or Inputs()).config(url), games=LEDGER_GAMES)
     try:
         for t in tables:
             ledger.open_table(f"table-{t}", t, None, overrides, game="cuarenta")

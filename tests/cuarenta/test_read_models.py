@@ -5,6 +5,7 @@ card in a hand in the read model's bytes."""
 
 from __future__ import annotations
 
+from services.bootstrap import READ_GAMES
 from services.cuarenta.projection import MatchesView, move
 from services.projections.service import ReadModels
 from tests.projections.rows import view_bytes
@@ -26,7 +27,7 @@ def test_rebuilt_read_models_equal_the_ledgers_queries(store_url: str) -> None:
         played.append(Referee(game, four, "r4").finish())
         live = game.open_match("live", "mesa-1", ["caro", "dino"], stake=300).match
         game.deal("live-deal", live.match_id)
-        models = ReadModels(ledger.app)
+        models = ReadModels(ledger.app, games=READ_GAMES)
         try:
             expected = ledger.cuarenta_reconcile("mesa-1")
             assert expected.balanced and expected.in_play == 1 and expected.commission_account
@@ -55,7 +56,7 @@ def test_no_card_in_a_hand_in_the_read_model(store_url: str) -> None:
         assert referee.match.hand == 1
         held = {c.card for s in (0, 1) for c in referee.hand(s).cards}
         assert len(held) >= 6
-        models = ReadModels(ledger.app)
+        models = ReadModels(ledger.app, games=READ_GAMES)
         try:
             models.catch_up()
             matches = models.game_view(GAME)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from domain.errors import InvalidArgument, RuleViolation
+from services.bootstrap import TURN_GAMES
 from services.ledger.api import Ledger
 from services.turn_clock import PRINCIPAL, ROLE, TurnClock, request_id
 from tests.cuarenta.support import Inputs, fund, ledger_on, player
@@ -46,7 +47,7 @@ def test_the_seat_that_lets_its_time_pass_forfeits_once(store_url: str) -> None:
     inputs = Inputs()
     with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, game):
         m = _dealt(game, ledger)
-        clock = TurnClock(ledger, clock=inputs.clock)
+        clock = TurnClock(ledger, clock=inputs.clock, games=TURN_GAMES)
         assert clock.tick() == []  # 0 s of 30
         assert clock.turns[m.match_id].seat == m.to_act
         inputs.skip = 29
@@ -76,7 +77,8 @@ def test_the_seat_that_lets_its_time_pass_forfeits_once(store_url: str) -> None:
         # nothing more to do: a later pass, a second clock, a retry apply nothing again
         n = ledger.saved_position()
         inputs.skip = 500
-        assert clock.tick() == [] and TurnClock(ledger, clock=inputs.clock).tick() == []
+        assert clock.tick() == [] and TurnClock(ledger, clock=inputs.clock,
+                                                games=TURN_GAMES).tick() == []
         again = ledger.cuarenta_forfeit(acted.request_id, m.match_id, loser, "turn_time",
                                         acted.turn, actor=clock.actor)
         assert again.match.end == "forfeit"
@@ -87,7 +89,7 @@ def test_a_play_in_time_moves_the_clock_on(store_url: str) -> None:
     inputs = Inputs()
     with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, game):
         m = _dealt(game, ledger)
-        clock = TurnClock(ledger, clock=inputs.clock)
+        clock = TurnClock(ledger, clock=inputs.clock, games=TURN_GAMES)
         clock.tick()
         first = clock.turns[m.match_id]
         inputs.skip = 20
@@ -109,7 +111,7 @@ def test_the_ledger_refuses_a_claim_once_the_player_played(store_url: str) -> No
     inputs = Inputs()
     with ledger_on(store_url, inputs, overrides=OVERRIDES) as (ledger, game):
         m = _dealt(game, ledger)
-        clock = TurnClock(ledger, clock=inputs.clock)
+        clock = TurnClock(ledger, clock=inputs.clock, games=TURN_GAMES)
         clock._follow()
         clock._refresh()
         stale = clock.turns[m.match_id]
@@ -144,7 +146,7 @@ def test_a_race_never_applies_both(store_url: str) -> None:
         for attempt in range(4):
             m = game.open_match(f"o{attempt}", "mesa-1", ["ana", "beto"], stake=1_000).match
             m = game.deal(f"d{attempt}", m.match_id).match
-            clocks = [TurnClock(ledger, clock=inputs.clock) for _ in range(2)]
+            clocks = [TurnClock(ledger, clock=inputs.clock, games=TURN_GAMES) for _ in range(2)]
             for c in clocks:
                 c.tick()
             inputs.skip += 31
@@ -183,7 +185,7 @@ def test_a_restarted_clock_asks_only_about_the_matches_still_running(store_url: 
                 asked.append(match_id)
                 return ledger.cuarenta_turn(match_id)
 
-        clock = TurnClock(Counting(), clock=inputs.clock)
+        clock = TurnClock(Counting(), clock=inputs.clock, games=TURN_GAMES)
         assert clock.tick() == []
         assert asked == [live.match_id] and m.match_id in clock.ended
         inputs.skip = 31
@@ -218,7 +220,7 @@ def test_the_clock_reads_only_the_events_of_the_games_with_a_turn_time(store_url
         everything = ledger.read_events(0, 10_000)
         hub = Hub()
         hub.position = everything[-1].position
-        clock = TurnClock(Reading(), clock=inputs.clock, hub=hub)
+        clock = TurnClock(Reading(), clock=inputs.clock, hub=hub, games=TURN_GAMES)
         assert clock.tick() == [] and clock.turns[m.match_id].seat == m.to_act
         ours = {e.position for e in everything if e.topic.startswith("sabot.ledger:Cuarenta")}
         assert ours and {e.position for e in read} == ours  # (no account's, table's, request's)

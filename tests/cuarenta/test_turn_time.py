@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from domain.errors import FailedPrecondition, RuleViolation
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.errors import PermissionDenied
 from services.ledger.remote import LedgerHost, RemoteLedger
@@ -138,9 +139,10 @@ def test_a_late_play_through_the_ledger_socket(store_url: str, tmp_path: Path) -
     ``sabot serve --ledger-process`` runs it): the refusal crosses whole, the forfeit is
     stored, a retry answers the same refusal."""
     inputs = Inputs()
-    ledger = Ledger(inputs.config(store_url), batching=True)
+    ledger = Ledger(inputs.config(store_url), batching=True, games=LEDGER_GAMES)
     host = LedgerHost(ledger, str(tmp_path / "l.sock")).start()
-    remote = RemoteLedger(str(tmp_path / "l.sock"), store_url, secret=host.secret)
+    remote = RemoteLedger(str(tmp_path / "l.sock"), store_url, secret=host.secret,
+                          games=LEDGER_GAMES)
     try:
         remote.open_table("table-mesa-1", "mesa-1", "seed", OVERRIDES, game="cuarenta")
         for a in ("ana", "beto"):
@@ -171,11 +173,11 @@ def test_the_export_of_a_late_play_verifies(tmp_path: Path) -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from sabot_verify.__main__ import run
 
+    from services.bootstrap import ROUND_END
     from services.regulator.checkpoint import public_key_bytes
     from services.regulator.export import write_export
     from services.regulator.notary import Notary
     from services.regulator.source import Database, EventTable
-    from services.regulator.vocabulary import coup_end
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     inputs = Inputs()
@@ -188,7 +190,7 @@ def test_the_export_of_a_late_play_verifies(tmp_path: Path) -> None:
                       actor=player(m.seats[m.to_act]))
     key = Ed25519PrivateKey.from_private_bytes(b"\x07" * 32)
     db = Database(url)
-    notary = Notary(db, EventTable(db), key, "sabot-test", coup_end)
+    notary = Notary(db, EventTable(db), key, "sabot-test", ROUND_END)
     notary.sync()
     notary.checkpoint_now()
     buf = io.StringIO()

@@ -18,11 +18,11 @@ from sabot_verify.__main__ import run
 from sabot_verify.cuarenta import capture_sizes, check_capture, verify_matches
 
 from services import topics as T
+from services.bootstrap import ROUND_END
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.export import write_export
 from services.regulator.notary import Notary
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import coup_end
 
 from .support import Game, Referee, fund
 
@@ -56,7 +56,7 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[st
     finally:
         ledger.close()
     db = Database(url)
-    notary = Notary(db, EventTable(db), NOTARY_KEY, "sabot-test", coup_end)
+    notary = Notary(db, EventTable(db), NOTARY_KEY, "sabot-test", ROUND_END)
     notary.sync()
     notary.checkpoint_now()
     buf = io.StringIO()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 
 from .play import FixedInputs
 
 
 def test_cage_statement_and_insurance(store_url: str) -> None:
-    ledger = Ledger(FixedInputs().config(store_url))
+    ledger = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
     ledger.open_table("t", "t1", "espanola", {"insurance_rate": "1/100"})
     ledger.open_account("a", "ana")
     assert ledger.deposit("d1", "ana", 5000).balance == 5000
@@ -46,7 +47,7 @@ def test_cage_statement_and_insurance(store_url: str) -> None:
 
 def test_busy_account_is_snapshotted_and_reloads(sqlite_store_url: str) -> None:
     inputs = FixedInputs()
-    ledger = Ledger(inputs.config(sqlite_store_url))
+    ledger = Ledger(inputs.config(sqlite_store_url), games=LEDGER_GAMES)
     ledger.open_account("a", "ana")
     for i in range(520):
         ledger.deposit(f"d{i}", "ana", 1)
@@ -55,7 +56,7 @@ def test_busy_account_is_snapshotted_and_reloads(sqlite_store_url: str) -> None:
 
     assert list(ledger.app.snapshots.get(account_uuid("ana")))
     ledger.close()
-    reopened = Ledger(inputs.config(sqlite_store_url))
+    reopened = Ledger(inputs.config(sqlite_store_url), games=LEDGER_GAMES)
     assert reopened.get_account("ana").balance == 520
     assert reopened.get_account("ana").entries == 520
     assert reopened.withdraw("w", "ana", 20).balance == 500

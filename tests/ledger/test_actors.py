@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.api import Ledger
 from services.ledger.errors import PermissionDenied, RequestIdReused
@@ -23,7 +24,7 @@ CASHIER = Actor("cashier-12", "cashier", "ipv4:127.0.0.1:5002")
 
 @pytest.fixture
 def ledger(store_url: str) -> Iterator[Ledger]:
-    ledger = Ledger(FixedInputs().config(store_url))
+    ledger = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
     ledger.open_table("t", "t1", "francaise", actor=CROUPIER)
     for who in ("ana", "bruno"):
         ledger.open_account(f"open-{who}", who, actor=CASHIER)

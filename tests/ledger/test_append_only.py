@@ -6,6 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.ids import account_uuid
 from services.ledger.schema import apply_schema
@@ -26,7 +27,7 @@ from .play import FixedInputs
 def test_event_table_is_append_only(
     postgres_store_url: str, postgres_dsn: str, postgres_schema: str, statement: str
 ) -> None:
-    ledger = Ledger(FixedInputs().config(postgres_store_url))
+    ledger = Ledger(FixedInputs().config(postgres_store_url), games=LEDGER_GAMES)
     ledger.open_account("a", "ana")
     ledger.deposit("d", "ana", 100)
     ledger.close()
@@ -40,7 +41,7 @@ def test_event_table_is_append_only(
             conn.execute(statement.format(t=table))
         conn.rollback()
         assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == before
-    reopened = Ledger(FixedInputs().config(postgres_store_url))
+    reopened = Ledger(FixedInputs().config(postgres_store_url), games=LEDGER_GAMES)
     assert reopened.get_account("ana").balance == 100
     reopened.close()
 
@@ -55,7 +56,7 @@ def test_sqlite_tables_are_append_only_too(
     the file can drop them; the writer's evidence is the defence there)."""
     import sqlite3
 
-    ledger = Ledger(FixedInputs().config(sqlite_store_url))
+    ledger = Ledger(FixedInputs().config(sqlite_store_url), games=LEDGER_GAMES)
     ledger.open_account("a", "ana")
     ledger.deposit("d", "ana", 100)
     ledger.app.take_snapshot(account_uuid("ana"))  # a row in the snapshots table too
@@ -66,6 +67,6 @@ def test_sqlite_tables_are_append_only_too(
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             conn.execute(statement.format(t=table))
         assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == before
-    reopened = Ledger(FixedInputs().config(sqlite_store_url))
+    reopened = Ledger(FixedInputs().config(sqlite_store_url), games=LEDGER_GAMES)
     assert reopened.get_account("ana").balance == 100
     reopened.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from services.bootstrap import LEDGER_GAMES
 from services.cli import store as cli
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
@@ -27,7 +28,7 @@ def run(*argv: str) -> int:
 def test_events_balances_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path}/s.db"
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), games=LEDGER_GAMES)
     Croupier(ledger, "t1", ["ana", "bruno"], random.Random(5)).setup("francaise")
     ledger.close()
     assert run("ledger-events", "--store", url, "--limit", "3") == 0

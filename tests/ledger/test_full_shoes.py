@@ -8,6 +8,7 @@ import pytest
 
 from domain.cards import DeckKind
 from domain.shuffle import commitment, load_sabot, order_digest
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.trente_et_quarante.views import CoupView
 
@@ -43,7 +44,7 @@ def check_books(ledger: Ledger, table_id: str, players: list[str]) -> None:
 @pytest.mark.parametrize("preset", ["francaise", "espanola", "italiana"])
 def test_full_shoe_each_preset(store_url: str, preset: str) -> None:
     inputs = FixedInputs()
-    ledger = Ledger(inputs.config(store_url))
+    ledger = Ledger(inputs.config(store_url), games=LEDGER_GAMES)
     players = ["ana", "bruno", "carla", "dario"]
     croupier = Croupier(ledger, "t1", players, random.Random(preset))
     croupier.setup(preset)
@@ -110,7 +111,7 @@ def test_full_shoe_each_preset(store_url: str, preset: str) -> None:
 
 
 def test_two_tables_share_players(sqlite_store_url: str) -> None:
-    ledger = Ledger(FixedInputs().config(sqlite_store_url))
+    ledger = Ledger(FixedInputs().config(sqlite_store_url), games=LEDGER_GAMES)
     players = ["ana", "bruno"]
     a = Croupier(ledger, "ta", players, random.Random(1))
     b = Croupier(ledger, "tb", players, random.Random(2))

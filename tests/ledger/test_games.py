@@ -1,13 +1,14 @@
-"""The registry of games (``services.games``) and what the ledger's core gives a game's commands:
-a table records its game, ``open_table`` checks it against the registry, and a game registered
-here (a toy: a coin flip paid even money from the table's bank) runs its commands through the
-core (accounts, double-entry postings, its request stored with its answer and actor, its shoe's
-cards from the unsealed seed), on both stores, through the ledger socket's table too."""
+"""The games a ledger is handed (``Ledger(config, games=...)``: each a ``LedgerGame``) and what
+the ledger's core gives a game's commands: a table records its game, ``open_table`` checks it
+against the games handed in, and a game handed in here (a toy: a coin flip paid even money from
+the table's bank) runs its commands through the core (accounts, double-entry postings, its
+request stored with its answer and actor, its shoe's cards from the unsealed seed), on both
+stores, through the ledger socket's table too."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,15 +17,16 @@ from domain.cards import DeckKind
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from domain.options import Option, OptionTable
 from domain.trente_et_quarante.rules import TABLE as TQ_OPTIONS
-from services import games
+from services.bootstrap import GAMES, LEDGER_GAMES
 from services.ledger import wire
 from services.ledger.actor import Actor
 from services.ledger.api import Ledger
-from services.ledger.core import Core, UnitOfWork
+from services.ledger.core import UnitOfWork
 from services.ledger.errors import PermissionDenied, RequestIdReused
+from services.ledger.game import GameCommands, LedgerGame
 from services.ledger.ids import table_uuid
 from services.ledger.methods import INT, STR, command, query
-from services.ledger.table import Table
+from services.ledger.table import UNRECORDED_GAME, Table
 
 from .play import FixedInputs
 
@@ -56,11 +58,8 @@ class Flip:
     balance: int
 
 
-class ToyCommands:
+class ToyCommands(GameCommands):
     """A game's commands: each validates, then runs its decision through ``Core.run``."""
-
-    def __init__(self, core: Core) -> None:
-        self.core = core
 
     def flip(self, request_id: str, table_id: str, shoe_id: str, position: int,
              account_id: str, amount: int, *, actor: Actor) -> Flip:
@@ -89,7 +88,7 @@ class ToyCommands:
         return self.core.read(lambda u: self.core.table_account(u, table_id, "bank").balance)
 
 
-TOY_GAME = games.Game(
+TOY_GAME = LedgerGame(
     name=TOY, deck_kind=DeckKind.FRENCH_40, options=TOY_OPTIONS, table_accounts=("bank",),
     commands=ToyCommands,
     methods={
@@ -98,48 +97,47 @@ TOY_GAME = games.Game(
         "bank_balance": query(("table_id", STR), answer=int),
     },
 )
+WITH_TOY = (*LEDGER_GAMES, TOY_GAME)  # the composition root's games and the toy, handed in
 
 
-@pytest.fixture
-def toy() -> Iterator[games.Game]:
-    games.register(TOY_GAME)
-    try:
-        yield TOY_GAME
-    finally:
-        games.unregister(TOY)
-
-
-def test_trente_et_quarante_is_registered() -> None:
-    tq = games.get("trente-et-quarante")
-    assert games.names()[0] == "trente-et-quarante" == games.DEFAULT_GAME
+def test_trente_et_quarante_is_the_composition_roots_first_game(tmp_path: Path) -> None:
+    tq = GAMES[0].ledger
+    assert [g.name for g in GAMES] == ["trente-et-quarante", "treinta-y-una", "cuarenta"]
+    assert tq.name == UNRECORDED_GAME
     assert tq.deck_kind is DeckKind.FRENCH_52
     assert tq.options is TQ_OPTIONS
     assert set(tq.table_accounts) == {"bank", "layout", "house_insurance", "house_partage",
                                       "house_prison"}
     assert {"open_coup", "place_stake", "deal", "settle", "get_coup"} <= set(tq.methods)
-    assert "sabot.v1.BettingService" in tq.services
-    assert "sabot.ledger:Coup.StakePlaced" in tq.topics
-    assert games.game_of_method("place_stake") is tq
-    assert games.game_of_method("open_table") is None
-    # the socket serves the core's methods and every game's
-    assert "place_stake" in wire.COMMANDS and "get_coup" in wire.QUERIES
-    assert "open_table" in wire.COMMANDS and "get_coup" not in wire.COMMANDS
+    assert "sabot.v1.BettingService" in GAMES[0].api.services
+    assert "sabot.ledger:Coup.StakePlaced" in GAMES[0].api.topics
+    ledger = Ledger(FixedInputs().config(f"sqlite:///{tmp_path}/t.db"), games=LEDGER_GAMES)
+    try:
+        assert ledger.game_of_method("place_stake") is tq
+        assert ledger.game_of_method("open_table") is None
+        # the socket serves the core's methods and every game's
+        schema = ledger.schema
+        assert "place_stake" in schema.commands and "get_coup" in schema.queries
+        assert "open_table" in schema.commands and "get_coup" not in schema.commands
+    finally:
+        ledger.close()
 
 
-def test_a_method_name_is_taken_once() -> None:
+def test_a_method_name_is_taken_once(tmp_path: Path) -> None:
+    config = FixedInputs().config(f"sqlite:///{tmp_path}/t.db")
     with pytest.raises(ValueError, match="taken"):
-        games.register(dataclasses.replace(TOY_GAME, methods={"place_stake": TOY_GAME.methods[
-            "flip"]}))
+        Ledger(config, games=(*LEDGER_GAMES, dataclasses.replace(
+            TOY_GAME, methods={"place_stake": TOY_GAME.methods["flip"]})))
     with pytest.raises(ValueError, match="taken"):
-        games.register(dataclasses.replace(TOY_GAME, methods={"open_table": TOY_GAME.methods[
-            "flip"]}))
-    with pytest.raises(ValueError, match="registered already"):
-        games.register(dataclasses.replace(TOY_GAME, name="trente-et-quarante", methods={}))
-    assert TOY not in games.names()
+        Ledger(config, games=(dataclasses.replace(
+            TOY_GAME, methods={"open_table": TOY_GAME.methods["flip"]}),))
+    with pytest.raises(ValueError, match="two games named"):
+        Ledger(config, games=(*LEDGER_GAMES, dataclasses.replace(
+            TOY_GAME, name="trente-et-quarante", methods={})))
 
 
 def test_a_table_records_its_game(store_url: str) -> None:
-    ledger = Ledger(FixedInputs().config(store_url))
+    ledger = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
     try:
         ledger.open_table("t", "t1", "espanola")
         table = ledger.app.repository.get(table_uuid("t1"))
@@ -170,9 +168,8 @@ def test_an_older_table_opened_reads_trente_et_quarante() -> None:
     assert Table.Opened.class_version == 3
 
 
-def test_a_registered_game_runs_its_commands_through_the_core(
-        toy: games.Game, store_url: str) -> None:
-    ledger = Ledger(FixedInputs().config(store_url))
+def test_a_game_handed_in_runs_its_commands_through_the_core(store_url: str) -> None:
+    ledger = Ledger(FixedInputs().config(store_url), games=WITH_TOY)
     try:
         view = ledger.open_table("t", "c1", overrides={"decks": "2"}, game=TOY)
         assert (view.preset, view.options) == ("plain", {"preset": "plain", "currency": "EUR",
@@ -217,10 +214,10 @@ def test_a_registered_game_runs_its_commands_through_the_core(
         with pytest.raises(FailedPrecondition) as other:
             ledger.open_coup("oc", "c1")
         assert (other.value.field, other.value.reason) == ("table_id", "WRONG_GAME")
-        # the socket's table declares the game's methods while it is registered
-        assert "flip" in wire.COMMANDS and "bank_balance" in wire.QUERIES
-        assert wire.ANSWERS["flip"]({"table_id": "c1", "card": "AS", "won": True,
-                                     "balance": 1}) == Flip("c1", "AS", True, 1)
+        # the socket's table declares the methods of the games handed in
+        assert "flip" in ledger.schema.commands and "bank_balance" in ledger.schema.queries
+        assert ledger.schema.answer("flip")({"table_id": "c1", "card": "AS", "won": True,
+                                             "balance": 1}) == Flip("c1", "AS", True, 1)
         # the submitted form (the ledger process's) answers a future
         ledger.deposit("d2", "ana", 10)
         future = ledger.submit("flip", "f9", "c1", shoe.shoe_id, 1, "ana", 1, actor=ana)
@@ -229,8 +226,8 @@ def test_a_registered_game_runs_its_commands_through_the_core(
         ledger.close()
 
 
-def test_a_game_unregistered_leaves_the_sockets_table() -> None:
-    games.register(TOY_GAME)
-    assert "flip" in wire.METHODS
-    games.unregister(TOY)
-    assert "flip" not in wire.METHODS and "flip" not in wire.COMMANDS
+def test_a_game_not_handed_in_is_not_in_the_sockets_table() -> None:
+    assert "flip" in wire.schema_of(WITH_TOY).methods
+    alone = wire.schema_of(LEDGER_GAMES)
+    assert "flip" not in alone.methods and "flip" not in alone.commands
+    assert "place_stake" not in wire.schema_of(()).methods  # the core's table alone

@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from domain.errors import FailedPrecondition
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.errors import Conflict, NotTheWriter
@@ -29,7 +30,7 @@ CHAIN_KEY = bytes([0x66]) * 32  # the writers of one store sign with the same ev
 
 def ledger(url: str, name: str, batching: bool = False) -> Ledger:
     return Ledger(LedgerConfig(store_url=url, seal_key=KEY, writer_name=name,
-                               chain_key=CHAIN_KEY), batching=batching)
+                               chain_key=CHAIN_KEY), batching=batching, games=LEDGER_GAMES)
 
 
 def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -83,7 +84,7 @@ def test_a_killed_writer_is_replaced(store_url: str) -> None:
         "from services.ledger.api import Ledger\n"
         "from services.ledger.config import LedgerConfig\n"
         f"led = Ledger(LedgerConfig(store_url={store_url!r}, seal_key=bytes(range(32)), "
-        f"writer_name='doomed:1', chain_key={CHAIN_KEY!r}), batching=True)\n"
+        f"writer_name='doomed:1', chain_key={CHAIN_KEY!r}), batching=True, games=())\n"
         "led.open_account('o1', 'bea')\n"
         "led.deposit('d1', 'bea', 700)\n"
         "print('ready', flush=True)\n"
@@ -118,7 +119,8 @@ def test_the_sqlite_lease_names_its_holder(sqlite_store_url: str) -> None:
         path = Path(sqlite_store_url.removeprefix("sqlite:///") + ".writer-lock")
         assert path.read_text().strip() == "croupier-pc:50051"
         assert path.stat().st_mode & 0o077 == 0
-        reader = Ledger(LedgerConfig(store_url=sqlite_store_url, seal_key=KEY), standby=True)
+        reader = Ledger(LedgerConfig(store_url=sqlite_store_url, seal_key=KEY), standby=True,
+                        games=LEDGER_GAMES)
         assert reader.writer_status() == {"active": False, "holder": "croupier-pc:50051"}
         reader.close()
         assert a.writer_status()["active"]  # a reader never took it

@@ -17,10 +17,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from services.bootstrap import LEDGER_GAMES, READ_GAMES, log_application
 from services.cli import CliError
 from services.cli import store as cli
 from services.ledger.api import Ledger
-from services.ledger.application import LedgerApplication
 from services.ledger.config import store_env
 from services.ledger.schema import StoreNotReady
 from services.projections import default_views
@@ -71,7 +71,7 @@ def count(dsn: str, table: str) -> int:
 
 def play_a_shoe(url: str) -> Ledger:
     """A whole shoe, three players, through the batching writer (as ``sabot serve`` runs it)."""
-    ledger = Ledger(FixedInputs().config(url), batching=True)
+    ledger = Ledger(FixedInputs().config(url), batching=True, games=LEDGER_GAMES)
     croupier = Croupier(ledger, "t1", ["ana", "bruno", "carla"], random.Random(7))
     croupier.setup("francaise")
     croupier.play_shoe()
@@ -88,10 +88,10 @@ def test_the_servers_role_runs_a_shoe_and_cannot_change_the_log(
     try:
         # and the parts the server runs beside the ledger: read models (the projection runner
         # of `sabot projections run`, then the poller of `sabot serve`), the notary
-        with make_runner(LedgerApplication, default_views(), store_env(store.server_url),
-                         batch_size=500) as runner:
+        with make_runner(log_application(), default_views(games=READ_GAMES),
+                         store_env(store.server_url), batch_size=500) as runner:
             runner.wait(ledger.app.recorder.max_notification_id(), timeout=60)
-        models = ReadModels(ledger.app)
+        models = ReadModels(ledger.app, games=READ_GAMES)
         models.catch_up()
         assert {lag.events_behind for lag in models.lag()} == {0}
         assert models.reconcile(ledger.balances()).ok
@@ -139,7 +139,7 @@ def test_the_servers_role_runs_a_shoe_and_cannot_change_the_log(
             psycopg.errors.InsufficientPrivilege, match="append-only"):
         conn.execute("DELETE FROM sabot_events")
     # replayed by a reader: the store reopens without create rights and answers
-    reopened = Ledger(FixedInputs().config(store.reader_url), standby=True)
+    reopened = Ledger(FixedInputs().config(store.reader_url), standby=True, games=LEDGER_GAMES)
     try:
         assert sum(reopened.balances().values()) == 0
     finally:
@@ -157,17 +157,17 @@ def test_the_server_starts_only_on_a_store_its_owner_set_up(
         conn.commit()
     bare = store.server_url.replace(f"schema={store.schema}", f"schema=bare_{store.schema}")
     with pytest.raises(StoreNotReady, match="sabot store init"):
-        Ledger(FixedInputs().config(bare))
+        Ledger(FixedInputs().config(bare), games=LEDGER_GAMES)
     # a guard switched off by the owner: the server refuses to start on it
     with psycopg.connect(store.dsn(store.owner_role)) as conn:
         conn.execute("ALTER TABLE sabot_events DISABLE TRIGGER sabot_append_only_rows")
         conn.commit()
     with pytest.raises(StoreNotReady, match="disabled"):
-        Ledger(FixedInputs().config(store.server_url))
+        Ledger(FixedInputs().config(store.server_url), games=LEDGER_GAMES)
     # the owner runs ledger-schema again (idempotent): the guard is back, the server starts
     assert sabot("ledger-schema", "--store", store.owner_url, "--server-role",
                  store.server_role, "--reader-role", store.reader_role) == 0
-    ledger = Ledger(FixedInputs().config(store.server_url))
+    ledger = Ledger(FixedInputs().config(store.server_url), games=LEDGER_GAMES)
     ledger.open_account("a", "ana")
     ledger.close()
 
@@ -192,7 +192,8 @@ def test_ledger_schema_prints_the_grants_without_a_password(
 def test_ledger_schema_refuses_a_server_role_that_owns_the_tables(
     postgres_store_url: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    Ledger(FixedInputs().config(postgres_store_url)).close()  # made by postgres: its owner
+    Ledger(FixedInputs().config(postgres_store_url),
+           games=LEDGER_GAMES).close()  # made by postgres: its owner
     with pytest.raises(CliError, match="owns sabot_events"):
         sabot("ledger-schema", "--store", postgres_store_url, "--server-role", "postgres")
     with pytest.raises(CliError, match="does not exist"):

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from domain.errors import FailedPrecondition, InvalidArgument, RuleViolation
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.account import Account
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
@@ -24,7 +25,7 @@ KEY = bytes(range(32))
 
 @pytest.fixture
 def ledger(store_url: str) -> Iterator[Ledger]:
-    ledger = Ledger(LedgerConfig(store_url=store_url, seal_key=KEY))
+    ledger = Ledger(LedgerConfig(store_url=store_url, seal_key=KEY), games=LEDGER_GAMES)
     try:
         ledger.open_account("o-ana", "ana")
         ledger.open_account("o-beto", "beto")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 
 from .play import FixedInputs
@@ -10,7 +11,7 @@ SEED_WITH_31_IN_COUP_5 = bytes([6]) * 32  # shoe UUID(int=1), cut at 200: refait
 
 
 def test_refait31_choices(store_url: str) -> None:
-    ledger = Ledger(FixedInputs(seed=SEED_WITH_31_IN_COUP_5).config(store_url))
+    ledger = Ledger(FixedInputs(seed=SEED_WITH_31_IN_COUP_5).config(store_url), games=LEDGER_GAMES)
     ledger.open_table("t", "t1", "francaise")
     for p in ("ana", "bruno", "carla"):
         ledger.open_account("a" + p, p)

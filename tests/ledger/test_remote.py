@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound, RuleViolation
-from services.ledger.api import COMMANDS, Ledger, LedgerConfig
+from services.bootstrap import LEDGER_GAMES
+from services.ledger import wire
+from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.errors import (
     AlreadyExists,
     Conflict,
@@ -29,7 +31,10 @@ from services.ledger.errors import (
     RequestIdReused,
     StoreFull,
 )
-from services.ledger.remote import QUERIES, HostGone, LedgerHost, RemoteLedger
+from services.ledger.remote import HostGone, LedgerHost, RemoteLedger
+
+CORE = wire.schema_of(())  # the socket's table of the core's methods alone
+COMMANDS, QUERIES = CORE.commands, CORE.queries
 
 KEY = bytes(range(32))
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,9 +43,10 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[tuple[Ledger, LedgerHost, RemoteLedger]]:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True)
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True, games=LEDGER_GAMES)
     host = LedgerHost(ledger, str(tmp_path / "ledger.sock")).start()
-    remote = RemoteLedger(str(tmp_path / "ledger.sock"), url, secret=host.secret)
+    remote = RemoteLedger(str(tmp_path / "ledger.sock"), url, secret=host.secret,
+                          games=LEDGER_GAMES)
     yield ledger, host, remote
     remote.close()
     host.close()
@@ -49,7 +55,8 @@ def pair(tmp_path: Path) -> Iterator[tuple[Ledger, LedgerHost, RemoteLedger]]:
 
 def test_every_public_method_is_a_command_or_a_query() -> None:
     public = {n for n, v in vars(Ledger).items() if callable(v) and not n.startswith("_")}
-    assert public - COMMANDS - QUERIES == {"close", "saved_position", "submit"}
+    assert public - COMMANDS - QUERIES == {"close", "saved_position", "submit",
+                                           "game_of_method"}
     assert not COMMANDS & QUERIES
 
 
@@ -132,7 +139,7 @@ def test_a_host_gone_fails_calls_with_a_retryable_error(
 ) -> None:
     _, host, _ = pair
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    remote = RemoteLedger(host.path, url, secret=host.secret)
+    remote = RemoteLedger(host.path, url, secret=host.secret, games=LEDGER_GAMES)
     remote.open_account("a-1", "anne")
     remote._sock.shutdown(2)  # the connection is cut (as when the ledger process dies)
     with pytest.raises(HostGone) as gone:
@@ -342,18 +349,21 @@ def test_a_client_without_the_secret_is_refused(
 ) -> None:
     _, host, _ = pair
     with pytest.raises(OSError, match="refused"):
-        RemoteLedger(host.path, f"sqlite:///{tmp_path / 'ledger.db'}", secret=b"x" * 32)
+        RemoteLedger(host.path, f"sqlite:///{tmp_path / 'ledger.db'}", secret=b"x" * 32,
+                     games=LEDGER_GAMES)
     assert host.refused == 1
 
 
 def test_the_method_table_is_the_ledgers() -> None:
     import inspect
 
-    from services.ledger import wire
+    from tests.contracts.test_frozen_names import ledger_method
 
-    assert wire.COMMANDS == COMMANDS and wire.QUERIES == QUERIES
-    for name, method in wire.METHODS.items():
-        params = list(inspect.signature(getattr(Ledger, name)).parameters)[1:]
+    schema = wire.schema_of(LEDGER_GAMES)
+    assert schema.commands | schema.queries == set(schema.methods)
+    assert not schema.commands & schema.queries
+    for name, method in schema.methods.items():
+        params = list(inspect.signature(ledger_method(name)).parameters)[1:]
         assert tuple(params) == method.names, name
 
 
@@ -424,8 +434,10 @@ def test_a_frame_on_the_ledger_process_socket_of_sabot_serve_is_refused_and_logg
 def test_a_list_of_words_crosses_as_a_json_array() -> None:
     """Cuarenta's seats and capture are JSON arrays of texts in the frame (``WORDS``); the one
     text of words sent before arrays is still a valid frame (SABOT-LEDGER-WIRE-1)."""
-    from services.ledger.wire import ProtocolError, call_frame, read_call
+    from services.ledger.wire import ProtocolError
 
+    schema = wire.schema_of(LEDGER_GAMES)
+    call_frame, read_call = schema.call_frame, schema.read_call
     frame = call_frame(1, "cuarenta_play", ("p", "m", 0, "7C", ["2C", "5D"]), {})
     assert frame[2]["capture"] == ["2C", "5D"]
     assert read_call(json.loads(json.dumps(frame)))[2]["capture"] == ["2C", "5D"]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from services.bootstrap import LEDGER_GAMES, SERVED
 from services.ledger import wire
 from services.ledger.errors import Conflict
 from services.ledger.remote import HostGone, LedgerProcess, RemoteLedger
@@ -56,7 +57,7 @@ class SilentHost:
 def silent(tmp_path: Path) -> Iterator[tuple[SilentHost, RemoteLedger]]:
     host = SilentHost(str(tmp_path / "ledger.sock"))
     remote = RemoteLedger(str(tmp_path / "ledger.sock"), f"sqlite:///{tmp_path / 'l.db'}",
-                          secret=host.secret)
+                          secret=host.secret, games=LEDGER_GAMES)
     yield host, remote
     remote.close()
 
@@ -158,7 +159,7 @@ def test_over_grpc_the_lost_command_is_aborted_outcome_unknown(
     _, remote = silent
     running = server.start(Config(listen="127.0.0.1:0", store=f"sqlite:///{tmp_path / 'l.db'}",
                                   tokens=parse_tokens("lost-token-2b9e4f1a7c3d5e60:admin"),
-                                  seal_key=KEY, projections=False), remote)  # type: ignore[arg-type]
+                                  seal_key=KEY, projections=False), remote, games=SERVED)  # type: ignore[arg-type]
     client = Client(f"127.0.0.1:{running.port}", "lost-token-2b9e4f1a7c3d5e60")
     try:
         with pytest.raises(grpc.RpcError) as lost:

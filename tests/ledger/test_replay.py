@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.replay import event_log, replay, stored_commands
@@ -15,7 +16,8 @@ from .play import KEY, Croupier
 def test_replay_of_stored_commands_gives_identical_events(store_url: str, tmp_path: object
                                                           ) -> None:
     # real inputs: wall clock, uuid4 ids, seeds from secrets
-    source = Ledger(LedgerConfig(store_url=f"sqlite:///{tmp_path}/source.db", seal_key=KEY))
+    source = Ledger(LedgerConfig(store_url=f"sqlite:///{tmp_path}/source.db", seal_key=KEY),
+                    games=LEDGER_GAMES)
     croupier = Croupier(source, "t1", ["ana", "bruno", "carla"], random.Random(3))
     croupier.setup("italiana")
     croupier.play_shoe()

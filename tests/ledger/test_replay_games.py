@@ -1,6 +1,6 @@
 """The re-run of stored commands (``services.ledger.replay``, ``sabot store rerun``) is
-game-neutral: a command gets the ids it drew from its game's registry entry when it declares
-them (``Game.rerun_ids``: Trente et Quarante's), else from the aggregates it created (neither
+game-neutral: a command gets the ids it drew from its game's ledger port when it declares
+them (``LedgerGame.rerun_ids``: Trente et Quarante's), else from the aggregates it created (neither
 named nor given: its game's new round or match, then its shoes), and the seeds of the shoes
 it shuffled from what its request records it created. Treinta y Una rounds and a Cuarenta
 match re-run into identical events; a command that drew an id the replay cannot give stops it
@@ -15,8 +15,6 @@ from typing import Any
 
 import pytest
 
-from services import games
-from services.games import Game
 from services.ledger.api import Ledger
 from services.ledger.replay import ReplayError, event_log, replay, stored_commands
 from tests.cuarenta.support import Referee, fund, ledger_on
@@ -34,9 +32,9 @@ def _same(source: Ledger, url: str) -> None:
         target.close()
 
 
-def _with(monkeypatch: pytest.MonkeyPatch, rerun_ids: Any) -> None:
-    game: Game = games.get(TYU)
-    monkeypatch.setitem(games._games, TYU, dataclasses.replace(game, rerun_ids=rerun_ids))
+def _with(monkeypatch: pytest.MonkeyPatch, ledger: Ledger, rerun_ids: Any) -> None:
+    game = ledger.games[TYU]
+    monkeypatch.setitem(ledger.games, TYU, dataclasses.replace(game, rerun_ids=rerun_ids))
 
 
 def test_treinta_y_una_rounds_rerun_identical(store_url: str, tmp_path: Path) -> None:
@@ -69,13 +67,13 @@ def _round_ids(command: str, args: Mapping[str, Any], result: Mapping[str, Any])
 
 def test_the_ids_a_game_declares_are_the_ones_given(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _with(monkeypatch, _round_ids)
     with table_ledger(f"sqlite:///{tmp_path}/source.db") as (ledger, tyu):
+        _with(monkeypatch, ledger, _round_ids)
         Croupier(ledger, tyu).play()
         _same(ledger, f"sqlite:///{tmp_path}/declared.db")
-    _with(monkeypatch, lambda *_: [])  # declares that its commands draw none: not so
     with table_ledger(f"sqlite:///{tmp_path}/again.db") as (ledger, tyu):
+        _with(monkeypatch, ledger, lambda *_: [])  # declares that its commands draw none: no
         Croupier(ledger, tyu).play()
         with pytest.raises(ReplayError, match=r"tyu_open_round \(request r1, log position "
-                           r"\d+\) drew an id .*treinta-y-una's Game.rerun_ids"):
+                           r"\d+\) drew an id .*treinta-y-una's LedgerGame.rerun_ids"):
             replay(ledger, f"sqlite:///{tmp_path}/target.db")

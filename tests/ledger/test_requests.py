@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.errors import AlreadyExists, RequestIdReused
 
@@ -20,7 +21,7 @@ def last_position(ledger: Ledger) -> int:
 
 @pytest.fixture
 def ledger(store_url: str) -> Iterator[Ledger]:
-    ledger = Ledger(FixedInputs().config(store_url))
+    ledger = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
     ledger.open_table("t", "t1", "francaise")
     ledger.open_account("a", "ana")
     ledger.deposit("d", "ana", 10_000)
@@ -43,7 +44,7 @@ def test_retry_returns_first_answer_without_effect(ledger: Ledger, store_url: st
     assert ledger.get_account("ana").balance == 9000
     ledger.close()
     # after a restart too
-    reopened = Ledger(FixedInputs().config(store_url))
+    reopened = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
     assert reopened.place_stake("p1", coup.coup_id, "ana", "noir", 1000) == first
     assert reopened.get_account("ana").balance == 9000
     assert last_position(reopened) == mark

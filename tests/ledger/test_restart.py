@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 
 from .play import Croupier, FixedInputs
@@ -27,7 +28,7 @@ def events_of(ledger: Ledger) -> list[Event]:
 def play(url: str, restart_after: int | None) -> tuple[list[object], list[Event]]:
     """A shoe of the italiana preset (prisons); optionally restart after some coups."""
     inputs = FixedInputs(seed=bytes([6]) * 32)  # refaits at 31 in coups 5, 15 and 16
-    ledger = Ledger(inputs.config(url))
+    ledger = Ledger(inputs.config(url), games=LEDGER_GAMES)
     croupier = Croupier(ledger, "t1", PLAYERS, random.Random(7))
     croupier.setup("italiana")
     shoe = ledger.open_shoe(croupier.rid(), "t1")
@@ -38,7 +39,8 @@ def play(url: str, restart_after: int | None) -> tuple[list[object], list[Event]
             before = (ledger.get_table("t1"), ledger.get_shoe(shoe.shoe_id))
             assert any(s.status != "free" for s in before[0].layout)  # a prisoner
             ledger.close()
-            ledger = Ledger(inputs.config(url))  # a new application on the same store
+            ledger = Ledger(inputs.config(url),
+                            games=LEDGER_GAMES)  # a new application on the same store
             croupier.ledger = ledger
             assert (ledger.get_table("t1"), ledger.get_shoe(shoe.shoe_id)) == before
         if croupier.play_coup() is None:

@@ -8,6 +8,7 @@ import pytest
 
 from domain.errors import FailedPrecondition
 from domain.shuffle import commitment
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.seal import seal, unseal
@@ -28,7 +29,8 @@ def test_seal_round_trip_and_wrong_key() -> None:
 
 
 def test_no_seed_in_clear_before_close(sqlite_store_url: str) -> None:
-    ledger = Ledger(LedgerConfig(store_url=sqlite_store_url, seal_key=KEY))  # real secrets
+    ledger = Ledger(LedgerConfig(store_url=sqlite_store_url, seal_key=KEY),
+                    games=LEDGER_GAMES)  # real secrets
     ledger.open_table("t", "t1", "espanola")
     opened = ledger.open_shoe("s", "t1")
     ledger.cut("c", opened.shoe_id, 77, "croupier")
@@ -48,6 +50,7 @@ def test_no_seed_in_clear_before_close(sqlite_store_url: str) -> None:
     assert topics.index("sabot.ledger:Shoe.Shuffled") < topics.index("sabot.ledger:Shoe.Cut")
     ledger.close()
     other_key = LedgerConfig(store_url=sqlite_store_url, seal_key=bytes(32))
-    stranger = Ledger(other_key)  # another key still reads the store; it cannot deal
+    stranger = Ledger(other_key,
+                      games=LEDGER_GAMES)  # another key still reads the store; it cannot deal
     assert stranger.get_shoe(opened.shoe_id).closed
     stranger.close()

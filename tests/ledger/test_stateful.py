@@ -26,6 +26,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from domain.errors import RuleViolation
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.views import StakeView
 
@@ -45,7 +46,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.inputs = FixedInputs()
         url = self.open_store()
         try:
-            self.ledger = Ledger(self.inputs.config(url))
+            self.ledger = Ledger(self.inputs.config(url), games=LEDGER_GAMES)
         except BaseException:
             self.drop_store()
             raise

@@ -10,6 +10,7 @@ from urllib.parse import quote
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig, store_env
 from services.ledger.schema import conninfo
@@ -32,7 +33,7 @@ def test_the_ledger_opens_a_store_whose_password_has_a_space(postgres_database: 
     connection string the ledger builds (its schema's guards included) still parses."""
     url = (f"postgresql://{PG_USER}:{quote(PASSWORD, safe='')}@{PG_HOST}:{PG_PORT}/"
            f"{postgres_database}?schema={postgres_schema}")
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=bytes(32)))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=bytes(32)), games=LEDGER_GAMES)
     try:
         ledger.open_account("o-ana", "ana")
         assert ledger.get_account("ana").balance == 0

@@ -12,6 +12,7 @@ from pathlib import Path
 from eventsourcing.domain import DomainEvent
 from eventsourcing.utils import resolve_topic
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger import table as table_module
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
@@ -43,7 +44,7 @@ def test_coup_started_keeps_its_topic_and_is_trente_et_quarantes() -> None:
 
 def test_a_tables_coups_load_from_its_events(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/t.db"
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), games=LEDGER_GAMES)
     try:
         ledger.open_table("r-t", "t1", "francaise", {})
         shoe = ledger.open_shoe("r-s", "t1")
@@ -58,7 +59,7 @@ def test_a_tables_coups_load_from_its_events(tmp_path: Path) -> None:
         assert (other.coup_id, other.coups, other.game) == (None, 0, "cuarenta")
     finally:
         ledger.close()
-    again = Ledger(LedgerConfig(store_url=url, seal_key=KEY))
+    again = Ledger(LedgerConfig(store_url=url, seal_key=KEY), games=LEDGER_GAMES)
     try:
         loaded: Table = again.app.repository.get(table_uuid("t1"))
         assert tq_coup.coup_ids(loaded) == [first.coup_id, second.coup_id]

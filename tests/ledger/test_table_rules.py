@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sabot_verify.__main__ import run
 
 from domain.errors import FailedPrecondition
+from services.bootstrap import LEDGER_GAMES, REGULATOR_GAMES, ROUND_END
 from services.ledger.api import Ledger
 from services.ledger.table import Table
 from services.regulator.checkpoint import public_key_bytes
@@ -23,7 +24,6 @@ from services.regulator.export import write_export
 from services.regulator.notary import Notary
 from services.regulator.replay import Replayer, verdict
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import coup_end
 
 from .play import CHAIN_KEY, FixedInputs
 from .scenes import LEDGER_FIRST_31, LEDGER_SHORT, LEDGER_TWIN_31, Scene
@@ -33,7 +33,8 @@ DEPOSIT = 100_000
 
 
 def ledger_for(url: str, evidence: bool = True) -> Ledger:
-    ledger = Ledger(dataclasses.replace(FixedInputs().config(url), evidence=evidence))
+    ledger = Ledger(dataclasses.replace(FixedInputs().config(url), evidence=evidence),
+                    games=LEDGER_GAMES)
     for p in PLAYERS:
         ledger.open_account(f"open-{p}", p)
         ledger.deposit(f"cash-{p}", p, DEPOSIT)
@@ -60,10 +61,11 @@ def replays_and_verifies(url: str, shoe_id: str) -> None:
     key = Ed25519PrivateKey.from_private_bytes(bytes([9]) * 32)
     db = Database(url)
     events = EventTable(db)
-    notary = Notary(db, events, key, "sabot-test", coup_end)
+    notary = Notary(db, events, key, "sabot-test", ROUND_END)
     notary.sync()
     notary.checkpoint_now()
-    v = verdict(Replayer(events, notary, seal_key=bytes(range(32))).shoe(shoe_id))
+    v = verdict(Replayer(events, notary, seal_key=bytes(range(32)),
+                         games=REGULATOR_GAMES).shoe(shoe_id))
     assert v.identical, str(v)
     buf = io.StringIO()
     write_export(buf, events, notary, public_key_bytes(key.public_key()), shoe_ids=[shoe_id])
@@ -268,7 +270,7 @@ def test_a_table_opened_before_the_option_reads_its_default(tmp_path: Path) -> N
         conn.execute("DROP TRIGGER sabot_stored_events_no_update")  # an old store had no guard
         conn.execute("UPDATE stored_events SET state = ? WHERE rowid = ?",
                      (json.dumps(old).encode(), rowid))
-    ledger = Ledger(FixedInputs().config(url))
+    ledger = Ledger(FixedInputs().config(url), games=LEDGER_GAMES)
     try:
         assert ledger.get_table("t-old").options["prisoners_at_close"] == "half_returned"
         closed = ledger.close_table("close-old", "t-old")

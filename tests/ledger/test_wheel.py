@@ -42,7 +42,7 @@ def test_a_wheel_carries_its_stubs_and_sql_and_guards_postgres(
     script = (
         "import services.ledger.schema as s, services.ledger.api as a\n"
         f"assert str(s.SQL_FILE).startswith({str(site)!r}), s.SQL_FILE\n"
-        f"l = a.Ledger(a.LedgerConfig(store_url={url!r}, seal_key=bytes(32)))\n"
+        f"l = a.Ledger(a.LedgerConfig(store_url={url!r}, seal_key=bytes(32)), games=())\n"
         "l.open_account('wheel-1', 'wheel-player')\n"
         "l.close()\n"
         "import psycopg\n"

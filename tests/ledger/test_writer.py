@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 
 from .play import FixedInputs
@@ -13,7 +14,7 @@ PLAYERS = [f"p{i}" for i in range(8)]
 
 
 def test_concurrent_commands_are_folded_into_few_saves(store_url: str) -> None:
-    ledger = Ledger(FixedInputs().config(store_url), batching=True)
+    ledger = Ledger(FixedInputs().config(store_url), batching=True, games=LEDGER_GAMES)
     ledger.open_table("t", "t1", "francaise", {"allow_opposed_stakes": "true"})
     for p in PLAYERS:
         ledger.open_account("a" + p, p)
@@ -87,9 +88,9 @@ def test_a_stale_writer_decides_again(sqlite_store_url: str) -> None:
     """Another writer saved first: the key collision makes this writer reload and decide again.
     (Only the lease holder decides, services/ledger/lease.py; ``two`` is a writer that does not
     know it lost the lease, whose saves the key collision still keeps right.)"""
-    one = Ledger(FixedInputs().config(sqlite_store_url))
+    one = Ledger(FixedInputs().config(sqlite_store_url), games=LEDGER_GAMES)
     one.open_account("a", "ana")
-    two = Ledger(FixedInputs().config(sqlite_store_url))
+    two = Ledger(FixedInputs().config(sqlite_store_url), games=LEDGER_GAMES)
     assert not two.writer_status()["active"]
     two._writer.active = True  # stale: it decides as if it held the lease
     assert two.get_account("ana").balance == 0  # now cached by the second writer
@@ -107,7 +108,7 @@ def test_a_failed_save_stores_nothing_and_aborts(sqlite_store_url: str) -> None:
 
     from services.ledger.errors import Conflict
 
-    ledger = Ledger(FixedInputs().config(sqlite_store_url))
+    ledger = Ledger(FixedInputs().config(sqlite_store_url), games=LEDGER_GAMES)
     ledger.open_account("a", "ana")
     real_save = ledger.app.save
     for failure in (IntegrityError("collision"), OSError("disk gone")):
@@ -187,7 +188,7 @@ def test_the_next_batch_is_decided_again_when_the_batch_in_flight_is_not_stored(
         (IntegrityError("collision"), 100, 150),  # d1 decided again alone and stored, then d2
     )):
         ana = f"ana{n}"
-        ledger = Ledger(FixedInputs().config(store_url), batching=True)
+        ledger = Ledger(FixedInputs().config(store_url), batching=True, games=LEDGER_GAMES)
         ledger.open_account(f"a{n}", ana)
         saving, go = _blocked_first_save(ledger, failure)
         first, out1 = _in_thread(ledger.deposit, f"d1-{n}", ana, 100)
@@ -213,13 +214,13 @@ def test_the_next_batch_is_decided_again_when_the_batch_in_flight_is_not_stored(
         assert ledger.deposit(f"d2-{n}", ana, 50).balance == d2_after  # the stored answer
         assert sum(ledger.balances().values()) == 0
         ledger.close()
-        reopened = Ledger(FixedInputs().config(store_url))
+        reopened = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
         assert reopened.get_account(ana).balance == d2_after
         reopened.close()
 
 
 def test_queries_wait_for_the_batch_in_flight(sqlite_store_url: str) -> None:
-    ledger = Ledger(FixedInputs().config(sqlite_store_url), batching=True)
+    ledger = Ledger(FixedInputs().config(sqlite_store_url), batching=True, games=LEDGER_GAMES)
     ledger.open_account("a", "ana")
     saving, go = _blocked_first_save(ledger, None)
     writing, answer = _in_thread(ledger.deposit, "d1", "ana", 100)
@@ -241,7 +242,7 @@ def test_a_snapshot_taken_inside_a_batch_reloads(store_url: str) -> None:
     from services.ledger.ids import account_uuid
 
     inputs = FixedInputs()
-    ledger = Ledger(inputs.config(store_url), batching=True)
+    ledger = Ledger(inputs.config(store_url), batching=True, games=LEDGER_GAMES)
     ledger.open_account("a", "ana")
     start = threading.Barrier(8)
 
@@ -260,7 +261,7 @@ def test_a_snapshot_taken_inside_a_batch_reloads(store_url: str) -> None:
     snapshots = list(ledger.app.snapshots.get(account_uuid("ana")))
     assert snapshots and snapshots[-1].originator_version >= 500
     ledger.close()
-    reopened = Ledger(inputs.config(store_url))
+    reopened = Ledger(inputs.config(store_url), games=LEDGER_GAMES)
     account = reopened.get_account("ana")
     assert (account.balance, account.entries) == (expected, 8 * 66)
     assert reopened.deposit("again", "ana", 1).balance == expected + 1
@@ -277,7 +278,7 @@ def test_the_postgres_recorder_numbers_a_save_in_order_and_collides_atomically(
 
     from services.ledger.application import ArrayInsertRecorder
 
-    ledger = Ledger(FixedInputs().config(postgres_store_url))
+    ledger = Ledger(FixedInputs().config(postgres_store_url), games=LEDGER_GAMES)
     recorder = ledger.app.recorder
     assert isinstance(recorder, ArrayInsertRecorder)
     ids = [uuid4() for _ in range(3)]

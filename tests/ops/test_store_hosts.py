@@ -20,6 +20,7 @@ import pytest
 from eventsourcing.postgres import PostgresApplicationRecorder
 
 from services import bootstrap
+from services.bootstrap import READ_GAMES, log_application
 from services.settings import Settings
 
 from .test_store_return import Cluster, _free_port
@@ -70,7 +71,6 @@ def _port(conn: psycopg.Connection[Any]) -> int:
 @pytest.mark.parametrize("read_write_first", [True, False], ids=["rw-first", "ro-first"])
 def test_every_connection_goes_to_the_read_write_server(
         pair: tuple[Cluster, Cluster], form: str, read_write_first: bool) -> None:
-    from services.ledger.application import LedgerApplication
     from services.ledger.config import store_env
     from services.ledger.lease import PostgresLease, lease_for
     from services.projections import default_views
@@ -96,7 +96,7 @@ def test_every_connection_goes_to_the_read_write_server(
         finally:
             probe.close()
         head = ledger.app.recorder.max_notification_id()
-        with make_runner(LedgerApplication, default_views(), store_env(url),
+        with make_runner(log_application(), default_views(games=READ_GAMES), store_env(url),
                          batch_size=64) as runner:
             runner.wait(head, timeout=30)  # the views written: on the read-write one
             with runner.view.datastore.get_connection() as conn:

@@ -21,6 +21,7 @@ from services.api import server
 from services.api.client import new_request_id
 from services.api.config import Config
 from services.api.gen.sabot.v1 import betting_pb2, cashier_pb2, common_pb2
+from services.bootstrap import LEDGER_GAMES, SERVED
 from services.ledger import wire
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.remote import LedgerHost, RemoteLedger
@@ -49,12 +50,12 @@ def _serve(store: str, tmp_path: Path) -> tuple[Api, Any]:
     keys = tmp_path / "credentials.toml"
     roles, players = issue_principals(keys)
     ledger = Ledger(LedgerConfig(store_url=store, seal_key=KEY, new_seed=lambda: SEED),
-                    batching=True)
+                    batching=True, games=LEDGER_GAMES)
     path = str(Path(tempfile.mkdtemp(prefix="sabot-test-")) / "ledger.sock")
     host = LedgerHost(ledger, path).start()
-    remote = RemoteLedger(path, store, secret=host.secret)
+    remote = RemoteLedger(path, store, secret=host.secret, games=LEDGER_GAMES)
     running = server.start(Config(listen="127.0.0.1:0", store=store, credentials_file=keys,
-                                  seal_key=KEY, workers=8), cast(Ledger, remote))
+                                  seal_key=KEY, workers=8), cast(Ledger, remote), games=SERVED)
     api = Api(f"127.0.0.1:{running.port}", "traces", {**roles, "player": players["anne"]},
               players, None, running, credentials=keys,
               principals={**PRINCIPALS, "player": "anne", **{p: p for p in PLAYERS}})
@@ -155,9 +156,9 @@ def test_tracing_off_records_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
     for name in ("TraceInterceptor", "ledger_call", "host_span", "inject"):
         monkeypatch.setattr(traces, name, spy(name))
     sent: list[list[Any]] = []
-    frame_of = wire.call_frame
-    monkeypatch.setattr(wire, "call_frame", lambda *a, **k: sent.append(frame_of(*a, **k))
-                        or sent[-1])
+    frame_of = wire.Schema.call_frame
+    monkeypatch.setattr(wire.Schema, "call_frame",
+                        lambda self, *a, **k: sent.append(frame_of(self, *a, **k)) or sent[-1])
     api, stop = _serve(f"sqlite:///{tmp_path}/off.db", tmp_path)
     try:
         _stake(api)
@@ -169,18 +170,19 @@ def test_tracing_off_records_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_the_trace_context_is_an_optional_fourth_element() -> None:
+    schema = wire.schema_of(LEDGER_GAMES)
     actor = {"principal": "anne", "role": "player"}
-    plain = wire.call_frame(1, "place_stake", (), {"actor": actor, "request_id": "r"})
+    plain = schema.call_frame(1, "place_stake", (), {"actor": actor, "request_id": "r"})
     assert len(plain) == 3 and wire.trace_context(plain) is None
-    wire.read_call(plain)
-    traced = wire.call_frame(2, "place_stake", (), {"actor": actor, "request_id": "r"},
-                             {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"})
+    schema.read_call(plain)
+    traced = schema.call_frame(2, "place_stake", (), {"actor": actor, "request_id": "r"},
+                               {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"})
     assert len(traced) == 4
-    wire.read_call(traced)
+    schema.read_call(traced)
     assert wire.trace_context(traced) == traced[3]
     for bad in ({"cookie": "x"}, {"traceparent": 7}, {"traceparent": "x" * 600}, ["x"]):
         with pytest.raises(wire.ProtocolError):
-            wire.read_call([3, "place_stake", {"request_id": "r"}, bad])
+            schema.read_call([3, "place_stake", {"request_id": "r"}, bad])
 
 
 def test_the_otlp_endpoint_setting() -> None:

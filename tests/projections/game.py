@@ -42,6 +42,7 @@ from domain.trente_et_quarante.odds import stake_state
 from domain.trente_et_quarante.outcome import Outcome, Result, judge
 from domain.trente_et_quarante.rules import HouseRules, house_rules
 from domain.trente_et_quarante.settlement import settle
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.ids import stake_uuid
 from services.projections.gamingday import GamingDay
@@ -133,7 +134,7 @@ class Game:
             store_url=store_url, seal_key=bytes(range(32)), clock=self.clock,
             new_id=lambda: next(self._ids), new_seed=self._new_seed,
             extra_env=dict(extra_env or {}),
-        ))
+        ), games=LEDGER_GAMES)
         self.exp = Expected()
         self.rules: dict[str, HouseRules] = {}
         self.layouts: dict[str, Layout] = {}

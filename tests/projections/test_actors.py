@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from services.bootstrap import READ_GAMES
 from services.projections import default_views
 from services.projections.projector import Projector
 
@@ -18,7 +19,7 @@ from .conftest import play, sqlite_env
 def test_every_row_names_its_actor_whatever_the_batches(tmp_path: object, batch: int) -> None:
     game = play(sqlite_env(str(tmp_path)))
     app = game.ledger.app
-    reference = Projector(app, default_views())
+    reference = Projector(app, default_views(games=READ_GAMES))
     reference.rebuild()
     expected = reference.digests()
     with reference.store.transaction() as tx:
@@ -26,9 +27,10 @@ def test_every_row_names_its_actor_whatever_the_batches(tmp_path: object, batch:
             v.drop(tx)
             tx.execute("DELETE FROM {s}rm_tracking WHERE view = ?", (v.name,))
     # a new process every few batches (the rows left waiting for their request are forgotten)
-    while Projector(app, default_views()).catch_up(batch_size=batch, max_events=3 * batch):
+    while Projector(app, default_views(games=READ_GAMES)).catch_up(batch_size=batch,
+                                                                   max_events=3 * batch):
         pass
-    final = Projector(app, default_views())
+    final = Projector(app, default_views(games=READ_GAMES))
     final.catch_up(batch_size=batch)
     assert final.digests() == expected
     with final.store.read() as tx:

@@ -8,6 +8,7 @@ import io
 import json
 from fractions import Fraction
 
+from services.bootstrap import READ_GAMES
 from services.projections import default_views
 from services.projections.export import to_csv, to_json, to_text
 from services.projections.projector import Projector
@@ -25,10 +26,10 @@ def _report_days(game: Game) -> list[str]:
 
 
 def test_the_grand_total_adds_every_table_and_cage(game: Game) -> None:
-    p = Projector(game.ledger.app, default_views())
+    p = Projector(game.ledger.app, default_views(games=READ_GAMES))
     p.catch_up()
     for day in _report_days(game):
-        report = gaming_day(p.store, day)
+        report = gaming_day(p.store, day, views=p.views)
         days = [r for r in report.records() if r["shift"] == "day"]
         (total,) = report.total_records()  # one currency at these tables: one total
         assert (total["table_id"], total["shift"], total["currency"]) == (TOTAL, "day", "EUR")
@@ -51,9 +52,9 @@ def test_the_grand_total_adds_every_table_and_cage(game: Game) -> None:
 
 
 def test_the_csv_starts_with_its_header_and_the_json_has_facts_and_totals(game: Game) -> None:
-    p = Projector(game.ledger.app, default_views())
+    p = Projector(game.ledger.app, default_views(games=READ_GAMES))
     p.catch_up()
-    report = gaming_day(p.store, _report_days(game)[0])
+    report = gaming_day(p.store, _report_days(game)[0], views=p.views)
     text = to_csv(report)
     assert text.splitlines()[0] == ",".join(report.columns)
     assert not any(line.startswith("#") for line in text.splitlines())
@@ -65,9 +66,9 @@ def test_the_csv_starts_with_its_header_and_the_json_has_facts_and_totals(game: 
 
 
 def test_the_text_shows_money_in_major_units(game: Game) -> None:
-    p = Projector(game.ledger.app, default_views())
+    p = Projector(game.ledger.app, default_views(games=READ_GAMES))
     p.catch_up()
-    report = gaming_day(p.store, _report_days(game)[0])
+    report = gaming_day(p.store, _report_days(game)[0], views=p.views)
     shown = to_text(report)
     (total,) = report.total_records()
     last = shown.splitlines()[-1].split()

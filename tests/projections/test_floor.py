@@ -16,6 +16,7 @@ import pytest
 
 from domain.currency import format_minor
 from domain.errors import InvalidArgument
+from services.bootstrap import READ_GAMES
 from services.projections import default_views
 from services.projections.floor import (
     COLUMNS,
@@ -35,7 +36,7 @@ TQ = "trente-et-quarante"
 
 
 def _projector(game: Game) -> Projector:
-    p = Projector(game.ledger.app, default_views())
+    p = Projector(game.ledger.app, default_views(games=READ_GAMES))
     p.catch_up()
     return p
 
@@ -46,7 +47,7 @@ def test_floor_rows_are_the_report_by_chance(game: Game) -> None:
     assert len(days) >= 2
     for day in days:
         floor = floor_day(p.store, day, p.views)
-        chances = gaming_day(p.store, day)
+        chances = gaming_day(p.store, day, views=p.views)
         by_chance = {(r["table_id"], r["shift"]): r for r in chances.records()}
         assert [s.game for s in floor.sections] == [TQ]
         lines = floor.sections[0].lines

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from domain.errors import InvalidArgument, RuleViolation
+from services.bootstrap import READ_GAMES
 from services.projections import default_views
 from services.projections.gamingday import DEFAULT, GamingDay, from_env, in_schema, parse
 from services.projections.projector import Projector
@@ -194,7 +195,7 @@ def test_the_reconciliation_under_a_local_gaming_day(game: Game) -> None:
     figures filed under the same setting; the report tells the hours and closes at shift 4."""
     setting = parse("06:00 Europe/Paris", "4")
     try:
-        p = Projector(game.ledger.app, default_views(setting))
+        p = Projector(game.ledger.app, default_views(setting, games=READ_GAMES))
         p.catch_up(batch_size=333)
         assert stored_setting(p.store) == setting
         with p.store.read() as tx:
@@ -208,7 +209,7 @@ def test_the_reconciliation_under_a_local_gaming_day(game: Game) -> None:
         for (table, day, shift), amount in game.exp.prison_under(setting).items():
             assert prison_outstanding(p.store, table, day, shift) == amount
         day = min(k[1] for k in expected)
-        report = gaming_day(p.store, day)
+        report = gaming_day(p.store, day, views=p.views)
         assert report.facts["hours"] == ("shift 1 06:00-12:00, 2 12:00-18:00, 3 18:00-00:00, "
                                          "4 00:00-06:00 (Europe/Paris local time)")
         for r in report.records():
@@ -218,7 +219,7 @@ def test_the_reconciliation_under_a_local_gaming_day(game: Game) -> None:
                 assert r["coups"] == sum(v for k, v in expected.items()
                                          if k[0] == table and k[1] == day and k[3] == "coups")
     finally:  # the shared ledger's read models back under the default
-        back = Projector(game.ledger.app, default_views(DEFAULT))
+        back = Projector(game.ledger.app, default_views(DEFAULT, games=READ_GAMES))
         back.catch_up()
         assert stored_setting(back.store) == DEFAULT
 
@@ -230,10 +231,11 @@ def test_a_change_of_setting_rebuilds_and_stops_the_old_writer(store_env: dict[s
     try:
         g.open_table("t-fr", "francaise")
         g.open_player("ana", 100_000)
-        utc = Projector(g.ledger.app, default_views(DEFAULT))
+        utc = Projector(g.ledger.app, default_views(DEFAULT, games=READ_GAMES))
         utc.catch_up()
         before = utc.digests()["reconciliation"]
-        paris = Projector(g.ledger.app, default_views(PARIS))  # rebuilt under Paris
+        paris = Projector(g.ledger.app, default_views(PARIS,
+                                                      games=READ_GAMES))  # rebuilt under Paris
         assert paris.positions["reconciliation"] == 0
         paris.catch_up()
         assert stored_setting(paris.store) == PARIS
@@ -245,9 +247,9 @@ def test_a_change_of_setting_rebuilds_and_stops_the_old_writer(store_env: dict[s
         assert "06:00 Europe/Paris" in message and isinstance(info.value, RuleViolation)
         assert paris.catch_up() >= 1  # the old writer wrote nothing: all still to apply
         # Back to the default: the rows are those of before (the digest of the rows).
-        again = Projector(g.ledger.app, default_views(DEFAULT))
+        again = Projector(g.ledger.app, default_views(DEFAULT, games=READ_GAMES))
         again.rebuild()
-        g2 = Projector(g.ledger.app, default_views(DEFAULT))
+        g2 = Projector(g.ledger.app, default_views(DEFAULT, games=READ_GAMES))
         assert g2.digests()["reconciliation"] != before  # one event more than then
         assert stored_setting(g2.store) == DEFAULT
     finally:
@@ -266,17 +268,18 @@ def test_a_process_given_no_setting_keeps_the_stored_one(
     try:
         g.open_table("t-fr", "francaise")
         g.open_player("ana", 100_000)
-        paris = Projector(g.ledger.app, default_views(PARIS))
+        paris = Projector(g.ledger.app, default_views(PARIS, games=READ_GAMES))
         paris.catch_up()
         built = paris.digests()["reconciliation"]
-        unset = Projector(g.ledger.app, default_views())  # no setting given anywhere
+        # no setting given anywhere
+        unset = Projector(g.ledger.app, default_views(games=READ_GAMES))
         assert unset.positions == paris.positions  # nothing rebuilt
         assert stored_setting(unset.store) == PARIS
         g.cash("ana", -500)
         assert unset.catch_up() >= 1  # it writes, under Paris: the other one is not stopped
         paris.catch_up()  # (nothing applied twice: the positions are compared and set)
         assert unset.digests()["reconciliation"] != built
-        again = Projector(g.ledger.app, default_views(PARIS))
+        again = Projector(g.ledger.app, default_views(PARIS, games=READ_GAMES))
         again.rebuild()  # the rows are exactly those of a rebuild under Paris
         assert again.digests() == unset.digests() == paris.digests()
     finally:
@@ -309,4 +312,5 @@ def test_the_cli_reads_the_setting(game: Game, tmp_path: Path,
         assert "Europe/Paris local time" in capsys.readouterr().out
     finally:
         monkeypatch.delenv("SABOT_GAMING_DAY")
-        Projector(game.ledger.app, default_views(DEFAULT)).catch_up()  # back to the default
+        # back to the default
+        Projector(game.ledger.app, default_views(DEFAULT, games=READ_GAMES)).catch_up()

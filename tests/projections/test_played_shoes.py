@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from services.bootstrap import READ_GAMES
 from services.projections import default_views, gamingday
 from services.projections.projector import Projector
 from services.projections.recall import recall
@@ -19,7 +20,7 @@ from .game import Game
 def _projector(game: Game) -> Projector:
     # The default gaming day, given explicitly: other tests build these views on the same
     # store under other settings, and a projector given none adopts the stored one.
-    return Projector(game.ledger.app, default_views(gamingday.DEFAULT))
+    return Projector(game.ledger.app, default_views(gamingday.DEFAULT, games=READ_GAMES))
 
 
 def test_bankrolls_equal_the_domain(game: Game) -> None:

@@ -16,17 +16,20 @@ from domain.errors import InvalidArgument, NotFound
 from domain.trente_et_quarante.chances import Chance
 from domain.trente_et_quarante.odds import CoupOdds, coup_law
 from domain.trente_et_quarante.rules import HouseRules, house_rules
-from services.projections import default_views, edge
+from services.bootstrap import READ_GAMES
+from services.projections import default_views
 from services.projections.export import to_csv, to_json, to_text
 from services.projections.projector import Projector
 from services.projections.reconcile import reconcile
+from services.projections.reconciliation import ReconciliationView
 from services.projections.reports import gaming_day, player_statement, shoe_history
+from services.trente_et_quarante import edge
 
 from .game import Game
 
 
 def _projector(game: Game) -> Projector:
-    p = Projector(game.ledger.app, default_views())
+    p = Projector(game.ledger.app, default_views(games=READ_GAMES))
     p.catch_up()
     return p
 
@@ -38,7 +41,7 @@ def _days(game: Game) -> list[str]:
 def test_gaming_day_report_adds_up(game: Game) -> None:
     p = _projector(game)
     for day in _days(game):
-        report = gaming_day(p.store, day)
+        report = gaming_day(p.store, day, views=p.views)
         recs = report.records()
         for r in recs:
             exp = Counter[str]()
@@ -62,7 +65,7 @@ def test_gaming_day_report_adds_up(game: Game) -> None:
             k[0] for k in game.exp.recon if k[1] == day
         }
     with pytest.raises(InvalidArgument) as bad:
-        gaming_day(p.store, "01/03/2026")
+        gaming_day(p.store, "01/03/2026", views=p.views)
     assert bad.value.field == "gaming_day"
 
 
@@ -108,7 +111,7 @@ def test_theoretical_win_and_flag(game: Game, monkeypatch: pytest.MonkeyPatch) -
     chosen = 0
     states: set[str] = set()
     for day in _days(game):
-        for r in gaming_day(p.store, day).records():
+        for r in gaming_day(p.store, day, views=p.views).records():
             if r["shift"] != "day" or r["table_id"] not in rules or not r["handle"]:
                 continue
             table_rules = rules[r["table_id"]]
@@ -141,11 +144,13 @@ def test_theoretical_win_and_flag(game: Game, monkeypatch: pytest.MonkeyPatch) -
     assert {"free", "prison", "free:insured", "free:partage"} <= states, states
     assert chosen > 0
     day = _days(game)[0]
-    monkeypatch.setattr(edge, "coup_law", lambda options, chance, state: (Fraction(1), 0))
-    flags = {r["flag"] for r in gaming_day(p.store, day).records() if r["handle"]}
+    recon = next(v for v in p.views if isinstance(v, ReconciliationView))  # the law it holds
+    monkeypatch.setattr(recon, "coup_law", lambda options, chance, state: (Fraction(1), 0))
+    flags = {r["flag"] for r in gaming_day(p.store, day, views=p.views).records() if r["handle"]}
     assert flags == {"OUTSIDE_95"}  # a 100 % edge: the house should have won every stake
-    monkeypatch.setattr(edge, "coup_law", lambda options, chance, state: None)
-    assert {r["flag"] for r in gaming_day(p.store, day).records() if r["handle"]} == {"unknown"}
+    monkeypatch.setattr(recon, "coup_law", lambda options, chance, state: None)
+    unknown = {r["flag"] for r in gaming_day(p.store, day, views=p.views).records() if r["handle"]}
+    assert unknown == {"unknown"}
 
 
 def test_player_statement_report(game: Game) -> None:
@@ -180,7 +185,7 @@ def test_shoe_history_report(game: Game) -> None:
 
 def test_exports_parse_back(game: Game) -> None:
     p = _projector(game)
-    report = gaming_day(p.store, _days(game)[0])
+    report = gaming_day(p.store, _days(game)[0], views=p.views)
     doc = json.loads(to_json(report))
     assert doc["rows"] == json.loads(json.dumps(report.records(), default=str))
     lines = [ln for ln in to_csv(report).splitlines() if not ln.startswith("#")]
@@ -258,7 +263,7 @@ def test_cli_commands(game: Game, tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_read_models_facade(game: Game) -> None:
     from services.projections.service import ReadModels
 
-    rm = ReadModels(game.ledger.app)
+    rm = ReadModels(game.ledger.app, games=READ_GAMES)
     assert rm.reconcile(game.ledger.balances()).ok
     assert {lag.events_behind for lag in rm.lag()} == {0}
     assert len(rm.recall(table_id="t-es", limit=3)) == 3

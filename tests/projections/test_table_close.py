@@ -4,6 +4,7 @@ The other read-model tests compare every figure with the domain's mirror, the cl
 
 from __future__ import annotations
 
+from services.bootstrap import READ_GAMES
 from services.projections import default_views, gamingday
 from services.projections.projector import Projector
 from services.projections.recall import recall
@@ -14,7 +15,7 @@ from .game import Game
 
 def test_the_close_is_in_every_read_model(game: Game) -> None:
     assert game.closed_with_prisoners >= 1
-    p = Projector(game.ledger.app, default_views(gamingday.DEFAULT))
+    p = Projector(game.ledger.app, default_views(gamingday.DEFAULT, games=READ_GAMES))
     p.catch_up()
     table = game.ledger.get_table("t-it")
     assert table.closed and table.layout == () and table.close_time is not None

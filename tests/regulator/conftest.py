@@ -13,10 +13,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from services.bootstrap import ROUND_END
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.notary import Notary
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import coup_end
 from tests.conftest import PG_HOST, PG_PORT, PG_USER, postgres_unavailable
 
 from .play import Player, make_ledger
@@ -41,7 +41,7 @@ class Played:
 
     def notary(self) -> Notary:
         db = Database(self.url)
-        return Notary(db, EventTable(db), self.key, "sabot-test", coup_end)
+        return Notary(db, EventTable(db), self.key, "sabot-test", ROUND_END)
 
     def events(self) -> EventTable:
         return EventTable(Database(self.url))

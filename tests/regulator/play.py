@@ -11,6 +11,7 @@ from uuid import UUID
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from domain.errors import RuleViolation
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger, LedgerConfig
 
 SEAL_KEY = bytes(range(32))
@@ -51,7 +52,7 @@ def make_ledger(
         evidence=evidence,
         site=site,
     )
-    return Ledger(config, batching=batching), rng
+    return Ledger(config, batching=batching, games=LEDGER_GAMES), rng
 
 
 class Player:

@@ -18,11 +18,11 @@ from sabot_verify.__main__ import run
 
 from services.api.client import Client
 from services.api.gen.sabot.v1 import events_pb2, table_pb2
+from services.bootstrap import ROUND_END
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.export import write_export
 from services.regulator.notary import Notary
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import coup_end
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = bytes(range(32))
@@ -89,7 +89,7 @@ def test_after_the_demo_every_command_names_its_actor(
 
     key = Ed25519PrivateKey.from_private_bytes(b"\x07" * 32)
     db = Database(url)
-    notary = Notary(db, EventTable(db), key, "sabot-test", coup_end)
+    notary = Notary(db, EventTable(db), key, "sabot-test", ROUND_END)
     notary.sync()
     notary.checkpoint_now()
     buf = io.StringIO()

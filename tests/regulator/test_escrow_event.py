@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from domain.errors import InvalidArgument
 from domain.shuffle import commitment
+from services.bootstrap import REGULATOR_GAMES
 from services.ledger.api import Ledger, LedgerConfig
 from services.ledger.config import regulator_public_key
 from services.ledger.shoe import Shoe
@@ -141,5 +142,5 @@ def test_legacy_escrow_table_still_opens(tmp_path: Path) -> None:
     shuffled = commitment(SEED, UUID(sid))
     assert escrow.find(UUID(sid), shuffled, reg) == SEED
     events = EventTable(Database(url))
-    v = verdict(Replayer(events, regulator_key=reg, escrow=escrow).coup(cid))
+    v = verdict(Replayer(events, regulator_key=reg, escrow=escrow, games=REGULATOR_GAMES).coup(cid))
     assert v.identical, str(v)

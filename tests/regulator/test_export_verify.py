@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sabot_verify.__main__ import run
 
 from domain.errors import FailedPrecondition
+from services.bootstrap import REGULATOR_GAMES
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.export import write_export
 from services.regulator.replay import Replayer, verdict
@@ -56,7 +57,7 @@ def test_canonical_and_reproducible(played_sqlite: Played) -> None:
 
 def test_every_coup_replays_identical(played_sqlite: Played) -> None:
     p = played_sqlite
-    replayer = Replayer(p.events(), p.notary())
+    replayer = Replayer(p.events(), p.notary(), games=REGULATOR_GAMES)
     for sid in p.shoes:
         v = verdict(replayer.shoe(sid))
         assert v.identical, str(v)
@@ -72,11 +73,11 @@ def test_shoe_in_play_needs_the_regulator_key(played_sqlite: Played) -> None:
     # The operator's sealed seed is unavailable (no seal key): without the regulator's key the
     # replay cannot get the seed...
     with pytest.raises(FailedPrecondition) as err:
-        verdict(Replayer(p.events(), p.notary()).coup(cid))
+        verdict(Replayer(p.events(), p.notary(), games=REGULATOR_GAMES).coup(cid))
     assert err.value.field == "shoe_id"
     # ...with it, the seed escrowed in Shoe.Shuffled opens, matches the commitment and the coup
     # replays.
-    replayer = Replayer(p.events(), p.notary(), regulator_key=p.regulator)
+    replayer = Replayer(p.events(), p.notary(), regulator_key=p.regulator, games=REGULATOR_GAMES)
     steps = list(replayer.coup(cid))
     v = verdict(steps)
     assert v.identical, str(v)

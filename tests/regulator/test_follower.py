@@ -8,10 +8,10 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from services.bootstrap import ROUND_END
 from services.regulator.checkpoint import public_key_bytes, verify_checkpoint
 from services.regulator.notary import Follower, Notary
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import round_end
 
 from .play import Player, make_ledger
 
@@ -21,7 +21,7 @@ KEY = Ed25519PrivateKey.from_private_bytes(b"\x05" * 32)
 def test_a_checkpoint_at_every_coup_end_and_on_demand(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     ledger, rng = make_ledger(url, 9)
-    follower = Follower(url, KEY, interval=0.05, round_end=round_end).start()
+    follower = Follower(url, KEY, interval=0.05, round_end=ROUND_END).start()
     try:
         assert follower.ready.wait(10)
         player = Player(ledger, rng, "t-follow", "francaise")
@@ -55,7 +55,7 @@ def test_an_unreachable_store_is_reported_and_retried(tmp_path: Path) -> None:
         seen.set()
 
     follower = Follower(f"sqlite:///{tmp_path}/no/such/dir/x.db", KEY, retry=0.05,
-                        round_end=round_end,
+                        round_end=ROUND_END,
                         on_error=on_error).start()
     try:
         assert seen.wait(10)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from services.bootstrap import ROUND_END
 from services.regulator.checkpoint import public_key_bytes, verify_checkpoint
 from services.regulator.merkle import MemoryTree, leaf_hash, verify_consistency, verify_inclusion
 from services.regulator.notary import Notary, follow
 from services.regulator.source import Database, EventTable, RawEvent
-from services.regulator.vocabulary import round_end
 
 from .play import Player, make_ledger
 
@@ -80,7 +80,7 @@ def test_follow_signs_at_every_coup_end(tmp_path: Path) -> None:
     key = Ed25519PrivateKey.generate()
     stop = threading.Event()
     thread = threading.Thread(target=follow, args=(url, key, stop, 0.05, "live"),
-                              kwargs={"round_end": round_end})
+                              kwargs={"round_end": ROUND_END})
     try:
         player = Player(ledger, rng, "live", "francaise")
         player.open_shoe()

@@ -18,12 +18,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from sabot_verify.__main__ import run
 
+from services.bootstrap import ROUND_END
 from services.regulator import merkle
 from services.regulator.checkpoint import public_key_bytes, verify_checkpoint
 from services.regulator.export import write_export
 from services.regulator.notary import Follower, Notary, NotaryBusy
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import round_end
 from services.regulator.writer_lock import WriterLock
 
 from .conftest import fresh_pg_database, postgres_or_skip, sabot
@@ -64,11 +64,11 @@ def check_tree(url: str, coups: list[str]) -> None:
 
 def two_notaries_one_writer(url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ledger, rng = make_ledger(url, 21)
-    first = Follower(url, KEY, interval=0.05, retry=0.05, round_end=round_end).start()
+    first = Follower(url, KEY, interval=0.05, retry=0.05, round_end=ROUND_END).start()
     second: Follower | None = None
     try:
         assert first.active.wait(10)
-        second = Follower(url, KEY, interval=0.05, retry=0.05, round_end=round_end).start()
+        second = Follower(url, KEY, interval=0.05, retry=0.05, round_end=ROUND_END).start()
         player = Player(ledger, rng, "t-one", "francaise")
         player.open_shoe()
         coups = [player.coup()[0] for _ in range(2)]
@@ -137,9 +137,9 @@ import sys, time
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from services.regulator.notary import Follower
-from services.regulator.vocabulary import round_end
+from services.bootstrap import ROUND_END
 f = Follower(sys.argv[1], Ed25519PrivateKey.from_private_bytes(b"\\x07" * 32), interval=0.05,
-             round_end=round_end)
+             round_end=ROUND_END)
 f.start()
 assert f.active.wait(20)
 print("active", flush=True)
@@ -155,7 +155,7 @@ def _killed_holder_is_taken_over(url: str) -> None:
     standby: Follower | None = None
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "active"
-        standby = Follower(url, KEY, interval=0.05, retry=0.05, round_end=round_end).start()
+        standby = Follower(url, KEY, interval=0.05, retry=0.05, round_end=ROUND_END).start()
         player = Player(ledger, rng, "t-kill", "italiana")
         player.open_shoe()
         coups = [player.coup()[0] for _ in range(2)]

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from services import bootstrap
 from services.api import server
 from services.api.config import Config
+from services.bootstrap import SERVED
 from services.ledger.api import Ledger
 from services.regulator.checkpoint import public_key_bytes, verify_checkpoint
 from services.regulator.notary import Notary
@@ -83,7 +84,7 @@ def test_every_round_and_match_ends_under_a_signed_checkpoint(store_url: str) ->
     assert notary is not None
     running = server.start(Config(listen="127.0.0.1:0", store=store_url,
                                   seal_key=bytes.fromhex(SEAL), projections=False),
-                           ledger, notary=notary)
+                           ledger, notary=notary, games=SERVED)
     try:
         ended = _play(ledger)
         assert notary.sync_now(timeout=60)

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from sabot_verify.__main__ import run
 
+from services.bootstrap import REGULATOR_GAMES
 from services.regulator.export import write_export
 from services.regulator.replay import Replayer, verdict
 
@@ -51,7 +52,7 @@ def check_first_tampered(p: Played, first: int) -> None:
     text = out.getvalue()
     assert code == 1, text
     assert text.strip().endswith(f"NOT VERIFIED; first tampered position {first}"), text
-    v = verdict(Replayer(p.events(), p.notary()).shoe(p.shoes[0]))
+    v = verdict(Replayer(p.events(), p.notary(), games=REGULATOR_GAMES).shoe(p.shoes[0]))
     assert not v.identical
     assert v.first_difference is not None and v.first_difference.position == first, str(v)
 
@@ -63,7 +64,8 @@ def test_untouched_store_verifies(played_pg: Played) -> None:
     out = io.StringIO()
     assert run(buf.getvalue().splitlines(), checkpoint_key=p.public_key, out=out,
                chain_keys=[CHAIN_PUBLIC]) == 0
-    assert verdict(Replayer(p.events(), p.notary()).shoe(p.shoes[0])).identical
+    assert verdict(Replayer(p.events(), p.notary(),
+                            games=REGULATOR_GAMES).shoe(p.shoes[0])).identical
     # the guards hold for an ordinary session: the events and the Merkle log
     for statement in (
         "DELETE FROM sabot_events WHERE notification_id = 1",
@@ -176,6 +178,7 @@ def test_deleted_shoe_closed_is_reported(played_pg: Played, tamper: Tamper) -> N
     # ... an export of the shoe by id, and its replay (with and without the regulator's key,
     # the seed being revealed by the deleted event), name the same position
     check_first_tampered(p, first)
-    v = verdict(Replayer(p.events(), p.notary(), regulator_key=p.regulator).shoe(p.shoes[0]))
+    v = verdict(Replayer(p.events(), p.notary(), regulator_key=p.regulator,
+                         games=REGULATOR_GAMES).shoe(p.shoes[0]))
     assert v.first_difference is not None and v.first_difference.position == first, str(v)
     assert v.first_difference.replayed is None  # the stored event is gone

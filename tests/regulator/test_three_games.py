@@ -24,6 +24,7 @@ from sabot_verify.integrity import parse
 from sabot_verify.treinta_y_una import round_shoes
 
 from services import topics as T
+from services.bootstrap import REGULATOR_GAMES
 from services.cuarenta.replay import replay_match
 from services.regulator.replay import Replayer, verdict
 from tests.cuarenta.support import Game, Referee, fund
@@ -102,7 +103,7 @@ def _closed_round_shoes(p: Three) -> list[str]:
 
 
 def test_every_shoe_round_and_match_replays_identical(three: Three) -> None:
-    replayer = Replayer(three.events(), three.notary())
+    replayer = Replayer(three.events(), three.notary(), games=REGULATOR_GAMES)
     rounds = _closed_round_shoes(three)
     assert len(rounds) == ROUNDS
     for sid in [*three.shoes, *rounds]:

@@ -16,6 +16,7 @@ import pytest
 
 from services import bootstrap
 from services.api.credentials import new_token
+from services.bootstrap import LEDGER_GAMES
 from services.cli.server import OTHER_CONNECTIONS
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig, store_env
@@ -44,7 +45,7 @@ def test_the_pool_settings_and_their_defaults() -> None:
 @pytest.mark.postgres
 def test_the_pool_is_sized_as_set(postgres_store_url: str) -> None:
     ledger = Ledger(LedgerConfig(store_url=postgres_store_url, seal_key=bytes(32), pool_size=3,
-                                 max_overflow=1))
+                                 max_overflow=1), games=LEDGER_GAMES)
     try:
         pool = ledger.app.recorder.datastore.pool  # type: ignore[attr-defined]
         assert (pool.min_size, pool.max_size) == (3, 4)

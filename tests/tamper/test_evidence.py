@@ -15,6 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from domain.errors import FailedPrecondition
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.errors import Conflict
@@ -42,7 +43,8 @@ def public(raw: bytes) -> bytes:
 
 
 def ledger(url: str, chain_key: bytes | None = A, **kw: Any) -> Ledger:
-    return Ledger(LedgerConfig(store_url=url, seal_key=KEY, chain_key=chain_key, **kw))
+    return Ledger(LedgerConfig(store_url=url, seal_key=KEY, chain_key=chain_key, **kw),
+                  games=LEDGER_GAMES)
 
 
 def links(url: str) -> list[tuple[int, Link]]:
@@ -121,17 +123,20 @@ def test_two_racing_writers_do_not_fork_the_chain(store_url: str) -> None:
 
 
 def test_a_writer_refuses_a_store_that_lost_its_end(store: Store) -> None:
-    Ledger(LedgerConfig(store_url=store.url, seal_key=KEY, chain_head=str(store.head))).close()
+    Ledger(LedgerConfig(store_url=store.url, seal_key=KEY, chain_head=str(store.head)),
+           games=LEDGER_GAMES).close()
     Insider(store).delete_from(Insider(store).last_position() - 39)
     with pytest.raises(ChainBroken, match="refusing to write"):
-        Ledger(LedgerConfig(store_url=store.url, seal_key=KEY, chain_head=str(store.head)))
+        Ledger(LedgerConfig(store_url=store.url, seal_key=KEY, chain_head=str(store.head)),
+               games=LEDGER_GAMES)
     # a rewritten last link is refused too
     other = store.dir / "other.json"
     head = read_head(store.head.read_text())
     head.update(seq=3, link="00" * 32)
     other.write_text(json.dumps(head))
     with pytest.raises(ChainBroken, match="rewritten"):
-        Ledger(LedgerConfig(store_url=store.url, seal_key=KEY, chain_head=str(other)))
+        Ledger(LedgerConfig(store_url=store.url, seal_key=KEY, chain_head=str(other)),
+               games=LEDGER_GAMES)
 
 
 def test_an_edited_snapshot_is_refused_and_reported(
@@ -142,7 +147,7 @@ def test_an_edited_snapshot_is_refused_and_reported(
     rich = store.played.players[0]
     oid = str(account_uuid(rich))
     config = LedgerConfig(store_url=store.url, seal_key=KEY, chain_key=CHAIN_KEY)
-    honest = Ledger(config)
+    honest = Ledger(config, games=LEDGER_GAMES)
     balance = honest.get_account(rich).balance
     assert honest.app.snapshots is not None
     assert not getattr(honest.app.snapshots, "refused", None)  # the genuine one is used
@@ -153,7 +158,7 @@ def test_an_edited_snapshot_is_refused_and_reported(
     insider.edit_snapshot(oid, version, lambda s: s["state"].update(
         balance=s["state"]["balance"] + 1_000_000_000))
     caplog.set_level(logging.ERROR, "services.ledger.evidence")
-    reopened = Ledger(config)
+    reopened = Ledger(config, games=LEDGER_GAMES)
     try:
         assert reopened.get_account(rich).balance == balance  # from its events
         with pytest.raises(FailedPrecondition):

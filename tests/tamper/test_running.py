@@ -21,6 +21,7 @@ from eventsourcing.application import AggregateNotFoundError
 from regulator.play import CHAIN_KEY, SEAL_KEY
 
 from domain.errors import FailedPrecondition
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.evidence import LINKED_TOPIC, ChainBroken, EvidenceBroken, read_head
@@ -35,7 +36,7 @@ RUNNING = [n for n in CASES if n != "edit a snapshot"]  # a snapshot is refused,
 
 def open_ledger(s: Store, batching: bool = False) -> Ledger:
     return Ledger(LedgerConfig(store_url=s.url, seal_key=SEAL_KEY, chain_key=CHAIN_KEY,
-                               chain_head=str(s.head)), batching=batching)
+                               chain_head=str(s.head)), batching=batching, games=LEDGER_GAMES)
 
 
 def all_rows(i: Insider) -> list[tuple[int, str, str]]:
@@ -248,7 +249,7 @@ def test_links_under_another_key_count_only_where_a_trusted_link_vouches_for_the
     end = Insider(store).last_position()
     head = read_head(store.head.read_text())
     insider = Ledger(LedgerConfig(store_url=store.url, seal_key=SEAL_KEY,
-                                  chain_key=bytes([0x66]) * 32))
+                                  chain_key=bytes([0x66]) * 32), games=LEDGER_GAMES)
     insider.deposit("mine", store.played.players[1], 500_000)
     insider.close()
     with pytest.raises(ChainBroken, match=rf"position {end + 4}: link {head['seq'] + 1} is "
@@ -256,7 +257,8 @@ def test_links_under_another_key_count_only_where_a_trusted_link_vouches_for_the
         open_ledger(store)
     Insider(store).delete_from(end + 1)  # undo it: the store as the writer left it
     rotated = Ledger(LedgerConfig(store_url=store.url, seal_key=SEAL_KEY,
-                                  chain_key=bytes([0x77]) * 32, chain_head=str(store.head)))
+                                  chain_key=bytes([0x77]) * 32, chain_head=str(store.head)),
+                                  games=LEDGER_GAMES)
     try:
         rich = store.played.players[0]
         balance = rotated.get_account(rich).balance  # its events: links under the old key

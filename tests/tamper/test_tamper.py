@@ -19,11 +19,11 @@ import pytest
 from regulator.conftest import regulator_key, sabot
 from sabot_verify.__main__ import run as verify
 
+from services.bootstrap import REGULATOR_GAMES, ROUND_END
 from services.regulator.chain import pinned_keys
 from services.regulator.notary import Notary
 from services.regulator.replay import Replayer, verdict
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import coup_end
 
 from .conftest import CHAIN_PUBLIC, CHECKPOINT, CHECKPOINT_PUBLIC, Insider, Store, copy_store
 
@@ -212,9 +212,9 @@ def replay_first_difference(s: Store) -> int | None:
     db = Database(s.url)
     try:
         events = EventTable(db)
-        notary = Notary(db, events, CHECKPOINT, "sabot", coup_end, create=False)
+        notary = Notary(db, events, CHECKPOINT, "sabot", ROUND_END, create=False)
         replayer = Replayer(events, notary, regulator_key=regulator_key(),
-                            chain_keys=pinned_keys([CHAIN_PUBLIC]))
+                            chain_keys=pinned_keys([CHAIN_PUBLIC]), games=REGULATOR_GAMES)
         v = verdict(replayer.shoe(s.played.shoe))
         assert not v.identical
         assert v.first_difference is not None
@@ -234,7 +234,8 @@ def test_the_untouched_store_verifies(store: Store, capsys: pytest.CaptureFixtur
     assert "sum 0" in text
     db = Database(store.url)
     try:
-        replayer = Replayer(EventTable(db), None, chain_keys=pinned_keys([CHAIN_PUBLIC]))
+        replayer = Replayer(EventTable(db), None, chain_keys=pinned_keys([CHAIN_PUBLIC]),
+                            games=REGULATOR_GAMES)
         assert verdict(replayer.shoe(store.played.shoe)).identical
     finally:
         db.close()

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.actor import Actor
 from services.ledger.api import Ledger
 from services.treinta_y_una.views import RoundView
@@ -50,7 +51,7 @@ def fund_players(ledger: Ledger, funds: int = 1_000_000) -> None:
 def table_ledger(url: str, table_id: str = "tyu-1", funds: int = 1_000_000,
                  inputs: FixedInputs | None = None,
                  **overrides: str) -> Iterator[tuple[Ledger, Any]]:
-    ledger = Ledger((inputs or FixedInputs()).config(url))
+    ledger = Ledger((inputs or FixedInputs()).config(url), games=LEDGER_GAMES)
     try:
         open_table(ledger, table_id, **overrides)
         fund_players(ledger, funds)

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from domain.errors import FailedPrecondition, RuleViolation
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.remote import LedgerHost, RemoteLedger
 from services.ledger.replay import event_log, replay
@@ -197,9 +198,10 @@ def test_a_late_me_planto_through_the_ledger_socket(store_url: str, tmp_path: Pa
     refusal crosses whole, the "me planto" for the absent player is stored, a retry answers
     the same refusal."""
     inputs = Clocked()
-    ledger = Ledger(inputs.config(store_url), batching=True)
+    ledger = Ledger(inputs.config(store_url), batching=True, games=LEDGER_GAMES)
     host = LedgerHost(ledger, str(tmp_path / "l.sock")).start()
-    remote = RemoteLedger(str(tmp_path / "l.sock"), store_url, secret=host.secret)
+    remote = RemoteLedger(str(tmp_path / "l.sock"), store_url, secret=host.secret,
+                          games=LEDGER_GAMES)
     try:
         remote.open_table("open-tyu-1", "tyu-1", "clasica", {"turn_seconds": "2"},
                           "treinta-y-una")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from services.bootstrap import READ_GAMES
 from services.projections.service import ReadModels
 from services.treinta_y_una.projection import RoundsView
 from tests.projections.rows import view_bytes
@@ -26,7 +27,7 @@ def test_rebuilt_read_models_equal_the_ledgers_queries(store_url: str) -> None:
         cancelled = tyu.cancel_round("cancel", croupier.stakes(croupier.open()).round_id,
                                      actor=CROUPIER)
         live = croupier.stakes(croupier.open())  # not settled: not counted yet
-        models = ReadModels(ledger.app)
+        models = ReadModels(ledger.app, games=READ_GAMES)
         try:
             expected = tyu.reconcile("tyu-1")
             assert expected and all(d.balanced for d in expected)
@@ -71,7 +72,7 @@ def test_no_face_down_card_in_the_read_model_before_the_showdown(store_url: str)
                   if s.face_down}
         drawn = {s.code for h in view.hands for s in h.slots if not s.face_down}
         assert len(hidden) == 3 * len(view.hands) and drawn and not hidden & drawn
-        models = ReadModels(ledger.app)
+        models = ReadModels(ledger.app, games=READ_GAMES)
         try:
             models.catch_up()
             store, rounds = models.projector.store, models.game_view(GAME)

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from domain.errors import RuleViolation
+from services.bootstrap import TURN_GAMES
 from services.ledger.api import Ledger
 from services.turn_clock import PRINCIPAL, TurnClock
 from tests.ledger.play import FixedInputs, together
@@ -43,7 +44,7 @@ def test_the_clock_stands_for_the_absent_player(store_url: str) -> None:
     with table(store_url, inputs) as (ledger, tyu):
         croupier = Croupier(ledger, tyu)
         view = tyu.deal("d", croupier.stakes(croupier.open()).round_id, actor=CROUPIER)
-        clock = TurnClock(ledger, clock=inputs.clock)
+        clock = TurnClock(ledger, clock=inputs.clock, games=TURN_GAMES)
         assert clock.tick() == []
         assert clock.turns[view.round_id].player == view.mano
         inputs.skip = 9
@@ -92,7 +93,7 @@ def test_a_player_acting_at_the_same_moment_is_stood_for_at_most_once(store_url:
     with table(store_url, inputs) as (ledger, tyu):
         croupier = Croupier(ledger, tyu)
         view = tyu.deal("d", croupier.stakes(croupier.open()).round_id, actor=CROUPIER)
-        clocks = [TurnClock(ledger, clock=inputs.clock) for _ in range(2)]
+        clocks = [TurnClock(ledger, clock=inputs.clock, games=TURN_GAMES) for _ in range(2)]
         for c in clocks:
             c.tick()
         inputs.skip = 11
@@ -114,6 +115,6 @@ def test_no_turn_time_no_clock(store_url: str) -> None:
     with table(store_url, inputs, turn_seconds="0") as (ledger, tyu):
         croupier = Croupier(ledger, tyu)
         view = tyu.deal("d", croupier.stakes(croupier.open()).round_id, actor=CROUPIER)
-        clock = TurnClock(ledger, clock=inputs.clock)
+        clock = TurnClock(ledger, clock=inputs.clock, games=TURN_GAMES)
         inputs.skip = 3600
         assert clock.tick() == [] and view.round_id not in clock.turns

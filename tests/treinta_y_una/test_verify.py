@@ -18,6 +18,7 @@ from sabot_verify.integrity import parse
 from sabot_verify.proofs import load_x25519, open_escrow
 from sabot_verify.treinta_y_una import lot_index, round_shoes, value, verify_rounds
 
+from services.bootstrap import REGULATOR_GAMES
 from services.regulator.export import write_export
 from tests.regulator.conftest import Played, regulator_key
 from tests.regulator.play import CHAIN_PUBLIC, Player, make_ledger
@@ -174,7 +175,7 @@ def test_the_regulators_replay_of_both_games_is_identical(played: Played) -> Non
     from services.regulator.replay import Replayer, verdict
 
     exp = parse(_export(played))
-    replayer = Replayer(played.events(), played.notary())
+    replayer = Replayer(played.events(), played.notary(), games=REGULATOR_GAMES)
     closed = [s for s in round_shoes(exp.events)
               if any((r.get("event") or {}).get("originator_id") == s
                      and r["event"]["topic"].endswith("Shoe.Closed") for r in exp.events)]

@@ -22,6 +22,7 @@ from services.api import logs, server
 from services.api.client import Client, new_request_id
 from services.api.config import Config, parse_tokens
 from services.api.gen.sabot.v1 import betting_pb2, cashier_pb2, common_pb2, table_pb2
+from services.bootstrap import LEDGER_GAMES, SERVED
 from services.ledger.api import Ledger, LedgerConfig
 from services.regulator.checkpoint import public_key_bytes
 
@@ -164,10 +165,12 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
         drawn.append(next(seeds))
         return drawn[-1]
 
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=new_seed), batching=True)
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY, new_seed=new_seed), batching=True,
+                    games=LEDGER_GAMES)
     running = server.start(Config(listen="127.0.0.1:0", store=url, tokens=parse_tokens(spec),
                                   seal_key=KEY, workers=8,
-                                  checkpoint_key=CHECKPOINT_KEY.private_bytes_raw()), ledger)
+                                  checkpoint_key=CHECKPOINT_KEY.private_bytes_raw()), ledger,
+                                  games=SERVED)
     played = Played(f"127.0.0.1:{running.port}", tokens, drawn=drawn)
     try:
         _play(played)

@@ -1,4 +1,6 @@
-"""Transcodings of the domain's value types for the event store (exact types, as stored)."""
+"""Transcodings of Trente et Quarante's value types for the event store (exact types, as
+stored): the game's ``LedgerGame.transcodings``, registered by every ledger application that
+reads or writes its events (``services.ledger.application.LedgerApplication``)."""
 
 from __future__ import annotations
 
@@ -67,7 +69,10 @@ ENUMS: tuple[tuple[type[StrEnum], str], ...] = (
 )
 
 
+TRANSCODINGS: tuple[Transcoding, ...] = (
+    StakeAsDict(), *(_enum_transcoding(enum_type, name) for enum_type, name in ENUMS))
+
+
 def register(transcoder: JSONTranscoder) -> None:
-    transcoder.register(StakeAsDict())
-    for enum_type, name in ENUMS:
-        transcoder.register(_enum_transcoding(enum_type, name))
+    for transcoding in TRANSCODINGS:
+        transcoder.register(transcoding)

@@ -1,4 +1,6 @@
-"""The house edges of a table's ruleset, from ``domain.trente_et_quarante.odds`` (isolated here).
+"""The house edges of a Trente et Quarante table's ruleset, from
+``domain.trente_et_quarante.odds`` (isolated here): the game's ``ReadGame.coup_law``, by which
+the gaming-day report (``services.projections.reports``) computes the theoretical win.
 
 :func:`coup_law` gives the exact law of one coup for a stake in a given state (the mean and the
 variance per unit staked of the money the house wins in that coup,
