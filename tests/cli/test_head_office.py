@@ -64,11 +64,13 @@ def test_the_sites_file(tmp_path: Path) -> None:
 
 
 def test_a_store_without_read_models_is_refused(tmp_path: Path) -> None:
+    from services.bootstrap import LEDGER_GAMES
     from services.ledger.api import Ledger
     from services.ledger.config import LedgerConfig
 
     url = f"sqlite:///{tmp_path / 'lyon.db'}"
-    Ledger(LedgerConfig(store_url=url, seal_key=bytes(32), site="lyon")).close()
+    Ledger(LedgerConfig(store_url=url, seal_key=bytes(32), site="lyon"),
+           games=LEDGER_GAMES).close()
     code, err = sabot(*DAY, "--site", f"lyon={url}")
     assert code == 3 and "site lyon: its store holds no read models" in err, err
 

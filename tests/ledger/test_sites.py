@@ -16,6 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sabot_verify.__main__ import run as verify
 
+from services.bootstrap import LEDGER_GAMES, ROUND_END
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.ledger.errors import NotTheWriter
@@ -24,7 +25,6 @@ from services.regulator.checkpoint import checkpoint_origin, origin_site, public
 from services.regulator.export import write_export
 from services.regulator.notary import Notary
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import round_end
 
 from .play import KEY
 
@@ -35,7 +35,7 @@ NOTARY = Ed25519PrivateKey.from_private_bytes(bytes([0x72]) * 32)
 
 def ledger(url: str, site: str | None, name: str = "w", standby: bool = False) -> Ledger:
     return Ledger(LedgerConfig(store_url=url, seal_key=KEY, chain_key=CHAIN_KEY, site=site,
-                               writer_name=name), standby=standby)
+                               writer_name=name), standby=standby, games=LEDGER_GAMES)
 
 
 def links(url: str) -> list[dict[str, Any]]:
@@ -56,7 +56,7 @@ def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
 def export_and_verify(url: str, origin: str, site: str | None) -> tuple[int, str]:
     db = Database(url)
     try:
-        notary = Notary(db, EventTable(db), NOTARY, origin, round_end)
+        notary = Notary(db, EventTable(db), NOTARY, origin, ROUND_END)
         notary.sync()
         notary.checkpoint_now()
         buf = io.StringIO()
