@@ -5,17 +5,18 @@ cookies, CSRF, no secret in a page); screenshots kept as artifacts."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import HIDDEN, Played, close_routed, shot
+from .conftest import HIDDEN, Played, Tampered, shot
 
 
 def sign_in(browser: Any, console: str, token: str, account: str = "") -> Any:
+    """A page signed in with ``token`` (``browser``: a browser, or a context whose pages share
+    the session)."""
     page = browser.new_page()
     page.goto(f"{console}/signin")
     page.get_by_label("Credential (token)").fill(token)
@@ -34,7 +35,7 @@ def test_each_role_finds_replays_and_checks_a_coup(role: str, browser: Any, cons
         page.get_by_role("navigation").get_by_role("link", name="Tables").click()
         page.get_by_role("link", name=played.table.split("/")[1]).click()
         shot(page, f"table-{role}")
-        page.locator(f'a[href="/coup/{played.coups[0]}"]').click()
+        page.locator(f'table a[href="/coup/{played.coups[0]}"]').click()  # in the recall
         assert page.get_by_text("RECALL MODE").is_visible()
         assert page.locator(".cards-dealt .card").count() >= 4
         page.get_by_role("button", name="Check this coup").click()
@@ -56,25 +57,24 @@ def test_a_record_that_lies_fails_at_the_card(browser: Any, console: str,
                                               played: Played) -> None:
     """The console (or the server behind it) serves a coup with one card changed: the check,
     computed in the browser from the revealed seed, names that card."""
-    page = sign_in(browser, console, played.tokens["regulator"])
-    try:
-        def tamper(route: Any) -> None:
-            answer = route.fetch()
-            facts = answer.json()
-            card = facts["cards"][1]
-            card["card"] = "KH" if card["card"] != "KH" else "QS"
-            route.fulfill(response=answer, body=json.dumps(facts))
+    def change(facts: Any) -> None:
+        card = facts["cards"][1]
+        card["card"] = "KH" if card["card"] != "KH" else "QS"
 
-        page.route("**/api/coup/**", tamper)
+    lying = Tampered(sign_in(browser, console, played.tokens["regulator"]), "**/api/coup/**",
+                     change)
+    try:
+        page = lying.page
         page.goto(f"{console}/coup/{played.coups[0]}")
         page.get_by_role("button", name="Check this coup").click()
         page.wait_for_selector("#check[data-verdict]", timeout=60_000)
         shot(page, "coup-tampered")
         results = page.locator("#check-results").inner_text()
+        assert not lying.errors, lying.errors
         assert page.locator("#check").get_attribute("data-verdict") == "fail"
         assert re.search(r"FAIL card at position \d+: recorded (KH|QS), the shuffle gives", results)
     finally:
-        close_routed(page)
+        lying.close()
 
 
 def test_a_wrong_pinned_key_fails_the_checkpoint(browser: Any, console: str,
@@ -115,7 +115,10 @@ def test_pages_are_safe(console: str, played: Played) -> None:
                                              f"/coup/{played.open_coup}",
                                              f"/api/tables/{played.table.split('/')[1]}",
                                              f"/api/coup/{played.coups[-1]}",
-                                             f"/api/coup/{played.open_coup}")]
+                                             f"/api/coup/{played.open_coup}",
+                                             f"/live/{played.table.split('/')[1]}",
+                                             f"/search?table={played.table.split('/')[1]}",
+                                             "/search?player=anne")]
         assert all(pages)
         assert played.seed.hex() in pages[6]  # the closed shoe's seed: revealed, checkable
         for text in pages:
