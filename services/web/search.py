@@ -396,7 +396,8 @@ MATCHES = UnitGame(CUARENTA, "matches", lambda c: c.cuarenta.ListMatches,
 async def _by_id(client: Client, g: UnitGame, q: Query) -> list[Item]:
     """The unit the query's id names: its name, or its bare id at each table of the game."""
     if NAME.fullmatch(q.ident):
-        if f"/{g.collection}/" not in q.ident:
+        if f"/{g.collection}/" not in q.ident or (
+                q.table and q.ident.split("/")[1] != q.table):
             return []
         names = [q.ident]
     else:
@@ -413,8 +414,8 @@ async def _by_id(client: Client, g: UnitGame, q: Query) -> list[Item]:
 async def find_units(g: UnitGame, client: Client, session: Session, q: Query,
                      page: str) -> Section:
     try:
-        if q.ident:
-            items = await _by_id(client, g, q)
+        if q.ident and not (q.player or q.since or q.until or q.position):
+            items = await _by_id(client, g, q)  # by its name, or its id at each table
             shown = [x for x in items if not q.shoe or q.shoe in {
                 s2 for s in await g.shoes(client, x) for s2 in (s, s.rsplit("/", 1)[-1])}]
             return Section(g.game, [g.item(session, x) for x in shown])
@@ -434,16 +435,19 @@ async def find_units(g: UnitGame, client: Client, session: Session, q: Query,
             return [plain(x) for x in getattr(found, g.answer_items)], found.next_page_token
 
         async def keep(x: Item) -> bool:
-            return not q.shoe or any(_matches_shoe(q, s) for s in await g.shoes(client, x))
+            return _matches_id(q, x["name"]) and (
+                not q.shoe or any(_matches_shoe(q, s) for s in await g.shoes(client, x)))
 
-        items, after, cut = await scan([fetch], keep if q.shoe else _always, page, q.size)
+        items, after, cut = await scan([fetch], keep if q.shoe or q.ident else _always, page,
+                                       q.size)
     except grpc.RpcError as exc:
         if exc.code() in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT,
                           grpc.StatusCode.NOT_FOUND):
             return Section(g.game, [], notes=(f"{exc.code().name}: {exc.details()}",))
         raise
-    notes = ((f"a shoe is matched here: {SCAN_PAGES * SCAN_SIZE} {g.collection} read at most"
-              + (" (older ones not read)" if cut else ""),) if q.shoe else ())
+    notes = ((f"a shoe or an id with other filters is matched here: {SCAN_PAGES * SCAN_SIZE} "
+              f"{g.collection} read at most" + (" (older ones not read)" if cut else ""),)
+             if q.shoe or q.ident else ())
     return Section(g.game, [g.item(session, x) for x in items], after, notes)
 
 

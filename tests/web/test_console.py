@@ -13,17 +13,30 @@ import pytest
 
 from .conftest import HIDDEN, Played, Tampered, shot
 
+_SIGNED_IN: dict[tuple[int, str, str, str], Any] = {}  # a browser's signed-in contexts
+
 
 def sign_in(browser: Any, console: str, token: str, account: str = "") -> Any:
-    """A page signed in with ``token`` (``browser``: a browser, or a context whose pages share
-    the session)."""
-    page = browser.new_page()
+    """A page signed in with ``token``, on the console's home page. ``browser``: the package's
+    browser, whose context per credential is signed in once and shared (each test its own page
+    of it: the sessions' cookie, nothing else, is shared); or a context of the test's own,
+    signed in on this page."""
+    shared = hasattr(browser, "new_context")
+    key = (id(browser), console, token, account)
+    if shared and key in _SIGNED_IN:
+        page = _SIGNED_IN[key].new_page()
+        page.goto(f"{console}/")
+        return page
+    context = browser.new_context() if shared else browser
+    page = context.new_page()
     page.goto(f"{console}/signin")
     page.get_by_label("Credential (token)").fill(token)
     if account:
         page.get_by_label("Your account (players only)").fill(account)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{console}/")
+    if shared:
+        _SIGNED_IN[key] = context  # signed in: shared from now on
     return page
 
 

@@ -178,6 +178,12 @@ def test_every_filter_a_page_at_a_time(who: str, console: str, played: Played) -
             assert http.found(position=str(played.positions[_id(unit)][-1]))[game] == [unit]
             assert http.found(id=_id(unit))[game] == [unit]
             assert http.found(id=unit)[game] == [unit]
+        # an id with other filters: they must match too
+        assert http.found(id=_id(played.round), player="bruno")["treinta-y-una"] == [
+            played.round]
+        assert http.found(id=_id(played.round), player=OTHER)["treinta-y-una"] == []
+        assert http.found(id=played.match, table=played.tyu_table.split("/")[1])[
+            "cuarenta"] == []
         rounds = http.found(game="treinta-y-una", player=OTHER)["treinta-y-una"]
         assert rounds == [played.other_round]
         anne = http.found(player="anne")
