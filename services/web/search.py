@@ -213,10 +213,25 @@ async def _call(fn: Callable[..., Any], request: Any) -> Any:
     return await run_in_threadpool(fn, request)
 
 
+async def _plays(client: Client, q: Query, game: str) -> bool:
+    """Whether the query's table (if it names one) plays ``game``: no section of another game
+    is asked of it."""
+    if not q.table:
+        return True
+    try:
+        found = await _call(client.tables.GetTable, table_pb2.GetTableRequest(
+            name=f"tables/{q.table}"))
+    except grpc.RpcError as exc:
+        if exc.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
+            return False
+        raise
+    return (found.game or TRENTE) == game
+
+
 async def _tables(client: Client, q: Query, game: str) -> list[str]:
     """The tables of ``game`` the query names (the one given, else every one listed)."""
     if q.table:
-        return [f"tables/{q.table}"]
+        return [f"tables/{q.table}"] if await _plays(client, q, game) else []
     names: list[str] = []
     token = ""
     for _ in range(50):
@@ -282,6 +297,8 @@ def _recall_request(q: Query) -> reports_pb2.RecallCoupsRequest | None:
 async def find_coups(client: Client, session: Session, q: Query, page: str) -> Section:
     if q.ident and NAME.fullmatch(q.ident) and "/coups/" not in q.ident:
         return Section(TRENTE, [])  # the id names a round or a match
+    if not await _plays(client, q, TRENTE):
+        return Section(TRENTE, [])
     asked = _recall_request(q)
     if asked is not None and not page.startswith("scan:"):
         asked.page_token = page
@@ -414,6 +431,8 @@ async def _by_id(client: Client, g: UnitGame, q: Query) -> list[Item]:
 async def find_units(g: UnitGame, client: Client, session: Session, q: Query,
                      page: str) -> Section:
     try:
+        if not await _plays(client, q, g.game):
+            return Section(g.game, [])
         if q.ident and not (q.player or q.since or q.until or q.position):
             items = await _by_id(client, g, q)  # by its name, or its id at each table
             shown = [x for x in items if not q.shoe or q.shoe in {

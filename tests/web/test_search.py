@@ -184,6 +184,9 @@ def test_every_filter_a_page_at_a_time(who: str, console: str, played: Played) -
         assert http.found(id=_id(played.round), player=OTHER)["treinta-y-una"] == []
         assert http.found(id=played.match, table=played.tyu_table.split("/")[1])[
             "cuarenta"] == []
+        at_tyu = http.http.get(f"/search?table={played.tyu_table.split('/')[1]}").text
+        assert "INVALID_ARGUMENT" not in at_tyu and "FAILED_PRECONDITION" not in at_tyu
+        assert played.round in http.found(table=played.tyu_table.split("/")[1])["treinta-y-una"]
         rounds = http.found(game="treinta-y-una", player=OTHER)["treinta-y-una"]
         assert rounds == [played.other_round]
         anne = http.found(player="anne")
