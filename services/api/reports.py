@@ -135,6 +135,22 @@ class ProjectionKeeper:
         with self._lock:
             return self.models.game_units(game, table_id)
 
+    def game_units_where(self, game: str, table_id: str | None, account: str | None = None,
+                         position: int | None = None) -> list[Unit]:
+        """``game``'s rounds or matches of ``table_id`` (None: every table) in the order they
+        opened, those where ``account`` had a step and the one that recorded the event at
+        ``position`` (where given), as of now."""
+        with self._lock:
+            units = self.models.game_units(game, table_id)
+            view, store = self.models.game_view(game), self.models.projector.store
+            if account is not None:
+                theirs = view.units_of(store, account)
+                units = [u for u in units if u.unit_id in theirs]
+            if position is not None:
+                at = view.unit_at(store, position)
+                units = [u for u in units if u.unit_id == at]
+        return units
+
     def game_reconcile(self, game: str, table_id: str) -> Any:
         """``game``'s reconciliation of ``table_id``, as of the head of the log now."""
         with self._lock:
@@ -206,6 +222,35 @@ class GameReadModels(Base):
         """A round's or match's public steps from ``game``'s read model, as of the head of
         the log when called."""
         return self.read_models().game_steps(game, unit_id)
+
+    def game_units_asked(self, game: str, request: Any,
+                         context: grpc.ServicerContext) -> tuple[list[Unit], str]:
+        """A page of ``game``'s rounds or matches as a list request asks them (ListRounds,
+        ListMatches: ``parent``, a table of the game or ``tables/-`` for every one; the filters
+        ``player``, ``start_time``/``end_time``, ``position``; ``newest_first``; the page) and
+        the next page's token. A player filters by its own account only."""
+        table_id = None
+        if request.parent != "tables/-":
+            table_id = names.table_name("parent", request.parent)
+            view = self.read({"table_id": "parent"}, self.ledger.get_table, table_id)
+            if view.game != game:
+                raise errors.ApiError(grpc.StatusCode.INVALID_ARGUMENT, "parent", "WRONG_GAME",
+                                      f"not a {game} table: it plays {view.game}")
+        offset, size = names.page(request.page_size, request.page_token)
+        account = None
+        if request.player:
+            account = names.account_name("player", request.player)
+            self.own(self.caller(context), account, "player")
+        if request.position < 0:
+            raise errors.invalid("position", "must not be negative")
+        since, until = _time_range(request, "start_time", "end_time")
+        units = [u for u in self.read_models().game_units_where(
+            game, table_id, account, request.position or None)
+            if (since is None or _after(u.opened_at, since))
+            and (until is None or not _after(u.opened_at, until))]
+        if request.newest_first:
+            units.reverse()
+        return units[offset:offset + size], names.next_token(offset, size, len(units))
 
     def game_reconciliation(self, game: str, table: str,
                             gaming_day: str) -> tuple[str, str, Any, int]:
@@ -341,6 +386,10 @@ class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
             filters["coup_id"] = coup_id
         if request.player:
             filters["player"] = names.account_name("player", request.player, house=True)
+        if request.position < 0:
+            raise errors.invalid("position", "must not be negative")
+        if request.position:
+            filters["position"] = request.position
         since, until = _time_range(request, "start_time", "end_time")
         filters["since"] = since
         size = _page_size(request.page_size, 10, MAX_RECALL_PAGE)
@@ -417,6 +466,11 @@ def _time(request: Message, field: str) -> str | None:
     if not _MIN_SECONDS <= stamp.seconds <= _MAX_SECONDS or not 0 <= stamp.nanos < 10**9:
         raise errors.invalid(field, "not a valid time (years 1 to 9999)", "BAD_TIME")
     return stamp.ToDatetime(tzinfo=UTC).isoformat()
+
+
+def _after(at: str, bound: str) -> bool:
+    """Whether the ISO 8601 time ``at`` is at or after ``bound`` (:func:`_time`'s text)."""
+    return datetime.fromisoformat(at) >= datetime.fromisoformat(bound)
 
 
 def _time_range(request: Message, start: str, end: str) -> tuple[str | None, str | None]:

@@ -39,7 +39,7 @@ def start_console(listen: str, target: str, channel: Any, *, cert: Path | None =
     import uvicorn
 
     from services.api.tls import is_loopback
-    from services.web import games
+    from services.web import games, search
     from services.web.app import Console, build
 
     if (cert is None) != (key is None):
@@ -58,7 +58,9 @@ def start_console(listen: str, target: str, channel: Any, *, cert: Path | None =
         raise CliError(f"--listen {listen}: cannot listen: {exc.strerror}") from None
     console = Console(target, channel, secure=cert is not None,
                       checkpoint_public_key=checkpoint_public_key)
-    app = build(console, games.ROUTES, {g: games.game_table for g in games.GAMES})
+    app = build(console, (*games.ROUTES, *search.ROUTES),
+                {g: games.game_table for g in games.GAMES},
+                {g: games.game_live for g in games.GAMES})
     config = uvicorn.Config(app, log_level="warning", access_log=False,
                             ssl_certfile=str(cert) if cert else None,
                             ssl_keyfile=str(key) if key else None, lifespan="off")

@@ -258,21 +258,14 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
 
     def ListMatches(self, request: cuarenta_pb2.ListMatchesRequest,
                     context: grpc.ServicerContext) -> cuarenta_pb2.ListMatchesResponse:
-        table_id = names.table_name("parent", request.parent)
-        offset, size = names.page(request.page_size, request.page_token)
-        table = self.read({"table_id": "parent"}, self.ledger.get_table, table_id)
-        if table.game != GAME_NAME:
-            raise errors.ApiError(grpc.StatusCode.INVALID_ARGUMENT, "parent", "WRONG_GAME",
-                                  f"not a {GAME_NAME} table: it plays {table.game}")
-        units = self.read_models().game_units(GAME_NAME, table_id)
+        units, token = self.game_units_asked(GAME_NAME, request, context)  # filters, a page
         viewer = convert.viewer_of(self.caller(context))
         matches = []
-        for u in units[offset:offset + size]:
+        for u in units:
             view = self.read({"match_id": "parent"}, self.ledger.cuarenta_match, u.unit_id)
             seen = None if viewer is None or viewer in view.seats else viewer
             matches.append(match_message(convert.redacted(view, seen, NAMES)))
-        return cuarenta_pb2.ListMatchesResponse(
-            matches=matches, next_page_token=names.next_token(offset, size, len(units)))
+        return cuarenta_pb2.ListMatchesResponse(matches=matches, next_page_token=token)
 
 
 def add_servicers(server: Any, ledger: Any, tokens: Any, hub: Any, played: Any

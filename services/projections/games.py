@@ -261,6 +261,25 @@ class UnitsView(View):
         return None if r is None else Unit(str(r[0]), str(r[1]), int(r[2]), str(r[3]), r[4],
                                            int(r[5]), json.loads(r[6]))
 
+    def unit_at(self, store: ReadStore, position: int) -> str | None:
+        """The unit with a step recorded by the event at log ``position`` (None: none)."""
+        with store.read() as tx:
+            r = tx.one(f"SELECT unit_id FROM {{s}}{self.step_table} WHERE position = ?",
+                       (position,))
+        return None if r is None else str(r[0])
+
+    def units_of(self, store: ReadStore, account: str) -> set[str]:
+        """The units where ``account`` (an id of ``[a-z0-9-]``) is a value in a step's data: a
+        seat, a stake, a movement's side, a banker..."""
+        found: set[str] = set()
+        with store.read() as tx:
+            rows = tx.query(f"SELECT unit_id, data FROM {{s}}{self.step_table} WHERE data LIKE ?",
+                            (f'%"{account}"%',))
+            for unit_id, data in rows:
+                if str(unit_id) not in found and _holds(json.loads(data), account):
+                    found.add(str(unit_id))
+        return found
+
     def steps_of(self, store: ReadStore, unit_id: str) -> list[Step]:
         """A unit's steps in order (none: an unknown unit)."""
         with store.read() as tx:
@@ -269,6 +288,15 @@ class UnitsView(View):
                             (unit_id,))
         return [Step(str(r[0]), int(r[1]), int(r[2]), int(r[3]), str(r[4]), str(r[5]),
                      json.loads(r[6])) for r in rows]
+
+
+def _holds(value: Any, text: str) -> bool:
+    """Whether ``text`` is ``value`` or a string inside it (lists and objects, at any depth)."""
+    if isinstance(value, dict):
+        return any(_holds(v, text) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds(v, text) for v in value)
+    return bool(value == text)
 
 
 def fold_log(events: Iterable[Any], opened: str, fold: Any) -> dict[str, Facts]:

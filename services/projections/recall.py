@@ -341,10 +341,12 @@ def recall(
     since: str | None = None,
     until: str | None = None,
     limit: int = 100,
+    position: int | None = None,
 ) -> list[RecalledCoup]:
     """Coups matching every filter given (times are ISO 8601, ``since`` <= opened_at <
-    ``until``), newest first, each with all its steps in order. InvalidArgument names ``limit``
-    (1..10000), ``since`` or ``until`` (not ISO 8601)."""
+    ``until``; ``position``: the coup with a step at that log position), newest first, each
+    with all its steps in order. InvalidArgument names ``limit`` (1..10000), ``since`` or
+    ``until`` (not ISO 8601)."""
     if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidArgument("limit", "OUT_OF_RANGE", f"must be 1 to {MAX_LIMIT}")
     since = iso_time(since, "since")
@@ -367,6 +369,12 @@ def recall(
             "AND p.account_id = ?)"
         )
         params.append(player)
+    if position is not None:
+        where.append(
+            "EXISTS (SELECT 1 FROM {s}rm_coup_step q WHERE q.coup_id = c.coup_id "
+            "AND q.position = ?)"
+        )
+        params.append(position)
     sql = (
         "SELECT c.coup_id, c.table_id, c.shoe_id, c.number, c.number_in_shoe, c.opened_at, "
         "c.result, c.noir_total, c.rouge_total, c.announcement, c.phase FROM {s}rm_coup c"

@@ -307,20 +307,13 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
 
     def ListRounds(self, request: pb.ListRoundsRequest,
                    context: grpc.ServicerContext) -> pb.ListRoundsResponse:
-        table_id = names.table_name("parent", request.parent)
-        offset, size = names.page(request.page_size, request.page_token)
-        table = self.read({"table_id": "parent"}, self.ledger.get_table, table_id)
-        if table.game != GAME:
-            raise errors.ApiError(grpc.StatusCode.INVALID_ARGUMENT, "parent", "WRONG_GAME",
-                                  f"not a {GAME} table: it plays {table.game}")
-        units = self.read_models().game_units(GAME, table_id)
+        units, token = self.game_units_asked(GAME, request, context)  # the filters, a page
         viewer = convert.viewer_of(self.caller(context))
         rounds = [round_message(seen_by(self.read({"round_id": "parent"},
                                                   self.ledger.tyu_get_round, u.unit_id),
                                         viewer))
-                  for u in units[offset:offset + size]]
-        return pb.ListRoundsResponse(rounds=rounds,
-                                     next_page_token=names.next_token(offset, size, len(units)))
+                  for u in units]
+        return pb.ListRoundsResponse(rounds=rounds, next_page_token=token)
 
 
 _ENDS = frozenset({topics.TREINTA_Y_UNA_ROUND_SETTLED, topics.TREINTA_Y_UNA_ROUND_CANCELLED})

@@ -9,6 +9,7 @@ give them to a caller not entitled, and the console adds nothing of its own)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -213,28 +214,64 @@ async def tables(request: Request, console: Console, session: Session) -> Respon
                  tables=[plain(t) for t in found.tables])
 
 
-# A game's own table page (services/web/games.py: Treinta y Una's rounds, Cuarenta's matches),
-# handed to ``build`` by whoever composes the console (services/cli/web.py).
+# A game's own table page (services/web/games.py: Treinta y Una's rounds, Cuarenta's matches)
+# and its live view (the template and what it shows of the table's unit in play), handed to
+# ``build`` by whoever composes the console (services/cli/web.py).
 GamePage = Callable[[Request, "Console", Session, dict[str, Any]], Awaitable[Response]]
+GameLive = Callable[[Client, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+async def _table_of(client: Client, request: Request) -> tuple[str, table_pb2.Table]:
+    """The table a path names (``/…/{table}``): its name and the API's answer."""
+    name = f"tables/{request.path_params['table']}"
+    shown: table_pb2.Table = await run_in_threadpool(client.tables.GetTable,
+                                                     table_pb2.GetTableRequest(name=name))
+    return name, shown
 
 
 @signed_in
 async def table(request: Request, console: Console, session: Session) -> Response:
-    name = f"tables/{request.path_params['table']}"
     with console.client(session) as client:
-        shown = await run_in_threadpool(client.tables.GetTable,
-                                        table_pb2.GetTableRequest(name=name))
+        name, shown = await _table_of(client, request)
         pages: Mapping[str, GamePage] = request.app.state.game_pages
         page = pages.get(shown.game)
         if page is not None:  # Treinta y Una's rounds, Cuarenta's matches
             return await page(request, console, session, plain(shown))
-        coups = await _recalled(client, name, request.query_params.get("page", ""))
+        older = request.query_params.get("page", "")
+        coups = await _recalled(client, name, older)
+        latest = (await _recalled(client, name, "", size=1))["coups"] if older else coups["coups"]
     for c in coups["coups"]:  # the signed-in player's own coups, marked
-        c["mine"] = bool(session.account) and any(
-            session.account in (d.get("account_id"), d.get("player"))
-            for d in (json.loads(s.get("data_json") or "{}") for s in c.get("steps", [])))
+        c["mine"] = bool(session.account) and mine_in_steps(session.account, c.get("steps", []))
     return _page(console, request, "table.html", session, table=plain(shown),
-                 coups=coups["coups"], next_page=coups["next"])
+                 coups=coups["coups"], next_page=coups["next"], **_coup_live(latest))
+
+
+def _coup_live(latest: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The live view's template and what it shows: the table's latest coup, its rows as dealt."""
+    return {"live_template": "_live_coup.html", "live_unit": "coup",
+            "coup": latest[0] if latest else None}
+
+
+@signed_in
+async def table_now(request: Request, console: Console, session: Session) -> Response:
+    """The live view of a table (``live.js`` asks it every 2 s until paused), as HTML: the
+    latest coup, round or match as the API shows it to the user now (a card face down is a
+    back until its showdown)."""
+    with console.client(session) as client:
+        name, shown = await _table_of(client, request)
+        lives: Mapping[str, GameLive] = request.app.state.game_live
+        live = lives.get(shown.game)
+        context = (await live(client, plain(shown)) if live is not None
+                   else _coup_live((await _recalled(client, name, "", size=1))["coups"]))
+    template = console.templates.get_template(context["live_template"])
+    return HTMLResponse(template.render(**context))
+
+
+def mine_in_steps(account: str, steps: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``account`` had a step (a stake, a movement...) among a coup's recalled steps,
+    as the recall shows them to the user (a player reads other players' accounts blank)."""
+    return any(account in (d.get("account_id"), d.get("player"))
+               for d in (json.loads(s.get("data_json") or "{}") for s in steps))
 
 
 async def _recalled(client: Client, table_name: str, page: str, size: int = 10
@@ -248,10 +285,8 @@ async def _recalled(client: Client, table_name: str, page: str, size: int = 10
 @signed_in
 async def table_live(request: Request, console: Console, session: Session) -> Response:
     """The table's latest coup as JSON, for the live view's polling (paused by the page)."""
-    name = f"tables/{request.path_params['table']}"
     with console.client(session) as client:
-        shown = await run_in_threadpool(client.tables.GetTable,
-                                        table_pb2.GetTableRequest(name=name))
+        name, shown = await _table_of(client, request)
         latest = await _recalled(client, name, "", size=1)
     return JSONResponse({"table": plain(shown), "coup": (latest["coups"] or [None])[0]})
 
@@ -290,9 +325,10 @@ async def _coup_steps(client: Client, table_name: str, coup_name: str) -> list[d
 @signed_in
 async def coup_facts(request: Request, console: Console, session: Session) -> Response:
     """What the in-browser check needs, as recorded: the shoe (the seed only once revealed:
-    the API gives nothing before), the coup's cards, and where the caller may read them the
-    latest signed checkpoint and the inclusion proofs of the coup's events. The page computes
-    every verdict itself."""
+    the API gives nothing before), the coup's cards, each recorded card event (its card, its
+    shoe position and its log position, as the recall reads it from the store), and where the
+    caller may read them the latest signed checkpoint and the inclusion proofs of the coup's
+    events. The page computes every verdict itself."""
     name = request.path_params["name"]
     table_name = "/".join(name.split("/")[:2])
     with console.client(session) as client:
@@ -308,6 +344,9 @@ async def coup_facts(request: Request, console: Console, session: Session) -> Re
                                            "order_digest", "closed")},
         "shoe_id": shoe["name"].rsplit("/", 1)[-1],
         "cards": shown.get("cards", []),
+        "dealt": [{"event": int(st["position"]), "position": int(st["data"].get("position", 0)),
+                   "card": str(st["data"].get("code", ""))}
+                  for st in steps if str(st.get("type", "")).endswith(":Coup.CardDealt")],
         "evidence": evidence,
         "checkpoint_public_key": console.checkpoint_public_key,
     })
@@ -328,29 +367,54 @@ async def _evidence(client: Client, positions: list[int]) -> dict[str, Any] | No
                   "position": cp.position if cp.HasField("position") else None,
                   "coup": cp.coup_id or None, "key_id": cp.key_id,
                   "signature": cp.signature.hex()}
-    proofs: list[dict[str, Any]] = []
-    for position in positions:
-        if checkpoint["position"] is None or position > checkpoint["position"]:
-            proofs.append({"position": position, "after_checkpoint": True})
-            continue
-        try:
+    signed = [p for p in positions
+              if checkpoint["position"] is not None and p <= checkpoint["position"]]
+    if positions and not signed:
+        return {"checkpoint": checkpoint,
+                "proofs": [{"position": p, "after_checkpoint": True} for p in positions]}
+    try:
+        found = await _proofs(client, signed, cp.tree_size)
+    except grpc.RpcError as exc:
+        if exc.code() is grpc.StatusCode.PERMISSION_DENIED:
+            return {"checkpoint": checkpoint, "proofs": None, "unproven": (
+                "the inclusion of the coup's events in the signed log is the regulator's "
+                "to check (their inclusion proofs are the regulator's to read): not "
+                "checked here")}
+        raise
+    proofs: list[dict[str, Any]] = [
+        found.get(p, {"position": p, "after_checkpoint": True}) for p in positions]
+    return {"checkpoint": checkpoint, "proofs": proofs}
+
+
+PROOFS_AT_ONCE = 8  # inclusion proofs asked at the same time (a match has hundreds of events)
+
+
+async def _proofs(client: Client, positions: list[int], size: int) -> dict[int, dict[str, Any]]:
+    """The inclusion proof of each position in the tree of ``size`` leaves: the first alone
+    (a role that may not read them is refused once), then ``PROOFS_AT_ONCE`` at a time."""
+    gate = asyncio.Semaphore(PROOFS_AT_ONCE)
+
+    async def one(position: int) -> dict[str, Any]:
+        async with gate:
             p = await run_in_threadpool(client.regulator.GetInclusionProof,
                                         regulator_pb2.GetInclusionProofRequest(
-                                            position=position, tree_size=cp.tree_size))
-        except grpc.RpcError as exc:
-            if exc.code() is grpc.StatusCode.PERMISSION_DENIED:
-                return {"checkpoint": checkpoint, "proofs": None}
-            raise
-        proofs.append({"position": position, "leaf_index": p.leaf_index,
-                       "leaf_hash": p.leaf_hash.hex(), "tree_size": p.tree_size,
-                       "root": p.root_hash.hex(), "path": [h.hex() for h in p.hashes]})
-    return {"checkpoint": checkpoint, "proofs": proofs}
+                                            position=position, tree_size=size))
+        return {"position": position, "leaf_index": p.leaf_index,
+                "leaf_hash": p.leaf_hash.hex(), "tree_size": p.tree_size,
+                "root": p.root_hash.hex(), "path": [h.hex() for h in p.hashes]}
+
+    if not positions:
+        return {}
+    first = await one(positions[0])
+    rest = await asyncio.gather(*(one(p) for p in positions[1:]))
+    return {q["position"]: q for q in (first, *rest)}
 
 
 # --- The back office (issue 24, item 6): the floor's gaming day as tables with totals and a
 # chart, its CSV, statements and reconciliation. Routes: BACK_OFFICE_ROUTES. ---
 
 DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+UNIT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # a cause
 LAYOUTS = {"floor": reports_pb2.GAMING_DAY_LAYOUT_FLOOR,
            "chances": reports_pb2.GAMING_DAY_LAYOUT_CHANCES}
 
@@ -522,6 +586,7 @@ async def statement(request: Request, console: Console, session: Session) -> Res
     c = found.currency_code
     lines = [{"number": ln.number, "time": ln.time.ToDatetime().isoformat(" ", "seconds")
               if ln.HasField("time") else "", "kind": ln.kind, "cause": ln.cause,
+              "found": bool(UNIT_ID.fullmatch(ln.cause)) and not ln.kind.startswith("cash"),
               "counter": ln.counter_account, "amount": format_minor(ln.amount_minor, c),
               "balance": format_minor(ln.balance_after_minor, c)} for ln in found.lines]
     return _page(console, request, "statement.html", session,
@@ -608,9 +673,10 @@ BACK_OFFICE_ROUTES = [
 
 
 def build(console: Console, game_routes: Sequence[tuple[str, Handler_]] = (),
-          game_pages: Mapping[str, GamePage] | None = None) -> Starlette:
-    """The console's app; ``game_routes`` and ``game_pages``: the games' own pages (the
-    composition hands them in, so this module names no game)."""
+          game_pages: Mapping[str, GamePage] | None = None,
+          game_live: Mapping[str, GameLive] | None = None) -> Starlette:
+    """The console's app; ``game_routes``, ``game_pages`` and ``game_live``: the games' own
+    pages and live views (the composition hands them in, so this module names no game)."""
     routes = [
         Route("/signin", signin_page, methods=["GET"]),
         Route("/signin", signin, methods=["POST"]),
@@ -619,10 +685,10 @@ def build(console: Console, game_routes: Sequence[tuple[str, Handler_]] = (),
         Route("/tables", tables),
         Route("/tables/{table}", table),
         Route("/api/tables/{table}", table_live),
+        Route("/live/{table}", table_now),
         Route("/coup/{name:path}", coup),
         Route("/api/coup/{name:path}", coup_facts),
         *BACK_OFFICE_ROUTES,
-        Route("/reports/day", day_report),
         # Treinta y Una's rounds and Cuarenta's matches (services/web/games.py)
         *(Route(path, endpoint) for path, endpoint in game_routes),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
@@ -633,6 +699,7 @@ def build(console: Console, game_routes: Sequence[tuple[str, Handler_]] = (),
     app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders, headers=extra)])
     app.state.console = console
     app.state.game_pages = dict(game_pages or {})
+    app.state.game_live = dict(game_live or {})
     return app
 
 

@@ -17,6 +17,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from services.api.client import Client, Replay
+from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2
+from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as tyu_pb2
 from services.api.gen.sabot.v1 import table_pb2
 from services.web.app import Console, _evidence, _page, plain, signed_in
 from services.web.sessions import Session
@@ -39,12 +41,34 @@ async def game_table(request: Request, console: Console, session: Session,
         else:
             matches = await run_in_threadpool(client.matches.list, table["name"], 20, page)
             items, next_page = [plain(m) for m in matches.matches], matches.next_page_token
+        live = await game_live(client, table)
     mine = f"accounts/{session.account}" if session.account else ""
     for item in items:
         seats = item.get("seats", [])
         item["mine"] = bool(mine) and (mine in seats or session.account in seats)
     return _page(console, request, "game_table.html", session, table=table, items=items,
-                 next_page=next_page)
+                 next_page=next_page, **live)
+
+
+async def game_live(client: Client, table: dict[str, Any]) -> dict[str, Any]:
+    """The live view of a Treinta y Una or Cuarenta table: its latest round (each hand's cards
+    as the API shows them to the caller: a face-down card is a back until its showdown), or its
+    latest match (each seat's hand as backs, the table's cards, the score)."""
+    if table.get("game") == TREINTA_Y_UNA:
+        try:
+            latest: dict[str, Any] | None = plain(await run_in_threadpool(
+                client.treinta_y_una.GetLatestRound,
+                tyu_pb2.GetLatestRoundRequest(parent=table["name"])))
+        except grpc.RpcError as exc:
+            if exc.code() is not grpc.StatusCode.NOT_FOUND:
+                raise
+            latest = None
+        return {"live_template": "_live_round.html", "live_unit": "round", "round": latest,
+                "red_suits": "OC"}
+    found = await run_in_threadpool(client.cuarenta.ListMatches, cuarenta_pb2.ListMatchesRequest(
+        parent=table["name"], newest_first=True, page_size=1))
+    return {"live_template": "_live_match.html", "live_unit": "match",
+            "match": plain(found.matches[0]) if found.matches else None, "red_suits": "HD"}
 
 
 def _steps(raw: Any) -> list[dict[str, Any]]:
@@ -227,14 +251,23 @@ async def match_facts(request: Request, console: Console, session: Session) -> R
 async def _replayed_evidence(client: Client, replay: Callable[[str], Replay],
                              name: str) -> dict[str, Any] | None:
     """The latest signed checkpoint and the inclusion proofs of the events of a round or match
-    (their log positions from the regulator's replay: a recall carries none); None for a role
-    that may not replay."""
+    (their log positions from the regulator's replay: a recall carries none). A role that may
+    not replay but may read the checkpoint (the back office) gets the checkpoint alone, its
+    signature to check: the inclusion proofs are the regulator's (GetInclusionProof), and so
+    are the events' positions; None for a role that may read neither."""
     try:
         replayed = await run_in_threadpool(replay, name)
     except grpc.RpcError as exc:
-        if exc.code() is grpc.StatusCode.PERMISSION_DENIED:
-            return None
-        raise
+        if exc.code() is not grpc.StatusCode.PERMISSION_DENIED:
+            raise
+        signed = await _evidence(client, [])
+        if signed is not None:
+            signed["proofs"] = None
+            signed["unproven"] = (
+                "the inclusion of its events in the signed log is the regulator's to check "
+                "(their inclusion proofs and their log positions are the regulator's to read): "
+                "not checked here")
+        return signed
     positions = sorted({s.position for s in replayed.steps if s.HasField("position")})
     return await _evidence(client, positions)
 

@@ -1,16 +1,19 @@
 """A real server (SQLite, a notary signing checkpoints) with a closed one-deck shoe of Trente
-et Quarante, a settled Treinta y Una round (and one in play) and a Cuarenta match played
-through the API, and the web console in front of it; Playwright drives
-Debian's chromium (never a browser of its own download)."""
+et Quarante, a settled Treinta y Una round (and one in play), a Cuarenta match played through
+the API and, at a table of its own, a round of two other players called off (``OTHER``), and the
+web console in front of it; Playwright drives Debian's chromium (never a browser of its own
+download). The fixture is one per test process (``-n 2``: two), shared by every test of it:
+its tests read it, and the few that play on write at tables of their own."""
 
 from __future__ import annotations
 
 import io
 import itertools
+import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from services.api import logs, server
 from services.api.client import Client, new_request_id
 from services.api.config import Config, parse_tokens
-from services.api.gen.sabot.v1 import betting_pb2, cashier_pb2, common_pb2, table_pb2
+from services.api.gen.sabot.v1 import betting_pb2, cashier_pb2, common_pb2, events_pb2, table_pb2
 from services.bootstrap import LEDGER_GAMES, SERVED
 from services.ledger.api import Ledger, LedgerConfig
 from services.regulator.checkpoint import public_key_bytes
@@ -32,6 +35,7 @@ HIDDEN = bytes.fromhex("5eed" * 16)  # the second shoe's seed: never revealed (i
 CHECKPOINT_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 ROLES = ("admin", "croupier", "cashier", "back_office", "regulator")
 PLAYERS = ("anne", "bruno")
+OTHER = "chiara"  # a player anne never plays with: seated with bruno at a table of its own
 CHROMIUM = os.environ.get("SABOT_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("SABOT_WEB_ARTIFACTS", "var/test-artifacts/web"))
 
@@ -50,8 +54,14 @@ class Played:
     open_round: str = ""
     cuarenta_table: str = ""  # a Cuarenta table: a match played to its end
     match: str = ""
+    other_round: str = ""  # bruno and OTHER's round, called off before the deal
     drawn: list[bytes] = field(default_factory=list)  # every seed the ledger drew, in order
     checkpoint_public_key: str = public_key_bytes(CHECKPOINT_KEY.public_key()).hex()
+    store: Path = Path()  # the SQLite file (the insider of tests/web/test_tamper.py edits it)
+    positions: dict[str, list[int]] = field(default_factory=dict)  # unit id -> its events'
+
+    def client(self, who: str) -> Client:
+        return Client(self.target, self.tokens[who])
 
 
 def _money(minor: int) -> common_pb2.Money:
@@ -61,7 +71,7 @@ def _money(minor: int) -> common_pb2.Money:
 def _play(played: Played) -> None:
     c = {who: Client(played.target, token) for who, token in played.tokens.items()}
     try:
-        for p in PLAYERS:
+        for p in (*PLAYERS, OTHER):
             c["cashier"].cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
                 request_id=new_request_id(), account_id=p, currency_code="EUR"))
             c["cashier"].cashier.Deposit(cashier_pb2.DepositRequest(
@@ -104,6 +114,15 @@ def _play(played: Played) -> None:
         played.open_coup = coup.name
         _play_round(played, c)
         _play_match(played, c)
+        other = c["croupier"].rounds.open_table(f"tyu-{uuid.uuid4().hex[:6]}").name
+        played.other_round = c["croupier"].rounds.open_round(other, ["bruno", OTHER], 20_000,
+                                                            "EUR").name
+        c["croupier"].rounds.cancel(played.other_round)
+        feed = c["back_office"].feed.StreamEvents(events_pb2.StreamEventsRequest(
+            batch_size=1000, stop_at_end=True))
+        for batch in feed:
+            for e in batch.events:
+                played.positions.setdefault(e.aggregate_id, []).append(e.position)
     finally:
         for client in c.values():
             client.close()
@@ -154,9 +173,10 @@ def _play_match(played: Played, c: dict[str, Client]) -> None:
 @pytest.fixture(scope="package")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     logs.configure(stream=io.StringIO())
-    url = f"sqlite:///{tmp_path_factory.mktemp('web') / 'sabot.db'}"
+    store = tmp_path_factory.mktemp("web") / "sabot.db"
+    url = f"sqlite:///{store}"
     tokens = {r: f"tok-{r}-{uuid.uuid4().hex}" for r in ROLES}
-    tokens.update({p: f"tok-player-{p}-{uuid.uuid4().hex}" for p in PLAYERS})
+    tokens.update({p: f"tok-player-{p}-{uuid.uuid4().hex}" for p in (*PLAYERS, OTHER)})
     spec = ",".join(f"{t}:{r}" if r in ROLES else f"{t}:player:{r}" for r, t in tokens.items())
     seeds = itertools.chain((SEED, HIDDEN), iter(lambda: os.urandom(32), b""))
     drawn: list[bytes] = []
@@ -171,7 +191,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
                                   seal_key=KEY, workers=8,
                                   checkpoint_key=CHECKPOINT_KEY.private_bytes_raw()), ledger,
                                   games=SERVED)
-    played = Played(f"127.0.0.1:{running.port}", tokens, drawn=drawn)
+    played = Played(f"127.0.0.1:{running.port}", tokens, drawn=drawn, store=store)
     try:
         _play(played)
         assert running.notary is not None
@@ -217,13 +237,29 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
-def close_routed(page: Any) -> None:
-    """Close a page that intercepted requests (``page.route`` with ``route.fetch``): its routes
-    removed first; an error of Playwright's own teardown of the fetch context (an IndexError
-    seen once in CI, after the test's assertions had run) is not the test's outcome."""
-    import contextlib
+class Tampered:
+    """A page whose answers of ``pattern`` are changed on their way to the browser by ``change``
+    (the facts as JSON, edited in place), as a lying console or network would. An error of
+    ``change`` is kept in ``errors`` (the answer then goes unchanged), not left to surface later
+    in Playwright's own event loop, where it once stood as an IndexError in a page's teardown;
+    ``close`` removes the route, waiting for any handler still running, then the page."""
 
-    with contextlib.suppress(Exception):
-        page.unroute_all(behavior="ignoreErrors")
-    with contextlib.suppress(IndexError):
-        page.close()
+    def __init__(self, page: Any, pattern: str, change: Callable[[Any], None]) -> None:
+        self.page, self.change = page, change
+        self.errors: list[str] = []
+        page.route(pattern, self._handle)
+
+    def _handle(self, route: Any) -> None:
+        answer = route.fetch()
+        try:
+            facts = answer.json()
+            self.change(facts)
+        except Exception as exc:  # kept for the test to see
+            self.errors.append(repr(exc))
+            route.fulfill(response=answer)
+            return
+        route.fulfill(response=answer, body=json.dumps(facts))
+
+    def close(self) -> None:
+        self.page.unroute_all(behavior="wait")
+        self.page.close()

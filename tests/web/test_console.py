@@ -5,24 +5,38 @@ cookies, CSRF, no secret in a page); screenshots kept as artifacts."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import HIDDEN, Played, close_routed, shot
+from .conftest import HIDDEN, Played, Tampered, shot
+
+_SIGNED_IN: dict[tuple[int, str, str, str], Any] = {}  # a browser's signed-in contexts
 
 
 def sign_in(browser: Any, console: str, token: str, account: str = "") -> Any:
-    page = browser.new_page()
+    """A page signed in with ``token``, on the console's home page. ``browser``: the package's
+    browser, whose context per credential is signed in once and shared (each test its own page
+    of it: the sessions' cookie, nothing else, is shared); or a context of the test's own,
+    signed in on this page."""
+    shared = hasattr(browser, "new_context")
+    key = (id(browser), console, token, account)
+    if shared and key in _SIGNED_IN:
+        page = _SIGNED_IN[key].new_page()
+        page.goto(f"{console}/")
+        return page
+    context = browser.new_context() if shared else browser
+    page = context.new_page()
     page.goto(f"{console}/signin")
     page.get_by_label("Credential (token)").fill(token)
     if account:
         page.get_by_label("Your account (players only)").fill(account)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{console}/")
+    if shared:
+        _SIGNED_IN[key] = context  # signed in: shared from now on
     return page
 
 
@@ -34,7 +48,7 @@ def test_each_role_finds_replays_and_checks_a_coup(role: str, browser: Any, cons
         page.get_by_role("navigation").get_by_role("link", name="Tables").click()
         page.get_by_role("link", name=played.table.split("/")[1]).click()
         shot(page, f"table-{role}")
-        page.locator(f'a[href="/coup/{played.coups[0]}"]').click()
+        page.locator(f'table a[href="/coup/{played.coups[0]}"]').click()  # in the recall
         assert page.get_by_text("RECALL MODE").is_visible()
         assert page.locator(".cards-dealt .card").count() >= 4
         page.get_by_role("button", name="Check this coup").click()
@@ -56,25 +70,24 @@ def test_a_record_that_lies_fails_at_the_card(browser: Any, console: str,
                                               played: Played) -> None:
     """The console (or the server behind it) serves a coup with one card changed: the check,
     computed in the browser from the revealed seed, names that card."""
-    page = sign_in(browser, console, played.tokens["regulator"])
-    try:
-        def tamper(route: Any) -> None:
-            answer = route.fetch()
-            facts = answer.json()
-            card = facts["cards"][1]
-            card["card"] = "KH" if card["card"] != "KH" else "QS"
-            route.fulfill(response=answer, body=json.dumps(facts))
+    def change(facts: Any) -> None:
+        card = facts["cards"][1]
+        card["card"] = "KH" if card["card"] != "KH" else "QS"
 
-        page.route("**/api/coup/**", tamper)
+    lying = Tampered(sign_in(browser, console, played.tokens["regulator"]), "**/api/coup/**",
+                     change)
+    try:
+        page = lying.page
         page.goto(f"{console}/coup/{played.coups[0]}")
         page.get_by_role("button", name="Check this coup").click()
         page.wait_for_selector("#check[data-verdict]", timeout=60_000)
         shot(page, "coup-tampered")
         results = page.locator("#check-results").inner_text()
+        assert not lying.errors, lying.errors
         assert page.locator("#check").get_attribute("data-verdict") == "fail"
         assert re.search(r"FAIL card at position \d+: recorded (KH|QS), the shuffle gives", results)
     finally:
-        close_routed(page)
+        lying.close()
 
 
 def test_a_wrong_pinned_key_fails_the_checkpoint(browser: Any, console: str,
@@ -115,7 +128,10 @@ def test_pages_are_safe(console: str, played: Played) -> None:
                                              f"/coup/{played.open_coup}",
                                              f"/api/tables/{played.table.split('/')[1]}",
                                              f"/api/coup/{played.coups[-1]}",
-                                             f"/api/coup/{played.open_coup}")]
+                                             f"/api/coup/{played.open_coup}",
+                                             f"/live/{played.table.split('/')[1]}",
+                                             f"/search?table={played.table.split('/')[1]}",
+                                             "/search?player=anne")]
         assert all(pages)
         assert played.seed.hex() in pages[6]  # the closed shoe's seed: revealed, checkable
         for text in pages:

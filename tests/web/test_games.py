@@ -7,7 +7,6 @@ unrevealed seed in any page."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -16,14 +15,14 @@ import pytest
 
 from services.api.client import Client
 
-from .conftest import Played, close_routed, shot
+from .conftest import Played, Tampered, shot
 from .test_console import sign_in
 
 
 def _open(page: Any, console: str, table: str, link: str) -> None:
     page.get_by_role("navigation").get_by_role("link", name="Tables").click()
     page.get_by_role("link", name=table.split("/")[1]).click()
-    page.locator(f'a[href="{link}"]').click()
+    page.locator(f'table a[href="{link}"]').click()  # the recall's (the live view links too)
     assert page.get_by_text("RECALL MODE").is_visible()
 
 
@@ -100,27 +99,25 @@ def test_a_round_in_play_is_not_yet_revealed(browser: Any, console: str,
 
 def test_a_round_that_lies_fails_at_the_card(browser: Any, console: str,
                                              played: Played) -> None:
-    page = sign_in(browser, console, played.tokens["regulator"])
-    try:
-        def tamper(route: Any) -> None:
-            answer = route.fetch()
-            facts = answer.json()
-            card = facts["shoes"][0]["cards"][0]  # a face-down card, shown at the showdown
-            card["card"] = "1O" if card["card"] != "1O" else "12B"
-            for hidden in facts["shoes"][0]["hidden"]:  # changed wherever the record has it
-                if hidden["position"] == card["position"]:
-                    hidden["card"] = card["card"]
-            route.fulfill(response=answer, body=json.dumps(facts))
+    def change(facts: Any) -> None:
+        card = facts["shoes"][0]["cards"][0]  # a face-down card, shown at the showdown
+        card["card"] = "1O" if card["card"] != "1O" else "12B"
+        for hidden in facts["shoes"][0]["hidden"]:  # changed wherever the record has it
+            if hidden["position"] == card["position"]:
+                hidden["card"] = card["card"]
 
-        page.route("**/api/round/**", tamper)
-        page.goto(f"{console}/round/{played.round}")
-        verdict, results = _check(page, "Check this round")
+    lying = Tampered(sign_in(browser, console, played.tokens["regulator"]), "**/api/round/**",
+                     change)
+    try:
+        lying.page.goto(f"{console}/round/{played.round}")
+        verdict, results = _check(lying.page, "Check this round")
+        assert not lying.errors, lying.errors
         assert verdict == "fail"
         assert re.search(r"FAIL round 1 .*card at position \d+ \(\w+\): recorded (1O|12B), "
                          r"the shuffle gives", results)
         assert re.search(r"FAIL .* does not open its commitment", results)
     finally:
-        close_routed(page)
+        lying.close()
 
 
 def test_no_token_or_unrevealed_seed_in_the_game_pages(console: str, played: Played) -> None:
@@ -136,11 +133,14 @@ def test_no_token_or_unrevealed_seed_in_the_game_pages(console: str, played: Pla
             assert csrf
             http.post("/signin", data={"token": played.tokens[who], "csrf": csrf.group(1),
                                        "account": "" if who == "regulator" else who})
+            live = f"/live/{played.tyu_table.split('/')[1]}"  # its round in play
             pages = {p: http.get(p) for p in (
                 f"/{played.tyu_table}", f"/{played.cuarenta_table}",
                 f"/round/{played.round}", f"/round/{played.open_round}",
                 f"/match/{played.match}", f"/api/round/{played.round}",
-                f"/api/round/{played.open_round}", f"/api/match/{played.match}")}
+                f"/api/round/{played.open_round}", f"/api/match/{played.match}", live,
+                f"/live/{played.cuarenta_table.split('/')[1]}", "/search?player=bruno",
+                f"/search?id={played.open_round}", *(["/mine"] if who == "bruno" else []))}
             assert all(r.status_code == 200 for r in pages.values()), \
                 {p: r.status_code for p, r in pages.items()}
             revealed = {s["seed"] for s in pages[f"/api/round/{played.round}"].json()["shoes"]}
@@ -149,6 +149,10 @@ def test_no_token_or_unrevealed_seed_in_the_game_pages(console: str, played: Pla
             facts = pages[f"/api/round/{played.open_round}"].json()["shoes"][0]
             assert facts["name"] == open_shoe and facts["seed"] is None
             assert not any(c["card"] for c in facts["hidden"]) or who == "bruno"
+            for hidden in facts["hidden"]:  # the live view shows each face-down card a back
+                for page in (live, f"/round/{played.open_round}", f"/{played.tyu_table}"):
+                    assert re.search(rf'<li class="card back" data-position="{hidden["position"]}"',
+                                     pages[page].text), (page, hidden["position"])
             secret = [s.hex() for s in played.drawn if s.hex() not in revealed]
             for path, answer in pages.items():
                 for seed in secret:
@@ -161,24 +165,24 @@ def test_no_token_or_unrevealed_seed_in_the_game_pages(console: str, played: Pla
 
 def test_a_match_that_lies_fails_at_the_card(browser: Any, console: str,
                                              played: Played) -> None:
-    page = sign_in(browser, console, played.tokens["regulator"])
-    try:
-        def tamper(route: Any) -> None:
-            answer = route.fetch()
-            facts = answer.json()
-            card = facts["shoes"][-1]["cards"][2]
-            card["card"] = "KH" if card["card"] != "KH" else "QS"
-            route.fulfill(response=answer, body=json.dumps(facts))
+    def change(facts: Any) -> None:
+        # the first hand's third card played: the last hand may have fewer (one match in about
+        # forty ends two cards into its last hand: [-1][2] failed there, in the handler)
+        card = facts["shoes"][0]["cards"][2]
+        card["card"] = "KH" if card["card"] != "KH" else "QS"
 
-        page.route("**/api/match/**", tamper)
-        page.goto(f"{console}/match/{played.match}")
-        verdict, results = _check(page, "Check this match")
-        shot(page, "cuarenta-match-tampered")
+    lying = Tampered(sign_in(browser, console, played.tokens["regulator"]), "**/api/match/**",
+                     change)
+    try:
+        lying.page.goto(f"{console}/match/{played.match}")
+        verdict, results = _check(lying.page, "Check this match")
+        shot(lying.page, "cuarenta-match-tampered")
+        assert not lying.errors, lying.errors
         assert verdict == "fail"
         assert re.search(r"FAIL hand \d+ .*card at position \d+ \(move \d+, seat \d\): "
                          r"recorded (KH|QS), the shuffle gives", results)
     finally:
-        close_routed(page)
+        lying.close()
 
 
 def test_a_wrong_pinned_key_fails_the_round(browser: Any, console: str,

@@ -1,22 +1,15 @@
 // "Check this round" (Treinta y Una) and "Check this match" (Cuarenta): every verdict computed
-// here, from the recorded facts alone (/api/round/..., /api/match/...), with verify.js.
+// here, from the recorded facts alone (/api/round/..., /api/match/...), with checkui.js and
+// verify.js.
 "use strict";
 (() => {
   const section = document.getElementById("game-check");
   if (!section) return;
   const V = globalThis.SabotVerify;
-  const list = document.getElementById("check-results");
-  const say = (ok, text) => {
-    const li = document.createElement("li");
-    li.className = ok === null ? "info" : ok ? "pass" : "fail";
-    li.textContent = `${ok === null ? "·" : ok ? "PASS" : "FAIL"} ${text}`;
-    list.appendChild(li);
-    return ok;
-  };
 
   // One shoe: its commitment, its shuffle, every card placed on it, every face-down card's
   // commitment. Returns [failures, things not yet revealed].
-  async function checkShoe(shoe) {
+  async function checkShoe(shoe, say) {
     let bad = 0, pending = 0;
     const label = `${shoe.label} (shoe ${shoe.shoe_id.slice(0, 8)})`;
     if (shoe.published && shoe.published !== shoe.commitment) {
@@ -82,60 +75,22 @@
     return [bad, pending];
   }
 
-  // The latest signed checkpoint (its Ed25519 signature, with the key the user pinned) and
-  // each event's inclusion proof against its root. Returns the failures.
-  async function checkEvidence(facts) {
-    const ev = facts.evidence;
-    const keyField = document.getElementById("pinned-key");
-    if (!keyField.value && facts.checkpoint_public_key) keyField.value = facts.checkpoint_public_key;
-    if (!ev) {
-      say(null, "the signed checkpoint and the events' inclusion are the regulator's to check: not checked here");
-      return 0;
-    }
-    let bad = 0;
-    const cp = ev.checkpoint;
-    const key = keyField.value.trim().toLowerCase();
-    if (!/^[0-9a-f]{64}$/.test(key)) {
-      say(false, "no notary public key pinned: the checkpoint's signature cannot be checked");
-      return 1;
-    }
-    const id = await V.keyId(key);
-    const signed = id === cp.key_id && await V.checkpointSigned(cp, key);
-    if (!say(signed, `checkpoint of ${cp.size} events signed by key ${id}`)) bad += 1;
-    let inside = 0, after = 0, outside = 0;
-    for (const p of ev.proofs || []) {
-      if (p.after_checkpoint) { after += 1; continue; }
-      const root = V.hex(await V.inclusionRoot(V.unhex(p.leaf_hash), p.leaf_index, p.tree_size,
-                                               p.path.map(V.unhex)));
-      if (root === cp.root && p.tree_size === cp.size) inside += 1;
-      else { outside += 1; say(false, `event #${p.position} is not in the signed log`); }
-    }
-    if (!say(outside === 0, `${inside} events of the ${facts.kind} are in the signed log`)) bad += 1;
-    if (after) say(null, `${after} events after the latest checkpoint: not signed yet`);
-    return bad;
-  }
-
-  async function check() {
-    list.textContent = "";
-    delete section.dataset.verdict;
-    const answer = await fetch(section.dataset.api, { credentials: "same-origin" });
-    if (!answer.ok) { say(false, `the record could not be read (${answer.status})`); section.dataset.verdict = "fail"; return; }
-    const facts = await answer.json();
+  async function check(say) {
+    const facts = await SabotCheck.facts(section.dataset.api, say);
+    if (!facts) return "fail";
     let bad = 0, pending = 0;
     if (!facts.shoes.length) { pending += 1; say(null, "no shoe yet: nothing dealt"); }
     for (const shoe of facts.shoes) {
-      const [b, p] = await checkShoe(shoe);
+      const [b, p] = await checkShoe(shoe, say);
       bad += b; pending += p;
     }
-    bad += await checkEvidence(facts);
+    bad += await SabotCheck.evidence(facts, say, facts.kind, false);
     const verdict = bad ? "fail" : pending ? "pending" : "pass";
     say(bad ? false : pending ? null : true,
         bad ? `the ${facts.kind} does not check: see above`
             : pending ? `nothing differs so far; the ${facts.kind} is not yet fully revealed`
                       : `the ${facts.kind} checks`);
-    section.dataset.verdict = verdict;
+    return verdict;
   }
-  document.getElementById("run-game-check").addEventListener("click", () => {
-    check().catch((e) => { say(false, `the check stopped: ${e.message}`); section.dataset.verdict = "fail"; });
-  });
+  SabotCheck.wire(section, "run-game-check", check);
 })();
