@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import json
 import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -140,3 +144,27 @@ def on_each_store(label: str, pg_db: str, bench: Callable[[str, str], list[Row]]
         shutil.rmtree(tmp, ignore_errors=True)
         drop_pg_database(pg_db)
     return rows
+
+
+# --- histories built once, kept outside the repository --------------------------------------
+
+CACHE = Path(os.environ.get("SABOT_BENCH_CACHE", "/var/tmp/sabot-bench"))
+
+
+def cached_store(name: str, build: Callable[[str], dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """A SQLite store kept in ``CACHE`` (env SABOT_BENCH_CACHE, default /var/tmp/sabot-bench)
+    as ``<name>.db``, with what ``build`` returned about it (JSON, ``<name>.json``, written last:
+    a store without it was not finished and is built again): built the first time
+    (``build(url)`` on a fresh file), reused afterwards. ``name`` should carry a version: a
+    builder that changes what it builds takes a new name. Two runs at once build it once (a
+    lock file). Returns the store's URL and the facts."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    db, facts = CACHE / f"{name}.db", CACHE / f"{name}.json"
+    with (CACHE / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not facts.exists():
+            for stale in CACHE.glob(f"{name}.db*"):  # an unfinished build, its side files
+                stale.unlink()
+            made = build(f"sqlite:///{db}")
+            facts.write_text(json.dumps(made))
+    return f"sqlite:///{db}", json.loads(facts.read_text())

@@ -11,8 +11,10 @@ are named principals of a credentials file (hashed tokens), as ``sabot serve`` i
 here (client and server are Python); ``load.noop_server``: the same stake load against a
 server whose PlaceStake does nothing (``bench/_noop_server.py``), the floor under every stake
 figure (``load.noop_server.tls``: the same over TLS).
-``SABOT_BENCH_QUICK=1``: 5 s per store instead of 10; ``SABOT_BENCH_CLIENTS`` (default
-32); PostgreSQL is measured when reachable. ``python -m bench.load`` prints the rows.
+The coups' sizes are stated (``.coups``, ``.stakes_per_coup_at_end``: the coups are open for
+the whole run and grow from 0 stakes to that). ``SABOT_BENCH_QUICK=1``: 5 s per store instead
+of 10; ``SABOT_BENCH_CLIENTS`` (default 32); PostgreSQL is measured when reachable.
+``python -m bench.load`` prints the rows.
 """
 
 from __future__ import annotations
@@ -334,6 +336,10 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
         (f"{prefix}.errors", float(errors)),
         (f"{prefix}.server_cpu_ms_per_stake", round(1000 * cpu / max(done, 1), 3)),
         (f"{prefix}.client_cpu_ms_per_stake", round(1000 * own / max(done, 1), 3)),
+        # the coups' sizes: every stake lands on one of the open coups (player i on coup
+        # i mod coups), none is settled during the run: each coup grows from 0 to this
+        (f"{prefix}.coups", float(len(coups))),
+        (f"{prefix}.stakes_per_coup_at_end", round(done / max(len(coups), 1), 1)),
     ]
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import NoReturn, Protocol, cast
 
+from immutables import Map
+
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from domain.trente_et_quarante.chances import COLOUR_CHANCES, OPPOSITE, ROW_CHANCES, Chance
 from domain.trente_et_quarante.money import house_half, premium
@@ -52,104 +54,228 @@ class Stake:
     awaiting_choice: bool = False  # imprisoned by a 31 refait, partage may still be chosen
 
 
-class _LayoutIndex:
-    """The slots of ``Layout``'s index (not fields: not compared, hashed, shown or pickled).
-
-    ``_ids``: each stake id's position (its first, should a layout hold an id twice);
-    ``_pairs``: how many stakes each (player, chance) has; ``_totals``: what they add up to (the
-    amount the table maximum bounds). Built on first use, or carried over by the steps that make
-    a layout from another (placing appends in O(1) amortised). A dict attached to a layout is
-    never changed afterwards (layouts may share one)."""
-
-    __slots__ = ("_ids", "_pairs", "_totals")
-    _ids: dict[str, int]
-    _pairs: dict[tuple[str, Chance], int]
-    _totals: dict[tuple[str, Chance], int]
+_Pair = tuple[str, Chance]
+_Held = tuple[int, int]  # how many stakes, what they add up to
+_NOTHING: _Held = (0, 0)
 
 
-_Pairs = dict[tuple[str, Chance], int]
-_Index = tuple[dict[str, int], _Pairs, _Pairs]
+class Layout:
+    """The stakes on the table, in the order they came (``stakes``), and an index of them.
 
+    Persistent: a step never changes a layout, it makes a new one (``put``) that shares the
+    index of the old in O(log32 n) (``immutables.Map``, a hash array mapped trie): stake id ->
+    slot, slot -> stake (slots in the order the stakes came), and for each (player, chance)
+    how many stakes there are and what they add up to (what the table maximum bounds). So a
+    decision on one stake costs the same whatever the coup already holds. ``stakes`` is made
+    from the slots when first asked for and kept. A layout made from a tuple (``Layout(stakes)``)
+    builds its index on first use; a tuple that holds an id twice gets none, and its steps work
+    on the tuple (the first of the two is the one found and changed), as before the index.
+    Equal (and hashing alike) when the stakes are; pickled as its stakes."""
 
-@dataclass(frozen=True, slots=True)
-class Layout(_LayoutIndex):
-    stakes: tuple[Stake, ...] = ()
+    __slots__ = ("_end", "_ids", "_last", "_pairs", "_plain", "_slots", "_stakes")
 
-    def _index(self) -> _Index:
-        """The layout's index (built now if it has none)."""
-        ids: dict[str, int] | None = getattr(self, "_ids", None)
-        if ids is not None:
-            return ids, self._pairs, self._totals
-        ids = {}
-        pairs: _Pairs = {}
-        totals: _Pairs = {}
-        for i, s in enumerate(self.stakes):
-            ids.setdefault(s.stake_id, i)
+    _stakes: tuple[Stake, ...] | None  # None: not made from the slots yet
+    _ids: Map[str, int] | None  # None: no index (not built yet, or an id held twice)
+    _slots: Map[int, Stake]
+    _pairs: Map[_Pair, _Held]
+    _end: int  # the next slot
+    _plain: bool  # the stakes hold an id twice: no index
+    _last: tuple[str, Stake | None, Layout] | None  # the last ``put`` and the layout it made
+
+    def __init__(self, stakes: tuple[Stake, ...] = ()) -> None:
+        self._stakes = stakes
+        self._ids = None
+        self._plain = False
+        self._last = None
+
+    @property
+    def stakes(self) -> tuple[Stake, ...]:
+        stakes = self._stakes
+        if stakes is None:
+            slots = self._slots
+            stakes = self._stakes = tuple(slots[k] for k in sorted(slots))
+        return stakes
+
+    def _indexed(self) -> Map[str, int] | None:
+        """The index of stake ids (built now if it has none); None when an id is held twice."""
+        ids = self._ids
+        if ids is not None or self._plain:
+            return ids
+        stakes = self.stakes
+        found: dict[str, int] = {}
+        pairs: dict[_Pair, _Held] = {}
+        for i, s in enumerate(stakes):
+            if s.stake_id in found:
+                self._plain = True
+                return None
+            found[s.stake_id] = i
             key = (s.player, s.chance)
-            pairs[key] = pairs.get(key, 0) + 1
-            totals[key] = totals.get(key, 0) + s.amount
-        _set(self, "_ids", ids)
-        _set(self, "_pairs", pairs)
-        _set(self, "_totals", totals)
-        return ids, pairs, totals
+            n, total = pairs.get(key, _NOTHING)
+            pairs[key] = (n + 1, total + s.amount)
+        self._slots = Map(enumerate(stakes))
+        self._pairs = Map(pairs)
+        self._end = len(stakes)
+        self._ids = ids = Map(found)
+        return ids
+
+    def held(self, player: str, chance: Chance) -> tuple[int, int]:
+        """How many stakes ``player`` has on ``chance``, and what they add up to."""
+        if self._indexed() is not None:
+            return self._pairs.get((player, chance), _NOTHING)
+        n = total = 0
+        for s in self.stakes:
+            if s.player == player and s.chance is chance:
+                n += 1
+                total += s.amount
+        return n, total
 
     def total_on(self, player: str, chance: Chance) -> int:
         """What ``player`` has on ``chance`` in all, whatever the stakes' states (free, in
         prison, carried over): the amount the table maximum bounds."""
-        return self._index()[2].get((player, chance), 0)
+        return self.held(player, chance)[1]
 
     def get(self, stake_id: str) -> Stake:
         """The stake, or NotFound naming ``stake_id``."""
-        i = self._index()[0].get(stake_id)
-        if i is None:
+        stake = self.find(stake_id)
+        if stake is None:
             raise NotFound("stake_id", "UNKNOWN_STAKE", f"no stake {stake_id!r} on the layout")
-        return self.stakes[i]
+        return stake
 
     def find(self, stake_id: str) -> Stake | None:
         """The stake, or None."""
-        i = self._index()[0].get(stake_id)
-        return None if i is None else self.stakes[i]
+        ids = self._indexed()
+        if ids is not None:
+            slot = ids.get(stake_id)
+            return None if slot is None else self._slots[slot]
+        for s in self.stakes:
+            if s.stake_id == stake_id:
+                return s
+        return None
 
     def position(self, stake_id: str) -> int | None:
-        """Where the stake is in ``stakes`` (None: not on the layout)."""
-        return self._index()[0].get(stake_id)
+        """Where the stake is in ``stakes`` (None: not on the layout). O(stakes)."""
+        for i, s in enumerate(self.stakes):
+            if s.stake_id == stake_id:
+                return i
+        return None
 
     def of_player(self, player: str) -> tuple[Stake, ...]:
         """The player's stakes, in layout order."""
         return tuple(s for s in self.stakes if s.player == player)
 
     def has(self, stake_id: str) -> bool:
-        return stake_id in self._index()[0]
+        return self.find(stake_id) is not None
 
     @property
     def total(self) -> int:
         """Every stake's amount added up: what the layout account holds."""
         return sum(s.amount for s in self.stakes)
 
+    def put(self, stake_id: str, stake: Stake | None) -> Layout:
+        """The layout with the stake ``stake_id`` replaced by ``stake`` in its place, or taken
+        off (``stake`` None), or, not there, ``stake`` added at the end. The same call again
+        (the same id and the same ``Stake`` object) gives the same layout object: the coup
+        that applies a step's events lands on the step's own layout."""
+        last = self._last
+        if last is not None and last[1] is stake and last[0] == stake_id:
+            return last[2]
+        made = self._put(stake_id, stake)
+        self._last = (stake_id, stake, made)
+        return made
 
-_set = object.__setattr__
+    def _put(self, stake_id: str, stake: Stake | None) -> Layout:
+        ids = self._indexed()
+        if ids is None or (stake is not None and stake.stake_id != stake_id):
+            return self._put_in_tuple(stake_id, stake)
+        slot = ids.get(stake_id)
+        slots, pairs = self._slots, self._pairs
+        if slot is None:
+            if stake is None:
+                return self
+            slot = self._end
+            return _layout(ids.set(stake_id, slot), slots.set(slot, stake),
+                           _count(pairs, stake, 1), slot + 1)
+        old = slots[slot]
+        if stake is None:
+            return _layout(ids.delete(stake_id), slots.delete(slot), _count(pairs, old, -1),
+                           self._end)
+        if stake.player != old.player or stake.chance is not old.chance or (
+                stake.amount != old.amount):
+            pairs = _count(_count(pairs, old, -1), stake, 1)
+        return _layout(ids, slots.set(slot, stake), pairs, self._end)
+
+    def _put_in_tuple(self, stake_id: str, stake: Stake | None) -> Layout:
+        """``put`` on the tuple (an id held twice, or a stake put under another's id)."""
+        stakes = self.stakes
+        for i, s in enumerate(stakes):
+            if s.stake_id == stake_id:
+                if stake is None:
+                    return Layout(stakes[:i] + stakes[i + 1 :])
+                return Layout((*stakes[:i], stake, *stakes[i + 1 :]))
+        return self if stake is None else Layout((*stakes, stake))
+
+    def append(self, stake: Stake) -> Layout:
+        """``stake`` added at the end, even where its id is on the layout already."""
+        if self.has(stake.stake_id):
+            return Layout((*self.stakes, stake))
+        return self.put(stake.stake_id, stake)
+
+    def _index(self) -> tuple[dict[str, int], dict[_Pair, int], dict[_Pair, int]]:
+        """The index as plain dicts: each stake id's position in ``stakes`` (its first), how
+        many stakes each (player, chance) has, and what they add up to. O(stakes): for tests."""
+        ids = self._indexed()
+        if ids is None:
+            positions: dict[str, int] = {}
+            counts: dict[_Pair, int] = {}
+            totals: dict[_Pair, int] = {}
+            for i, s in enumerate(self.stakes):
+                positions.setdefault(s.stake_id, i)
+                key = (s.player, s.chance)
+                counts[key] = counts.get(key, 0) + 1
+                totals[key] = totals.get(key, 0) + s.amount
+            return positions, counts, totals
+        rank = {slot: i for i, slot in enumerate(sorted(self._slots))}
+        return ({sid: rank[slot] for sid, slot in ids.items()},
+                {key: n for key, (n, _) in self._pairs.items()},
+                {key: total for key, (_, total) in self._pairs.items()})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return self is other or self.stakes == other.stakes
+
+    def __hash__(self) -> int:
+        return hash((self.stakes,))
+
+    def __repr__(self) -> str:
+        return f"Layout(stakes={self.stakes!r})"
+
+    def __reduce__(self) -> tuple[type[Layout], tuple[tuple[Stake, ...]]]:
+        return Layout, (self.stakes,)
 
 
-def _indexed(stakes: tuple[Stake, ...], ids: dict[str, int], pairs: _Pairs, totals: _Pairs
-             ) -> Layout:
-    """``Layout(stakes)`` given its index (which nothing changes afterwards)."""
-    layout = Layout(stakes)
-    _set(layout, "_ids", ids)
-    _set(layout, "_pairs", pairs)
-    _set(layout, "_totals", totals)
+def _layout(ids: Map[str, int], slots: Map[int, Stake], pairs: Map[_Pair, _Held], end: int
+            ) -> Layout:
+    """A layout given its index (its stakes made from the slots when asked for)."""
+    layout = Layout.__new__(Layout)
+    layout._stakes = None
+    layout._ids = ids
+    layout._slots = slots
+    layout._pairs = pairs
+    layout._end = end
+    layout._plain = False
+    layout._last = None
     return layout
 
 
-def _count(pairs: _Pairs, totals: _Pairs, stake: Stake, sign: int) -> None:
-    """Count ``stake`` in (sign 1) or out of (sign -1) the index's pairs and totals."""
+def _count(pairs: Map[_Pair, _Held], stake: Stake, sign: int) -> Map[_Pair, _Held]:
+    """``pairs`` with ``stake`` counted in (sign 1) or out of (sign -1) its (player, chance)."""
     key = (stake.player, stake.chance)
-    n = pairs.get(key, 0) + sign
+    n, total = pairs.get(key, _NOTHING)
+    n += sign
     if n:
-        pairs[key] = n
-        totals[key] = totals.get(key, 0) + sign * stake.amount
-    else:
-        del pairs[key]
-        totals.pop(key, None)
+        return pairs.set(key, (n, total + sign * stake.amount))
+    return pairs.delete(key)
 
 
 class Role(StrEnum):
@@ -264,38 +390,8 @@ def fate_of(before: Stake, fate: Fate, after: Stake | None) -> StakeFate:
     )
 
 
-def _swap(layout: Layout, stake_id: str, new: Stake | None) -> Layout:
-    """The layout with the stake replaced in place (or removed when ``new`` is None); its index
-    carried over."""
-    ids, pairs, totals = layout._index()
-    i = ids.get(stake_id)
-    if i is None:
-        raise NotFound("stake_id", "UNKNOWN_STAKE", f"no stake {stake_id!r} on the layout")
-    stakes = layout.stakes
-    old = stakes[i]
-    if new is not None:
-        swapped = (*stakes[:i], new, *stakes[i + 1 :])
-        if new.stake_id != stake_id:  # pragma: no cover - the steps keep a stake's id
-            return Layout(swapped)
-        if new.player != old.player or new.chance is not old.chance or new.amount != old.amount:
-            pairs, totals = pairs.copy(), totals.copy()
-            _count(pairs, totals, old, -1)
-            _count(pairs, totals, new, 1)
-        return _indexed(swapped, ids, pairs, totals)
-    kept = stakes[:i] + stakes[i + 1 :]
-    if len(ids) != len(stakes):  # an id held twice: index it afresh when needed
-        return Layout(kept)
-    ids = ids.copy()
-    del ids[stake_id]
-    for j in range(i, len(kept)):
-        ids[kept[j].stake_id] = j
-    pairs, totals = pairs.copy(), totals.copy()
-    _count(pairs, totals, old, -1)
-    return _indexed(kept, ids, pairs, totals)
-
-
 def _one(layout: Layout, before: Stake, fate: Fate, after: Stake | None, *moves: Movement) -> Step:
-    return Step(_swap(layout, before.stake_id, after), moves, (fate_of(before, fate, after),))
+    return Step(layout.put(before.stake_id, after), moves, (fate_of(before, fate, after),))
 
 
 def _check_chance(rules: HouseRules, chance: str) -> Chance:
@@ -329,7 +425,7 @@ def _check_maximum(
     in this coup (new stakes, raises, stakes carried over, free or in prison) plus ``added`` must
     not exceed ``max_stake``. Stakes already above it (carried over from before the rule) stay;
     nothing may be added to them."""
-    held = layout._index()[2].get((player, chance), 0)
+    held = layout.held(player, chance)[1]
     if held + added > rules.max_stake:
         raise FailedPrecondition(
             field,
@@ -343,11 +439,18 @@ def _check_maximum(
 def _check_not_opposed(
     rules: HouseRules, layout: Layout, player: str, chance: Chance, ignore: str | None = None
 ) -> None:
+    """Refuse ``chance`` where ``player`` stakes its opposite (``ignore``: the stake that moves),
+    naming the first such stake; the index answers alone unless there is one to name."""
     if rules.allow_opposed_stakes:
         return
     opposite = OPPOSITE[chance]
-    if not layout._index()[1].get((player, opposite)):
+    count = layout.held(player, opposite)[0]
+    if not count:
         return
+    if count == 1 and ignore is not None:
+        moving = layout.find(ignore)
+        if moving is not None and moving.player == player and moving.chance is opposite:
+            return
     for s in layout.stakes:
         if s.player == player and s.chance is opposite and s.stake_id != ignore:
             _refuse_opposed(player, chance, s)
@@ -420,30 +523,16 @@ def place_stake(
     _check_amount(amount, rules.min_stake, rules.max_stake, "a stake")
     if choice is not None:
         choice = _check_choice(rules, choice)
-    ids, pairs, totals = layout._index()
-    if stake_id in ids:
+    if layout.has(stake_id):
         raise FailedPrecondition(
             "stake_id", "DUPLICATE_STAKE", f"stake {stake_id!r} is already on the layout"
         )
-    key = (player, chance)
-    if not rules.allow_opposed_stakes:
-        opposite = OPPOSITE[chance]
-        if pairs.get((player, opposite)):  # the player has one: the first of them is named
-            for s in layout.stakes:
-                if s.chance is opposite and s.player == player:
-                    _refuse_opposed(player, chance, s)
-    held = totals.get(key, 0)
-    if held:
+    _check_not_opposed(rules, layout, player, chance)
+    if layout.held(player, chance)[1]:
         _check_maximum(rules, layout, player, chance, amount, "amount")
     stake = new_stake(stake_id, player, chance, amount, StakeStatus.FREE, False, choice, False)
-    stakes = layout.stakes
-    ids = ids.copy()
-    ids[stake_id] = len(stakes)
-    pairs, totals = pairs.copy(), totals.copy()
-    pairs[key] = pairs.get(key, 0) + 1
-    totals[key] = held + amount
     return Step(
-        _indexed((*stakes, stake), ids, pairs, totals),
+        layout.put(stake_id, stake),
         (new_movement(MovementKind.STAKE, stake_id, player, chance, amount, *_STAKE_ROLES),),
         (new_stake_fate(stake_id, player, chance, Fate.PLACED, 0, amount, StakeStatus.FREE),),
     )

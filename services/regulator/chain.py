@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -35,6 +35,43 @@ MAX_PENDING = 200_000  # events without a link before the walk gives up on them
 class ChainProblem:
     position: int
     message: str
+
+
+_CHECKED: dict[tuple[bytes, str], tuple[Ed25519PublicKey, str | None]] = {}
+_PARSED: dict[tuple[bytes, int | None], Link] = {}
+_MEMO_MAX = 8192  # entries of each memo (cleared when full)
+
+
+def verify_link(link: Link, stored: bytes | None, trusted: Mapping[str, Ed25519PublicKey]
+                ) -> str | None:
+    """``link.verify(trusted)``, remembered by the link's stored bytes and the key that signs
+    it (an Ed25519 check depends on nothing else): a replay or an export that meets a link
+    again does not check its signature again. ``stored`` None: checked, not remembered."""
+    key = trusted.get(link.key_id)
+    if stored is None or key is None:
+        return link.verify(trusted)
+    memo = (stored, link.key_id)
+    found = _CHECKED.get(memo)
+    if found is not None and (found[0] is key or found[0] == key):
+        return found[1]
+    bad = link.verify(trusted)
+    if len(_CHECKED) >= _MEMO_MAX:
+        _CHECKED.clear()
+    _CHECKED[memo] = (key, bad)
+    return bad
+
+
+def parse_link(stored: bytes, position: int | None) -> Link:
+    """``Link.parse``, remembered by the stored bytes (with its hash, once computed): links are
+    met again by every range that reaches their batch."""
+    memo = (stored, position)
+    link = _PARSED.get(memo)
+    if link is None:
+        link = Link.parse(stored, position)
+        if len(_PARSED) >= _MEMO_MAX:
+            _PARSED.clear()
+        _PARSED[memo] = link
+    return link
 
 
 def pinned_keys(publics: Iterable[bytes]) -> dict[str, Ed25519PublicKey]:
@@ -70,9 +107,10 @@ class ChainWalk:
         self._boundary = after
         self._pending = []
 
-    def start_after(self, link: Link, position: int) -> None:
-        """The walk starts after a stored link (checked on its own)."""
-        bad = link.verify(self.trusted)
+    def start_after(self, link: Link, position: int, stored: bytes | None = None) -> None:
+        """The walk starts after a stored link (checked on its own; ``stored``: the link's
+        state as stored, when the caller has it: a link checked before is not checked again)."""
+        bad = verify_link(link, stored, self.trusted)
         if bad is not None:
             self.problems.append(ChainProblem(position, bad))
         self._resync(link, position)
@@ -139,7 +177,7 @@ class ChainWalk:
     def _link(self, position: int, event: RawEvent) -> None:
         pending, self._pending = self._pending, []
         try:
-            link = Link.parse(event.state, position)
+            link = parse_link(event.state, position)
             int(link.first) + int(link.count)
         except (ValueError, KeyError, TypeError):
             self._problem(position, "a malformed link")
@@ -152,7 +190,7 @@ class ChainWalk:
             if self.after is None:
                 self.after = int(link.body.get("after", 0))
                 pending = [(p, e) for p, e in pending if p > self.after]
-        bad = link.verify(self.trusted)
+        bad = verify_link(link, event.state, self.trusted)
         if bad is not None:
             span = f" (positions {pending[0][0]} to {position - 1} unverified)" if pending else ""
             self._problem(position, bad + span)
@@ -240,51 +278,23 @@ def genesis(events: EventTable) -> Link | None:
     if first is None:
         return None
     try:
-        return Link.parse(first.state, first.position)
+        return parse_link(first.state, first.position)
     except (ValueError, KeyError, TypeError):
         return None
 
 
-def _sizes(largest: int) -> Iterator[int]:
-    """Read sizes for a search of the next or last link: 64 rows first (a link closes every
-    batch, so one is usually near), doubling up to ``largest``."""
-    size = 64
-    while True:
-        yield min(size, largest)
-        size *= 2
-
-
 def link_before(events: EventTable, position: int, floor: int, step: int = 2000
                 ) -> RawEvent | None:
-    """The last link stored before ``position`` and after ``floor`` (None: none there)."""
-    before = position
-    for size in _sizes(step):
-        if before <= floor + 1:
-            return None
-        batch = events.read_back(before, size)
-        for ev in batch:
-            if ev.position <= floor:
-                return None
-            if ev.topic == CHAIN_LINKED:
-                return ev
-        if len(batch) < size:
-            return None
-        before = batch[-1].position
-    return None  # pragma: no cover (_sizes never ends)
+    """The last link stored before ``position`` and after ``floor`` (None: none there): one
+    query, the topic compared in the store (``step``: unused, kept for callers)."""
+    if position <= floor + 1:
+        return None
+    return events.topic_before(CHAIN_LINKED, position, floor)
 
 
 def link_at_or_after(events: EventTable, position: int, step: int = 2000) -> RawEvent | None:
-    """The first link stored at or after ``position`` (None: none yet)."""
-    after = position - 1
-    for size in _sizes(step):
-        batch = events.read(after, size)
-        for ev in batch:
-            if ev.topic == CHAIN_LINKED:
-                return ev
-        if len(batch) < size:
-            return None
-        after = batch[-1].position
-    return None  # pragma: no cover (_sizes never ends)
+    """The first link stored at or after ``position`` (None: none yet): one query."""
+    return events.topic_at_or_after(CHAIN_LINKED, position)
 
 
 def new_walk(events: EventTable, pinned: Mapping[str, Ed25519PublicKey] | None = None
@@ -310,7 +320,7 @@ def start_at(walk: ChainWalk, events: EventTable, first: Link, position: int) ->
         walk.start_genesis(after)
         return after + 1
     try:
-        walk.start_after(Link.parse(prior.state, prior.position), prior.position)
+        walk.start_after(parse_link(prior.state, prior.position), prior.position, prior.state)
     except (ValueError, KeyError, TypeError):
         walk.start_genesis(after)
         return after + 1

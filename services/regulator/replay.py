@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -137,7 +138,7 @@ class Replayer:
     # --- the work ---------------------------------------------------------------------------
 
     def _run(self, shoe_id: str, only: str | None) -> Iterator[ReplayStep]:
-        found = shoe_events(self.events, shoe_id)
+        found = shoe_events(self.events, shoe_id, only)
         if found is None:
             raise NotFound("shoe_id", "NO_SHOE", f"no shoe {shoe_id}")
         if only is not None and only not in found.coups:
@@ -207,7 +208,7 @@ class Replayer:
             found.shoe[0].position, "commitment", shuffled["commitment"], commitment(seed, sid)
         )
         cut = next((int(state(e)["position"]) for e in found.shoe if e.topic == SHOE_CUT), None)
-        sabot = load_sabot(seed, sid, DeckKind(shuffled["deck_kind"]), int(shuffled["decks"]), cut)
+        sabot = _sabot(seed, sid, DeckKind(shuffled["deck_kind"]), int(shuffled["decks"]), cut)
         yield from rounds(sabot)
 
     def _seed(self, found: ShoeEvents, shuffled: dict[str, Any]) -> bytes:
@@ -284,6 +285,11 @@ class Replayer:
                 if pos > self.notary.position:
                     continue  # stored after the notary's last sync: not notarised *yet*
                 yield ReplayStep(pos, f"event at position {pos}", None, "stored, never notarised")
+
+
+# The shoe's order from its seed, remembered (a pure function of its arguments): a regulator
+# who replays the coups of one shoe in turn pays the shuffle (HMAC_DRBG) once.
+_sabot = lru_cache(maxsize=32)(load_sabot)
 
 
 def _between(events: EventTable, first: int, last: int) -> list[RawEvent]:

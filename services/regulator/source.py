@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -228,6 +229,32 @@ class EventTable:
         )
         return [_raw(r) for r in rows]
 
+    def topic_before(self, topic: str, before_position: int, after_position: int = 0
+                     ) -> RawEvent | None:
+        """The last event of ``topic`` with ``after_position`` < position < ``before_position``
+        (one query: a backward walk of the positions, the topic compared in the store)."""
+        if not self._exists():
+            return None
+        rows = self.db.rows(
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE {self._pos} < ? AND {self._pos} > ? AND topic = ? "
+            f"ORDER BY {self._pos} DESC LIMIT 1",
+            (before_position, after_position, topic),
+        )
+        return _raw(rows[0]) if rows else None
+
+    def topic_at_or_after(self, topic: str, position: int) -> RawEvent | None:
+        """The first event of ``topic`` at or after ``position`` (one query)."""
+        if not self._exists():
+            return None
+        rows = self.db.rows(
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE {self._pos} >= ? AND topic = ? "
+            f"ORDER BY {self._pos} LIMIT 1",
+            (position, topic),
+        )
+        return _raw(rows[0]) if rows else None
+
     def at_version(self, originator_id: UUID, version: int) -> RawEvent | None:
         """One aggregate's event at one version (an index lookup)."""
         if not self._exists():
@@ -286,6 +313,30 @@ class EventTable:
                 out.setdefault(ev.originator_id, []).append(ev)
         return out
 
+    def first_events(self, originator_ids: Sequence[UUID]) -> dict[str, RawEvent]:
+        """Several aggregates' first events (version 1), by hyphenated id, in few queries."""
+        out: dict[str, RawEvent] = {}
+        if not originator_ids or not self._exists():
+            return out
+        ids = list(dict.fromkeys(originator_ids))
+        for c in range(0, len(ids), 250):
+            chunk = ids[c : c + 250]
+            params: list[Any]
+            if self.db.is_postgres:
+                params = list(chunk)
+            else:  # both spellings, as in by_originator
+                params = [x for o in chunk for x in (o.hex, str(o))]
+            marks = ",".join("?" * len(params))
+            rows = self.db.rows(
+                f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+                f"FROM {self.table} WHERE originator_id IN ({marks}) AND originator_version = 1",
+                params,
+            )
+            for r in rows:
+                ev = _raw(r)
+                out[ev.originator_id] = ev
+        return out
+
     def by_topic(self, topic: str) -> list[RawEvent]:
         """Every event of one topic, in log order (a scan of the table)."""
         if not self._exists():
@@ -335,8 +386,15 @@ def _raw(row: tuple[Any, ...]) -> RawEvent:
     return RawEvent(int(pos), _uuid_text(oid), int(version), str(topic), bytes(state))
 
 
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
 def _uuid_text(oid: Any) -> str:
-    """Originator ids as hyphenated UUID text (SQLite stores 32 hex digits, PostgreSQL a uuid)."""
+    """Originator ids as hyphenated UUID text (SQLite stores 32 hex digits, PostgreSQL a uuid).
+    The 32 lowercase hex digits SQLite holds are cut into their groups as ``str(UUID(...))``
+    would print them (without making the UUID: every row read passes here)."""
+    if type(oid) is str and _HEX32.fullmatch(oid):
+        return f"{oid[:8]}-{oid[8:12]}-{oid[12:16]}-{oid[16:20]}-{oid[20:]}"
     try:
         return str(oid if isinstance(oid, UUID) else UUID(str(oid)))
     except ValueError:

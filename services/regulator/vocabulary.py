@@ -71,8 +71,10 @@ def _uuid(text: str) -> UUID | None:
         return None
 
 
-def shoe_events(events: EventTable, shoe_id: str) -> ShoeEvents | None:
-    """Everything recorded about one shoe, or None if no such shoe."""
+def shoe_events(events: EventTable, shoe_id: str, only: str | None = None
+                ) -> ShoeEvents | None:
+    """Everything recorded about one shoe, or None if no such shoe. ``only``: one of its coups
+    (a coup's replay): its events in full, of the others their first (their number and shoe)."""
     sid = _uuid(shoe_id)
     if sid is None:
         return None
@@ -96,7 +98,7 @@ def shoe_events(events: EventTable, shoe_id: str) -> ShoeEvents | None:
             coup_ids.append(str(st.get("coup_id") or st["round_id"]))  # a game's rounds
     coups: dict[str, list[RawEvent]] = {}
     uuids = [u for u in (_uuid(c) for c in coup_ids) if u is not None]
-    found = events.by_originators(uuids)
+    found = _coup_events(events, uuids, only)
     for cid in coup_ids:
         cu = _uuid(cid)
         evs = found.get(str(cu), []) if cu is not None else []
@@ -107,6 +109,16 @@ def shoe_events(events: EventTable, shoe_id: str) -> ShoeEvents | None:
             table.append(ev)
     table.sort(key=lambda e: e.position)
     return ShoeEvents(str(sid), table_id, table, shoe, coups)
+
+
+def _coup_events(events: EventTable, uuids: list[UUID], only: str | None
+                 ) -> dict[str, list[RawEvent]]:
+    one = _uuid(only) if only is not None else None
+    if one is None:
+        return events.by_originators(uuids)
+    found = {oid: [ev] for oid, ev in events.first_events([u for u in uuids if u != one]).items()}
+    found[str(one)] = events.by_originator(one)
+    return found
 
 
 def shoe_of_coup(events: EventTable, coup_id: str) -> str | None:

@@ -201,7 +201,9 @@ class TrenteEtQuarante(GameCommands):
                 status_after=f.status_after.value if f.status_after is not None else None,
                 stake=after.find(f.stake_id) if f.status_after is not None else None,
             )
-        if coup.layout != step.layout.stakes:
+        # a betting step's events land the coup on the step's own layout (``Layout.put``):
+        # told apart from it without comparing every stake
+        if coup.domain_layout() != step.layout:
             coup.trigger_event(Coup.LayoutRestated, timestamp=ts, stakes=step.layout.stakes)
         coup.adopt(step.layout)  # the coup's layout equals the step's now: keep its index
         return moved

@@ -55,63 +55,33 @@ class Phase:
     SETTLED = "settled"
 
 
-class Board:
-    """The coup's layout as a domain ``Layout``, with its index (None: not made yet). Derived
-    state, equal to any other board: a coup rebuilt from its events equals the live one."""
-
-    __slots__ = ("layout",)
-
-    def __init__(self) -> None:
-        self.layout: Layout | None = None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Board)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return "Board()"
+def _board_of(agg: Any) -> Layout:
+    """The layout ``agg`` holds: a coup's own (``board``), else one made of its ``layout``."""
+    board = getattr(agg, "board", None)
+    return board if isinstance(board, Layout) else Layout(tuple(agg.layout))
 
 
-def _board(agg: Coup) -> Layout | None:
-    """The coup's board if it is the coup's layout now; forgets it (the layout is changing)."""
-    holder: Board | None = getattr(agg, "board", None)
-    if holder is None:
-        return None
-    board, holder.layout = holder.layout, None
-    return board if board is not None and board.stakes is agg.layout else None
-
-
-def _put(agg: Coup, stake_id: str, stake: Stake | None) -> None:
-    """Put ``stake`` in the layout in place of the stake ``stake_id`` (None: remove it); a new
-    stake goes at the end. The index of the layout's stake ids spares a scan for new stakes,
-    the board's index (when it is the layout's) a scan for the others."""
-    ids = agg.stake_ids
-    board = _board(agg)
-    if stake_id not in ids:
-        if stake is not None:
-            agg.layout = (*agg.layout, stake)
-            ids[stake_id] = None
+def _put(agg: Any, stake_id: str, stake: Stake | None) -> None:
+    """Put ``stake`` in the layout in place of the stake ``stake_id`` (None: take it off); a
+    new stake goes at the end (``Layout.put``: O(log n), whatever the coup holds already; the
+    step's own layout when the coup applies the events of a step made from its layout). A coup
+    keeps the layout as a domain ``Layout`` (``board``); any other holder of a ``layout`` tuple
+    and its ``stake_ids`` gets them made anew."""
+    board = getattr(agg, "board", None)
+    if isinstance(board, Layout):
+        agg.board = board.put(stake_id, stake)
         return
-    layout = agg.layout
-    i = board.position(stake_id) if board is not None and len(ids) == len(layout) else None
-    if i is None:
-        for i in range(len(layout) - 1, -1, -1):
-            if layout[i].stake_id == stake_id:
-                break
-        else:  # pragma: no cover - the index holds only the layout's ids
-            return
-    if stake is None:
-        agg.layout = layout[:i] + layout[i + 1 :]
-        del ids[stake_id]
-    else:
-        agg.layout = (*layout[:i], stake, *layout[i + 1 :])
+    layout = Layout(tuple(agg.layout)).put(stake_id, stake)
+    agg.layout = layout.stakes
+    agg.stake_ids = dict.fromkeys(s.stake_id for s in layout.stakes)
 
 
-def _restate(agg: Coup, layout: tuple[Stake, ...]) -> None:
+def _restate(agg: Any, layout: tuple[Stake, ...]) -> None:
+    if isinstance(getattr(agg, "board", None), Layout):
+        agg.board = Layout(layout)
+        return
     agg.layout = layout
     agg.stake_ids = dict.fromkeys(s.stake_id for s in layout)
-    _board(agg)
 
 
 class Coup(Aggregate):
@@ -124,10 +94,8 @@ class Coup(Aggregate):
         number_in_shoe: int
         start_position: int
         phase: str
-        layout: tuple[Stake, ...]
-        stake_ids: dict[str, None]  # the layout's stake ids (an index, derived from layout)
         owners: dict[str, str]  # every stake ever on the coup -> its account (derived)
-        board: Board  # the layout as a domain Layout, with its index (derived)
+        board: Layout  # the layout (a persistent domain Layout: steps share its index)
         cards: list[tuple[str, str, int, int]]
         noir_total: int | None
         rouge_total: int | None
@@ -160,10 +128,8 @@ class Coup(Aggregate):
             agg.number_in_shoe = self.number_in_shoe
             agg.start_position = self.start_position
             agg.phase = Phase.BETTING
-            agg.layout = ()
-            agg.stake_ids = {}
+            agg.board = Layout()
             agg.owners = {}
-            agg.board = Board()
             agg.cards = []
             agg.noir_total = None
             agg.rouge_total = None
@@ -186,10 +152,8 @@ class Coup(Aggregate):
         stake: Stake
 
         def apply(self, agg: Coup) -> None:
-            agg.layout = (*agg.layout, self.stake)
-            agg.stake_ids[self.stake.stake_id] = None
+            agg.board = agg.board.append(self.stake)
             agg.owners[self.stake.stake_id] = self.stake.player
-            _board(agg)
 
     class StakeChanged(Event):
         """Base of every stake event: what the stake was and is (``stake`` None: it left)."""
@@ -383,32 +347,22 @@ class Coup(Aggregate):
         None if it never was on it."""
         return self.owners.get(stake_id)
 
+    @property
+    def layout(self) -> tuple[Stake, ...]:
+        """The stakes on the layout now, in order."""
+        return self.board.stakes
+
     def stake(self, stake_id: str) -> Stake | None:
-        if stake_id not in self.stake_ids:
-            return None
-        holder: Board | None = getattr(self, "board", None)
-        board = holder.layout if holder is not None else None
-        if board is not None and board.stakes is self.layout:
-            i = board.position(stake_id)
-            if i is not None and len(self.stake_ids) == len(self.layout):
-                return self.layout[i]
-        for s in reversed(self.layout):
-            if s.stake_id == stake_id:
-                return s
-        return None
+        return _board_of(self).find(stake_id)
 
     def domain_layout(self) -> Layout:
-        """The layout as a domain ``Layout`` (kept with its index while the layout stays)."""
-        board = self.board.layout
-        if board is None or board.stakes is not self.layout:
-            board = self.board.layout = Layout(self.layout)
-        return board
+        """The layout as a domain ``Layout`` (persistent: a step made from it shares its index)."""
+        return self.board
 
     def adopt(self, layout: Layout) -> None:
-        """Keep ``layout`` (and its index) as the coup's own. The caller has checked that its
-        stakes equal the coup's layout (a step whose events the coup has just applied)."""
-        self.layout = layout.stakes
-        self.board.layout = layout
+        """Keep ``layout`` as the coup's own. The caller has checked that its stakes equal the
+        coup's layout (a step whose events the coup has just applied)."""
+        self.board = layout
 
 
 FATE_EVENTS: dict[Fate, type[Coup.StakeChanged]] = {

@@ -273,7 +273,7 @@ class _CoupReplay:
                              f"refused: {exc.field}: {exc.message}")
             return
         self.layout = step.layout
-        mine = next((s for s in step.layout.stakes if s.stake_id == sid), None)
+        mine = step.layout.find(sid)
         yield ReplayStep(
             e.position, f"stake {sid} {st['fate']}",
             _dicts([_stake(after)])[0] if after else None,
