@@ -313,8 +313,8 @@ class AggregateCache:
     with its events: a coup with its stakes), so measuring costs O(1) per event."""
 
     def __init__(self, size: int = CACHE_SIZE, budget: int = CACHE_BYTES) -> None:
-        # id -> (aggregate, its measured bytes, the version it was measured at)
-        self._items: OrderedDict[UUID, tuple[Aggregate, int, int]] = OrderedDict()
+        self._items: OrderedDict[UUID, Aggregate] = OrderedDict()
+        self._weights: dict[UUID, tuple[int, int]] = {}  # id -> (its bytes, measured at version)
         self._size = size
         self._budget = budget
         self.bytes = 0  # the measured size of what is cached
@@ -323,37 +323,37 @@ class AggregateCache:
         return len(self._items)
 
     def get(self, agg_id: UUID) -> Aggregate | None:
-        item = self._items.get(agg_id)
-        if item is None:
-            return None
-        self._items.move_to_end(agg_id)
-        return item[0]
+        agg = self._items.get(agg_id)
+        if agg is not None:
+            self._items.move_to_end(agg_id)
+        return agg
 
     def put(self, agg: Aggregate) -> None:
-        items = self._items
+        items, weights = self._items, self._weights
         agg_id = agg.id
-        old = items.get(agg_id)
         version = agg.version
-        if old is not None and old[0] is agg and version < 2 * old[2]:
+        if items.get(agg_id) is agg and version < 2 * weights[agg_id][1]:
             items.move_to_end(agg_id)
             return
         weight = footprint(agg)
+        old = weights.get(agg_id)
         if old is not None:
-            self.bytes -= old[1]
-        items[agg_id] = (agg, weight, version)
+            self.bytes -= old[0]
+        items[agg_id] = agg
         items.move_to_end(agg_id)
+        weights[agg_id] = (weight, version)
         self.bytes += weight
         while len(items) > 1 and (len(items) > self._size or self.bytes > self._budget):
-            _, (_, dropped, _) = items.popitem(last=False)
-            self.bytes -= dropped
+            dropped, _ = items.popitem(last=False)
+            self.bytes -= weights.pop(dropped)[0]
 
     def forget(self, agg_id: UUID) -> None:
-        item = self._items.pop(agg_id, None)
-        if item is not None:
-            self.bytes -= item[1]
+        if self._items.pop(agg_id, None) is not None:
+            self.bytes -= self._weights.pop(agg_id)[0]
 
     def clear(self) -> None:
         self._items.clear()
+        self._weights.clear()
         self.bytes = 0
 
 

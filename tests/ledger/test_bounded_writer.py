@@ -98,11 +98,11 @@ def test_the_aggregate_cache_stays_within_its_budget(ledger: Ledger) -> None:
         ledger.place_stake(f"st{k}", coup.coup_id, f"p{k}", "rouge", 100)
     big = footprint(ledger.app.repository.get(ledger.get_coup(coup.coup_id).coup_id))
     assert big > 2 * small  # a coup's size grows with its stakes, and is measured so
-    cached = [agg for agg, _, _ in writer.cache._items.values()]
+    cached = list(writer.cache._items.values())
     budget = sum(map(footprint, cached)) // 2
     cache = AggregateCache(size=1000, budget=budget)
     for agg in cached:
         cache.put(agg)
         assert cache.bytes <= max(budget, footprint(agg))
     assert 1 < len(cache) < len(cached)
-    assert cache.bytes == sum(footprint(agg) for agg, _, _ in cache._items.values())
+    assert cache.bytes == sum(footprint(agg) for agg in cache._items.values())
