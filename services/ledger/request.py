@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eventsourcing.domain import Aggregate
 
@@ -64,6 +64,9 @@ class Request(Aggregate):
         actor: dict[str, Any]
         effects: list[list[Any]]
         # version 3: no ``digest`` (``Request.digest`` computes it from the arguments)
+        # the upcasters read and write JSON values only: a reader of the stored JSON (the read
+        # models' fast decoder, ``services.projections.decode``) may apply them itself
+        plain_upcasts: ClassVar[bool] = True
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:

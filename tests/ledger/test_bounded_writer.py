@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -106,3 +106,28 @@ def test_the_aggregate_cache_stays_within_its_budget(ledger: Ledger) -> None:
         assert cache.bytes <= max(budget, footprint(agg))
     assert 1 < len(cache) < len(cached)
     assert cache.bytes == sum(footprint(agg) for agg in cache._items.values())
+
+
+def test_the_read_models_decode_a_version_2_request_as_the_mapper_does(
+        ledger: Ledger) -> None:
+    """The read models' fast decoder applies a request's plain upcasters itself: the event it
+    gives has what the application's mapper gives (the upcast version 3)."""
+    from eventsourcing.persistence import StoredEvent
+
+    from services.projections.decode import decoders
+
+    _, decode_row = decoders(ledger.app)
+    assert decode_row is not None
+    rows = [row for row in map(json.loads, PRE_SEAM.open())
+            if row["topic"] == Request.Recorded.TOPIC]
+    for row in rows:
+        state = row["state"].encode()
+        fast = decode_row((row["position"], row["originator_id"], row["version"],
+                           row["topic"], state))
+        slow = ledger.app.mapper.to_domain_event(StoredEvent(
+            originator_id=UUID(row["originator_id"]), originator_version=row["version"],
+            topic=row["topic"], state=state))
+        assert fast.time == slow.timestamp and fast.event.effects == slow.effects
+        for name in ("request_id", "command", "arguments", "result", "actor"):
+            assert getattr(fast.event, name) == getattr(slow, name), name
+        assert not hasattr(fast.event, "digest") and "digest" not in vars(slow)
