@@ -312,11 +312,13 @@ class AggregateCache:
     (``size``) and by their measured size (``budget`` bytes, ``footprint``). An aggregate is
     measured when first put and again each time its version has grown ``GROWTH`` times since
     (its size grows with its events: a coup with its stakes), so measuring costs O(1) per
-    event (~8 us per stake on a growing coup), and a measure lags at most ``GROWTH`` times."""
+    event (~8 us per stake on a growing coup); in between it counts as grown with its version
+    (measured x version / version measured at: from above for one whose size does not grow)."""
 
     def __init__(self, size: int = CACHE_SIZE, budget: int = CACHE_BYTES) -> None:
         self._items: OrderedDict[UUID, Aggregate] = OrderedDict()
-        self._weights: dict[UUID, tuple[int, int]] = {}  # id -> (its bytes, measured at version)
+        # id -> (its bytes as measured, the version measured at, its bytes as now counted)
+        self._weights: dict[UUID, tuple[int, int, int]] = {}
         self._size = size
         self._budget = budget
         self.bytes = 0  # the measured size of what is cached
@@ -334,24 +336,26 @@ class AggregateCache:
         items, weights = self._items, self._weights
         agg_id = agg.id
         version = agg.version
-        if items.get(agg_id) is agg and version < GROWTH * weights[agg_id][1]:
-            items.move_to_end(agg_id)
-            return
-        weight = footprint(agg)
         old = weights.get(agg_id)
+        if old is not None and items.get(agg_id) is agg and version < GROWTH * old[1]:
+            measured, at, _ = old  # counted as grown with its version since measured
+            weight = measured * version // at if version > at else measured
+        else:
+            measured, at = footprint(agg), max(version, 1)
+            weight = measured
         if old is not None:
-            self.bytes -= old[0]
+            self.bytes -= old[2]
         items[agg_id] = agg
         items.move_to_end(agg_id)
-        weights[agg_id] = (weight, version)
+        weights[agg_id] = (measured, at, weight)
         self.bytes += weight
         while len(items) > 1 and (len(items) > self._size or self.bytes > self._budget):
             dropped, _ = items.popitem(last=False)
-            self.bytes -= weights.pop(dropped)[0]
+            self.bytes -= weights.pop(dropped)[2]
 
     def forget(self, agg_id: UUID) -> None:
         if self._items.pop(agg_id, None) is not None:
-            self.bytes -= self._weights.pop(agg_id)[0]
+            self.bytes -= self._weights.pop(agg_id)[2]
 
     def clear(self) -> None:
         self._items.clear()

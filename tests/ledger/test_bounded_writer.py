@@ -131,3 +131,25 @@ def test_the_read_models_decode_a_version_2_request_as_the_mapper_does(
         for name in ("request_id", "command", "arguments", "result", "actor"):
             assert getattr(fast.event, name) == getattr(slow, name), name
         assert not hasattr(fast.event, "digest") and "digest" not in vars(slow)
+
+
+def test_a_cached_aggregate_counts_as_grown_with_its_version_until_measured_again() -> None:
+    class Grows:  # what the cache reads of an aggregate: its id, its version, its objects
+        def __init__(self) -> None:
+            self.id = uuid4()
+            self.version = 10
+            self.stakes = [str(k) * 40 for k in range(10)]
+
+    agg = Grows()
+    cache = AggregateCache(budget=10**9)
+    cache.put(agg)  # type: ignore[arg-type]
+    measured = cache.bytes
+    assert measured == footprint(agg)
+    agg.version, agg.stakes = 20, agg.stakes * 2
+    cache.put(agg)  # type: ignore[arg-type]
+    assert cache.bytes == 2 * measured  # not measured: counted as grown with its version
+    agg.version, agg.stakes = 40, agg.stakes * 2
+    cache.put(agg)  # type: ignore[arg-type]
+    assert cache.bytes == footprint(agg)  # grown 4 times since measured: measured again
+    cache.forget(agg.id)
+    assert cache.bytes == 0 and len(cache) == 0
