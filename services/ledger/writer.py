@@ -61,7 +61,7 @@ import threading
 import time
 import types
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
@@ -101,6 +101,7 @@ CACHE_SIZE = 20_000  # aggregates cached, at most
 CACHE_BYTES = 16 << 20  # their measured size, at most (``footprint``)
 GROWTH = 4  # a cached aggregate is measured again once its version has grown this much
 RECENT_REQUESTS = 100_000  # request ids remembered (a retry of one reads the store)
+RECENT_ANSWERS = 256  # requests kept whole: a retry of one is answered the very first answer
 
 # The deadline of the gRPC call being served (a ``time.monotonic()`` instant; None: none), set
 # by the server's outermost interceptor (``services.metrics.MetricsInterceptor``).
@@ -364,13 +365,22 @@ class AggregateCache:
 
 
 class RecentRequests:
-    """The ids of the last ``size`` requests saved (their ``UUID.int``: ~100 bytes each), the
-    oldest forgotten first: a command whose id is here is a retry, answered from the store."""
+    """The ids of the last ``size`` requests saved (their ``UUID.int``: ~50 bytes each), the
+    oldest forgotten first: a command whose id is here is a retry, answered from the store; and
+    the last ``whole`` requests themselves, so that a retry soon after is answered the first
+    answer itself (from the store, a dict's keys come back sorted: a map in the answer would
+    be serialized in another order)."""
 
-    def __init__(self, size: int = RECENT_REQUESTS) -> None:
+    def __init__(self, size: int = RECENT_REQUESTS, whole: int = RECENT_ANSWERS) -> None:
         self._ids: set[int] = set()
         self._order: deque[int] = deque()
         self._size = size
+        self._whole: OrderedDict[UUID, Request] = OrderedDict()
+        self._whole_size = whole
+
+    def request(self, rid: UUID) -> Request | None:
+        """The request of id ``rid`` if it is among the last ones kept whole."""
+        return self._whole.get(rid)
 
     def __contains__(self, rid: UUID) -> bool:
         return rid.int in self._ids
@@ -378,19 +388,23 @@ class RecentRequests:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def add(self, rids: Iterable[UUID]) -> None:
-        ids, order = self._ids, self._order
-        for rid in rids:
+    def add(self, requests: dict[UUID, Request]) -> None:
+        ids, order, whole = self._ids, self._order, self._whole
+        for rid, request in requests.items():
             key = rid.int
             if key not in ids:
                 ids.add(key)
                 order.append(key)
+            whole[rid] = request
         while len(order) > self._size:
             ids.discard(order.popleft())
+        while len(whole) > self._whole_size:
+            whole.popitem(last=False)
 
     def clear(self) -> None:
         self._ids.clear()
         self._order.clear()
+        self._whole.clear()
 
 
 class UnitOfWork:
@@ -1084,6 +1098,7 @@ class Writer:
         known = (
             unit.requests.get(rid)
             or (inflight.requests.get(rid) if inflight is not None else None)
+            or self.recent.request(rid)
         )
         if known is None and (lookup or rid in self.recent):  # a retry: its answer stored
             known = self._stored_request(rid)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
@@ -38,7 +39,7 @@ def test_a_retry_the_writer_forgot_gets_the_first_answer_from_the_store(
         ledger: Ledger) -> None:
     writer = writer_of(ledger)
     assert writer is not None
-    writer.recent = RecentRequests(2)
+    writer.recent = RecentRequests(2, whole=1)
     coup = ledger.open_coup("oc", "t1")
     first = ledger.place_stake("p1", coup.coup_id, "ana", "noir", 1000)
     for k in range(3):  # p1 is forgotten
@@ -75,12 +76,14 @@ def test_a_version_2_digest_is_the_one_computed_from_its_arguments() -> None:
 
 
 def test_recent_requests_forget_the_oldest() -> None:
-    recent = RecentRequests(3)
+    recent = RecentRequests(3, whole=1)
     ids = [uuid4() for _ in range(5)]
-    recent.add(ids)
-    recent.add(ids[-1:])  # already there: not counted twice
+    requests: dict[UUID, Any] = {i: object() for i in ids}
+    recent.add(requests)
+    recent.add({ids[-1]: requests[ids[-1]]})  # already there: not counted twice
     assert len(recent) == 3
     assert [i in recent for i in ids] == [False, False, True, True, True]
+    assert [recent.request(i) for i in ids] == [None] * 4 + [requests[ids[-1]]]
 
 
 def test_the_aggregate_cache_stays_within_its_budget(ledger: Ledger) -> None:
