@@ -27,10 +27,15 @@ PACKAGE = "bench"
 Result = tuple[str, list[tuple[str, str]], float, str | None]  # module, rows, seconds, error
 
 
+# Modules run only when named (``python -m bench soak``): they run for minutes.
+BY_NAME_ONLY = frozenset({"soak"})
+
+
 def discover() -> list[str]:
-    """The benchmark modules of this package, by name, sorted."""
+    """The benchmark modules of this package, by name, sorted (but ``BY_NAME_ONLY``)."""
     here = Path(__file__).resolve().parent
-    return sorted(m.name for m in pkgutil.iter_modules([str(here)]) if not m.name.startswith("_"))
+    return sorted(m.name for m in pkgutil.iter_modules([str(here)])
+                  if not m.name.startswith("_") and m.name not in BY_NAME_ONLY)
 
 
 def _value(value: Any) -> str:

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -314,13 +315,17 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
                     (f"load.floor.c{clients}.client_cpu_ms_per_call",
                      round(1000 * own / max(len(health_only), 1), 3)),
                 ]
-            cpu = server.cpu_seconds()
+            pid = server.proc.pid
+            children = _children(pid)
+            mine, ledger = _cpu_of(pid), sum(_cpu_of(c) for c in children)
             own = time.process_time()  # the load generator's (this process's) processor time
             started = time.perf_counter()
             stake_ms, health_ms, errors, done = asyncio.run(
                 _load(server.target, players, coups, seconds, tls))
             elapsed = time.perf_counter() - started
-            cpu = server.cpu_seconds() - cpu
+            mine = _cpu_of(pid) - mine
+            ledger = sum(_cpu_of(c) for c in children) - ledger
+            cpu = mine + ledger
             own = time.process_time() - own
         finally:
             server.stop()
@@ -335,6 +340,8 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
         (f"{prefix}.health_p99_ms", round(percentile(health_ms, 0.99), 2)),
         (f"{prefix}.errors", float(errors)),
         (f"{prefix}.server_cpu_ms_per_stake", round(1000 * cpu / max(done, 1), 3)),
+        (f"{prefix}.server_process_cpu_ms_per_stake", round(1000 * mine / max(done, 1), 3)),
+        (f"{prefix}.ledger_cpu_ms_per_stake", round(1000 * ledger / max(done, 1), 3)),
         (f"{prefix}.client_cpu_ms_per_stake", round(1000 * own / max(done, 1), 3)),
         # the coups' sizes: every stake lands on one of the open coups (player i on coup
         # i mod coups), none is settled during the run: each coup grows from 0 to this
@@ -343,34 +350,88 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
     ]
 
 
+def _rate(rows: list[Row], suffix: str = ".stakes_per_s") -> float:
+    return next(v for k, v in rows if k.endswith(suffix))
+
+
+def _with_ratio(measured: list[Row], floors: tuple[float, float]) -> list[Row]:
+    """``measured`` with its ``floor_ratio``: its stakes/s to the no-op server's, measured just
+    before and just after it (their mean)."""
+    name = next(k for k, _ in measured if k.endswith(".stakes_per_s") and "floor" not in k)
+    floor = sum(floors) / 2
+    return [*measured, (name.removesuffix(".stakes_per_s") + ".floor_ratio",
+                        round(_rate(measured) / floor, 3) if floor else float("nan"))]
+
+
+def _postgres(measure_on: Callable[[str], list[Row]]) -> list[Row]:
+    """``measure_on(url)`` on a fresh PostgreSQL database (none: PostgreSQL unreachable)."""
+    url = _pg_url()
+    if url is None:
+        if os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
+            raise RuntimeError("PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1")
+        return []
+    try:
+        return measure_on(url)
+    finally:
+        _drop_pg()
+
+
 def run(quick: bool | None = None) -> list[Row]:
+    """Every row; each store's ``floor_ratio``: its stakes/s to the no-op server's measured on
+    either side of that store's runs."""
     if quick is None:
         quick = os.environ.get("SABOT_BENCH_QUICK") == "1"
     seconds = 5.0 if quick else 10.0
     clients = int(os.environ.get("SABOT_BENCH_CLIENTS", "32"))
     rows = measure_noop(clients, seconds / 2)
+    first = _rate(rows)
     with tempfile.TemporaryDirectory() as tmp:
         rows += measure_noop(clients, seconds / 2, Tls(Path(tmp)))
-    rows += measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, floor=True)
-    rows += measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, secure=True)
-    rows += measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, single=True)
-    url = _pg_url()
-    if url is not None:
-        try:
-            rows += measure("postgres", url, clients, seconds)
-        finally:
-            _drop_pg()
-        url = _pg_url()
-        assert url is not None
-        try:
-            rows += measure("postgres", url, clients, seconds, single=True)
-        finally:
-            _drop_pg()
-    elif os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
-        raise RuntimeError("PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1")
+    sqlite = [measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, floor=True),
+              measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, secure=True),
+              measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds, single=True)]
+    between = _rate(measure_noop(clients, seconds / 2))
+    for measured in sqlite:
+        rows += _with_ratio(measured, (first, between))
+    postgres = _postgres(lambda url: measure("postgres", url, clients, seconds))
+    postgres_single = _postgres(lambda url: measure("postgres", url, clients, seconds,
+                                                     single=True))
+    if postgres:
+        last = _rate(measure_noop(clients, seconds / 2))
+        rows += _with_ratio(postgres, (between, last))
+        rows += _with_ratio(postgres_single, (between, last))
+    return rows
+
+
+def compare(stores: list[str], seconds: float, clients: int) -> list[Row]:
+    """The stake load on each of ``stores`` (the ledger in its own process), the no-op server
+    measured before and after each: ``python -m bench.load --stores sqlite,postgres``."""
+    rows: list[Row] = []
+    floor = _rate(measure_noop(clients, seconds / 2))
+    for store in stores:
+        if store == "sqlite":
+            measured = measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds)
+        else:
+            measured = _postgres(lambda url: measure("postgres", url, clients, seconds))
+        after = _rate(measure_noop(clients, seconds / 2))
+        if measured:
+            rows += [(f"load.noop_server.c{clients}.stakes_per_s", round((floor + after) / 2, 1)),
+                     *_with_ratio(measured, (floor, after))]
+        floor = after
     return rows
 
 
 if __name__ == "__main__":
-    for name, value in run():
-        print(f"{name:<44} {value}")
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stores", help="only these stores (sqlite,postgres), the ledger in "
+                        "its own process, each between two no-op floors")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--clients", type=int,
+                        default=int(os.environ.get("SABOT_BENCH_CLIENTS", "32")))
+    args = parser.parse_args()
+    chosen = (compare(args.stores.split(","), args.seconds, args.clients) if args.stores
+              else run())
+    for name, value in chosen:
+        print(f"{name:<48} {value}")

@@ -1,7 +1,9 @@
 """structlog JSON logs: one line per RPC. Tokens and unrevealed seeds are never logged.
 
 Lines are handed to one writer thread that writes them in batches every 50 ms: an RPC thread
-never blocks on I/O (under load, a write per line costs a GIL hand-over per RPC).
+never blocks on I/O (under load, a write per line costs a GIL hand-over per RPC). The per-RPC
+line (``info``, ``warning``) is not even rendered by the RPC's thread: it hands over its fields
+and the time, and the writer thread renders the JSON, the same line, when it writes the batch.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import logging
 import sys
 import threading
+import time
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -45,28 +48,37 @@ def muted() -> Iterator[None]:
         _MUTED.clear()
 
 
+# a line not rendered yet: its level, event, fields and time (``time.time()``)
+_Fields = tuple[str, str, dict[str, Any], float]
+
+
 class _Sink:
-    """Lines waiting to be written to one stream, by one writer thread."""
+    """Lines waiting to be written to one stream, by one writer thread: rendered ones, and the
+    fields of per-RPC lines it renders itself (``_render_fields``)."""
 
     INTERVAL = 0.05
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self._lines: list[str] = []
+        self._lines: list[str | _Fields] = []
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # a flush returns once the lines added before are out
         self._wake = threading.Event()
         threading.Thread(target=self._run, name="sabot-log", daemon=True).start()
 
-    def add(self, line: str) -> None:
+    def add(self, line: str | _Fields) -> None:
         with self._lock:
             self._lines.append(line)
 
     def flush(self) -> None:
-        with self._lock:
-            lines, self._lines = self._lines, []
-        if lines:
-            self.stream.write("\n".join(lines) + "\n")
-            self.stream.flush()
+        with self._writing:
+            with self._lock:
+                lines, self._lines = self._lines, []
+            if lines:
+                self.stream.write("\n".join(
+                    line if isinstance(line, str) else _render_fields(*line) for line in lines)
+                    + "\n")
+                self.stream.flush()
 
     def _run(self) -> None:
         while True:
@@ -152,14 +164,18 @@ def warning(event: str, fields: dict[str, Any]) -> None:
 
 
 def _add(sink: _Sink, level: str, event: str, fields: dict[str, Any]) -> None:
+    sink.add((level, event, fields, time.time()))
+
+
+def _render_fields(level: str, event: str, fields: dict[str, Any], at: float) -> str:
+    """The line structlog's pipeline would render for ``fields`` logged at ``at``."""
     fields["event"] = event
     fields["level"] = level
-    fields["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    fields["timestamp"] = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
     if not _SECRET_KEYS.isdisjoint(fields):
         _redact(None, level, fields)
     try:
-        line = _encode(fields)
+        return _encode(fields)
     except (TypeError, ValueError):  # not plain JSON: structlog's fallback (repr) renders it
         rendered = _render(None, level, fields)
-        line = rendered if isinstance(rendered, str) else rendered.decode()
-    sink.add(line)
+        return rendered if isinstance(rendered, str) else rendered.decode()

@@ -695,7 +695,9 @@ __all__ = [
 
 PAGE = 256  # links per read while vouching for links under another key
 SPAN = 50_000  # positions: an aggregate's unchecked events within it are checked in one read
-CHECKED = 200_000  # positions whose event hash is remembered (oldest dropped first)
+# positions whose event hash is remembered, aggregates whose last event is, links vouched for
+# (oldest dropped first): ~250 bytes each, so the ledger process stays within ~40 MB of them
+CHECKED = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -838,7 +840,10 @@ class ChainGuard:
         return self._after
 
     def vouch(self, seq: int, digest: bytes) -> None:
-        self.vouched[seq] = digest
+        vouched = self.vouched
+        vouched[seq] = digest
+        if len(vouched) > CHECKED:  # the oldest first (a link is vouched for in sequence)
+            del vouched[next(iter(vouched))]
 
     def accept(self, link: Link) -> str | None:
         """None if this writer trusts ``link``, else why not."""

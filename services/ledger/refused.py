@@ -20,8 +20,6 @@ consequence again, identically) and then finds the consequence's request stored.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -57,13 +55,10 @@ class Consequence:
         """Its ``Request`` (``result``: the answer as stored data), for the refused request
         of id ``refused``."""
         request_id = f"consequence:{refused}"
-        # the digest as ``writer.Command.digest`` makes it: a replay's run of the command finds
-        # this request stored, with the same arguments
-        text = json.dumps({"command": self.command, "args": self.args}, sort_keys=True)
+        # a replay's run of the command finds this request stored, with the same arguments
         return Request._create(
             Request.Recorded, id=request_uuid(request_id, self.actor.scope),
-            request_id=request_id, command=self.command,
-            digest=hashlib.sha256(text.encode("utf-8")).hexdigest(), arguments=self.args,
+            request_id=request_id, command=self.command, arguments=self.args,
             result=result, actor=self.actor.to_dict(), effects=effects, timestamp=now)
 
 

@@ -10,12 +10,15 @@ fails, the cache forgets what the batch touched and nothing of it was stored: on
 collision (a request id already stored, or another writer ahead) each command is decided again
 alone, looking its request id up first; on any other failure each fails with ``Conflict``.
 
-Request ids are looked up in the store only when needed: the writer remembers the requests it
-saved, a new id is saved optimistically (a stored one collides atomically), and a refused
-command looks its id up before it answers.
+Request ids are looked up in the store only when needed: the writer remembers the ids of the
+last ``RECENT_REQUESTS`` requests it saved (the id alone: a retry of one reads its answer from
+the store), a new id is saved optimistically (a stored one collides atomically), and a refused
+command looks its id up before it answers. What the writer keeps is bounded: those ids (~50
+bytes each), and the aggregates of ``AggregateCache`` by their measured size (``CACHE_BYTES``).
 
 The writer thread is the serial part of every write, so what can run in the calling thread does:
-the request's UUID and the digest of its arguments are computed before the command is queued.
+the request's UUID is computed before the command is queued. No digest of the arguments is
+computed per command: a retry is compared with its stored request by ``Request.matches``.
 
 With a ``lease`` (``services/ledger/lease.py``) the writer decides only while it holds the
 store's writer lease: otherwise every command gets ``NotTheWriter`` at once and queries read the
@@ -50,13 +53,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import json
+import enum
 import logging
 import queue
+import sys
 import threading
 import time
-from collections import OrderedDict
+import types
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -93,8 +97,11 @@ log = logging.getLogger(__name__)
 A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
 
-CACHE_SIZE = 20_000
-RECENT_REQUESTS = 100_000
+CACHE_SIZE = 20_000  # aggregates cached, at most
+CACHE_BYTES = 16 << 20  # their measured size, at most (``footprint``)
+GROWTH = 4  # a cached aggregate is measured again once its version has grown this much
+RECENT_REQUESTS = 100_000  # request ids remembered (a retry of one reads the store)
+RECENT_ANSWERS = 256  # requests kept whole: a retry of one is answered the very first answer
 
 # The deadline of the gRPC call being served (a ``time.monotonic()`` instant; None: none), set
 # by the server's outermost interceptor (``services.metrics.MetricsInterceptor``).
@@ -242,12 +249,83 @@ class StoreWatch:
         return True
 
 
-class AggregateCache:
-    """Committed aggregates by id, least recently used dropped first."""
+_LEAVES: frozenset[type[Any]] = frozenset({str, bytes, int, float, bool, type(None), UUID,
+                                            datetime})
+_SHARED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+           types.MethodType, enum.Enum)  # not an aggregate's own: not counted
+_SLOTS: dict[type[Any], tuple[str, ...]] = {}
 
-    def __init__(self, size: int = CACHE_SIZE) -> None:
+
+def _slots(cls: type[Any]) -> tuple[str, ...]:
+    found = _SLOTS.get(cls)
+    if found is None:
+        names: list[str] = []
+        for klass in cls.__mro__:
+            declared = klass.__dict__.get("__slots__", ())
+            names += [declared] if isinstance(declared, str) else list(declared)
+        found = _SLOTS[cls] = tuple(n for n in names if n not in ("__dict__", "__weakref__"))
+    return found
+
+
+def footprint(root: Any) -> int:
+    """The bytes ``root`` holds as Python objects (``sys.getsizeof`` of every object it reaches
+    through containers, ``__dict__`` and ``__slots__``; classes, functions, modules and enum
+    members are shared, not counted, nor are the text keys of dicts, the names of fields). An
+    estimate from above: a value shared with other aggregates is counted in each, and a text,
+    a number or a time each time it is reached."""
+    seen: set[int] = set()
+    stack = [root]
+    total = 0
+    size = sys.getsizeof
+    leaves = _LEAVES
+    while stack:
+        obj = stack.pop()
+        key = id(obj)
+        if key in seen:
+            continue
+        seen.add(key)
+        if isinstance(obj, _SHARED):
+            continue
+        total += size(obj)
+        if isinstance(obj, dict):
+            values: Any = obj.values()
+            for k in obj:
+                if type(k) is not str:
+                    values = [*obj.keys(), *obj.values()]
+                    break
+        elif isinstance(obj, list | tuple | set | frozenset | deque):
+            values = obj
+        else:
+            values = [getattr(obj, name, None) for name in _slots(type(obj))]
+            attrs = getattr(obj, "__dict__", None)
+            if attrs is not None:
+                values.append(attrs)
+        for value in values:
+            if type(value) in leaves:
+                total += size(value)
+            elif value is not None:
+                stack.append(value)
+    return total
+
+
+class AggregateCache:
+    """Committed aggregates by id, least recently used dropped first, bounded by their count
+    (``size``) and by their measured size (``budget`` bytes, ``footprint``). An aggregate is
+    measured when first put and again each time its version has grown ``GROWTH`` times since
+    (its size grows with its events: a coup with its stakes), so measuring costs O(1) per
+    event (~8 us per stake on a growing coup); in between it counts as grown with its version
+    (measured x version / version measured at: from above for one whose size does not grow)."""
+
+    def __init__(self, size: int = CACHE_SIZE, budget: int = CACHE_BYTES) -> None:
         self._items: OrderedDict[UUID, Aggregate] = OrderedDict()
+        # id -> (its bytes as measured, the version measured at, its bytes as now counted)
+        self._weights: dict[UUID, tuple[int, int, int]] = {}
         self._size = size
+        self._budget = budget
+        self.bytes = 0  # the measured size of what is cached
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def get(self, agg_id: UUID) -> Aggregate | None:
         agg = self._items.get(agg_id)
@@ -256,16 +334,77 @@ class AggregateCache:
         return agg
 
     def put(self, agg: Aggregate) -> None:
-        self._items[agg.id] = agg
-        self._items.move_to_end(agg.id)
-        while len(self._items) > self._size:
-            self._items.popitem(last=False)
+        items, weights = self._items, self._weights
+        agg_id = agg.id
+        version = agg.version
+        old = weights.get(agg_id)
+        if old is not None and items.get(agg_id) is agg and version < GROWTH * old[1]:
+            measured, at, _ = old  # counted as grown with its version since measured
+            weight = measured * version // at if version > at else measured
+        else:
+            measured, at = footprint(agg), max(version, 1)
+            weight = measured
+        if old is not None:
+            self.bytes -= old[2]
+        items[agg_id] = agg
+        items.move_to_end(agg_id)
+        weights[agg_id] = (measured, at, weight)
+        self.bytes += weight
+        while len(items) > 1 and (len(items) > self._size or self.bytes > self._budget):
+            dropped, _ = items.popitem(last=False)
+            self.bytes -= weights.pop(dropped)[2]
 
     def forget(self, agg_id: UUID) -> None:
-        self._items.pop(agg_id, None)
+        if self._items.pop(agg_id, None) is not None:
+            self.bytes -= self._weights.pop(agg_id)[2]
 
     def clear(self) -> None:
         self._items.clear()
+        self._weights.clear()
+        self.bytes = 0
+
+
+class RecentRequests:
+    """The ids of the last ``size`` requests saved (their ``UUID.int``: ~50 bytes each), the
+    oldest forgotten first: a command whose id is here is a retry, answered from the store; and
+    the last ``whole`` requests themselves, so that a retry soon after is answered the first
+    answer itself (from the store, a dict's keys come back sorted: a map in the answer would
+    be serialized in another order)."""
+
+    def __init__(self, size: int = RECENT_REQUESTS, whole: int = RECENT_ANSWERS) -> None:
+        self._ids: set[int] = set()
+        self._order: deque[int] = deque()
+        self._size = size
+        self._whole: OrderedDict[UUID, Request] = OrderedDict()
+        self._whole_size = whole
+
+    def request(self, rid: UUID) -> Request | None:
+        """The request of id ``rid`` if it is among the last ones kept whole."""
+        return self._whole.get(rid)
+
+    def __contains__(self, rid: UUID) -> bool:
+        return rid.int in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, requests: dict[UUID, Request]) -> None:
+        ids, order, whole = self._ids, self._order, self._whole
+        for rid, request in requests.items():
+            key = rid.int
+            if key not in ids:
+                ids.add(key)
+                order.append(key)
+            whole[rid] = request
+        while len(order) > self._size:
+            ids.discard(order.popleft())
+        while len(whole) > self._whole_size:
+            whole.popitem(last=False)
+
+    def clear(self) -> None:
+        self._ids.clear()
+        self._order.clear()
+        self._whole.clear()
 
 
 class UnitOfWork:
@@ -362,11 +501,6 @@ class Command:
     abandoned: bool = False  # its caller stopped waiting: not decided if not yet
 
     @cached_property
-    def digest(self) -> str:
-        text = json.dumps({"command": self.name, "args": self.args}, sort_keys=True)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    @cached_property
     def rid(self) -> UUID:
         """The Request aggregate's id (scoped by the actor's principal)."""
         return request_uuid(self.request_id, self.actor.scope)
@@ -374,7 +508,7 @@ class Command:
     def prepare(self) -> None:
         """Check the request id and compute what does not need the writer (caller's thread)."""
         check_request_id(self.request_id)
-        _ = self.rid, self.digest
+        _ = self.rid
 
 
 @dataclass
@@ -423,7 +557,7 @@ class Writer:
         self.active = lease is None or lease.held  # decides commands (holds the lease)
         self._holder: tuple[str, float] = ("", 0.0)  # the active writer's name, and when read
         self.cache = AggregateCache()
-        self.recent: OrderedDict[UUID, Request] = OrderedDict()
+        self.recent = RecentRequests()  # the last requests saved: a retry reads its answer
         self.lock = threading.RLock()
         self._changed = threading.Condition(self.lock)  # in-flight batch settled, reader done
         self._readers = 0  # queries waiting or running
@@ -852,10 +986,7 @@ class Writer:
             decided.refused = [(command, standby) for command, _ in decided.refused]
         for agg, stored in decided.collected:
             del agg.pending_events[:stored]
-        for rid, request in decided.requests.items():
-            self.recent[rid] = request
-        while len(self.recent) > RECENT_REQUESTS:
-            self.recent.popitem(last=False)
+        self.recent.add(decided.requests)
         metrics = self.metrics
         if decided.events and self.full:
             log.warning("ledger writer: a save succeeded again after the store was full")
@@ -946,7 +1077,7 @@ class Writer:
 
     def _answer(self, command: Command, known: Request) -> Any:
         """The stored answer to a retry, or RequestIdReused."""
-        if known.command != command.name or known.digest != command.digest:
+        if not known.matches(command.name, command.args):
             raise RequestIdReused(
                 f"request id {command.request_id!r} was used for another {known.command}"
                 if known.command != command.name
@@ -960,17 +1091,16 @@ class Writer:
     def _decide(self, unit: UnitOfWork, command: Command, lookup: bool) -> Any:
         if not self.active:
             raise self.not_the_writer()
-        if "digest" not in command.__dict__:  # not prepared yet (``prepare`` caches it last)
+        if "rid" not in command.__dict__:  # not prepared yet (``prepare`` caches it)
             command.prepare()
         rid = command.rid
-        digest = command.digest
         inflight = self._inflight
         known = (
             unit.requests.get(rid)
             or (inflight.requests.get(rid) if inflight is not None else None)
-            or self.recent.get(rid)
+            or self.recent.request(rid)
         )
-        if known is None and lookup:
+        if known is None and (lookup or rid in self.recent):  # a retry: its answer stored
             known = self._stored_request(rid)
         if known is not None:
             return self._answer(command, known)
@@ -991,7 +1121,6 @@ class Writer:
             id=rid,
             request_id=command.request_id,
             command=command.name,
-            digest=digest,
             arguments=command.args,
             result=result.stored() if isinstance(result, Refused) else plain(result),
             actor=command.actor.to_dict(),

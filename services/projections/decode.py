@@ -3,7 +3,9 @@
 Views read attributes (``ev.amount``), so a stored event decoded here (a :class:`StoredEvent`)
 and a domain event from ``app.mapper`` (as the projection runner gives) look the same to them.
 Events whose stored ``class_version`` differs from their class's (they need upcasting), and
-stores with a cipher or compressor, go through the application's mapper instead.
+stores with a cipher or compressor, go through the application's mapper instead; but for a
+class whose upcasters read and write JSON values only (``plain_upcasts``: an old
+``Request.Recorded``), applied here to the decoded JSON.
 """
 
 from __future__ import annotations
@@ -98,7 +100,11 @@ def decoders(app: Any) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envel
         d = loads(state)
         stored_version = d.pop("class_version", 1) if version != 1 or "class_version" in d else 1
         if stored_version != version:
-            return slow(row)
+            cls = resolve_topic(topic)
+            if not getattr(cls, "plain_upcasts", False) or stored_version > version:
+                return slow(row)
+            for v in range(stored_version, version):  # they read and write JSON values only
+                getattr(cls, f"upcast_v{v}_v{v + 1}")(d)
         at = d["timestamp"]["_data_"]
         time = d["timestamp"] = fromiso(at)
         wrapped = state.count(marker) - 1  # values wrapped besides the timestamp
