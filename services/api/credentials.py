@@ -499,6 +499,11 @@ class Keyring:
                 if initial:
                     check_present(self.path)
                 check_private(self.path)
+                if not initial and seen is not None and seen[1] == 0:
+                    # an empty file is a write caught half-done (``write`` replaces the file
+                    # at once, and never leaves it empty: it starts with HEADER), not an order
+                    # to refuse every caller; removing every credential is ``revoke``'s
+                    raise CredentialError(f"{self.path}: the file is empty")
                 loaded = read(self.path)
             except CredentialError as exc:
                 if initial:
@@ -521,15 +526,30 @@ class Keyring:
         """Whether the file changed since it was last read."""
         return self.path is not None and self._stat() != self._seen
 
+    def look(self, pending: tuple[int, int, int] | None) -> tuple[int, int, int] | None:
+        """One look of the watcher: the file is read again once a change has held still from
+        one look to the next (``pending``: what the last look saw changed), so that a file
+        seen in the middle of an editor's write (truncated, half written) is never read; the
+        change to remember for the next look (None: nothing pending)."""
+        if self.path is None:
+            return None
+        now = self._stat()
+        if now == self._seen:
+            return None
+        if now == pending:
+            self.reload()
+            return None
+        return now
+
     def watch(self, interval: float = WATCH_SECONDS) -> None:
         """Read the file again whenever it changes (a thread looks every ``interval``)."""
         if self.path is None or self._thread is not None:
             return
 
         def run() -> None:
+            pending: tuple[int, int, int] | None = None
             while not self._stop.wait(interval):
-                if self.changed():
-                    self.reload()
+                pending = self.look(pending)
 
         self._thread = threading.Thread(target=run, name="sabot-credentials", daemon=True)
         self._thread.start()

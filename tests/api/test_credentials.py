@@ -139,6 +139,29 @@ def test_a_reload_keeps_the_credentials_in_force_when_the_file_breaks(tmp_path: 
     assert keyring.reload() and keyring.token(token or "") is None
 
 
+def test_a_file_caught_empty_in_the_middle_of_a_write_leaves_the_credentials_in_force(
+        tmp_path: Path) -> None:
+    """An editor that truncates the file before writing it (``Path.write_text``) is seen with
+    an empty file: a reload then refuses it (no caller locked out), and the watcher reads a
+    change only once it has held still from one look to the next."""
+    path = tmp_path / "credentials.toml"
+    _, token = credentials.issue(path, "admin-1", Role.ADMIN)
+    keyring = Keyring(path=path)
+    kept = path.read_text()
+    path.write_text("")  # truncated, not yet written
+    assert keyring.reload() is False and keyring.token(token or "") is not None
+    path.write_text(kept[: len(kept) // 2])  # half written: the watcher waits for it to settle
+    pending = keyring.look(None)
+    assert pending is not None and keyring.token(token or "") is not None
+    path.write_text(kept + "\n")  # the write ends
+    pending = keyring.look(pending)  # changed again: still waiting
+    assert pending is not None
+    generation = keyring.generation
+    assert keyring.look(pending) is None  # held still: read
+    assert keyring.generation == generation + 1 and keyring.token(token or "") is not None
+    assert keyring.look(None) is None  # nothing more to read
+
+
 def test_a_file_others_may_write_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "keys"
     path = folder / "credentials.toml"
