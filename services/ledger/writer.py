@@ -61,7 +61,7 @@ import threading
 import time
 import types
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
@@ -295,6 +295,8 @@ def footprint(root: Any) -> int:
                     break
         elif isinstance(obj, list | tuple | set | frozenset | deque):
             values = obj
+        elif isinstance(obj, Mapping):  # a persistent map (immutables.Map): keys and values
+            values = [*obj.keys(), *obj.values()]
         else:
             values = [getattr(obj, name, None) for name in _slots(type(obj))]
             attrs = getattr(obj, "__dict__", None)

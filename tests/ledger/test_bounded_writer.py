@@ -13,6 +13,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
+from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.errors import RequestIdReused
 from services.ledger.request import Request, digest_of
@@ -25,7 +26,7 @@ PRE_SEAM = Path(__file__).resolve().parents[1] / "data" / "pre_seam" / "events.j
 
 @pytest.fixture
 def ledger(store_url: str) -> Iterator[Ledger]:
-    ledger = Ledger(FixedInputs().config(store_url))
+    ledger = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
     ledger.open_table("t", "t1", "francaise")
     ledger.open_account("a", "ana")
     ledger.deposit("d", "ana", 10_000)
