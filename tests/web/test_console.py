@@ -49,6 +49,7 @@ def test_each_role_finds_replays_and_checks_a_coup(role: str, browser: Any, cons
         page.get_by_role("link", name=played.table.split("/")[1]).click()
         shot(page, f"table-{role}")
         page.locator(f'table a[href="/coup/{played.coups[0]}"]').click()  # in the recall
+        page.get_by_text("RECALL MODE").wait_for()  # loaded: a click waits only for the commit
         assert page.get_by_text("RECALL MODE").is_visible()
         assert page.locator(".cards-dealt .card").count() >= 4
         page.get_by_role("button", name="Check this coup").click()

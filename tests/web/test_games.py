@@ -23,6 +23,7 @@ def _open(page: Any, console: str, table: str, link: str) -> None:
     page.get_by_role("navigation").get_by_role("link", name="Tables").click()
     page.get_by_role("link", name=table.split("/")[1]).click()
     page.locator(f'table a[href="{link}"]').click()  # the recall's (the live view links too)
+    page.get_by_text("RECALL MODE").wait_for()  # loaded: a click waits only for the commit
     assert page.get_by_text("RECALL MODE").is_visible()
 
 

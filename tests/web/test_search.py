@@ -40,6 +40,7 @@ def _find(page: Any, console: str, **fields: str) -> None:
 
 def _replay(page: Any, game: str, name: str) -> None:
     page.locator(f'section.found[data-game="{game}"] tr[data-name="{name}"] a').click()
+    page.get_by_text("RECALL MODE").wait_for()  # loaded: a click waits only for the commit
     assert page.get_by_text("RECALL MODE").is_visible()
     assert name in page.locator("h1").inner_text()
 
