@@ -50,6 +50,7 @@ from services.api.gen.sabot.v1 import (
     reports_pb2,
     table_pb2,
 )
+from services.regulator.canonical import canonical_json
 from services.web.sessions import COOKIE, Session, Sessions, csrf_ok
 
 HERE = Path(__file__).parent
@@ -84,6 +85,7 @@ class Console:
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"),
                                      autoescape=select_autoescape(("html",)))
         self.templates.filters["money"] = _money
+        self.templates.filters["fact"] = fact
 
     @contextmanager
     def client(self, session: Session) -> Iterator[Client]:
@@ -92,6 +94,14 @@ class Console:
             yield client
         finally:
             client.close()  # the channel is the console's: not closed here
+
+
+def fact(value: Any) -> str:
+    """A recorded value as a page shows it: a text as itself, anything else as canonical JSON
+    (what the check in the browser compares with the event's stored bytes)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _money(value: Any, currency: str = "") -> str:
@@ -337,7 +347,8 @@ async def coup_facts(request: Request, console: Console, session: Session) -> Re
         shoe = plain(await run_in_threadpool(client.tables.GetShoe, table_pb2.GetShoeRequest(
             name="/".join(name.split("/")[:4]))))
         steps = await _coup_steps(client, table_name, name)
-        evidence = await _evidence(client, [int(s["position"]) for s in steps])
+        evidence = await _evidence(client, [int(s["position"]) for s in steps],
+                                   [shoe["name"]])
     return JSONResponse({
         "shoe": {k: shoe.get(k) for k in ("name", "algorithm", "deck_kind", "decks",
                                            "commitment", "cut_position", "seed",
@@ -352,9 +363,15 @@ async def coup_facts(request: Request, console: Console, session: Session) -> Re
     })
 
 
-async def _evidence(client: Client, positions: list[int]) -> dict[str, Any] | None:
+async def _evidence(client: Client, positions: list[int], shoes: Sequence[str] = ()
+                    ) -> dict[str, Any] | None:
     """The latest signed checkpoint and an inclusion proof per position under it (None: the
-    caller's role may not read them, or nothing is signed yet)."""
+    caller's role may not read them, or nothing is signed yet). ``shoes``: the shoes whose
+    canonical export (``ExportEvents``, SABOT-EXPORT-1) holds the events: each proof then
+    carries its event's stored bytes (the canonical content the Merkle log hashes into the
+    leaf), and the checkpoint is the export's anchor, so the browser computes each leaf from
+    the event itself; without shoes (a match: its hands' shoes do not delimit its events) the
+    notary's leaf hash is given, as the notary recorded it."""
     try:
         cp = await run_in_threadpool(client.regulator.GetLatestCheckpoint,
                                      regulator_pb2.GetLatestCheckpointRequest())
@@ -367,6 +384,13 @@ async def _evidence(client: Client, positions: list[int]) -> dict[str, Any] | No
                   "position": cp.position if cp.HasField("position") else None,
                   "coup": cp.coup_id or None, "key_id": cp.key_id,
                   "signature": cp.signature.hex()}
+    if shoes and positions:
+        try:
+            return await _exported(client, positions, shoes)
+        except grpc.RpcError as exc:
+            if exc.code() is not grpc.StatusCode.PERMISSION_DENIED:
+                raise
+            return {"checkpoint": checkpoint, "proofs": None, "unproven": UNPROVEN}
     signed = [p for p in positions
               if checkpoint["position"] is not None and p <= checkpoint["position"]]
     if positions and not signed:
@@ -376,14 +400,59 @@ async def _evidence(client: Client, positions: list[int]) -> dict[str, Any] | No
         found = await _proofs(client, signed, cp.tree_size)
     except grpc.RpcError as exc:
         if exc.code() is grpc.StatusCode.PERMISSION_DENIED:
-            return {"checkpoint": checkpoint, "proofs": None, "unproven": (
-                "the inclusion of the coup's events in the signed log is the regulator's "
-                "to check (their inclusion proofs are the regulator's to read): not "
-                "checked here")}
+            return {"checkpoint": checkpoint, "proofs": None, "unproven": UNPROVEN}
         raise
     proofs: list[dict[str, Any]] = [
         found.get(p, {"position": p, "after_checkpoint": True}) for p in positions]
     return {"checkpoint": checkpoint, "proofs": proofs}
+
+
+UNPROVEN = ("the inclusion of the coup's events in the signed log is the regulator's to check "
+            "(their inclusion proofs are the regulator's to read): not checked here")
+
+
+async def _exported(client: Client, positions: list[int], shoes: Sequence[str]
+                    ) -> dict[str, Any]:
+    """The events at ``positions`` as the regulator's export of ``shoes`` gives them: each
+    with its leaf's bytes (the canonical JSON of its stored content, ``null`` when the event
+    is gone from the store), the notary's leaf hash, its leaf index and its inclusion proof
+    in the export's anchor, the checkpoint the server signs for the export."""
+    def read() -> list[str]:
+        request = regulator_pb2.ExportEventsRequest(shoes=list(dict.fromkeys(shoes)))
+        return [line for answer in client.regulator.ExportEvents(request)
+                for line in answer.lines]
+
+    wanted = set(positions)
+    records: dict[int, dict[str, Any]] = {}
+    anchor_size, checkpoints = -1, {}
+    for line in await run_in_threadpool(read):
+        record = json.loads(line)
+        kind = record.get("kind")
+        if kind == "header":
+            anchor_size = int(record.get("anchor", -1))
+        elif kind == "event" and record.get("position") in wanted:
+            records[int(record["position"])] = record
+        elif kind == "checkpoint":
+            checkpoints[int(record["size"])] = record
+    anchor = checkpoints.get(anchor_size)
+    if anchor is None:
+        raise ValueError("the export names no anchor checkpoint")
+    checkpoint = {k: anchor.get(k) for k in ("origin", "size", "root", "position", "coup",
+                                             "key_id", "signature")}
+    proofs: list[dict[str, Any]] = []
+    for p in positions:
+        rec = records.get(p)
+        if rec is None:
+            after = anchor.get("position") is not None and p > int(anchor["position"])
+            proofs.append({"position": p, "after_checkpoint": True} if after else
+                          {"position": p, "leaf": None, "unexported": True})
+            continue
+        event = rec.get("event")
+        proofs.append({"position": p, "leaf_index": rec["index"], "tree_size": anchor["size"],
+                       "leaf": canonical_json(event, strict=False).decode("utf-8")
+                       if event is not None else None,
+                       "notarised": rec["leaf_hash"], "path": rec["proof"]})
+    return {"checkpoint": checkpoint, "proofs": proofs, "bound": True}
 
 
 PROOFS_AT_ONCE = 8  # inclusion proofs asked at the same time (a match has hundreds of events)

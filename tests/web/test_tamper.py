@@ -17,7 +17,7 @@ from typing import Any
 
 from services.api.gen.sabot.v1 import events_pb2
 
-from .conftest import Played, shot
+from .conftest import Played, Tampered, shot
 from .test_console import sign_in
 
 TABLES = ("stored_events", "stored_snapshots")
@@ -77,5 +77,112 @@ def test_a_stored_card_changed_fails_the_check_at_that_card(browser: Any, consol
         assert (f"FAIL card at position {card['position']} (event #{event.position}): "
                 f"recorded {changed}, the shuffle gives {card['code']}") in results
         assert re.search(r"FAIL \d+ recorded card events against the shuffle: 1 differ", results)
+        # its leaf, computed in the browser from the bytes the store holds now, is not the
+        # notarised one: the event is not in the signed log, and only that event
+        assert (f"FAIL event #{event.position}: its stored bytes are not those the notary "
+                "hashed") in results, results
+        assert f"FAIL event #{event.position} is not in the signed log" in results, results
+        assert len(re.findall(r"FAIL event #\d+ is not in the signed log", results)) == 1, results
     finally:
+        page.close()
+
+
+def _check(page: Any, console: str, coup: str, name: str) -> str:
+    page.goto(f"{console}/coup/{coup}")
+    page.get_by_role("button", name="Check this coup").click()
+    page.wait_for_selector("#check[data-verdict]", timeout=60_000)
+    shot(page, name)
+    assert page.locator("#check").get_attribute("data-verdict") == "fail"
+    return str(page.locator("#check-results").inner_text())
+
+
+def test_a_valid_proof_of_another_event_fails_at_that_event(browser: Any, console: str,
+                                                            played: Played) -> None:
+    """The server hands, for one event of the coup, another event's bytes with that event's
+    own valid inclusion proof (the proof checks, for the other event): the browser, binding
+    the bytes to the event it shows by the log position they hold, fails at that event; given
+    the other event's bytes with this event's proof, its computed leaf leads to no signed
+    root."""
+    swapped: dict[str, int] = {}
+
+    def other_event(facts: Any) -> None:
+        proofs = [p for p in facts["evidence"]["proofs"] if p.get("leaf")]
+        one, other = proofs[2], proofs[3]
+        swapped.update(shown=one["position"], given=other["position"])
+        for k in ("leaf", "leaf_index", "path", "notarised"):
+            one[k] = other[k]
+
+    lying = Tampered(sign_in(browser, console, played.tokens["regulator"]), "**/api/coup/**",
+                     other_event)
+    try:
+        results = _check(lying.page, console, played.coups[0], "coup-proof-of-another-event")
+        assert not lying.errors, lying.errors
+        assert (f"FAIL event #{swapped['shown']}: the bytes given are not this event's (they "
+                f"are of position {swapped['given']})") in results, results
+        assert f"FAIL event #{swapped['shown']}: shown, but not among the events proved" \
+            in results, results
+    finally:
+        lying.close()
+
+    def other_bytes(facts: Any) -> None:
+        proofs = [p for p in facts["evidence"]["proofs"] if p.get("leaf")]
+        one, other = proofs[2], proofs[3]
+        content = json.loads(other["leaf"])
+        content["position"] = one["position"]  # passed off as this event's
+        swapped.update(shown=one["position"])
+        one["leaf"] = json.dumps(content, sort_keys=True, separators=(",", ":"))
+
+    lying = Tampered(sign_in(browser, console, played.tokens["regulator"]), "**/api/coup/**",
+                     other_bytes)
+    try:
+        results = _check(lying.page, console, played.coups[0], "coup-bytes-of-another-event")
+        assert not lying.errors, lying.errors
+        assert f"FAIL event #{swapped['shown']} is not in the signed log" in results, results
+    finally:
+        lying.close()
+
+
+def test_a_displayed_fact_changed_fails_at_its_event(browser: Any, console: str,
+                                                      played: Played) -> None:
+    """The page shows a card, an amount and a step's value other than the event's stored
+    bytes, while the facts and their proofs are the true ones: each fails at its event."""
+    page = sign_in(browser, console, played.tokens["regulator"])
+    for coup in (c for i, c in enumerate(played.coups) if i != 1):  # a coup that moved money
+        true_page = page.goto(f"{console}/coup/{coup}")
+        assert true_page is not None
+        html = true_page.text()
+        if '<tr class="movement">' in html and "Coup.StakePlaced" in html:
+            break
+    card = re.search(r'data-position="(\d+)"\s+title="position \d+"><span class="code">(\w+)'
+                     r'</span>', html)
+    amount = re.search(r'<tr class="movement">(?:<td>[^<]*</td>\s*){3}<td class="num">'
+                       r'([\d.]+) EUR</td>', html)
+    step = re.search(r'<span class="pos">#(\d+)</span> <span class="type">Coup.StakePlaced'
+                     r'</span>.*?<span class="k">amount_after</span>=<span class="v">(\d+)',
+                     html, re.S)
+    assert card and amount and step
+    other = "KH" if card.group(2) != "KH" else "QS"
+    lied = (html.replace(card.group(0), card.group(0).replace(
+                f">{card.group(2)}</span>", f">{other}</span>"), 1)
+            .replace(f"{amount.group(1)} EUR</td>", f"9{amount.group(1)} EUR</td>", 1)
+            .replace(step.group(0), step.group(0)[:-len(step.group(2))] + "777", 1))
+
+    def fulfil(route: Any) -> None:
+        route.fulfill(status=200, content_type="text/html; charset=utf-8", body=lied)
+
+    page.route(lambda url: url == f"{console}/coup/{coup}", fulfil)  # the page, not its facts
+    try:
+        results = _check(page, console, coup, "coup-displayed-fact-changed")
+        assert re.search(rf"FAIL event #\d+: the card at position {card.group(1)} is shown as "
+                         rf"{other} \(\w+, total \d+\), its stored bytes say {card.group(2)}",
+                         results), results
+        assert re.search(rf"FAIL event #\d+: \w+ from \S+ to \S+ shown as 9{amount.group(1)} "
+                         r"EUR, its stored bytes say \d+ minor units", results), results
+        assert (f"FAIL event #{step.group(1)}: shown amount_after=777, its stored bytes say "
+                f"amount_after={step.group(2)}") in results, results
+        assert re.search(r"FAIL \d+ steps, \d+ cards, \d+ fates and \d+ movements shown against "
+                         r"the stored bytes of the events in the signed log: 3 differ", results)
+        assert not re.search(r"FAIL event #\d+ is not in the signed log", results), results
+    finally:
+        page.unroute_all(behavior="wait")
         page.close()
