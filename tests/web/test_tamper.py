@@ -1,23 +1,31 @@
 """A stored card changed by an insider (issue 24's acceptance): the event itself, in the store,
 changed as the store's owner would (SQLite: its append-only guard dropped for the edit, as
-tests/tamper/ does it, then put back). The server goes on serving the coup: its recall reads
-the coup's events from the store, the changed one too; the check in the browser, computing the
-shuffle from the revealed seed, fails at that card and names its position and its event's.
+tests/tamper/ does it, then put back), on a server of this test's own (the ledger halts its
+writer on reading it: the shared one is left whole). The table's recall reads the coup's events
+through the evidence check the writer uses, so the listing refuses it, naming the changed
+event's position, and the page shows that refusal as a failure; the check in the browser reads
+the coup's events as the regulator's export reads them from the store, and fails at that card
+(from the revealed seed's shuffle) and at that event (its leaf, computed from its bytes, is not
+in the signed log).
 
-(The writer, which checks every event it loads against its evidence chain, stops at the first
-load of that event; the recall's direct read does not pass through it: what the browser checks
-is what an insider can make the server serve.)"""
+And a console (or a server behind it) that lies: another event's valid proof or another
+event's bytes given for an event the page shows, or a card, an amount or a step's value shown
+other than the event's bytes: each fails at its event."""
 
 from __future__ import annotations
 
 import json
 import re
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
+
+import grpc
+import pytest
 
 from services.api.gen.sabot.v1 import events_pb2
 
-from .conftest import Played, Tampered, shot
+from .conftest import Played, Tampered, console_of, serving, shot
 from .test_console import sign_in
 
 TABLES = ("stored_events", "stored_snapshots")
@@ -49,33 +57,57 @@ def _insider_edits(played: Played, position: int, code: str) -> str:
         conn.close()
 
 
-def _recalled(played: Played, coup: str) -> list[Any]:
-    """The coup's steps as the server's recall serves them (to the regulator)."""
-    recall = played.client("regulator").recall.ListRecalledCoups(
-        events_pb2.ListRecalledCoupsRequest(parent=played.table, page_size=50))
-    return list(next(c for c in recall.coups if c.coup.name == coup).steps)
+def _recall(played: Played) -> events_pb2.ListRecalledCoupsResponse:
+    """The table's coups as the server's recall serves them (to the regulator)."""
+    client = played.client("regulator")
+    try:
+        found: events_pb2.ListRecalledCoupsResponse = client.recall.ListRecalledCoups(
+            events_pb2.ListRecalledCoupsRequest(parent=played.table, page_size=50))
+        return found
+    finally:
+        client.close()
 
 
-def test_a_stored_card_changed_fails_the_check_at_that_card(browser: Any, console: str,
-                                                            played: Played) -> None:
+@pytest.fixture(scope="module")
+def insider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Played, str]]:
+    """A server and console of this module's own, its store to be edited."""
+    with serving(tmp_path_factory.mktemp("tamper")) as played, console_of(played) as url:
+        yield played, url
+
+
+def test_a_stored_card_changed_fails_the_listing_and_the_check_at_that_card(
+        browser: Any, insider: tuple[Played, str]) -> None:
+    played, console = insider
     assert len(played.coups) >= 3
-    coup = played.coups[1]  # checked by no other test: the first and the last are
-    event = [s for s in _recalled(played, coup) if s.type.endswith(":Coup.CardDealt")][1]
+    coup = played.coups[1]
+    steps = next(c for c in _recall(played).coups if c.coup.name == coup).steps
+    event = [s for s in steps if s.type.endswith(":Coup.CardDealt")][1]
     card = json.loads(event.data_json)
     changed = "KH" if card["code"] != "KH" else "QS"
     assert _insider_edits(played, event.position, changed) == card["code"]
-    served = next(s for s in _recalled(played, coup) if s.position == event.position)
-    assert json.loads(served.data_json)["code"] == changed  # the server serves it
+    # the recall, reading the coup's events through the writer's evidence check, refuses
+    with pytest.raises(grpc.RpcError) as refused:
+        _recall(played)
+    assert refused.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert f"position {event.position}:" in str(refused.value.details()), refused.value.details()
     page = sign_in(browser, console, played.tokens["regulator"])
     try:
+        page.goto(f"{console}/{played.table}")  # the listing: the refusal, as a failure
+        shot(page, "table-tampered-in-store")
+        alert = page.locator("#recall-refused").inner_text()
+        assert alert.startswith("FAIL: the ledger refuses this table's recall:"), alert
+        assert f"position {event.position}:" in alert, alert
+        assert page.locator(f'a[href="/coup/{coup}"]').count() == 0  # no coup shown as good
         page.goto(f"{console}/coup/{coup}")
+        assert f"position {event.position}:" in page.locator("#recall-refused").inner_text()
         page.get_by_role("button", name="Check this coup").click()
         page.wait_for_selector("#check[data-verdict]", timeout=60_000)
         shot(page, "coup-tampered-in-store")
         results = page.locator("#check-results").inner_text()
         assert page.locator("#check").get_attribute("data-verdict") == "fail", results
+        assert "FAIL the ledger refuses this coup's recall:" in results, results
         assert (f"FAIL card at position {card['position']} (event #{event.position}): "
-                f"recorded {changed}, the shuffle gives {card['code']}") in results
+                f"recorded {changed}, the shuffle gives {card['code']}") in results, results
         assert re.search(r"FAIL \d+ recorded card events against the shuffle: 1 differ", results)
         # its leaf, computed in the browser from the bytes the store holds now, is not the
         # notarised one: the event is not in the signed log, and only that event

@@ -6,11 +6,32 @@
   if (!section) return;
   const V = globalThis.SabotVerify;
 
+  // The coup's card events from their stored bytes (the regulator's: each event's bytes as the
+  // export reads them from the store), or null where the facts carry none.
+  function stored(facts) {
+    const proofs = facts.evidence && facts.evidence.proofs;
+    if (!proofs || !proofs.some((p) => "leaf" in p)) return null;
+    const coup = section.dataset.coup.split("/").pop();
+    const cards = [];
+    for (const p of proofs) {
+      if (!p.leaf) continue;
+      let c;
+      try { c = JSON.parse(p.leaf); } catch (e) { continue; }
+      if (c.originator_id !== coup || !c.topic.endsWith(":Coup.CardDealt")) continue;
+      const d = V.unwrapped(c.state || {});
+      cards.push({ event: c.position, position: d.position, card: d.code });
+    }
+    return cards;
+  }
+
   async function check(say) {
     const facts = await SabotCheck.facts(`/api/coup/${section.dataset.coup}`, say);
     if (!facts) return "fail";
     const shoe = facts.shoe;
     let all = true;
+    if (facts.refused) {
+      all = say(false, `the ledger refuses this coup's recall: ${facts.refused}`);
+    }
     if (!shoe.seed) {
       say(null, "the shoe is still in play: its seed is revealed when it closes; the commitment " +
                 `${shoe.commitment} was published before the cut`);
@@ -36,13 +57,14 @@
       }
       all = say(bad === 0, `${facts.cards.length} cards of the coup against the shuffle: ${bad} differ`) && all;
       bad = 0;
-      for (const card of facts.dealt || []) {  // each recorded event, as the store holds it
+      const dealt = stored(facts) || facts.dealt || [];
+      for (const card of dealt) {  // each recorded event, as the store holds it
         if (sabot[card.position] !== card.card) {
           bad += 1;
           say(false, `card at position ${card.position} (event #${card.event}): recorded ${card.card}, the shuffle gives ${sabot[card.position]}`);
         }
       }
-      all = say(bad === 0, `${(facts.dealt || []).length} recorded card events against the shuffle: ${bad} differ`) && all;
+      all = say(bad === 0, `${dealt.length} recorded card events against the shuffle: ${bad} differ`) && all;
     }
     const ev = await SabotCheck.evidence(facts, say, "coup", true);
     all = ev.bad === 0 && all;
