@@ -98,6 +98,17 @@ def test_a_stored_card_changed_fails_the_listing_and_the_check_at_that_card(
         assert alert.startswith("FAIL: the ledger refuses this table's recall:"), alert
         assert f"position {event.position}:" in alert, alert
         assert page.locator(f'a[href="/coup/{coup}"]').count() == 0  # no coup shown as good
+        # the find of a role that reads the tables' recall (a croupier): the refusal as its note
+        finder = sign_in(browser, console, played.tokens["croupier"])
+        try:
+            finder.goto(f"{console}/search?table={played.table.split('/', 1)[1]}")
+            shot(finder, "search-tampered-in-store")
+            notes = " ".join(finder.locator(".note").all_inner_texts())
+            assert "FAILED_PRECONDITION" in notes and f"position {event.position}:" in notes, \
+                notes
+            assert finder.locator(f'a[href="/coup/{coup}"]').count() == 0
+        finally:
+            finder.close()
         page.goto(f"{console}/coup/{coup}")
         assert f"position {event.position}:" in page.locator("#recall-refused").inner_text()
         page.get_by_role("button", name="Check this coup").click()
