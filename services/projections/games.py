@@ -76,7 +76,7 @@ def unit_tables(prefix: str) -> tuple[Table, Table]:
         Table(f"rm_{prefix}_step", (
             ("unit_id", "TEXT"), ("n", "BIGINT"), ("position", "BIGINT"), ("version", "BIGINT"),
             ("at", "TEXT"), ("kind", "TEXT"), ("data", "TEXT"),
-        ), ("unit_id", "n")),
+        ), ("unit_id", "n"), lookups=(("position",),)),  # unit_at: the search by position
     )
 
 

@@ -70,6 +70,7 @@ STEP = Table(
     ),
     ("coup_id", "step"),
     indexes=(("account_id",),),
+    lookups=(("position",),),  # the coup with a step at a log position (the search)
 )
 RECALL_ACTOR = Table(
     "rm_recall_actor", (("actor_id", "BIGINT"), ("actor", "TEXT")), ("actor_id",)
@@ -370,10 +371,9 @@ def recall(
         )
         params.append(player)
     if position is not None:
-        where.append(
-            "EXISTS (SELECT 1 FROM {s}rm_coup_step q WHERE q.coup_id = c.coup_id "
-            "AND q.position = ?)"
-        )
+        # the steps at that position first (an index lookup), then their coups: not a scan
+        # of every coup's steps
+        where.append("c.coup_id IN (SELECT q.coup_id FROM {s}rm_coup_step q WHERE q.position = ?)")
         params.append(position)
     sql = (
         "SELECT c.coup_id, c.table_id, c.shoe_id, c.number, c.number_in_shoe, c.opened_at, "

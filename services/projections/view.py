@@ -37,6 +37,10 @@ class Table:
     # True when the view's own lookups (``apply``) use the secondary indexes: a rebuild keeps
     # them. Otherwise a rebuild drops them first and creates them after the last batch.
     indexes_in_apply: bool = False
+    # Indexes of the readers' lookups (the search by log position), not of what the rows hold:
+    # created if missing (IF NOT EXISTS) at every start, outside the schema digest, so adding
+    # one rebuilds nothing; dropped and created like the others around a bulk rebuild.
+    lookups: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         COLUMN_TYPES[self.name] = dict(self.columns)
@@ -50,15 +54,24 @@ class Table:
         ]
 
     def index_sql(self) -> list[str]:
-        """The secondary indexes (idempotent)."""
+        """The secondary indexes, the lookups' last (idempotent)."""
         return [
             f"CREATE INDEX IF NOT EXISTS {self.name}_i{i} ON {{s}}{self.name} "
             f"({', '.join(idx)})"
             for i, idx in enumerate(self.indexes)
+        ] + self.lookup_sql()
+
+    def lookup_sql(self) -> list[str]:
+        return [
+            f"CREATE INDEX IF NOT EXISTS {self.name}_l{i} ON {{s}}{self.name} "
+            f"({', '.join(idx)})"
+            for i, idx in enumerate(self.lookups)
         ]
 
     def drop_index_sql(self) -> list[str]:
-        return [f"DROP INDEX IF EXISTS {{s}}{self.name}_i{i}" for i in range(len(self.indexes))]
+        return ([f"DROP INDEX IF EXISTS {{s}}{self.name}_i{i}" for i in range(len(self.indexes))]
+                + [f"DROP INDEX IF EXISTS {{s}}{self.name}_l{i}"
+                   for i in range(len(self.lookups))])
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -74,8 +87,11 @@ class View(ABC):
     version: ClassVar[int] = 1  # raise it when the rows a view writes change meaning
 
     def schema_digest(self) -> str:
-        """Digest of the tables' DDL and ``version``: when it changes, the view is rebuilt."""
-        text = "\n".join([f"{self.name} v{self.version}", *self.create_sql()])
+        """Digest of the tables' DDL (but their lookups') and ``version``: when it changes,
+        the view is rebuilt."""
+        lookups = {sql for table in self.tables for sql in table.lookup_sql()}
+        text = "\n".join([f"{self.name} v{self.version}",
+                          *(sql for sql in self.create_sql() if sql not in lookups)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def wants(self, topic: str) -> bool:

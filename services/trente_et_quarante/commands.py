@@ -8,12 +8,15 @@ shows) and ``table_rounds`` (its latest coup and how many)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
 
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from domain.trente_et_quarante.chances import Chance
@@ -584,7 +587,7 @@ class TrenteEtQuarante(GameCommands):
         answer = []
         for cid in reversed(found[-n:]):
             coup = self.get_coup(cid)
-            stored = self.core.app.recorder.select_events(UUID(cid))
+            stored = self.core.read(functools.partial(self._checked_events, UUID(cid)))
             actors = self.core.actors_of(UUID(cid),
                                          [(e.originator_version, e.topic) for e in stored])
             steps = tuple(
@@ -597,6 +600,19 @@ class TrenteEtQuarante(GameCommands):
             answer.append(CoupSteps(coup, steps, dealt_by))
         return answer
 
+
+    def _checked_events(self, oid: UUID, _unit: UnitOfWork) -> list[StoredEvent]:
+        """An aggregate's stored events, each checked as the writer checks what it loads
+        (``ChainGuard``: covered by a link it trusts, and the event that link hashed): an
+        event edited, inserted or deleted in the store raises ``ChainBroken``, which the
+        read (``core.read``) answers as the writer does, ``EvidenceBroken`` naming its
+        position, the writer halted. Without evidence (a bench's store), as stored."""
+        guard = getattr(self.core.app.events, "guard", None)
+        if guard is None:
+            return list(self.core.app.recorder.select_events(oid))
+        rows = guard.rows.stream(oid)
+        guard.check(rows, oid, None)
+        return [row.stored() for row in rows]
 
 
 _PHASES = (Phase.BETTING, Phase.CLOSED, Phase.DEALT, Phase.SETTLED)

@@ -50,6 +50,7 @@ from services.api.gen.sabot.v1 import (
     reports_pb2,
     table_pb2,
 )
+from services.regulator.canonical import canonical_json
 from services.web.sessions import COOKIE, Session, Sessions, csrf_ok
 
 HERE = Path(__file__).parent
@@ -84,6 +85,7 @@ class Console:
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"),
                                      autoescape=select_autoescape(("html",)))
         self.templates.filters["money"] = _money
+        self.templates.filters["fact"] = fact
 
     @contextmanager
     def client(self, session: Session) -> Iterator[Client]:
@@ -92,6 +94,14 @@ class Console:
             yield client
         finally:
             client.close()  # the channel is the console's: not closed here
+
+
+def fact(value: Any) -> str:
+    """A recorded value as a page shows it: a text as itself, anything else as canonical JSON
+    (what the check in the browser compares with the event's stored bytes)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _money(value: Any, currency: str = "") -> str:
@@ -238,12 +248,32 @@ async def table(request: Request, console: Console, session: Session) -> Respons
         if page is not None:  # Treinta y Una's rounds, Cuarenta's matches
             return await page(request, console, session, plain(shown))
         older = request.query_params.get("page", "")
-        coups = await _recalled(client, name, older)
-        latest = (await _recalled(client, name, "", size=1))["coups"] if older else coups["coups"]
+        try:
+            coups = await _recalled(client, name, older)
+            latest = ((await _recalled(client, name, "", size=1))["coups"] if older
+                      else coups["coups"])
+        except grpc.RpcError as exc:
+            refused = _evidence_broken(exc)
+            if refused is None:
+                raise
+            coups, latest = {"coups": [], "next": ""}, []
+        else:
+            refused = None
     for c in coups["coups"]:  # the signed-in player's own coups, marked
         c["mine"] = bool(session.account) and mine_in_steps(session.account, c.get("steps", []))
     return _page(console, request, "table.html", session, table=plain(shown),
-                 coups=coups["coups"], next_page=coups["next"], **_coup_live(latest))
+                 coups=coups["coups"], next_page=coups["next"], refused=refused,
+                 **_coup_live(latest))
+
+
+def _evidence_broken(exc: grpc.RpcError) -> str | None:
+    """The ledger's refusal of a read whose stored events are not what its evidence chain
+    covers (FAILED_PRECONDITION: an event edited, inserted or deleted in the store; the
+    message names its position), to be shown as the failure it is; None for any other."""
+    if exc.code() is not grpc.StatusCode.FAILED_PRECONDITION:
+        return None
+    details = str(exc.details() or "")
+    return details if "evidence chain" in details else None
 
 
 def _coup_live(latest: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -261,8 +291,16 @@ async def table_now(request: Request, console: Console, session: Session) -> Res
         name, shown = await _table_of(client, request)
         lives: Mapping[str, GameLive] = request.app.state.game_live
         live = lives.get(shown.game)
-        context = (await live(client, plain(shown)) if live is not None
-                   else _coup_live((await _recalled(client, name, "", size=1))["coups"]))
+        if live is not None:
+            context = await live(client, plain(shown))
+        else:
+            try:
+                context = _coup_live((await _recalled(client, name, "", size=1))["coups"])
+            except grpc.RpcError as exc:
+                refused = _evidence_broken(exc)
+                if refused is None:
+                    raise
+                context = {**_coup_live([]), "refused": refused}
     template = console.templates.get_template(context["live_template"])
     return HTMLResponse(template.render(**context))
 
@@ -300,9 +338,22 @@ async def coup(request: Request, console: Console, session: Session) -> Response
                                         table_pb2.GetCoupRequest(name=name))
         shoe = await run_in_threadpool(client.tables.GetShoe, table_pb2.GetShoeRequest(
             name="/".join(name.split("/")[:4])))
-        steps = await _coup_steps(client, table_name, name)
+        steps, refused = await _coup_steps_or_refusal(client, table_name, name)
     return _page(console, request, "coup.html", session, coup=plain(shown), shoe=plain(shoe),
-                 steps=steps, mine=session.account)
+                 steps=steps, mine=session.account, refused=refused)
+
+
+async def _coup_steps_or_refusal(client: Client, table_name: str, coup_name: str
+                                 ) -> tuple[list[dict[str, Any]], str | None]:
+    """The coup's recorded steps, or none and the ledger's refusal when the evidence chain
+    does not cover what the store holds (the page shows it failing)."""
+    try:
+        return await _coup_steps(client, table_name, coup_name), None
+    except grpc.RpcError as exc:
+        refused = _evidence_broken(exc)
+        if refused is None:
+            raise
+        return [], refused
 
 
 async def _coup_steps(client: Client, table_name: str, coup_name: str) -> list[dict[str, Any]]:
@@ -336,8 +387,9 @@ async def coup_facts(request: Request, console: Console, session: Session) -> Re
                                               table_pb2.GetCoupRequest(name=name)))
         shoe = plain(await run_in_threadpool(client.tables.GetShoe, table_pb2.GetShoeRequest(
             name="/".join(name.split("/")[:4]))))
-        steps = await _coup_steps(client, table_name, name)
-        evidence = await _evidence(client, [int(s["position"]) for s in steps])
+        steps, refused = await _coup_steps_or_refusal(client, table_name, name)
+        evidence = await _evidence(client, [int(s["position"]) for s in steps],
+                                   [shoe["name"]], [name.rsplit("/", 1)[-1]])
     return JSONResponse({
         "shoe": {k: shoe.get(k) for k in ("name", "algorithm", "deck_kind", "decks",
                                            "commitment", "cut_position", "seed",
@@ -348,13 +400,22 @@ async def coup_facts(request: Request, console: Console, session: Session) -> Re
                    "card": str(st["data"].get("code", ""))}
                   for st in steps if str(st.get("type", "")).endswith(":Coup.CardDealt")],
         "evidence": evidence,
+        "refused": refused,
         "checkpoint_public_key": console.checkpoint_public_key,
     })
 
 
-async def _evidence(client: Client, positions: list[int]) -> dict[str, Any] | None:
+async def _evidence(client: Client, positions: list[int], shoes: Sequence[str] = (),
+                    originators: Sequence[str] = ()) -> dict[str, Any] | None:
     """The latest signed checkpoint and an inclusion proof per position under it (None: the
-    caller's role may not read them, or nothing is signed yet)."""
+    caller's role may not read them, or nothing is signed yet). ``shoes``: the shoes whose
+    canonical export (``ExportEvents``, SABOT-EXPORT-1) holds the events: each proof then
+    carries its event's stored bytes (the canonical content the Merkle log hashes into the
+    leaf), and the checkpoint is the export's anchor, so the browser computes each leaf from
+    the event itself; without shoes (a match: its hands' shoes do not delimit its events) the
+    notary's leaf hash is given, as the notary recorded it. ``originators``: aggregates (a
+    coup) every event of which in the export is given too, whether the page shows it or not
+    (a recall refused shows none)."""
     try:
         cp = await run_in_threadpool(client.regulator.GetLatestCheckpoint,
                                      regulator_pb2.GetLatestCheckpointRequest())
@@ -367,6 +428,13 @@ async def _evidence(client: Client, positions: list[int]) -> dict[str, Any] | No
                   "position": cp.position if cp.HasField("position") else None,
                   "coup": cp.coup_id or None, "key_id": cp.key_id,
                   "signature": cp.signature.hex()}
+    if shoes and (positions or originators):
+        try:
+            return await _exported(client, positions, shoes, originators)
+        except grpc.RpcError as exc:
+            if exc.code() is not grpc.StatusCode.PERMISSION_DENIED:
+                raise
+            return {"checkpoint": checkpoint, "proofs": None, "unproven": UNPROVEN}
     signed = [p for p in positions
               if checkpoint["position"] is not None and p <= checkpoint["position"]]
     if positions and not signed:
@@ -376,14 +444,60 @@ async def _evidence(client: Client, positions: list[int]) -> dict[str, Any] | No
         found = await _proofs(client, signed, cp.tree_size)
     except grpc.RpcError as exc:
         if exc.code() is grpc.StatusCode.PERMISSION_DENIED:
-            return {"checkpoint": checkpoint, "proofs": None, "unproven": (
-                "the inclusion of the coup's events in the signed log is the regulator's "
-                "to check (their inclusion proofs are the regulator's to read): not "
-                "checked here")}
+            return {"checkpoint": checkpoint, "proofs": None, "unproven": UNPROVEN}
         raise
     proofs: list[dict[str, Any]] = [
         found.get(p, {"position": p, "after_checkpoint": True}) for p in positions]
     return {"checkpoint": checkpoint, "proofs": proofs}
+
+
+UNPROVEN = ("the inclusion of the coup's events in the signed log is the regulator's to check "
+            "(their inclusion proofs are the regulator's to read): not checked here")
+
+
+async def _exported(client: Client, positions: list[int], shoes: Sequence[str],
+                    originators: Sequence[str] = ()) -> dict[str, Any]:
+    """The events at ``positions`` as the regulator's export of ``shoes`` gives them: each
+    with its leaf's bytes (the canonical JSON of its stored content, ``null`` when the event
+    is gone from the store), the notary's leaf hash, its leaf index and its inclusion proof
+    in the export's anchor, the checkpoint the server signs for the export."""
+    def read() -> list[str]:
+        request = regulator_pb2.ExportEventsRequest(shoes=list(dict.fromkeys(shoes)))
+        return [line for answer in client.regulator.ExportEvents(request)
+                for line in answer.lines]
+
+    wanted, of = set(positions), set(originators)
+    records: dict[int, dict[str, Any]] = {}
+    anchor_size, checkpoints = -1, {}
+    for line in await run_in_threadpool(read):
+        record = json.loads(line)
+        kind = record.get("kind")
+        if kind == "header":
+            anchor_size = int(record.get("anchor", -1))
+        elif kind == "event" and (record.get("position") in wanted or (
+                of and (record.get("event") or {}).get("originator_id") in of)):
+            records[int(record["position"])] = record
+        elif kind == "checkpoint":
+            checkpoints[int(record["size"])] = record
+    anchor = checkpoints.get(anchor_size)
+    if anchor is None:
+        raise ValueError("the export names no anchor checkpoint")
+    checkpoint = {k: anchor.get(k) for k in ("origin", "size", "root", "position", "coup",
+                                             "key_id", "signature")}
+    proofs: list[dict[str, Any]] = []
+    for p in sorted(wanted | set(records)):
+        rec = records.get(p)
+        if rec is None:
+            after = anchor.get("position") is not None and p > int(anchor["position"])
+            proofs.append({"position": p, "after_checkpoint": True} if after else
+                          {"position": p, "leaf": None, "unexported": True})
+            continue
+        event = rec.get("event")
+        proofs.append({"position": p, "leaf_index": rec["index"], "tree_size": anchor["size"],
+                       "leaf": canonical_json(event, strict=False).decode("utf-8")
+                       if event is not None else None,
+                       "notarised": rec["leaf_hash"], "path": rec["proof"]})
+    return {"checkpoint": checkpoint, "proofs": proofs, "bound": True}
 
 
 PROOFS_AT_ONCE = 8  # inclusion proofs asked at the same time (a match has hundreds of events)

@@ -8,7 +8,7 @@ once its shoe is closed; the console computes no verdict and adds no secret."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -154,7 +154,8 @@ async def round_facts(request: Request, console: Console, session: Session) -> R
     with console.client(session) as client:
         recall = await run_in_threadpool(client.rounds.recall, name)
         shoe = await _shoe(client, recall.round.shoe)
-        evidence = await _replayed_evidence(client, client.rounds.replay, name)
+        evidence = await _replayed_evidence(client, client.rounds.replay, name,
+                                            [recall.round.shoe])
     shown, steps = plain(recall.round), _steps(recall.steps)
     salts = {int(c.get("position", 0)): str(c.get("salt", "")) for s in steps
              if s["kind"] == "HandShown" for c in s["data"].get("shown", [])}
@@ -249,9 +250,10 @@ async def match_facts(request: Request, console: Console, session: Session) -> R
 
 
 async def _replayed_evidence(client: Client, replay: Callable[[str], Replay],
-                             name: str) -> dict[str, Any] | None:
+                             name: str, shoes: Sequence[str] = ()) -> dict[str, Any] | None:
     """The latest signed checkpoint and the inclusion proofs of the events of a round or match
-    (their log positions from the regulator's replay: a recall carries none). A role that may
+    (their log positions from the regulator's replay: a recall carries none), each with its
+    event's stored bytes when ``shoes`` (a round's own shoe) delimit its events. A role that may
     not replay but may read the checkpoint (the back office) gets the checkpoint alone, its
     signature to check: the inclusion proofs are the regulator's (GetInclusionProof), and so
     are the events' positions; None for a role that may read neither."""
@@ -269,7 +271,7 @@ async def _replayed_evidence(client: Client, replay: Callable[[str], Replay],
                 "not checked here")
         return signed
     positions = sorted({s.position for s in replayed.steps if s.HasField("position")})
-    return await _evidence(client, positions)
+    return await _evidence(client, positions, shoes)
 
 
 ROUTES = (

@@ -14,6 +14,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,10 +171,11 @@ def _play_match(played: Played, c: dict[str, Client]) -> None:
                     leave_on_table=not best.capture).match
 
 
-@pytest.fixture(scope="package")
-def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
+@contextmanager
+def serving(where: Path) -> Iterator[Played]:
+    """A server on a fresh SQLite store in ``where``, everything of ``_play`` played on it."""
     logs.configure(stream=io.StringIO())
-    store = tmp_path_factory.mktemp("web") / "sabot.db"
+    store = where / "sabot.db"
     url = f"sqlite:///{store}"
     tokens = {r: f"tok-{r}-{uuid.uuid4().hex}" for r in ROLES}
     tokens.update({p: f"tok-player-{p}-{uuid.uuid4().hex}" for p in (*PLAYERS, OTHER)})
@@ -202,8 +204,9 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
         ledger.close()
 
 
-@pytest.fixture(scope="package")
-def console(played: Played) -> Iterator[str]:
+@contextmanager
+def console_of(played: Played) -> Iterator[str]:
+    """The web console in front of ``played``'s server: its address."""
     from services.api.tls import open_channel
     from services.cli.web import start_console
 
@@ -215,6 +218,18 @@ def console(played: Played) -> Iterator[str]:
     finally:
         running.stop()
         channel.close()
+
+
+@pytest.fixture(scope="package")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
+    with serving(tmp_path_factory.mktemp("web")) as found:
+        yield found
+
+
+@pytest.fixture(scope="package")
+def console(played: Played) -> Iterator[str]:
+    with console_of(played) as url:
+        yield url
 
 
 @pytest.fixture(scope="package")

@@ -45,7 +45,9 @@ def test_each_role_finds_replays_and_checks_a_coup(role: str, browser: Any, cons
                                                    played: Played) -> None:
     page = sign_in(browser, console, played.tokens[role], "anne" if role == "anne" else "")
     try:
+        shot(page, f"home-{role}")
         page.get_by_role("navigation").get_by_role("link", name="Tables").click()
+        shot(page, f"tables-{role}")
         page.get_by_role("link", name=played.table.split("/")[1]).click()
         shot(page, f"table-{role}")
         page.locator(f'table a[href="/coup/{played.coups[0]}"]').click()  # in the recall

@@ -54,7 +54,10 @@ def test_a_round_is_replayed_and_checks(role: str, browser: Any, console: str,
         assert re.search(r"PASS round 1 .*: the banker's lot drawn again from the seed", results)
         if role == "regulator":
             assert re.search(r"PASS checkpoint of \d+ events signed by key", results)
-            assert re.search(r"PASS [1-9]\d* events of the round are in the signed log", results)
+            assert re.search(r"PASS [1-9]\d* events of the round are in the signed log, each "
+                             r"leaf computed here from the event's stored bytes", results)
+            assert re.search(r"PASS [1-9]\d* steps shown against the stored bytes of the "
+                             r"round's events in the signed log: 0 differ", results), results
         else:
             assert "the regulator's to check: not checked here" in results
     finally:
@@ -80,6 +83,37 @@ def test_a_match_is_replayed_and_checks(role: str, browser: Any, console: str,
         if role == "regulator":
             assert re.search(r"PASS [1-9]\d* events of the match are in the signed log", results)
     finally:
+        page.close()
+
+
+def test_a_round_step_shown_otherwise_fails_at_its_event(browser: Any, console: str,
+                                                        played: Played) -> None:
+    """The round's page shows a step's value other than its event's stored bytes (the facts
+    and their proofs true): the regulator's check fails at that event."""
+    page = sign_in(browser, console, played.tokens["regulator"])
+    true_page = page.goto(f"{console}/round/{played.round}")
+    assert true_page is not None
+    html = true_page.text()
+    step = re.search(r'<span class="pos">v(\d+)</span> <span class="type">Opened</span>.*?'
+                     r'<span class="k">bank</span>=<span class="v">(\d+)</span>', html, re.S)
+    assert step, html
+    lied = html.replace(step.group(0), step.group(0)[:-len(step.group(2)) - 7] + "1</span>", 1)
+
+    def fulfil(route: Any) -> None:
+        route.fulfill(status=200, content_type="text/html; charset=utf-8", body=lied)
+
+    page.route(lambda url: url == f"{console}/round/{played.round}", fulfil)
+    try:
+        page.goto(f"{console}/round/{played.round}")
+        verdict, results = _check(page, "Check this round")
+        shot(page, "tyu-round-step-shown-otherwise")
+        assert verdict == "fail", results
+        assert re.search(rf"FAIL event #\d+: shown bank=1, its stored bytes say "
+                         rf"bank={step.group(2)}", results), results
+        assert re.search(r"FAIL \d+ steps shown against the stored bytes of the round's events "
+                         r"in the signed log: 1 differ", results), results
+    finally:
+        page.unroute_all(behavior="wait")
         page.close()
 
 

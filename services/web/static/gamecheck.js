@@ -84,13 +84,43 @@
       const [b, p] = await checkShoe(shoe, say);
       bad += b; pending += p;
     }
-    bad += await SabotCheck.evidence(facts, say, facts.kind, false);
+    const ev = await SabotCheck.evidence(facts, say, facts.kind, false);
+    bad += ev.bad;
+    if (ev.bound) bad += shownSteps(facts, ev.events, say);
     const verdict = bad ? "fail" : pending ? "pending" : "pass";
     say(bad ? false : pending ? null : true,
         bad ? `the ${facts.kind} does not check: see above`
             : pending ? `nothing differs so far; the ${facts.kind} is not yet fully revealed`
                       : `the ${facts.kind} checks`);
     return verdict;
+  }
+  // Every step this page shows (its version, its kind, each value), read from the page itself,
+  // against the unit's events whose stored bytes are in the signed log: the number that differ,
+  // each named at its event.
+  function shownSteps(facts, events, say) {
+    const unit = facts.name.split("/").pop();
+    const byVersion = new Map();
+    for (const c of events.values()) if (c.originator_id === unit) byVersion.set(c.version, c);
+    const text = (el) => (el ? el.textContent.trim() : "");
+    const steps = document.querySelectorAll("#steps li.step");
+    let bad = 0;
+    const fail = (t) => { bad += 1; say(false, t); };
+    for (const li of steps) {
+      const version = Number(text(li.querySelector(".pos")).replace(/^v/, ""));
+      const c = byVersion.get(version);
+      if (!c) { fail(`step ${version}: shown, but no event of the ${facts.kind} in the signed log is it`); continue; }
+      const kind = text(li.querySelector(".type"));
+      if (!c.topic.endsWith(`.${kind}`)) { fail(`event #${c.position}: shown as ${kind}, its stored bytes say ${c.topic}`); continue; }
+      const data = V.unwrapped(c.state || {});
+      for (const f of li.querySelectorAll(".fact")) {
+        const k = text(f.querySelector(".k")), v = text(f.querySelector(".v"));
+        const want = !(k in data) ? undefined
+          : typeof data[k] === "string" ? data[k] : V.canonicalJson(data[k]);
+        if (want !== v) fail(`event #${c.position}: shown ${k}=${v}, its stored bytes say ${want === undefined ? "nothing of it" : `${k}=${want}`}`);
+      }
+    }
+    say(bad === 0, `${steps.length} steps shown against the stored bytes of the ${facts.kind}'s events in the signed log: ${bad} differ`);
+    return bad;
   }
   SabotCheck.wire(section, "run-game-check", check);
 })();

@@ -167,6 +167,23 @@ const SabotVerify = (() => {
     return r;
   }
 
+  // An RFC 6962 leaf hash, SHA-256(0x00 || leaf), of a leaf's bytes (text: its UTF-8).
+  async function leafHash(leaf) {
+    return sha256(concat(Uint8Array.of(0), typeof leaf === "string" ? ascii(leaf) : leaf));
+  }
+
+  // Stored JSON with the transcoders' {"_type_", "_data_"} wrappers taken off, as the ledger's
+  // readers show it (services/ledger/core.py unwrapped).
+  function unwrapped(value) {
+    if (Array.isArray(value)) return value.map(unwrapped);
+    if (value === null || typeof value !== "object") return value;
+    const keys = Object.keys(value);
+    if (keys.length === 2 && "_type_" in value && "_data_" in value) return unwrapped(value._data_);
+    const out = {};
+    for (const k of keys) out[k] = unwrapped(value[k]);
+    return out;
+  }
+
   // Canonical JSON as services/regulator/canonical.py writes it: keys sorted, no spaces.
   function canonicalJson(value) {
     if (value === null || typeof value !== "object") return JSON.stringify(value);
@@ -190,7 +207,8 @@ const SabotVerify = (() => {
   }
 
   return { hex, unhex, sha256, Drbg, uniform, canonicalDeck, shuffle, cut, commitment,
-           orderDigest, hiddenSalt, hiddenCommitment, bankLot, inclusionRoot, canonicalJson, checkpointSigned, keyId };
+           orderDigest, hiddenSalt, hiddenCommitment, bankLot, inclusionRoot, leafHash, unwrapped,
+           canonicalJson, checkpointSigned, keyId };
 })();
 
 globalThis.SabotVerify = SabotVerify;
