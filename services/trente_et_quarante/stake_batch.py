@@ -7,9 +7,10 @@ An item is ``{"action": "place", "account_id", "chance", "amount", "stake_id", "
 arguments of ``place_stake``, ``raise_stake`` and ``withdraw_stake``. The items are decided in
 order on the coup's layout as the items before left it, each as its unary command (the same
 checks, the same events: ``StakePlaced`` / ``StakeRaised`` / ``StakeWithdrawn`` and their
-postings), and the balance each needs is checked against what the items before it took. First
-every check (the caller's authority over every item, the coup's betting, each item's step and
-the funds), then the events: a refusal stores nothing of the item (of the batch, ``atomic``).
+postings), and the balance each needs is checked against what the items before it took (each
+player's change kept as the items go: O(1) per item). First every check (the caller's
+authority over every item, the coup's betting, each item's step and the funds), then the
+events: a refusal stores nothing of the item (of the batch, ``atomic``).
 
 Who may act: a player places from its own account only and raises or withdraws its own stakes
 only (PERMISSION_DENIED naming ``items[i].account_id`` / ``items[i].stake_id``: the whole
@@ -26,10 +27,10 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 from domain.errors import FailedPrecondition, InvalidArgument, RuleViolation
+from domain.money import players_net
 from domain.trente_et_quarante.chances import Chance
 from domain.trente_et_quarante.layout import (
     Layout,
-    Movement,
     Refait31Choice,
     Stake,
     Step,
@@ -67,9 +68,6 @@ class Game(Protocol):
     def _coup(self, unit: UnitOfWork, coup_id: str) -> Coup: ...
 
     def _rules(self, table: Table) -> Any: ...
-
-    def _check_funds(self, unit: UnitOfWork, table_id: str, movements: tuple[Movement, ...],
-                     currency: str) -> None: ...
 
     def _apply_step(self, unit: UnitOfWork, table: Table, coup: Coup, step: Step,
                     ts: datetime, record_movements: bool = True) -> list[MovementView]: ...
@@ -160,21 +158,21 @@ def run(game: Game, words: Words, request_id: str, coup_id: str, items: Any, ato
         table = game.core.table(unit, coup.table_id)
         rules = game._rules(table)
         layout = coup.domain_layout()
-        taken: list[Movement] = []  # the movements of the items accepted so far
+        taken: dict[str, int] = {}  # each player's balance change by the items accepted so far
         plan: list[tuple[int, str, Step]] = []
         refused: dict[int, RuleViolation] = {}
         for i, item in enumerate(checked):
             try:
                 sid = _stake_id(cid, rid, i, item)
                 step = _step(game, words, unit, coup, rules, layout, sid, item)
-                game._check_funds(unit, table.table_id, (*taken, *step.movements),
-                                  rules.currency)
+                change = {p: taken.get(p, 0) + c for p, c in players_net(step.movements).items()}
+                game.core.check_balances(unit, change, rules.currency)
             except RuleViolation as exc:
                 if atomic:
                     raise batch.at(exc, ITEMS, i) from None
                 refused[i] = exc
                 continue
-            taken.extend(step.movements)
+            taken.update(change)
             layout = step.layout
             plan.append((i, sid, step))
         ts = unit.now
