@@ -28,7 +28,8 @@ FAILED = grpc.StatusCode.FAILED_PRECONDITION
 REQUEST_RECORDED = "sabot.ledger:Request.Recorded"
 
 
-def place(account: str, chance: int, amount: int, stake_id: str = "") -> betting_pb2.StakeItem:
+def place(account: str, chance: common_pb2.Chance.ValueType, amount: int,
+          stake_id: str = "") -> betting_pb2.StakeItem:
     return betting_pb2.StakeItem(action=PLACE, account=f"accounts/{account}", chance=chance,
                                  amount=money(amount), stake_id=stake_id)
 
@@ -133,7 +134,7 @@ def test_bad_batches_are_refused_naming_the_field(api: Api) -> None:
     assert refused([place("dora", NOIR, 100), betting_pb2.StakeItem(
         account="accounts/dora", chance=NOIR, amount=money(100))])[:2] == (
         INVALID, "stakes[1].action")
-    assert refused([place("dora", 0, 100)])[:2] == (INVALID, "stakes[0].chance")
+    assert refused([place("dora", common_pb2.CHANCE_UNSPECIFIED, 100)])[:2] == (INVALID, "stakes[0].chance")
     same = "6b7d0a53-0d4e-4f4b-9a55-0c6f1c3b8a11"
     assert refused([place("dora", NOIR, 100, same), place("dora", COULEUR, 100, same)]) == (
         INVALID, "stakes[1].stake_id", "DUPLICATE_ITEM")
@@ -155,7 +156,8 @@ def test_a_cashiers_movements_in_one_call(api: Api) -> None:
     a, b = new_account(api, deposit=0), new_account(api, deposit=1_000)
     cashier = api.as_("cashier").cashier
 
-    def move(kind: int, account: str, amount: int) -> cashier_pb2.CageMovement:
+    def move(kind: cashier_pb2.CageMovementKind.ValueType, account: str,
+             amount: int) -> cashier_pb2.CageMovement:
         return cashier_pb2.CageMovement(kind=kind, name=f"accounts/{account}",
                                         amount=money(amount))
 
@@ -183,7 +185,7 @@ def test_a_cashiers_movements_in_one_call(api: Api) -> None:
     assert failure(cashier.BatchMovements, cashier_pb2.BatchMovementsRequest(
         request_id=new_request_id()))[:2] == (INVALID, "movements")
     assert failure(cashier.BatchMovements, cashier_pb2.BatchMovementsRequest(
-        request_id=new_request_id(), movements=[move(dep, a, 1), move(0, a, 1)]))[:2] == (
+        request_id=new_request_id(), movements=[move(dep, a, 1), move(cashier_pb2.CAGE_MOVEMENT_KIND_UNSPECIFIED, a, 1)]))[:2] == (
         INVALID, "movements[1].kind")
     assert failure(cashier.BatchMovements, cashier_pb2.BatchMovementsRequest(
         request_id=new_request_id(), movements=[move(dep, "nobody-here", 1)]))[:2] == (
@@ -192,6 +194,8 @@ def test_a_cashiers_movements_in_one_call(api: Api) -> None:
 
 @pytest.mark.parametrize("who, rpc", [("anne", "cashier"), ("cashier", "betting")])
 def test_the_role_table_holds_for_the_batch_calls(api: Api, who: str, rpc: str) -> None:
+    call: Any
+    request: Any
     if rpc == "cashier":
         call, request = api.as_(who).cashier.BatchMovements, cashier_pb2.BatchMovementsRequest(
             request_id=new_request_id())
