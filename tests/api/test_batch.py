@@ -134,7 +134,8 @@ def test_bad_batches_are_refused_naming_the_field(api: Api) -> None:
     assert refused([place("dora", NOIR, 100), betting_pb2.StakeItem(
         account="accounts/dora", chance=NOIR, amount=money(100))])[:2] == (
         INVALID, "stakes[1].action")
-    assert refused([place("dora", common_pb2.CHANCE_UNSPECIFIED, 100)])[:2] == (INVALID, "stakes[0].chance")
+    assert refused([place("dora", common_pb2.CHANCE_UNSPECIFIED, 100)])[:2] == (
+        INVALID, "stakes[0].chance")
     same = "6b7d0a53-0d4e-4f4b-9a55-0c6f1c3b8a11"
     assert refused([place("dora", NOIR, 100, same), place("dora", COULEUR, 100, same)]) == (
         INVALID, "stakes[1].stake_id", "DUPLICATE_ITEM")
@@ -185,7 +186,8 @@ def test_a_cashiers_movements_in_one_call(api: Api) -> None:
     assert failure(cashier.BatchMovements, cashier_pb2.BatchMovementsRequest(
         request_id=new_request_id()))[:2] == (INVALID, "movements")
     assert failure(cashier.BatchMovements, cashier_pb2.BatchMovementsRequest(
-        request_id=new_request_id(), movements=[move(dep, a, 1), move(cashier_pb2.CAGE_MOVEMENT_KIND_UNSPECIFIED, a, 1)]))[:2] == (
+        request_id=new_request_id(), movements=[
+            move(dep, a, 1), move(cashier_pb2.CAGE_MOVEMENT_KIND_UNSPECIFIED, a, 1)]))[:2] == (
         INVALID, "movements[1].kind")
     assert failure(cashier.BatchMovements, cashier_pb2.BatchMovementsRequest(
         request_id=new_request_id(), movements=[move(dep, "nobody-here", 1)]))[:2] == (
