@@ -7,12 +7,13 @@ Rows per store: ``batch.<store>.c<N>.unary.stakes_per_s`` (N players, closed loo
 PlaceStake at a time), ``batch.<store>.c<N>.n50.stakes_per_s`` and ``.calls_per_s`` (each
 player one BatchStakes of 50 places at a time, not atomic), ``.call_p50_ms`` / ``.call_p99_ms``,
 ``.errors`` (failed calls and refused items), ``.server_cpu_ms_per_stake`` (server + ledger
-process, from /proc), ``.to_unary`` (the batch's stakes/s over the unary's) and ``.floor_ratio``
-(the batch's stakes/s over the no-op server's unary calls/s). The coups: 16, open for the whole
-run (the unary stakes first, then the batches). ``SABOT_BENCH_QUICK=1``: 4 s per phase instead
-of 8; ``SABOT_BENCH_CLIENTS`` (default 8: fewer callers than ``bench.load``, each a terminal
-sending whole layouts); PostgreSQL measured when reachable. ``python -m bench.batch`` prints the
-rows.
+process, from /proc; split ``.server_process_cpu_ms_per_stake`` /
+``.ledger_cpu_ms_per_stake``: the figures that depend least on the machine's load),
+``.to_unary`` (the batch's stakes/s over the unary's) and ``.floor_ratio`` (the batch's
+stakes/s over the no-op server's unary calls/s). The coups: 16, open for the whole run (the
+unary stakes first, then the batches). ``SABOT_BENCH_QUICK=1``: 4 s per phase instead of 8;
+``SABOT_BENCH_CLIENTS`` (default 8: fewer callers than ``bench.load``, each a terminal sending
+whole layouts); PostgreSQL measured when reachable. ``python -m bench.batch`` prints the rows.
 """
 
 from __future__ import annotations
@@ -87,13 +88,15 @@ def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row
             _, _, unary_errors, unary = asyncio.run(
                 _load(server.target, players, coups, seconds))
             unary_rate = unary / (time.perf_counter() - started)
-            pids = [server.proc.pid, *_children(server.proc.pid)]
-            cpu = sum(_cpu_of(p) for p in pids)
+            children = _children(server.proc.pid)
+            own, ledger = _cpu_of(server.proc.pid), sum(_cpu_of(c) for c in children)
             started = time.perf_counter()
             call_ms, placed, errors = asyncio.run(
                 _batches(server.target, players, coups, seconds))
             elapsed = time.perf_counter() - started
-            cpu = sum(_cpu_of(p) for p in pids) - cpu
+            own = _cpu_of(server.proc.pid) - own
+            ledger = sum(_cpu_of(c) for c in children) - ledger
+            cpu = own + ledger
         finally:
             server.stop()
     prefix = f"batch.{store_name}.c{clients}"
@@ -107,6 +110,10 @@ def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row
         (f"{prefix}.n{PER_CALL}.call_p99_ms", round(percentile(call_ms, 0.99), 2)),
         (f"{prefix}.n{PER_CALL}.errors", float(errors)),
         (f"{prefix}.n{PER_CALL}.server_cpu_ms_per_stake", round(1000 * cpu / max(placed, 1), 4)),
+        (f"{prefix}.n{PER_CALL}.server_process_cpu_ms_per_stake",
+         round(1000 * own / max(placed, 1), 4)),
+        (f"{prefix}.n{PER_CALL}.ledger_cpu_ms_per_stake",
+         round(1000 * ledger / max(placed, 1), 4)),
         (f"{prefix}.n{PER_CALL}.to_unary", round(rate / unary_rate, 2) if unary_rate else
          float("nan")),
         (f"{prefix}.coups", float(len(coups))),
