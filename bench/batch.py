@@ -4,11 +4,12 @@ and coups, on each store (``sabot serve``, the ledger in its own process), besid
 floor: the no-op server's unary calls/s (``bench/_noop_server.py``, as ``bench.load``).
 
 Rows per store: ``batch.<store>.c<N>.unary.stakes_per_s`` (N players, closed loop, one
-PlaceStake at a time), ``batch.<store>.c<N>.n50.stakes_per_s`` and ``.calls_per_s`` (each
-player one BatchStakes of 50 places at a time, not atomic), ``.call_p50_ms`` / ``.call_p99_ms``,
-``.errors`` (failed calls and refused items), ``.server_cpu_ms_per_stake`` (server + ledger
-process, from /proc; split ``.server_process_cpu_ms_per_stake`` /
-``.ledger_cpu_ms_per_stake``: the figures that depend least on the machine's load),
+PlaceStake at a time; its ``.server_cpu_ms_per_stake``), ``batch.<store>.c<N>.n50.stakes_per_s``
+and ``.calls_per_s`` (each player one BatchStakes of 50 places at a time, not atomic),
+``.call_p50_ms`` / ``.call_p99_ms``, ``.errors`` (failed calls and refused items),
+``.server_cpu_ms_per_stake`` (server + ledger process, from /proc; split
+``.server_process_cpu_ms_per_stake`` / ``.ledger_cpu_ms_per_stake``: the figures that depend
+least on the machine's load),
 ``.to_unary`` (the batch's stakes/s over the unary's) and ``.floor_ratio`` (the batch's
 stakes/s over the no-op server's unary calls/s). The coups: 16, open for the whole run (the
 unary stakes first, then the batches). ``SABOT_BENCH_QUICK=1``: 4 s per phase instead of 8;
@@ -84,11 +85,13 @@ def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row
         server = Server(url.replace("{tmp}", tmp), keys, Path(tmp))
         try:
             coups = _setup(server.target, admin, clients)
+            children = _children(server.proc.pid)
+            unary_cpu = _cpu_of(server.proc.pid) + sum(_cpu_of(c) for c in children)
             started = time.perf_counter()
             _, _, unary_errors, unary = asyncio.run(
                 _load(server.target, players, coups, seconds))
             unary_rate = unary / (time.perf_counter() - started)
-            children = _children(server.proc.pid)
+            unary_cpu = _cpu_of(server.proc.pid) + sum(_cpu_of(c) for c in children) - unary_cpu
             own, ledger = _cpu_of(server.proc.pid), sum(_cpu_of(c) for c in children)
             started = time.perf_counter()
             call_ms, placed, errors = asyncio.run(
@@ -104,6 +107,7 @@ def measure(store_name: str, url: str, clients: int, seconds: float) -> list[Row
     return [
         (f"{prefix}.unary.stakes_per_s", round(unary_rate, 1)),
         (f"{prefix}.unary.errors", float(unary_errors)),
+        (f"{prefix}.unary.server_cpu_ms_per_stake", round(1000 * unary_cpu / max(unary, 1), 4)),
         (f"{prefix}.n{PER_CALL}.stakes_per_s", round(rate, 1)),
         (f"{prefix}.n{PER_CALL}.calls_per_s", round(len(call_ms) / elapsed, 1)),
         (f"{prefix}.n{PER_CALL}.call_p50_ms", round(percentile(call_ms, 0.50), 2)),
