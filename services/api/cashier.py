@@ -6,11 +6,15 @@ import base64
 
 import grpc
 
-from services.api import convert, errors, names
+from domain.errors import RuleViolation
+from services.api import batch, convert, errors, names
 from services.api.base import Base
 from services.api.gen.sabot.v1 import cashier_pb2, cashier_pb2_grpc, common_pb2
 from services.api.roles import Role
 
+_KINDS = {cashier_pb2.CAGE_MOVEMENT_KIND_DEPOSIT: "deposit",
+          cashier_pb2.CAGE_MOVEMENT_KIND_WITHDRAWAL: "withdrawal"}
+_MOVEMENT = {"account_id": "name", "amount": "amount.amount_minor", "kind": "kind"}
 _ACCOUNT = {"account_id": "name", "amount": "amount.amount_minor", "currency": "amount"}
 
 
@@ -59,6 +63,42 @@ class CashierServicer(Base, cashier_pb2_grpc.CashierServiceServicer):
         view = self.write(_ACCOUNT, self.ledger.withdraw, rid, account_id, amount,
                           actor=self.actor(context))
         return convert.account(view)
+
+    def BatchMovements(
+        self, request: cashier_pb2.BatchMovementsRequest, context: grpc.ServicerContext
+    ) -> cashier_pb2.BatchMovementsResponse:
+        """Several deposits and withdrawals in one command (the ledger's ``cash_batch``)."""
+        rid = names.check_request_id(request.request_id)
+        batch.check_count("movements", len(request.movements))
+        items: list[dict[str, object]] = []
+        for i, m in enumerate(request.movements):
+            at = f"movements[{i}]"
+            names.check_enum(f"{at}.kind", m.kind, _KINDS)
+            account_id = names.account_name(f"{at}.name", m.name)
+            if not m.HasField("amount"):
+                raise errors.invalid(f"{at}.amount", "required")
+            names.check_amount(f"{at}.amount.amount_minor", m.amount.amount_minor)
+            currency = self.account_currency(account_id, f"{at}.name")
+            if m.amount.currency_code and m.amount.currency_code != currency:
+                raise errors.invalid(f"{at}.amount.currency_code", f"the account is in {currency}")
+            items.append({"kind": _KINDS[m.kind], "account_id": account_id,
+                          "amount": m.amount.amount_minor})
+        try:
+            result = self.write({}, self.ledger.cash_batch, rid, items, request.atomic,
+                                actor=self.actor(context))
+        except RuleViolation as exc:
+            raise batch.renamed(exc, "movements", lambda i: _MOVEMENT, {}) from None
+        out = cashier_pb2.BatchMovementsResponse(accepted=result.accepted)
+        for i, one in enumerate(result.items):
+            if one.error is not None:
+                key = one.error.field
+                field = f"movements[{i}]" + (f".{_MOVEMENT.get(key, key)}" if key else "")
+                out.results.append(cashier_pb2.CageMovementResult(
+                    error=batch.item_error(one.error, field)))
+            elif one.account is not None:
+                out.results.append(cashier_pb2.CageMovementResult(
+                    account=convert.account(one.account)))
+        return out
 
     def GetAccount(
         self, request: cashier_pb2.GetAccountRequest, context: grpc.ServicerContext

@@ -16,7 +16,9 @@ from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as tyu_pb2
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc as tyu_pb2_grpc
 from services.api.gen.sabot.v1 import (
+    betting_pb2,
     betting_pb2_grpc,
+    cashier_pb2,
     cashier_pb2_grpc,
     common_pb2,
     events_pb2_grpc,
@@ -117,6 +119,7 @@ class Client:
         # The games' typed calls (request ids made when not given: ``last_request_id``).
         self.rounds = TreintaYUnaCalls(self)
         self.matches = CuarentaCalls(self)
+        self.batch = BatchCalls(self)  # the batch calls (a layout, a cashier's movements)
         self.last_request_id = ""
 
     def as_(self, token: str) -> Client:
@@ -190,6 +193,70 @@ class _Calls:
             if answer.HasField("verdict"):
                 verdict = answer.verdict
         return Replay(tuple(steps), verdict)
+
+
+_CHANCES: dict[str, common_pb2.Chance.ValueType] = {
+    "noir": common_pb2.CHANCE_NOIR, "rouge": common_pb2.CHANCE_ROUGE,
+    "couleur": common_pb2.CHANCE_COULEUR, "inverse": common_pb2.CHANCE_INVERSE}
+_CHOICES: dict[str, common_pb2.Refait31Choice.ValueType] = {
+    "": common_pb2.REFAIT31_CHOICE_UNSPECIFIED, "partage": common_pb2.REFAIT31_CHOICE_PARTAGE,
+    "prison": common_pb2.REFAIT31_CHOICE_PRISON}
+
+
+class BatchCalls(_Calls):
+    """The batch calls (issue 25 item 2): a player's terminal places, raises and withdraws
+    several stakes of one coup in one ``BettingService.BatchStakes`` call; a cashier makes
+    several deposits and withdrawals in one ``CashierService.BatchMovements`` call. Each item
+    gets its own answer (``results[i].result`` / ``.account``, or ``.error`` with its code,
+    reason and field); ``atomic=True``: all or nothing (the first refused item refuses the
+    call: an ``RpcError`` naming ``stakes[i].<field>``). One request id for the batch: a retry
+    with it returns the first answer. Items are made by the static methods (amounts in minor
+    units; chances in the game's words)::
+
+        client.batch.stakes(coup, [BatchCalls.place("anne", "noir", 1_000),
+                                   BatchCalls.place("anne", "couleur", 500)])
+    """
+
+    @staticmethod
+    def place(account: str, chance: str, amount: int, currency: str = "", *,
+              stake_id: str = "", refait31_choice: str = "") -> betting_pb2.StakeItem:
+        return betting_pb2.StakeItem(
+            action=betting_pb2.STAKE_ACTION_PLACE, account=_account(account),
+            chance=_CHANCES[chance], amount=_money(amount, currency), stake_id=stake_id,
+            refait31_choice=_CHOICES[refait31_choice])
+
+    @staticmethod
+    def raise_(stake: str, amount: int, currency: str = "") -> betting_pb2.StakeItem:
+        """Add ``amount`` to the stake ``tables/{table}/stakes/{stake}``."""
+        return betting_pb2.StakeItem(action=betting_pb2.STAKE_ACTION_RAISE, name=stake,
+                                     amount=_money(amount, currency))
+
+    @staticmethod
+    def withdraw(stake: str) -> betting_pb2.StakeItem:
+        return betting_pb2.StakeItem(action=betting_pb2.STAKE_ACTION_WITHDRAW, name=stake)
+
+    @staticmethod
+    def deposit(account: str, amount: int, currency: str = "") -> cashier_pb2.CageMovement:
+        return cashier_pb2.CageMovement(kind=cashier_pb2.CAGE_MOVEMENT_KIND_DEPOSIT,
+                                        name=_account(account), amount=_money(amount, currency))
+
+    @staticmethod
+    def withdrawal(account: str, amount: int, currency: str = "") -> cashier_pb2.CageMovement:
+        return cashier_pb2.CageMovement(kind=cashier_pb2.CAGE_MOVEMENT_KIND_WITHDRAWAL,
+                                        name=_account(account), amount=_money(amount, currency))
+
+    def stakes(self, coup: str, items: Sequence[betting_pb2.StakeItem], *, atomic: bool = False,
+               request_id: str | None = None) -> betting_pb2.BatchStakesResponse:
+        """The items on the coup ``tables/{table}/shoes/{shoe}/coups/{coup}``."""
+        stub = betting_pb2_grpc.BettingServiceStub(self._client.channel)
+        return self._unary(stub.BatchStakes, betting_pb2.BatchStakesRequest(
+            request_id=self._rid(request_id), coup=coup, stakes=items, atomic=atomic))
+
+    def movements(self, items: Sequence[cashier_pb2.CageMovement], *, atomic: bool = False,
+                  request_id: str | None = None) -> cashier_pb2.BatchMovementsResponse:
+        stub = cashier_pb2_grpc.CashierServiceStub(self._client.channel)
+        return self._unary(stub.BatchMovements, cashier_pb2.BatchMovementsRequest(
+            request_id=self._rid(request_id), movements=items, atomic=atomic))
 
 
 class TreintaYUnaCalls(_Calls):

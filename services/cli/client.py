@@ -38,6 +38,7 @@ from services.api.gen.sabot.v1 import (
     table_pb2,
 )
 from services.cli import CliError, commands, keep_old_names, rpc_failure, settings_of
+from services.cli.exits import Exit
 from services.cli.progress import Progress, quiet_argument
 from services.settings import SettingError, Settings, add_flags
 
@@ -409,6 +410,9 @@ def _run(build: Build) -> Callable[[argparse.Namespace], int]:
             response = getattr(getattr(client, service), method)(request)
             if isinstance(response, Message):
                 show(response, args.format)
+                refused = _refused_items(response)
+                if refused:
+                    raise CliError(refused, Exit.REFUSED)
             else:
                 _stream(response, args.format)
         except grpc.RpcError as exc:
@@ -418,6 +422,21 @@ def _run(build: Build) -> Callable[[argparse.Namespace], int]:
         return 0
 
     return run
+
+
+def _refused_items(response: Message) -> str:
+    """A batch's answer (``accepted``, ``results``) with refused items: the error line (the
+    answer was shown; the accepted items were stored), else ""."""
+    if not isinstance(response, betting_pb2.BatchStakesResponse
+                      | cashier_pb2.BatchMovementsResponse):
+        return ""
+    errors = [r.error for r in response.results if r.HasField("error")]
+    accepted, results = response.accepted, response.results
+    if not errors:
+        return ""
+    first = errors[0]
+    return (f"{len(results) - accepted} of {len(results)} items refused, the others stored "
+            f"(first: {first.field}: {first.reason}: {first.message})")
 
 
 def _stream(responses: Iterable[Message], fmt: str) -> None:
@@ -654,6 +673,25 @@ def _register_stakes(sub: Any) -> None:
     _add(stake, "half-withdraw", "withdraw half of an imprisoned stake", lambda a: (
         "betting", "HalfWithdrawStake", betting_pb2.HalfWithdrawStakeRequest(**base(a))),
         mutating=True, setup=on_stake())
+    def batch_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("coup", help="tables/{table}/shoes/{shoe}/coups/{coup}")
+        p.add_argument("--account", help="the account of every --stake")
+        p.add_argument("--stake", action="append", default=[], metavar="CHANCE=MAJOR",
+                       help="place a stake: noir=10.00 (repeat it)")
+        p.add_argument("--raise", dest="raise_", action="append", default=[],
+                       metavar="STAKE=MAJOR", help="raise a stake: tables/t/stakes/ID=5.00")
+        p.add_argument("--withdraw", action="append", default=[], metavar="STAKE",
+                       help="withdraw a stake (its name)")
+        p.add_argument("--batch", metavar="FILE", help="the items as a JSON list "
+                       "(docs/batch.md), after those of the flags")
+        p.add_argument("--atomic", action="store_true",
+                       help="all or nothing (default: each item stands alone)")
+        p.add_argument("--currency", default="EUR", type=_currency)
+
+    _add(stake, "batch", "place, raise and withdraw several stakes of one coup in one call",
+         lambda a: ("betting", "BatchStakes", betting_pb2.BatchStakesRequest(
+             request_id=_rid(a), coup=_name("coups", a.coup), stakes=_stake_items(a),
+             atomic=a.atomic)), mutating=True, setup=batch_setup)
     _add(stake, "get", "show a stake", lambda a: ("betting", "GetStake",
          betting_pb2.GetStakeRequest(name=_name("stakes", a.stake))),
          setup=lambda p: p.add_argument("stake"))
@@ -696,6 +734,22 @@ def _register_accounts(sub: Any) -> None:
                                      amount=amount_of(a))),
          mutating=True, setup=money_setup)
 
+    def batch_setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--deposit", action="append", default=[], metavar="ACCOUNT=MAJOR",
+                       help="cash in: anne=100.00 (repeat it)")
+        p.add_argument("--withdraw", action="append", default=[], metavar="ACCOUNT=MAJOR",
+                       help="cash out: anne=20.00 (repeat it)")
+        p.add_argument("--batch", metavar="FILE", help="the movements as a JSON list "
+                       "(docs/batch.md), after those of the flags")
+        p.add_argument("--atomic", action="store_true",
+                       help="all or nothing (default: each movement stands alone)")
+        p.add_argument("--currency", default="EUR", type=_currency)
+
+    _add(account, "batch", "several deposits and withdrawals in one call", lambda a: (
+        "cashier", "BatchMovements", cashier_pb2.BatchMovementsRequest(
+            request_id=_rid(a), movements=_cage_items(a), atomic=a.atomic)),
+        mutating=True, setup=batch_setup)
+
     def statement_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("account")
         p.add_argument("--page-size", type=PAGE_SIZE, default=0)
@@ -709,6 +763,120 @@ def _register_accounts(sub: Any) -> None:
     _add(sub.group("report"), "balance-sheet",
          "every account's balance and their (zero) sum (back office)",
          lambda a: ("reports", "GetBalanceSheet", cashier_pb2.GetBalanceSheetRequest()))
+
+
+def _pair(text: str, flag: str) -> tuple[str, str]:
+    key, eq, value = text.partition("=")
+    if not eq or not key or not value:
+        raise CliError(f"{flag} {text[:60]!r}: expected KEY=VALUE")
+    return key, value
+
+
+def _file_items(path: str) -> list[dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = json.load(f)
+    except OSError as exc:
+        raise CliError(f"--batch {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CliError(f"--batch {path}: not JSON ({exc})") from None
+    if not isinstance(found, list) or not all(isinstance(i, dict) for i in found):
+        raise CliError(f"--batch {path}: expected a JSON list of objects")
+    return found
+
+
+def _file_money(item: dict[str, Any], where: str, currency: str) -> common_pb2.Money:
+    """An item's ``amount`` (major units, text) or ``amount_minor`` (an integer)."""
+    if "amount_minor" in item:
+        minor = item["amount_minor"]
+        if not isinstance(minor, int) or isinstance(minor, bool) or minor <= 0:
+            raise CliError(f"{where}: amount_minor must be a positive integer")
+        return _money(minor, currency)
+    if "amount" not in item:
+        raise CliError(f"{where}: amount (major units, \"10.00\") or amount_minor required")
+    return _money(parse_major(str(item["amount"]), currency, f"{where}: amount"), currency)
+
+
+def _stake_items(a: argparse.Namespace) -> list[betting_pb2.StakeItem]:
+    """``sabot stake batch``'s items: its flags' (places, raises, withdrawals), then its
+    file's."""
+    items: list[betting_pb2.StakeItem] = []
+    place, on_stake = betting_pb2.STAKE_ACTION_PLACE, betting_pb2.STAKE_ACTION_RAISE
+    if a.stake and not a.account:
+        raise CliError("--stake needs --account (the account staking)")
+    for text in a.stake:
+        chance, amount = _pair(text, "--stake")
+        if chance not in CHANCES:
+            raise CliError(f"--stake {text[:60]!r}: the chance is one of {', '.join(CHANCES)}")
+        items.append(betting_pb2.StakeItem(
+            action=place, account=_name("accounts", a.account), chance=CHANCES[chance],
+            amount=_money(parse_major(amount, a.currency, "--stake"), a.currency)))
+    for text in a.raise_:
+        stake, amount = _pair(text, "--raise")
+        items.append(betting_pb2.StakeItem(
+            action=on_stake, name=_name("stakes", stake),
+            amount=_money(parse_major(amount, a.currency, "--raise"), a.currency)))
+    items += [betting_pb2.StakeItem(action=betting_pb2.STAKE_ACTION_WITHDRAW,
+                                    name=_name("stakes", s)) for s in a.withdraw]
+    for i, item in enumerate(_file_items(a.batch) if a.batch else ()):
+        where = f"--batch {a.batch}: item {i}"
+        action = item.get("action", "place")
+        if action == "place":
+            word = item.get("chance")
+            if word not in CHANCES:
+                raise CliError(f"{where}: chance is one of {', '.join(CHANCES)}")
+            choice = item.get("choice") or ""
+            if choice and choice not in CHOICES:
+                raise CliError(f"{where}: choice is one of {', '.join(CHOICES)}")
+            owner = item.get("account") or a.account
+            if not isinstance(owner, str) or not owner:
+                raise CliError(f"{where}: account required (or --account)")
+            items.append(betting_pb2.StakeItem(
+                action=place, account=_name("accounts", owner), chance=CHANCES[word],
+                amount=_file_money(item, where, a.currency),
+                stake_id=str(item.get("stake_id") or ""),
+                refait31_choice=CHOICES.get(choice, common_pb2.REFAIT31_CHOICE_UNSPECIFIED)))
+        elif action in ("raise", "withdraw"):
+            named = item.get("stake")
+            if not isinstance(named, str) or not named:
+                raise CliError(f"{where}: stake (tables/{{table}}/stakes/{{stake}}) required")
+            items.append(betting_pb2.StakeItem(
+                action=on_stake, name=_name("stakes", named),
+                amount=_file_money(item, where, a.currency)) if action == "raise" else
+                betting_pb2.StakeItem(action=betting_pb2.STAKE_ACTION_WITHDRAW,
+                                      name=_name("stakes", named)))
+        else:
+            raise CliError(f"{where}: action is place, raise or withdraw")
+    if not items:
+        raise CliError("give --stake, --raise, --withdraw or --batch FILE")
+    return items
+
+
+def _cage_items(a: argparse.Namespace) -> list[cashier_pb2.CageMovement]:
+    """``sabot account batch``'s movements: its flags' (deposits, then withdrawals), then its
+    file's."""
+    kinds = {"deposit": cashier_pb2.CAGE_MOVEMENT_KIND_DEPOSIT,
+             "withdrawal": cashier_pb2.CAGE_MOVEMENT_KIND_WITHDRAWAL}
+    items: list[cashier_pb2.CageMovement] = []
+    for kind, flag, texts in (("deposit", "--deposit", a.deposit),
+                              ("withdrawal", "--withdraw", a.withdraw)):
+        for text in texts:
+            account, amount = _pair(text, flag)
+            items.append(cashier_pb2.CageMovement(
+                kind=kinds[kind], name=_name("accounts", account),
+                amount=_money(parse_major(amount, a.currency, flag), a.currency)))
+    for i, item in enumerate(_file_items(a.batch) if a.batch else ()):
+        where = f"--batch {a.batch}: item {i}"
+        what, holder = item.get("kind"), item.get("account")
+        if what not in kinds:
+            raise CliError(f"{where}: kind is deposit or withdrawal")
+        if not isinstance(holder, str) or not holder:
+            raise CliError(f"{where}: account required")
+        items.append(cashier_pb2.CageMovement(kind=kinds[what], name=_name("accounts", holder),
+                                              amount=_file_money(item, where, a.currency)))
+    if not items:
+        raise CliError("give --deposit, --withdraw or --batch FILE")
+    return items
 
 
 def _register_streams(sub: Any) -> None:

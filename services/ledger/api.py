@@ -30,12 +30,13 @@ from eventsourcing.persistence import Transcoding
 
 from domain.cards import parse_deck_kind
 from domain.currency import check_currency, format_minor
-from domain.errors import FailedPrecondition, InvalidArgument
+from domain.errors import FailedPrecondition, InvalidArgument, RuleViolation
 from domain.shuffle import ALGORITHM_ID, check_cut
-from services.ledger import schema, wire
+from services.ledger import batch, schema, wire
 from services.ledger.account import DEBIT_TOPICS, ENTRY_TOPICS, Account, AccountKind
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.application import LedgerApplication
+from services.ledger.batch import CashBatchResult
 from services.ledger.config import APP_NAME, LedgerConfig, store_env
 from services.ledger.core import (
     CASH_IN,
@@ -78,6 +79,7 @@ from services.ledger.views import (
 from services.ledger.writer import UnitOfWork, Writer
 
 T = TypeVar("T")
+_DEPOSIT, _WITHDRAWAL = "deposit", "withdrawal"  # the kinds of a cashier's batch movements
 
 
 __all__ = [
@@ -433,6 +435,60 @@ class Ledger:
 
         args = {"account_id": account_id, "amount": amount}
         return self.core.run("withdraw", request_id, args, decide, AccountView, actor)
+
+    def cash_batch(self, request_id: str, movements: list[dict[str, Any]],
+                   atomic: bool = False, *, actor: Actor = SYSTEM) -> CashBatchResult:
+        """Several cage movements in one command (``services/ledger/batch.py``): each a map
+        ``{"kind": "deposit" | "withdrawal", "account_id", "amount"}``, decided in order as
+        ``deposit`` / ``withdraw`` would be (a withdrawal sees the deposits before it), each
+        stored with the same events; ``atomic``: the first refused refuses the batch, naming
+        ``movements[i].<field>``, nothing stored."""
+        items = batch.check_items(movements, "movements")
+        checked: list[tuple[str, str, int]] = []
+        for i, m in enumerate(items):
+            kind = batch.text_of(m, "kind", "movements", i)
+            if kind not in (_DEPOSIT, _WITHDRAWAL):
+                raise InvalidArgument(f"movements[{i}].kind", "UNKNOWN_KIND",
+                                      "must be deposit or withdrawal")
+            account_id = batch.text_of(m, "account_id", "movements", i)
+            assert kind is not None and account_id is not None
+            checked.append((kind, account_id, batch.int_of(m, "amount", "movements", i)))
+
+        def decide(unit: UnitOfWork) -> CashBatchResult:
+            plan: list[tuple[int, str, Account, int]] = []
+            refused: dict[int, RuleViolation] = {}
+            running: dict[str, int] = {}  # each account's balance after the items before
+            for i, (kind, account_id, amount) in enumerate(checked):
+                try:
+                    player = self.core.player(unit, account_id)
+                    amt = check_amount(amount)
+                    balance = running.get(account_id, player.balance)
+                    if kind == _WITHDRAWAL and amt > balance:
+                        raise FailedPrecondition(
+                            "amount", "INSUFFICIENT_FUNDS",
+                            f"the balance is {format_minor(balance, player.currency)}")
+                except RuleViolation as exc:
+                    if atomic:
+                        raise batch.at(exc, "movements", i) from None
+                    refused[i] = exc
+                    continue
+                running[account_id] = balance + (amt if kind == _DEPOSIT else -amt)
+                plan.append((i, kind, player, amt))
+            ts = unit.now
+            results = [batch.CashItemResult(error=batch.item_error(refused[i]))
+                       if i in refused else batch.CashItemResult() for i in range(len(checked))]
+            for i, kind, player, amt in plan:
+                cage = self._cage(unit, player.currency, ts)
+                if kind == _DEPOSIT:
+                    self.core.post(cage, player, amt, CASH_IN, request_id, None, ts)
+                else:
+                    self.core.post(player, cage, amt, CASH_OUT, request_id, None, ts)
+                results[i] = batch.CashItemResult(account=_account_view(player))
+            return batch.CashBatchResult(tuple(results), len(plan))
+
+        args = {"movements": [{"kind": k, "account_id": a, "amount": n} for k, a, n in checked],
+                "atomic": bool(atomic)}
+        return self.core.run("cash_batch", request_id, args, decide, CashBatchResult, actor)
 
     # --- queries ----------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from services.ledger.batch import CashBatchResult
 from services.ledger.views import (
     AccountView,
     ShoeClosed,
@@ -28,6 +29,9 @@ STR, OPT_STR, INT, OPT_INT, OPT_MAP, ACTOR = "str", "str?", "int", "int?", "map?
 # separated by spaces (the form before arrays) is still accepted, so the frames stay
 # SABOT-LEDGER-WIRE-1.
 WORDS, OPT_WORDS = "words", "words?"
+# A batch's items (``services/ledger/batch.py``): a JSON array of maps of texts, integers,
+# booleans and nulls; and a boolean.
+ITEMS, BOOL = "items", "bool"
 REQUEST_ID = ("request_id", STR)  # every command's first parameter
 ACTOR_PARAM = ("actor", ACTOR)  # and its last
 
@@ -67,6 +71,7 @@ CORE_METHODS: dict[str, Method] = {
     "open_account": command(("account_id", STR), ("currency", STR), answer=AccountView),
     "deposit": command(("account_id", STR), ("amount", INT), answer=AccountView),
     "withdraw": command(("account_id", STR), ("amount", INT), answer=AccountView),
+    "cash_batch": command(("movements", ITEMS), ("atomic", BOOL), answer=CashBatchResult),
     "get_table": query(("table_id", STR), answer=TableView),
     "get_shoe": query(("shoe_id", STR), answer=ShoeView),
     "list_tables": query(("page_size", INT), ("page_token", STR),

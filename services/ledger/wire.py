@@ -59,10 +59,12 @@ from services.ledger.errors import (
 )
 from services.ledger.methods import (
     ACTOR,
+    BOOL,
     COMMAND,
     CORE_METHODS,
     CORE_NAMES,
     INT,
+    ITEMS,
     OPT_INT,
     OPT_MAP,
     OPT_STR,
@@ -349,6 +351,7 @@ def _are_words(v: Any) -> bool:
     return type(v) is str or (type(v) in (list, tuple) and all(type(w) is str for w in v))
 
 
+_ITEM_VALUES = (str, int, bool, type(None))  # the values of a batch's item
 _CHECKS: dict[str, Callable[[Any], bool]] = {
     STR: lambda v: type(v) is str,
     OPT_STR: lambda v: v is None or type(v) is str,
@@ -358,6 +361,10 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     OPT_WORDS: lambda v: v is None or _are_words(v),
     OPT_MAP: lambda v: v is None or (
         type(v) is dict and all(type(k) is str and type(x) is str for k, x in v.items())),
+    ITEMS: lambda v: type(v) in (list, tuple) and all(
+        type(i) is dict and all(type(k) is str and type(x) in _ITEM_VALUES for k, x in i.items())
+        for i in v),
+    BOOL: lambda v: type(v) is bool,
     ACTOR: lambda v: type(v) is dict and type(v.get("principal")) is str
     and type(v.get("role")) is str and type(v.get("peer", "")) is str
     and (v.get("account") is None or type(v.get("account")) is str),

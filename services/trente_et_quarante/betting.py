@@ -15,6 +15,7 @@ from services.api.base import Base, check_uuid
 from services.api.gen.sabot.v1 import betting_pb2, betting_pb2_grpc, common_pb2
 from services.api.roles import Role
 from services.trente_et_quarante import convert as tq_convert
+from services.trente_et_quarante.batch_rpc import StakeBatchRpc
 from services.trente_et_quarante.views import StakeResult
 
 _PLACE = {
@@ -46,7 +47,7 @@ def _choice(field: str, value: int, *, required: bool) -> str | None:
     return convert.CHOICE_NAMES[value]  # type: ignore[index]
 
 
-class BettingServicer(Base, betting_pb2_grpc.BettingServiceServicer):
+class BettingServicer(StakeBatchRpc, Base, betting_pb2_grpc.BettingServiceServicer):
     def _amount(self, money: common_pb2.Money, currency: str) -> int:
         names.check_amount("amount.amount_minor", money.amount_minor)
         if money.currency_code and money.currency_code != currency:

@@ -63,6 +63,7 @@ from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.views import MovementView, StakeView, StepView
 from services.ledger.writer import UnitOfWork
+from services.trente_et_quarante import stake_batch
 from services.trente_et_quarante.coup import (
     COUP_IDS,
     FATE_EVENTS,
@@ -72,6 +73,7 @@ from services.trente_et_quarante.coup import (
     coup_ids,
     last_coup_id,
 )
+from services.trente_et_quarante.stake_batch import StakeBatchResult
 from services.trente_et_quarante.views import (
     CardView,
     CoupSteps,
@@ -425,6 +427,12 @@ class TrenteEtQuarante(GameCommands):
             lambda u, r, lay, sid: move_imprisoned(r, lay, sid, _chance(chance)), actor,
         )
 
+    def stake_batch(self, request_id: str, coup_id: str, items: list[dict[str, Any]],
+                    atomic: bool = False, *, actor: Actor = SYSTEM) -> StakeBatchResult:
+        """Several places, raises and withdrawals on one coup in one command
+        (``stake_batch.py``)."""
+        return stake_batch.run(self, _WORDS, request_id, coup_id, items, atomic, actor)
+
     def _close_betting(self, unit: UnitOfWork, table: Table, coup: Coup, ts: datetime) -> None:
         step = close_betting(self._rules(table), coup.domain_layout())
         self._apply_step(unit, table, coup, step, ts)
@@ -649,6 +657,9 @@ def _stake_view(s: Stake) -> StakeView:
         s.stake_id, s.player, s.chance.value, s.amount, s.status.value, s.insured,
         s.choice.value if s.choice is not None else None, s.awaiting_choice,
     )
+
+
+_WORDS = stake_batch.Words(_chance, _choice, _stake_view)
 
 
 def _outcome(coup: Coup) -> Outcome:

@@ -14,12 +14,13 @@ from services.api.game import ApiGame, RoundPlace
 from services.games import Game
 from services.ledger.account import AccountKind
 from services.ledger.game import LedgerGame
-from services.ledger.methods import INT, OPT_STR, STR, Method, command, query
+from services.ledger.methods import BOOL, INT, ITEMS, OPT_STR, STR, Method, command, query
 from services.projections.games import ReadGame
 from services.regulator.replay import RegulatorGame
 from services.trente_et_quarante.commands import GAME as NAME
 from services.trente_et_quarante.commands import TrenteEtQuarante
 from services.trente_et_quarante.edge import coup_law
+from services.trente_et_quarante.stake_batch import StakeBatchResult
 from services.trente_et_quarante.transcodings import TRANSCODINGS
 from services.trente_et_quarante.views import CoupSteps, CoupView, StakeResult
 
@@ -46,6 +47,7 @@ METHODS: dict[str, Method] = {
     "choose_refait31": command(_COUP, _STAKE, ("choice", STR), answer=StakeResult),
     "half_withdraw": command(_COUP, _STAKE, answer=StakeResult),
     "move_imprisoned": command(_COUP, _STAKE, ("chance", STR), answer=StakeResult),
+    "stake_batch": command(_COUP, ("items", ITEMS), ("atomic", BOOL), answer=StakeBatchResult),
     "close_betting": command(_COUP, answer=CoupView),
     "deal": command(_COUP, answer=CoupView),
     "settle": command(_COUP, answer=CoupView),

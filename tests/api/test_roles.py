@@ -54,12 +54,14 @@ EXPECTED: dict[tuple[str, str], set[str]] = {
     ("betting", "ChooseRefait31"): WRITE_BET,
     ("betting", "MoveStake"): WRITE_BET,
     ("betting", "HalfWithdrawStake"): WRITE_BET,
+    ("betting", "BatchStakes"): WRITE_BET,
     ("betting", "GetStake"): READ_TABLE,
     ("betting", "ListStakes"): READ_TABLE,
     ("cashier", "OpenAccount"): WRITE_CASH,
     ("cashier", "GetAccount"): READ_ACCOUNT,
     ("cashier", "Deposit"): WRITE_CASH,
     ("cashier", "Withdraw"): WRITE_CASH,
+    ("cashier", "BatchMovements"): WRITE_CASH,
     ("cashier", "ListStatementEntries"): READ_ACCOUNT,
     ("reports", "GetBalanceSheet"): READ_OFFICE,
     ("watch", "WatchTable"): READ_TABLE,
@@ -127,6 +129,11 @@ def request_for(method: str, s: dict[str, str], account: str = "anne") -> Any:
         "MoveStake": lambda: betting_pb2.MoveStakeRequest(
             **on_stake, chance=common_pb2.CHANCE_COULEUR),
         "HalfWithdrawStake": lambda: betting_pb2.HalfWithdrawStakeRequest(**on_stake),
+        "BatchStakes": lambda: betting_pb2.BatchStakesRequest(
+            request_id=rid, coup=s["coup"], stakes=[betting_pb2.StakeItem(
+                action=betting_pb2.STAKE_ACTION_PLACE, account=f"accounts/{account}",
+                chance=common_pb2.CHANCE_NOIR if account == "anne" else common_pb2.CHANCE_ROUGE,
+                amount=money(100))]),
         "GetStake": lambda: betting_pb2.GetStakeRequest(name=stake),
         "ListStakes": lambda: betting_pb2.ListStakesRequest(parent=s["table"]),
         "OpenAccount": lambda: cashier_pb2.OpenAccountRequest(request_id=rid,
@@ -137,6 +144,10 @@ def request_for(method: str, s: dict[str, str], account: str = "anne") -> Any:
         "Withdraw": lambda: cashier_pb2.WithdrawRequest(request_id=rid,
                                                         name=f"accounts/{account}",
                                                         amount=money(1)),
+        "BatchMovements": lambda: cashier_pb2.BatchMovementsRequest(
+            request_id=rid, movements=[cashier_pb2.CageMovement(
+                kind=cashier_pb2.CAGE_MOVEMENT_KIND_DEPOSIT, name=f"accounts/{account}",
+                amount=money(1))]),
         "ListStatementEntries": lambda: cashier_pb2.ListStatementEntriesRequest(
             parent=f"accounts/{account}", page_size=2),
         "GetBalanceSheet": lambda: cashier_pb2.GetBalanceSheetRequest(),
@@ -238,7 +249,7 @@ def test_a_wrong_scheme_is_unauthenticated(api: Api, scene: dict[str, str]) -> N
 
 
 ACCOUNT_BOUND = ["PlaceStake", "RaiseStake", "WithdrawStake", "InsureStake", "ChooseRefait31",
-                 "MoveStake", "HalfWithdrawStake", "GetStake", "GetAccount",
+                 "MoveStake", "HalfWithdrawStake", "BatchStakes", "GetStake", "GetAccount",
                  "ListStatementEntries", "GetPlayerStatement"]
 
 

