@@ -256,6 +256,9 @@ class Load:
                 self.call("close_shoe", admin.tables.CloseShoe, table_pb2.CloseShoeRequest(
                     request_id=str(uuid.uuid4()), name=shoe))
                 shoe = new_shoe(next(shoes))
+        # the shoe closed at the end: the export's verifier replays every coup of it
+        self.call("close_shoe", admin.tables.CloseShoe, table_pb2.CloseShoeRequest(
+            request_id=str(uuid.uuid4()), name=shoe))
 
     def treinta_y_una(self) -> None:
         admin = self.client("admin")
@@ -406,12 +409,26 @@ def from_proto(got: regulator_pb2.Checkpoint) -> Checkpoint:
                       coup=got.coup_id or None, key_id=got.key_id, signature=got.signature)
 
 
-def writer_serving() -> bool:
+def writer_serving(metrics: str = METRICS, service: str = "sabot.writer") -> bool:
     try:
-        with urllib.request.urlopen(f"http://{METRICS}/health/sabot.writer", timeout=1):
+        with urllib.request.urlopen(f"http://{metrics}/health"
+                                    + (f"/{service}" if service else ""), timeout=1):
             return True
     except OSError:
         return False
+
+
+def metric(name: str) -> float | None:
+    """A series' value on the metrics port (the first sample of ``name``)."""
+    try:
+        with urllib.request.urlopen(f"http://{METRICS}/metrics", timeout=2) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(name) and line[len(name):len(name) + 1] in (" ", "{"):
+            return float(line.rsplit(None, 1)[1])
+    return None
 
 
 def writer_facts() -> dict[str, Any]:
@@ -637,9 +654,19 @@ def export_and_verify(work: Path, env: dict[str, str], watch: Watch) -> dict[str
     if done.returncode != 0 or verdict.get("verdict") != "VERIFIED":
         raise Failed(f"sabot-verify: {verdict.get('verdict')} (exit {done.returncode}): "
                      f"{json.dumps(verdict.get('failures'))[:800]}")
-    say(f"export: {export.stat().st_size} bytes; sabot-verify (checkpoint and chain keys "
-        f"pinned, the writer's head file, {len(known) // 2} known checkpoints): VERIFIED; "
-        f"counts {json.dumps(verdict.get('counts'))}")
+    against = verdict.get("known_checkpoints") or {}
+    proven = against.get("proven")
+    proven = len(proven) if isinstance(proven, list) else proven
+    unchecked = against.get("unchecked")
+    unchecked = len(unchecked) if isinstance(unchecked, list) else unchecked
+    if proven != len(known) // 2 or unchecked:
+        raise Failed(f"sabot-verify: of {len(known) // 2} known checkpoints {proven} proven, "
+                     f"{unchecked} unchecked")
+    line = (verdict.get("report") or [""])[-1]
+    say(f"export: {export.stat().st_size} bytes, {verdict.get('events')} events, "
+        f"{verdict.get('links')} chain links; sabot-verify (checkpoint and chain keys pinned, "
+        f"the writer's head file, {len(known) // 2} known checkpoints, each proven a prefix of "
+        f"the export's tree): {line[:300]}")
     return verdict
 
 
@@ -649,15 +676,18 @@ def export_and_verify(work: Path, env: dict[str, str], watch: Watch) -> dict[str
 class Server:
     """``sabot serve`` on the cluster (its ledger in a process of its own, the notary on)."""
 
-    def __init__(self, work: Path, env: dict[str, str], name: str) -> None:
+    def __init__(self, work: Path, env: dict[str, str], name: str, *, store: str = SERVER,
+                 listen: str = LISTEN, metrics: str = METRICS,
+                 ready: str = "sabot.writer") -> None:
         self.out = work / f"{name}.out"
         self.proc = subprocess.Popen(
-            [*SABOT, "serve", "--listen", LISTEN, "--store", SERVER,
-             "--metrics-listen", METRICS], env=env, cwd=work,
+            [*SABOT, "serve", "--listen", listen, "--store", store,
+             "--metrics-listen", metrics], env=env, cwd=work,
             stdout=self.out.open("w"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 90
-        while not writer_serving():
+        while not writer_serving(metrics, ready):
             if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.stop()
                 raise Failed(f"the server did not start ({self.out})")
             time.sleep(0.3)
 
@@ -722,6 +752,7 @@ def main() -> None:
         check_log(load.tally, env)
         check_money(admin, load.tally)
         latest = check_checkpoints(admin, watch, events)
+        on_standby = standby_server(work, env, tokens)
         if not writer_serving():
             raise Failed(f"sabot.writer not SERVING at the end: {writer_facts()}")
     finally:
@@ -732,10 +763,52 @@ def main() -> None:
     verdict = export_and_verify(work, env, watch)
     summary = {"events": {e.what: e.figures for e in events},
                "acknowledged": len(load.tally.acked), "checkpoints": len(watch.checkpoints),
-               "latest_checkpoint": latest.size, "export": verdict.get("verdict")}
+               "latest_checkpoint": latest.size, "export": verdict.get("verdict"),
+               "server_on_a_standby": on_standby}
     if not args.skip_ruled_out:
         summary["ruled_out"] = ruled_out(work, env, tokens)
     say(f"passed in {time.monotonic() - started:.0f} s: {json.dumps(summary)}")
+
+
+def standby_server(work: Path, env: dict[str, str], tokens: dict[str, str]) -> dict[str, Any]:
+    """A second server whose store URL names a standby itself (no proxy, no
+    ``target_session_attrs``): it serves reads, but is no writer (``sabot.writer``
+    NOT_SERVING) and answers a command UNAVAILABLE, never deciding one it cannot store."""
+    node = next(n for n, (_, rest) in cluster.NODES.items()
+                if cluster._role(rest) in ("replica", "sync_standby"))
+    store = f"postgresql://sabot_server@127.0.0.1:{cluster.NODES[node][0]}/sabot"
+    listen, metrics = "127.0.0.1:50863", "127.0.0.1:50864"
+    try:
+        server = Server(work, {**env, "SABOT_CHAIN_HEAD": str(work / "standby-head.json")},
+                        "serve-standby", store=store, listen=listen, metrics=metrics, ready="")
+    except Failed:
+        out = (work / "serve-standby.out").read_text().strip().splitlines()
+        figures = {"node": node, "started": False, "why": (out or [""])[-1][:300]}
+        say(f"a server on a standby ({store}) does not start: {json.dumps(figures)}")
+        return figures
+    client = Client(listen, tokens["admin"], timeout=10)
+    try:
+        looks = []
+        for _ in range(20):
+            looks.append(writer_serving(metrics))
+            time.sleep(0.25)
+        try:
+            client.cashier.Deposit(cashier_pb2.DepositRequest(
+                request_id=str(uuid.uuid4()), name="accounts/cash-0", amount=money(1)))
+            answer = "OK"
+        except grpc.RpcError as exc:
+            answer = f"{exc.code().name} {reason(exc)}".strip()  # type: ignore[attr-defined]
+        balance = client.cashier.GetAccount(cashier_pb2.GetAccountRequest(
+            name="accounts/cash-0")).balance.amount_minor
+    finally:
+        client.close()
+        server.stop()
+    figures = {"node": node, "writer_serving_looks": sum(looks), "of": len(looks),
+               "deposit": answer, "reads": balance is not None}
+    say(f"a server on a standby ({store}): {json.dumps(figures)}")
+    if any(looks) or not answer.startswith("UNAVAILABLE"):
+        raise Failed("a server on a standby took writes or said sabot.writer SERVING")
+    return figures
 
 
 def start_again(name: str) -> None:
@@ -769,7 +842,13 @@ def walreceiver(name: str) -> int:
 
 
 def ruled_out(work: Path, env: dict[str, str], tokens: dict[str, str]) -> dict[str, Any]:
-    """A standby that missed commits promoted under a running server: the server stops."""
+    """A standby that missed commits promoted under a running server: the server stops.
+
+    The cluster made asynchronous (what the supported configuration forbids), the other standby
+    stopped, the stale one's WAL receiver stopped (SIGSTOP) while cash moves for 3 s, the
+    primary killed, then the stopped receiver killed too (the WAL it had not read from its
+    socket is gone with it: the standby restarts its recovery from what it wrote, without the
+    last commits). Patroni promotes it after ``ttl``; the server is asked to write on it."""
     done = patronictl("edit-config", "--force", "-s", "synchronous_mode=false",
                       "-s", "synchronous_mode_strict=false",
                       "-s", "maximum_lag_on_failover=1073741824")
@@ -778,70 +857,82 @@ def ruled_out(work: Path, env: dict[str, str], tokens: dict[str, str]) -> dict[s
     cluster._wait(lambda: cluster._psql(cluster.PROXY, "SELECT count(*) FROM pg_stat_replication"
                                         " WHERE sync_state = 'sync'") == "0", 60, "async")
     old = primary()
-    standbys = [n for n in cluster.NODES if n != old]
-    stale, gone = standbys
+    stale, gone = (n for n in cluster.NODES if n != old)
     cluster._stop(cluster._load()[gone])  # one standby stopped: the stale one is the only one
     server = Server(work, env, "serve-async")
     admin = Client(LISTEN, tokens["admin"], timeout=5)
     load = Load(LISTEN, tokens)
     t = threading.Thread(target=load._guard, args=(lambda: load.cashier(0),), daemon=True)
     load.threads.append(t)
+    answers: collections.Counter[str] = collections.Counter()
+    refusal = wrote = ""
     try:
         t.start()
         time.sleep(3)
         receiver = walreceiver(stale)
-        os.kill(receiver, signal.SIGSTOP)  # it receives nothing from now on
+        os.kill(receiver, signal.SIGSTOP)  # it reads nothing more from the primary
         stopped_at = time.monotonic()
         time.sleep(3)
-        with load.tally.lock:
-            missed = {rid for tm, rid in load.tally.log if tm > stopped_at}
         kill(old)
         killed_at = time.monotonic()
-        os.kill(receiver, signal.SIGCONT)
+        with load.tally.lock:
+            missed = {rid for tm, rid in load.tally.log if stopped_at < tm < killed_at}
+        os.kill(receiver, signal.SIGKILL)
         cluster._wait(lambda: cluster._role(cluster.NODES[stale][1]) in cluster.PRIMARY, 120,
                       f"{stale} promoted")
         promoted_at = time.monotonic()
-        # the server goes on being asked to write; it must refuse and stay refusing
-        refusal = ""
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not refusal:
+        # the server goes on being asked to write: it must refuse, and stay refusing
+        deadline = promoted_at + 60
+        while time.monotonic() < deadline and not refusal and not wrote:
+            rid = str(uuid.uuid4())
             try:
                 admin.cashier.Deposit(cashier_pb2.DepositRequest(
-                    request_id=str(uuid.uuid4()), name="accounts/cash-0", amount=money(1)))
+                    request_id=rid, name="accounts/cash-0", amount=money(1)))
+                wrote = rid
             except grpc.RpcError as exc:
-                if exc.code() is grpc.StatusCode.FAILED_PRECONDITION:  # type: ignore[attr-defined]
-                    refusal = f"{exc.code().name} {reason(exc)}"  # type: ignore[attr-defined]
-                    break
+                code = exc.code()  # type: ignore[attr-defined]
+                answers[f"{code.name} {reason(exc)}".strip()] += 1
+                if code is grpc.StatusCode.FAILED_PRECONDITION:
+                    refusal = f"{code.name} {reason(exc)}"
                 time.sleep(0.3)
-                continue
-            raise Failed("the server wrote on a primary that lost acknowledged commits")
         refused_at = time.monotonic()
         load.stop.set()
         load.give_up = time.monotonic()
         t.join(30)
-        if refusal != "FAILED_PRECONDITION EVIDENCE_BROKEN":
-            raise Failed(f"the server's answer on the stale primary: {refusal or 'none'}")
         time.sleep(3)
-        facts = writer_facts()
-        if writer_serving():
-            raise Failed("sabot.writer SERVING on the stale primary")
+        gauge = metric("sabot_writer_evidence_broken")
+        serving = writer_serving()
+        # still refusing a while later
+        try:
+            admin.cashier.Deposit(cashier_pb2.DepositRequest(
+                request_id=str(uuid.uuid4()), name="accounts/cash-0", amount=money(1)))
+            wrote = wrote or "the later deposit"
+        except grpc.RpcError as exc:
+            answers[f"{exc.code().name} {reason(exc)}".strip()] += 1  # type: ignore[attr-defined]
     finally:
         load.stop.set()
         admin.close()
         server.stop()
-    recorded = {e["state"]["request_id"]: e["position"] for e in events_of(OWNER, env)
+    recorded = {e["state"]["request_id"] for e in events_of(OWNER, env)
                 if e["topic"] == "sabot.ledger:Request.Recorded"}
-    lost = [rid for rid in missed if rid not in recorded]
+    lost = sorted(rid for rid in missed if rid not in recorded)
     after = [rid for tm, rid in load.tally.log if tm > killed_at and rid in recorded]
-    if after:
-        raise Failed(f"{len(after)} requests written on the stale primary: the chain forked")
     figures = {"acknowledged_while_receiver_stopped": len(missed),
-               "lost_by_promoting_it": len(lost), "written_after_promotion": 0,
-               "refusal": refusal, "refused_after_promotion_s": round(refused_at - promoted_at,
-                                                                        2),
-               "writer": {k: facts.get(k) for k in ("active", "evidence_broken")
-                          if k in facts} or facts}
+               "lost_by_promoting_it": len(lost),
+               "written_after_promotion": len(after) + (1 if wrote in recorded else 0),
+               "refusal": refusal, "answers_after_promotion": dict(answers),
+               "refused_after_promotion_s": round(refused_at - promoted_at, 2),
+               "writer_serving": serving,
+               "sabot_writer_evidence_broken": gauge}
     say(f"ruled out (asynchronous, a standby behind promoted): {json.dumps(figures)}")
+    if not lost:
+        raise Failed("the stale standby missed no commit: the case was not made")
+    if wrote or after:
+        raise Failed("the server wrote on a primary that lost acknowledged commits: the "
+                     "chain forked")
+    if refusal != "FAILED_PRECONDITION EVIDENCE_BROKEN" or serving or gauge != 1:
+        raise Failed(f"the server's answer on the stale primary: {refusal or 'none'}, "
+                     f"sabot.writer {'SERVING' if serving else 'NOT_SERVING'}")
     return figures
 
 
