@@ -54,6 +54,7 @@ import os
 import random
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -88,7 +89,16 @@ import cluster  # noqa: E402
 PROXY = f"127.0.0.1:{cluster.PROXY}"
 OWNER = f"postgresql://sabot_owner@{PROXY}/sabot"
 SERVER = f"postgresql://sabot_server@{PROXY}/sabot"
-LISTEN, METRICS = "127.0.0.1:50861", "127.0.0.1:50862"
+
+
+def _free() -> str:
+    """A loopback address with a port free now (other lanes' servers run on this machine)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+LISTEN, METRICS = _free(), _free()
 RETRIED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
                      grpc.StatusCode.ABORTED, grpc.StatusCode.UNKNOWN})
 TEQ_TABLES, TEQ_PLAYERS, TYU_PLAYERS, CASHIERS = 2, 3, 3, 2
@@ -777,7 +787,7 @@ def standby_server(work: Path, env: dict[str, str], tokens: dict[str, str]) -> d
     node = next(n for n, (_, rest) in cluster.NODES.items()
                 if cluster._role(rest) in ("replica", "sync_standby"))
     store = f"postgresql://sabot_server@127.0.0.1:{cluster.NODES[node][0]}/sabot"
-    listen, metrics = "127.0.0.1:50863", "127.0.0.1:50864"
+    listen, metrics = _free(), _free()
     try:
         server = Server(work, {**env, "SABOT_CHAIN_HEAD": str(work / "standby-head.json")},
                         "serve-standby", store=store, listen=listen, metrics=metrics, ready="")
