@@ -524,7 +524,8 @@ def event(what: str, act: Callable[[], str], load: Load, watch: Watch) -> Event:
         down = [t for t, ok in health if not ok]
         back = [t for t, ok in health if ok and down and t > down[0]]
         acked = [t for t in load.tally.times if t > at]
-        if now - at > 5 and acked and acked[-1] > now - 1 and (not down or back):
+        if now - at > 5 and len(acked) > 20 and acked[-1] > now - 1 and (not down or back) \
+                and len([t for t in acked if t > (back or down or [at])[0]]) > 20:
             break
         if load.tally.errors:
             raise Failed(f"{happened.what}: a client stopped: {load.tally.errors[0]}")
@@ -770,11 +771,12 @@ def main() -> None:
         watch.close()
         admin.close()
         server.stop()
+    demoted = demoted_server(work, env, tokens)
     verdict = export_and_verify(work, env, watch)
     summary = {"events": {e.what: e.figures for e in events},
                "acknowledged": len(load.tally.acked), "checkpoints": len(watch.checkpoints),
                "latest_checkpoint": latest.size, "export": verdict.get("verdict"),
-               "server_on_a_standby": on_standby}
+               "server_on_a_standby": on_standby, "node_demoted_under_a_server": demoted}
     if not args.skip_ruled_out:
         summary["ruled_out"] = ruled_out(work, env, tokens)
     say(f"passed in {time.monotonic() - started:.0f} s: {json.dumps(summary)}")
@@ -795,6 +797,8 @@ def standby_server(work: Path, env: dict[str, str], tokens: dict[str, str]) -> d
         out = (work / "serve-standby.out").read_text().strip().splitlines()
         figures = {"node": node, "started": False, "why": (out or [""])[-1][:300]}
         say(f"a server on a standby ({store}) does not start: {json.dumps(figures)}")
+        if "read-only" not in figures["why"]:
+            raise Failed(f"a server on a standby: {figures['why']}") from None
         return figures
     client = Client(listen, tokens["admin"], timeout=10)
     try:
@@ -818,6 +822,50 @@ def standby_server(work: Path, env: dict[str, str], tokens: dict[str, str]) -> d
     say(f"a server on a standby ({store}): {json.dumps(figures)}")
     if any(looks) or not answer.startswith("UNAVAILABLE"):
         raise Failed("a server on a standby took writes or said sabot.writer SERVING")
+    return figures
+
+
+def demoted_server(work: Path, env: dict[str, str], tokens: dict[str, str]) -> dict[str, Any]:
+    """A server whose store URL names the primary node itself (no proxy, no
+    ``target_session_attrs``), the node demoted under it by a switchover: once the node is a
+    standby the server takes no write (``sabot.writer`` NOT_SERVING, commands UNAVAILABLE),
+    where before the writer's lease and probe took a standby for a store (``SELECT 1`` and an
+    advisory lock both work on one)."""
+    node = primary()
+    store = f"postgresql://sabot_server@127.0.0.1:{cluster.NODES[node][0]}/sabot"
+    listen, metrics = _free(), _free()
+    server = Server(work, env, "serve-node", store=store, listen=listen, metrics=metrics)
+    client = Client(listen, tokens["admin"], timeout=5)
+    answers: collections.Counter[str] = collections.Counter()
+    looks: list[bool] = []
+    wrote: list[str] = []
+    try:
+        client.cashier.Deposit(cashier_pb2.DepositRequest(
+            request_id=str(uuid.uuid4()), name="accounts/cash-0", amount=money(1)))
+        switchover()
+        cluster._wait(lambda: cluster._role(cluster.NODES[node][1]) in ("replica",
+                                                                         "sync_standby"),
+                      120, f"{node} a standby")
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            looks.append(writer_serving(metrics))
+            rid = str(uuid.uuid4())
+            try:
+                client.cashier.Deposit(cashier_pb2.DepositRequest(
+                    request_id=rid, name="accounts/cash-0", amount=money(1)))
+                wrote.append(rid)
+            except grpc.RpcError as exc:
+                answers[f"{exc.code().name} {reason(exc)}".strip()] += 1  # type: ignore[attr-defined]
+            time.sleep(0.4)
+    finally:
+        client.close()
+        server.stop()
+    figures = {"node": node, "writer_serving_looks": sum(looks), "of": len(looks),
+               "acknowledged_on_the_standby": len(wrote), "answers": dict(answers)}
+    say(f"a server on a node demoted under it ({store}): {json.dumps(figures)}")
+    if wrote or any(looks) or any(not a.startswith("UNAVAILABLE") for a in answers):
+        raise Failed("a server on a demoted node said SERVING or answered a command otherwise "
+                     "than UNAVAILABLE")
     return figures
 
 
