@@ -835,13 +835,14 @@ def demoted_server(work: Path, env: dict[str, str], tokens: dict[str, str]) -> d
     store = f"postgresql://sabot_server@127.0.0.1:{cluster.NODES[node][0]}/sabot"
     listen, metrics = _free(), _free()
     server = Server(work, env, "serve-node", store=store, listen=listen, metrics=metrics)
-    client = Client(listen, tokens["admin"], timeout=5)
+    client = Client(listen, tokens["admin"], timeout=10)
     answers: collections.Counter[str] = collections.Counter()
     looks: list[bool] = []
     wrote: list[str] = []
     try:
-        client.cashier.Deposit(cashier_pb2.DepositRequest(
-            request_id=str(uuid.uuid4()), name="accounts/cash-0", amount=money(1)))
+        first = cashier_pb2.DepositRequest(request_id=str(uuid.uuid4()),
+                                           name="accounts/cash-0", amount=money(1))
+        _read(lambda: client.cashier.Deposit(first))  # written there (retried with its id)
         switchover()
         cluster._wait(lambda: cluster._role(cluster.NODES[node][1]) in ("replica",
                                                                          "sync_standby"),
