@@ -29,6 +29,9 @@ Then the checks (each fails the test):
   is a prefix of the new primary's log: a consistency proof (RFC 9162, from the server) to the
   latest checkpoint, verified here (``services/regulator/merkle.py``), and again by
   ``sabot-verify --known-checkpoint`` over the export;
+- a server whose store URL names a standby does not start (read-only), and one on the primary
+  node's own address (no proxy) takes no write once a switchover made that node a standby
+  (``sabot.writer`` NOT_SERVING, every command UNAVAILABLE);
 - ``sabot store export`` of the whole log, then ``sabot-verify`` with the operator's public keys
   pinned (checkpoint and chain) and the writer's head file: VERIFIED (the chain unbroken, every
   shoe, round and match replayed, the money balanced).
