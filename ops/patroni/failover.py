@@ -56,6 +56,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -783,6 +784,7 @@ def main() -> None:
     if not args.skip_ruled_out:
         summary["ruled_out"] = ruled_out(work, env, tokens)
     say(f"passed in {time.monotonic() - started:.0f} s: {json.dumps(summary)}")
+    shutil.rmtree(work, ignore_errors=True)  # kept when a check failed: the servers' logs
 
 
 def standby_server(work: Path, env: dict[str, str], tokens: dict[str, str]) -> dict[str, Any]:
