@@ -147,7 +147,9 @@ def install() -> None:
     if os.geteuid() != 0:
         sys.exit(f"ha: missing {', '.join(missing)}: apt-get install {' '.join(missing)} (as root)")
     say(f"installing {', '.join(missing)} (Debian packages)")
-    subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True,
+    # another apt-get may hold dpkg's lock (a fresh machine installing its other packages)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=600",
+                    *missing], check=True,
                    env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
                    stdout=subprocess.DEVNULL)
 

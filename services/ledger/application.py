@@ -435,7 +435,8 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
 
 
 class StoreProbe:
-    """``SELECT 1`` on a connection of its own (kept between looks; ``close`` ends it)."""
+    """Whether the store answers and takes writes, on a connection of its own (kept between
+    looks; ``close`` ends it): a standby (read-only, in recovery) counts as not answering."""
 
     def __init__(self, conninfo: str, options: dict[str, Any]) -> None:
         self.conninfo = conninfo
@@ -448,7 +449,9 @@ class StoreProbe:
                 self._conn = psycopg.connect(self.conninfo, autocommit=True,
                                              application_name="sabot-writer-probe",
                                              **self.options)
-            self._conn.execute("SELECT 1").fetchone()
+            row = self._conn.execute("SELECT pg_is_in_recovery()").fetchone()
+            if row is None or row[0]:
+                raise psycopg.OperationalError("the store is a standby (read-only)")
         except BaseException:
             self.close()
             raise

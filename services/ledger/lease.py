@@ -200,8 +200,10 @@ class PostgresLease(Lease):
             try:
                 if self._conn is None or self._conn.closed:
                     self._conn = self._connect()
-                row = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
-                                         self.key).fetchone()
+                # a standby (read-only, in recovery) grants advisory locks of its own: never
+                # the lease there (its saves would all fail), so none is tried on one
+                row = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s) "
+                                         "WHERE NOT pg_is_in_recovery()", self.key).fetchone()
             except psycopg.Error as exc:
                 if not self._unreachable:  # once, not at every attempt
                     log.warning("writer lease: store unreachable (%s)", exc)
