@@ -35,7 +35,7 @@ from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from sabot_verify import actors
+from sabot_verify import actors, unit
 from sabot_verify.chain import key_id, load_head, walk_export
 from sabot_verify.cuarenta import verify_matches
 from sabot_verify.integrity import Export, Problem, check, parse
@@ -96,6 +96,8 @@ def _chain(exp: Export, chain_keys: list[bytes] | None, head: dict[str, Any] | N
     records: list[tuple[int, int | None, dict[str, Any] | None]] = []
     for r in exp.events:
         records.append((r["position"], r["index"], r.get("event")))
+    for r in exp.leaves:  # another unit's event: its hash in the chain stands for it
+        records.append((r["position"], r["index"], {"chain_hash": r.get("chain_hash")}))
     for r in exp.unnotarised + exp.tail:
         records.append((r["position"], None, r.get("event")))
     records.sort(key=lambda x: (x[0], x[1] is None))
@@ -134,6 +136,7 @@ def run(
         unpinned.append("the chain key (--chain-public-key)")
     problems, checkpoints = check(exp, key)
     problems += actors.problems(exp.events)  # each event's actor is its command's
+    problems += unit.problems(exp)  # nothing of a unit left out of its export
     chain_found, walk = _chain(exp, chain_keys, chain_head, detail)
     problems += chain_found
     sited = check_site(exp, site)  # whose log: the site its signed links and checkpoints name
