@@ -322,10 +322,10 @@ def _write_export(
             "shoes": shoes,
         }
     else:
-        closed, in_play = shoes_at(events, limit)
-        shoes = list(shoe_ids) if shoe_ids is not None else closed
-        if shoe_ids is not None:
-            in_play = shoes
+        if shoe_ids is not None:  # the shoes asked for (no scan of the log by topic)
+            shoes = in_play = list(shoe_ids)
+        else:
+            shoes, in_play = shoes_at(events, limit)
         summary.shoes = shoes
         if whole:  # every leaf: all the money, every shoe (its closed ones are replayed)
             ranges = [(0, anchor.size - 1)]
