@@ -191,7 +191,7 @@ def _raw_scan(url: str) -> tuple[float, int]:
     c = time.process_time()
     rows = 0
     with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
-        for _oid, _version, topic, state in conn.execute(
+        for _oid, _version, _topic, state in conn.execute(
                 "SELECT originator_id, originator_version, topic, state FROM stored_events "
                 "ORDER BY rowid"):
             hashlib.sha256(state).digest()
