@@ -17,7 +17,9 @@ Histories are SQLite stores built once and kept outside the repository (``bench.
   the floor: a Python loop reading every stored row, hashing and parsing it (``raw_scan``).
   One shoe of that day: its events held in full, the other tables' as leaf records.
 
-Rows: ``bytes``, ``ms`` (wall), ``cpu_ms``, ``rss_mb`` (sabot-verify's peak), and ratios.
+Rows: ``bytes``, ``ms`` (wall), ``cpu_ms`` (this process's processor time), ``rss_mb``
+(sabot-verify's peak), and ratios (``_cpu_x_smallest`` on processor time: on the shared machine
+wall time is mostly the load); ``load_1min`` before and after.
 ``SABOT_BENCH_EXPORT_SIZES`` (default ``1000,100000,1000000``) changes the sizes.
 ``python -m bench.export`` prints the rows.
 """
@@ -212,6 +214,7 @@ def _shoe_rows(tmp: Path, size: int) -> tuple[str, dict[str, float]]:
         "export_ms": exported[0], "export_cpu_ms": exported[1],
         "verify_ms": checked[0], "verify_cpu_ms": checked[1],
         "in_process_ms": exported[0] + checked[0],
+        "in_process_cpu_ms": exported[1] + checked[1],
         "sabot_verify_ms": alone[0], "sabot_verify_rss_mb": alone[2],
     }
     return f"export.shoe.{size}", got
@@ -263,6 +266,8 @@ def run() -> list[Row]:
             rows.append((f"{prefix}.bytes_x_smallest", got["bytes"] / first["bytes"]))
             rows.append((f"{prefix}.in_process_x_smallest",
                          got["in_process_ms"] / first["in_process_ms"]))
+            rows.append((f"{prefix}.in_process_cpu_x_smallest",
+                         got["in_process_cpu_ms"] / first["in_process_cpu_ms"]))
         rows += _day_rows(tmp)
     rows.append(("export.load_1min_after", os.getloadavg()[0]))
     return rows
