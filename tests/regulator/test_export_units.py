@@ -47,6 +47,7 @@ class Two:
     shoe: str
     coups: list[str]
     other: str
+    batching: bool = False
 
     def export(self, **kw: Any) -> list[str]:
         db = Database(self.url)
@@ -60,12 +61,21 @@ class Two:
             db.close()
 
 
-def _play(url: str) -> Two:
+def _play(url: str, batching: bool = False) -> Two:
+    """``batching``: the batching writer, with a cashier's deposits submitted while t-a plays,
+    so that batches mix the shoe's commands with others (one link over both)."""
     pub = regulator_key().public_key().public_bytes_raw()
     draw = random.Random(41).randbytes
-    ledger, rng = make_ledger(url, seed=41, new_seed=lambda: draw(32), regulator_key=pub)
+    ledger, rng = make_ledger(url, seed=41, new_seed=lambda: draw(32), regulator_key=pub,
+                              batching=batching)
     try:
         a, b = Player(ledger, rng, "t-a", "francaise"), Player(ledger, rng, "t-b", "italiana")
+        deposits = 0
+
+        def cash() -> Any:
+            nonlocal deposits
+            deposits += 1
+            return ledger.submit("deposit", f"cash-{deposits}", b.players[1], 100)
         shoe, other = a.open_shoe(), b.open_shoe()
         coups = []
 
@@ -76,7 +86,10 @@ def _play(url: str) -> Two:
                 other = b.open_shoe()
 
         for _ in range(200):
+            waiting = [cash() for _ in range(3)] if batching else []
             cid, end = a.coup()
+            for f in waiting:
+                f.result(timeout=60)
             coups.append(cid)
             b_coup()
             if end:
@@ -93,15 +106,16 @@ def _play(url: str) -> Two:
         notary.checkpoint_now()
     finally:
         db.close()
-    return Two(url, shoe, coups, other)
+    return Two(url, shoe, coups, other, batching)
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres",
-                                                               marks=pytest.mark.postgres)])
+@pytest.fixture(scope="module", params=["sqlite", "sqlite-batching",
+                                        pytest.param("postgres", marks=pytest.mark.postgres)])
 def two(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         ) -> Iterator[Two]:
-    if request.param == "sqlite":
-        yield _play(f"sqlite:///{tmp_path_factory.mktemp('units')}/store.db")
+    if request.param.startswith("sqlite"):
+        yield _play(f"sqlite:///{tmp_path_factory.mktemp('units')}/store.db",
+                    batching=request.param.endswith("batching"))
         return
     postgres_or_skip()
     name = f"sabot_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
@@ -148,6 +162,16 @@ def test_the_shoes_export_holds_the_shoe_and_verifies(two: Two) -> None:
     # every event of the shoe's coups in full, and every posting of their commands
     assert mine <= {r["position"] for r in full}
     assert any(r["event"]["topic"] == P + "Account.Credited" for r in full)
+    if two.batching:  # some links cover the shoe's events and others' leaf records at once
+        kinds: set[str] = set()
+        mixed = 0
+        for r in sorted(full + hashed, key=lambda x: x["index"]):
+            if r["kind"] == "event" and r["event"]["topic"] == P + "Chain.Linked":
+                mixed += kinds == {"event", "leaf"}
+                kinds = set()
+            else:
+                kinds.add(r["kind"])
+        assert mixed > 0
     code, text = verify(lines_of(recs))
     assert code == 0, text
     assert f"{len(two.coups)} coups" in text and text.count("OK   coup") == len(two.coups)
