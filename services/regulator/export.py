@@ -66,14 +66,18 @@ from services.regulator.source import EventTable, RawEvent, SnapshotTable
 from services.regulator.vocabulary import shoe_events, shoe_of_coup, state
 from services.topics import (
     CHAIN_LINKED,
+    COUP,
     COUP_EVENTS,
     COUP_OPENED,
     COUP_SETTLED,
+    CUARENTA_MATCH,
     REQUEST_RECORDED,
+    SHOE,
     SHOE_CLOSED,
     SHOE_EVENTS,
     SHOE_SHUFFLED,
     TABLE_OPENED,
+    TREINTA_Y_UNA_ROUND,
 )
 
 FORMAT = "SABOT-EXPORT-2"  # one multi-leaf proof against the anchor (``nodes`` records)
@@ -413,8 +417,8 @@ def _write_export(
     return summary
 
 
-GAME_AGGREGATES = ("sabot.ledger:Shoe.", "sabot.ledger:Coup.", "sabot.ledger:CuarentaMatch.",
-                   "sabot.ledger:TreintaYUnaRound.")  # topics of a unit's own aggregates
+# the topics' prefixes of a unit's own aggregates (shoe, coup, match, round)
+GAME_AGGREGATES = tuple(f"{name}." for name in (SHOE, COUP, CUARENTA_MATCH, TREINTA_Y_UNA_ROUND))
 
 
 @dataclass
