@@ -1,8 +1,11 @@
 """``sabot-verify EXPORT [--trust FILE] [--checkpoint-public-key KEY] [--chain-public-key KEY]...
 [--known-checkpoint FILE]... [--regulator-key KEY] [--chain-head FILE] [-v] [--format text|json]``.
 
-Checks an export (docs/export-format.md) with nothing but the standard library and
-``cryptography``: every leaf hash, inclusion proof, signed checkpoint and consistency proof; the
+Checks an export (docs/export-format.md: SABOT-EXPORT-2, or an older SABOT-EXPORT-1) with
+nothing but the standard library and ``cryptography``: every leaf hash, the multi-leaf proof
+against the anchor (SABOT-EXPORT-2: leaves and ``nodes`` folded into its root as the file is
+read; SABOT-EXPORT-1: each event's inclusion proof), that a shoe's export leaves nothing of its
+unit out (``sabot_verify.unit``), every signed checkpoint and consistency proof; the
 evidence chain (every batch against the link its writer signed); that every posting belongs to
 exactly one command whose postings balance, and (whole log) every balance re-derived and every
 snapshot against its link; then every shoe's commitment, shuffle and cut, and every coup's
@@ -335,13 +338,13 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sabot-verify",
-        description="Checks a Sabot export (SABOT-EXPORT-1, docs/export-format.md) and prints "
-        "one verdict line. Exit codes: 0 VERIFIED, 1 NOT VERIFIED, 2 usage, 3 UNVERIFIABLE "
+        description="Checks a Sabot export (SABOT-EXPORT-2 or -1, docs/export-format.md) and "
+        "prints one verdict line. Exit codes: 0 VERIFIED, 1 NOT VERIFIED, 2 usage, 3 UNVERIFIABLE "
         "(nothing failed, but no trust anchor: pin the operator's public keys), 4 a file that "
         "cannot be read.")
     parser.add_argument("export", help="an export file (JSON Lines), or - for stdin")
     parser.add_argument("--version", action="version",
-                        version=f"sabot-verify {_version()} (SABOT-EXPORT-1)")
+                        version=f"sabot-verify {_version()} (SABOT-EXPORT-2, SABOT-EXPORT-1)")
     parser.add_argument("--trust", metavar="FILE",
                         help="the regulator's trust file (SABOT-TRUST-1, TOML or JSON): the "
                         "operator's pinned public keys and earlier checkpoints")
