@@ -1,8 +1,11 @@
 """``sabot-verify EXPORT [--trust FILE] [--checkpoint-public-key KEY] [--chain-public-key KEY]...
 [--known-checkpoint FILE]... [--regulator-key KEY] [--chain-head FILE] [-v] [--format text|json]``.
 
-Checks an export (docs/export-format.md) with nothing but the standard library and
-``cryptography``: every leaf hash, inclusion proof, signed checkpoint and consistency proof; the
+Checks an export (docs/export-format.md: SABOT-EXPORT-2, or an older SABOT-EXPORT-1) with
+nothing but the standard library and ``cryptography``: every leaf hash, the multi-leaf proof
+against the anchor (SABOT-EXPORT-2: leaves and ``nodes`` folded into its root as the file is
+read; SABOT-EXPORT-1: each event's inclusion proof), that a shoe's export leaves nothing of its
+unit out (``sabot_verify.unit``), every signed checkpoint and consistency proof; the
 evidence chain (every batch against the link its writer signed); that every posting belongs to
 exactly one command whose postings balance, and (whole log) every balance re-derived and every
 snapshot against its link; then every shoe's commitment, shuffle and cut, and every coup's
@@ -35,7 +38,7 @@ from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from sabot_verify import actors
+from sabot_verify import actors, unit
 from sabot_verify.chain import key_id, load_head, walk_export
 from sabot_verify.cuarenta import verify_matches
 from sabot_verify.integrity import Export, Problem, check, parse
@@ -96,6 +99,8 @@ def _chain(exp: Export, chain_keys: list[bytes] | None, head: dict[str, Any] | N
     records: list[tuple[int, int | None, dict[str, Any] | None]] = []
     for r in exp.events:
         records.append((r["position"], r["index"], r.get("event")))
+    for r in exp.leaves:  # another unit's event: its hash in the chain stands for it
+        records.append((r["position"], r["index"], {"chain_hash": r.get("chain_hash")}))
     for r in exp.unnotarised + exp.tail:
         records.append((r["position"], None, r.get("event")))
     records.sort(key=lambda x: (x[0], x[1] is None))
@@ -134,6 +139,7 @@ def run(
         unpinned.append("the chain key (--chain-public-key)")
     problems, checkpoints = check(exp, key)
     problems += actors.problems(exp.events)  # each event's actor is its command's
+    problems += unit.problems(exp)  # nothing of a unit left out of its export
     chain_found, walk = _chain(exp, chain_keys, chain_head, detail)
     problems += chain_found
     sited = check_site(exp, site)  # whose log: the site its signed links and checkpoints name
@@ -332,13 +338,13 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sabot-verify",
-        description="Checks a Sabot export (SABOT-EXPORT-1, docs/export-format.md) and prints "
-        "one verdict line. Exit codes: 0 VERIFIED, 1 NOT VERIFIED, 2 usage, 3 UNVERIFIABLE "
+        description="Checks a Sabot export (SABOT-EXPORT-2 or -1, docs/export-format.md) and "
+        "prints one verdict line. Exit codes: 0 VERIFIED, 1 NOT VERIFIED, 2 usage, 3 UNVERIFIABLE "
         "(nothing failed, but no trust anchor: pin the operator's public keys), 4 a file that "
         "cannot be read.")
     parser.add_argument("export", help="an export file (JSON Lines), or - for stdin")
     parser.add_argument("--version", action="version",
-                        version=f"sabot-verify {_version()} (SABOT-EXPORT-1)")
+                        version=f"sabot-verify {_version()} (SABOT-EXPORT-2, SABOT-EXPORT-1)")
     parser.add_argument("--trust", metavar="FILE",
                         help="the regulator's trust file (SABOT-TRUST-1, TOML or JSON): the "
                         "operator's pinned public keys and earlier checkpoints")

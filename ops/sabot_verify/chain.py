@@ -4,8 +4,10 @@ link signed with the writer's Ed25519 key.
 The exported events are walked in log order, range by range. At each link: its signature (a
 trusted key), its place (sequence number, previous link's hash, first chain index) and, slot by
 slot, each event's hash (chain index, originator id, version, topic, the state's canonical
-bytes). The first bad slot is named: an edited, inserted or moved event at its position, a
-deleted one at its own position (a notarised event the store lost) or at the gap it left.
+bytes), or, for another unit's event a shoe's export holds as a ``leaf`` record, the hash it
+gives (``chain_hash``: the link's digest over every slot proves it). The first bad slot is
+named: an edited, inserted or moved event at its position, a deleted one at its own position
+(a notarised event the store lost) or at the gap it left.
 """
 
 from __future__ import annotations
@@ -205,7 +207,10 @@ class Walk:
                 self._bad(min(p, previous + 1), f"not in link {seq}'s batch (inserted?)")
                 return
             try:
-                h = event_hash(first + j, c)
+                h = (bytes.fromhex(c["chain_hash"]) if "chain_hash" in c  # a leaf record's
+                     else event_hash(first + j, c))
+                if len(h) != 32:
+                    raise ValueError("not a SHA-256 hash")
             except (KeyError, TypeError, ValueError):
                 self._bad(p, "a malformed event")
                 return

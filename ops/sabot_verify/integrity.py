@@ -1,7 +1,14 @@
-"""The export's integrity: leaf hashes, inclusion proofs, signed checkpoints, consistency."""
+"""The export's integrity: leaf hashes, inclusion proofs, signed checkpoints, consistency.
+
+SABOT-EXPORT-2 proves its leaves with one multi-leaf proof against the anchor: its ``nodes``
+records stand for the leaves between the exported ranges, and leaves and nodes fold into the
+tree head (``Frontier``), which must be the anchor's root. SABOT-EXPORT-1 (older exports) carries
+an inclusion proof in every event record; both are read.
+"""
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -10,14 +17,18 @@ from typing import Any
 
 from sabot_verify.proofs import (
     Bad,
+    Frontier,
     canonical,
     check_checkpoint,
     check_consistency,
     check_inclusion,
+    gap_blocks,
     leaf_hash,
 )
 
-FORMAT = "SABOT-EXPORT-1"
+FORMAT = "SABOT-EXPORT-2"  # one multi-leaf proof (``nodes`` records)
+FORMAT_EACH = "SABOT-EXPORT-1"  # an inclusion proof in every event record
+FORMATS = (FORMAT, FORMAT_EACH)
 
 
 @dataclass
@@ -35,7 +46,14 @@ class Export:
     snapshots: list[dict[str, Any]] = field(default_factory=list)
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     escrow: list[bytes] = field(default_factory=list)  # sealed seeds (nil shoe id)
+    nodes: list[dict[str, Any]] = field(default_factory=list)  # the multi-leaf proof's blocks
+    leaves: list[dict[str, Any]] = field(default_factory=list)  # other units' leaves: hashes
     end: dict[str, Any] | None = None
+
+    @property
+    def multi(self) -> bool:
+        """SABOT-EXPORT-2: one multi-leaf proof, not a proof per event."""
+        return self.header.get("format") == FORMAT
 
 
 def _shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -77,15 +95,22 @@ def parse(lines: Iterable[str]) -> Export:
         if exp is None:
             if not isinstance(r, dict) or r.get("kind") != "header":
                 raise Bad("the export does not start with a header")
-            if r.get("format") != FORMAT:
-                raise Bad(f"unknown format {r.get('format')!r} (expected {FORMAT})")
+            if r.get("format") not in FORMATS:
+                raise Bad(f"unknown format {r.get('format')!r} (expected {FORMAT} or "
+                          f"{FORMAT_EACH})")
             exp = Export(r)
             continue
         kind = r.get("kind")
         if kind == "event":
-            if "proof" in r:
+            if exp.multi:  # proven by the export's multi-leaf proof: no proof of its own
+                r["proof"] = b""
+            elif "proof" in r:
                 r["proof"] = _packed(r["proof"])
             exp.events.append(r)
+        elif kind == "nodes" and exp.multi:
+            exp.nodes.append(r)
+        elif kind == "leaf" and exp.multi:
+            exp.leaves.append(r)
         elif kind == "unnotarised":
             exp.unnotarised.append(r)
         elif kind == "tail":
@@ -135,6 +160,8 @@ def check(exp: Export, key: bytes) -> tuple[list[Problem], dict[int, dict[str, A
         problems.append(Problem(None, "the anchor checkpoint is not the last checkpoint"))
         return problems, by_size
     root, size = bytes.fromhex(anchor["root"]), anchor["size"]
+    if exp.multi:
+        problems += _multi_leaf(exp, size, root)
     last_index = -1
     for r in exp.events:
         pos, idx = r.get("position"), r.get("index")
@@ -143,7 +170,8 @@ def check(exp: Export, key: bytes) -> tuple[list[Problem], dict[int, dict[str, A
                 raise Bad(f"leaf index {idx} out of order")
             last_index = idx
             h = bytes.fromhex(r["leaf_hash"])
-            check_inclusion(h, idx, size, _hashes(r["proof"]), root)
+            if not exp.multi:
+                check_inclusion(h, idx, size, _hashes(r["proof"]), root)
             ev = r.get("event")
             if ev is None:
                 raise Bad("notarised event missing from the store (deleted?)")
@@ -157,3 +185,80 @@ def check(exp: Export, key: bytes) -> tuple[list[Problem], dict[int, dict[str, A
         pos = r.get("position")
         problems.append(Problem(pos, f"position {pos}: stored event no leaf covers (inserted?)"))
     return problems, by_size
+
+
+def _multi_leaf(exp: Export, size: int, root: bytes) -> list[Problem]:
+    """The multi-leaf proof: the event records' leaves and the ``nodes`` records' blocks, in
+    leaf order, must stand for the anchor's ``size`` leaves exactly and fold into its root.
+    A leaf left out, added or moved breaks the order at its record; a leaf or node hash
+    changed, the root."""
+    frontier = Frontier()
+    nodes = iter(exp.nodes)
+    pending = next(nodes, None)
+    first = last = None
+
+    def fold_nodes(upto: int) -> None:
+        nonlocal pending
+        while pending is not None and _int(pending.get("first")) < upto:
+            start, stop = _int(pending.get("first")), _int(pending.get("stop"))
+            if start != frontier.size:
+                raise Bad(f"a nodes record for leaves {start} to {stop - 1} where leaf "
+                          f"{frontier.size} is next (leaves left out, added or moved)")
+            blocks = gap_blocks(start, stop)
+            hashes = pending.get("hashes")
+            if not isinstance(hashes, list) or len(hashes) != len(blocks):
+                raise Bad(f"the nodes record for leaves {start} to {stop - 1} holds "
+                          f"{len(hashes) if isinstance(hashes, list) else 'no'} hashes, not "
+                          f"{len(blocks)}")
+            for (level, _index), h in zip(blocks, hashes, strict=True):
+                frontier.push(level, bytes.fromhex(h))
+            pending = next(nodes, None)
+
+    for r in heapq.merge(exp.events, exp.leaves, key=_index):
+        pos, idx = r.get("position"), r.get("index")
+        if not isinstance(idx, int):
+            if r.get("kind") == "leaf":
+                return [Problem(pos if isinstance(pos, int) else None,
+                                f"a leaf record without a leaf index ({idx!r})")]
+            continue  # said by the per-event check
+        try:
+            fold_nodes(idx + 1)
+            if idx > frontier.size:
+                gone = (f"leaf {frontier.size}" if idx == frontier.size + 1
+                        else f"leaves {frontier.size} to {idx - 1}")
+                raise Bad(f"{gone} before it in neither a record nor the multi-leaf proof "
+                          "(left out, or this leaf moved)")
+            if idx < frontier.size:
+                raise Bad(f"leaf {idx} again, or out of its place (added or moved): leaf "
+                          f"{frontier.size} is next")
+            frontier.push(0, bytes.fromhex(r["leaf_hash"]))
+        except (Bad, KeyError, TypeError, ValueError) as exc:
+            return [Problem(pos, f"position {pos} (leaf {idx}): {exc}")]
+        first = pos if first is None else first
+        last = pos
+    try:
+        fold_nodes(size + 1)
+        if pending is not None:
+            raise Bad("a nodes record beyond the anchor's tree")
+    except (Bad, KeyError, TypeError, ValueError) as exc:
+        return [Problem(None, f"the multi-leaf proof: {exc}")]
+    if frontier.size != size:
+        return [Problem(None, f"the multi-leaf proof stands for {frontier.size} leaves, the "
+                              f"anchor checkpoint for {size} (leaves left out or added)")]
+    if frontier.root() != root:
+        span = f" (leaves at positions {first} to {last})" if first is not None else ""
+        return [Problem(None, f"the multi-leaf proof of the exported leaves{span} does not "
+                               "lead to the anchor checkpoint's root (a leaf hash or a proof "
+                               "node changed)")]
+    return []
+
+
+def _index(record: dict[str, Any]) -> int:
+    idx = record.get("index")
+    return idx if isinstance(idx, int) else -1
+
+
+def _int(value: Any) -> int:
+    if not isinstance(value, int):
+        raise Bad(f"a nodes record's bound {value!r} is not a leaf index")
+    return value

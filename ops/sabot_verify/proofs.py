@@ -44,6 +44,50 @@ def mth(hashes_: list[bytes]) -> bytes:
     return level[0]
 
 
+def gap_blocks(start: int, stop: int) -> list[tuple[int, int]]:
+    """(level, index) of the aligned complete subtrees a ``nodes`` record gives for leaves
+    [start, stop): left to right, each the largest aligned one that fits."""
+    out: list[tuple[int, int]] = []
+    p = start
+    while p < stop:
+        level = 0
+        while p % (2 << level) == 0 and p + (2 << level) <= stop:
+            level += 1
+        out.append((level, p >> level))
+        p += 1 << level
+    return out
+
+
+class Frontier:
+    """A tree head folded left to right from leaves and aligned complete subtrees, in a stack
+    of at most log2(n) + 1 hashes: what a multi-leaf proof and a whole log are checked with as
+    the export streams."""
+
+    __slots__ = ("_stack", "size")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._stack: list[tuple[int, int, bytes]] = []
+
+    def push(self, level: int, h: bytes) -> None:
+        if self.size % (1 << level):
+            raise Bad(f"a subtree of {1 << level} leaves cannot start at leaf {self.size}")
+        index = self.size >> level
+        self.size += 1 << level
+        while self._stack and index & 1 and self._stack[-1][0] == level:
+            h = node_hash(self._stack.pop()[2], h)
+            level, index = level + 1, index >> 1
+        self._stack.append((level, index, h))
+
+    def root(self) -> bytes:
+        if not self._stack:
+            return hashlib.sha256(b"").digest()
+        h = self._stack[-1][2]
+        for _level, _index, left in reversed(self._stack[:-1]):
+            h = node_hash(left, h)
+        return h
+
+
 def check_inclusion(leaf: bytes, index: int, size: int, proof: list[bytes], root: bytes) -> None:
     if not 0 <= index < size:
         raise Bad(f"leaf {index} outside a tree of {size}")

@@ -77,13 +77,26 @@ class Mismatch(Exception):
 
 
 def _events(records: list[dict[str, Any]]) -> list[Ev]:
+    """What ``check_shoes`` reads, unwrapped: the tables' opening and closing, the shoes'
+    events, and every event of an aggregate whose first event (version 1) names a shoe (a
+    coup, a round, a match). Accounts, commands and links are left as they are (not copied:
+    most of a whole log's events)."""
     out = []
+    seen: dict[str, bool] = {}  # originator -> one of a shoe's (its version 1 names a shoe)
     for r in records:
         e = r.get("event")
         if not isinstance(e, dict):
             continue
+        topic, oid = e["topic"], e["originator_id"]
+        mine = seen.get(oid)
+        if mine is False and topic not in (TABLE_OPENED, TABLE_CLOSED) \
+                and not topic.startswith(SHOE_PREFIX):
+            continue
         st = plain(e.get("state", {}))
-        out.append(Ev(e["position"], e["originator_id"], e["version"], e["topic"], st))
+        if mine is None:
+            mine = seen[oid] = e["version"] == 1 and isinstance(st.get("shoe_id"), str)
+        if mine or topic in (TABLE_OPENED, TABLE_CLOSED) or topic.startswith(SHOE_PREFIX):
+            out.append(Ev(e["position"], oid, e["version"], topic, st))
     return out
 
 

@@ -118,7 +118,10 @@ def verify_rounds(records: list[dict[str, Any]], seed_of: SeedSource) -> list[Ve
         e = r.get("event")
         if not isinstance(e, dict):
             continue
-        ev = _Ev(e["position"], e["originator_id"], e["topic"], _plain(e.get("state", {})))
+        topic = e["topic"]
+        if not (topic.startswith(ROUND_PREFIX) or topic in (SHOE_SHUFFLED, SHOE_CUT)):
+            continue  # not a round's, nor its shoe's: nothing to unwrap
+        ev = _Ev(e["position"], e["originator_id"], topic, _plain(e.get("state", {})))
         if ev.topic.startswith(ROUND_PREFIX):
             rounds.setdefault(ev.originator, _Round(ev.originator)).events.append(ev)
         elif ev.topic in (SHOE_SHUFFLED, SHOE_CUT):

@@ -312,7 +312,9 @@ def _export_with(args: argparse.Namespace, notary: Notary) -> int:
         if found is None:
             return 0
         summary = found
-    print(f"exported {summary.events} events, {summary.checkpoints} checkpoints "
+    hashed = (f" (and {summary.elided} other leaves of its span as hashes)"
+              if summary.elided else "")
+    print(f"exported {summary.events} events{hashed}, {summary.checkpoints} checkpoints "
           f"(anchor {summary.anchor})", file=sys.stderr)
     if summary.pending:  # held for the chain and the money, listed in the header's "pending"
         n = len(summary.pending)

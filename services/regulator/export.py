@@ -1,4 +1,4 @@
-"""The canonical export (SABOT-EXPORT-1, docs/export-format.md): leaves and checkpoints, JSONL.
+"""The canonical export (SABOT-EXPORT-2, docs/export-format.md): leaves and checkpoints, JSONL.
 
 The default export covers the whole log up to the anchor: every leaf (account openings, cash in
 and out before the first shoe, every shoe closed or in play), the stored snapshots, and the
@@ -11,12 +11,28 @@ the next stored event; for a shoe not closed in the store, every later leaf whos
 gone), plus its table's ``Opened`` event; for a time range, every leaf whose event's timestamp
 falls in it. Every range is widened to whole batches of the evidence chain (from the link
 before it to the link after it), so the verifier can check each batch against its signed link.
-Each leaf is written with its position, its notarised hash, the stored content and an inclusion
-proof against the anchor checkpoint; a leaf whose event is gone from the store is written with
-``"event": null``, and a stored event that was never notarised is written too, so the verifier
-can name the first tampered position. When the anchor ends inside a batch (a checkpoint at a
-coup's end, while a server writes), the stored events after it up to that batch's link follow
-as ``tail`` records.
+Each leaf is written with its position, its notarised hash and the stored content; a leaf whose
+event is gone from the store is written with ``"event": null``, and a stored event that was
+never notarised is written too, so the verifier can name the first tampered position. When the
+anchor ends inside a batch (a checkpoint at a coup's end, while a server writes), the stored
+events after it up to that batch's link follow as ``tail`` records.
+
+A shoe's export (a Trente et Quarante shoe, the shoe of Treinta y Una rounds or of a Cuarenta
+match) holds in full only what is the unit's (``unit_positions``): its shoe's, coups', rounds'
+and matches' events, its table's events about it, every command (``Request.Recorded``) that
+wrote one of them with all that command wrote (the postings it caused), and the chain's links.
+Every other leaf of its ranges (another table's play in the same batches) is a ``leaf`` record:
+its index, position, leaf hash and its hash in the evidence chain, so that the Merkle proof and
+every link's digest still check, without its content.
+
+What proves the leaves against the ONE anchor checkpoint is a multi-leaf proof: before each
+range a ``nodes`` record gives the aligned complete subtrees covering the leaves since the last
+range (``merkle.gap_blocks``: at most 2·log2 of the gap's size), and one after the last range
+covers the rest of the tree; the verifier folds leaves and nodes into the tree head as the file
+streams (``merkle.Frontier``). A whole-log export has no ``nodes`` at all: its leaves are the
+tree. So a shoe's export costs its own leaves plus O(log n) hashes per range, not ~log2 n hashes
+per leaf. ``proofs="each"`` writes the older SABOT-EXPORT-1 (an inclusion proof in every event
+record), which sabot-verify still reads.
 """
 
 from __future__ import annotations
@@ -26,10 +42,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
+from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from services.ledger.actor import SYSTEM
+from services.ledger.evidence import event_hash
 from services.ledger.table import UNRECORDED_GAME
 from services.regulator.actors import command_actors
 from services.regulator.canonical import canonical_json
@@ -39,25 +57,33 @@ from services.regulator.chain import (
     genesis,
     link_at_or_after,
     link_before,
+    parse_link,
 )
 from services.regulator.checkpoint import Checkpoint, origin_site
-from services.regulator.merkle import MemoryTree, ProofError
+from services.regulator.merkle import MemoryTree, ProofError, gap_blocks
 from services.regulator.notary import Notary, missing_leaves
 from services.regulator.source import EventTable, RawEvent, SnapshotTable
 from services.regulator.vocabulary import shoe_events, shoe_of_coup, state
 from services.topics import (
     CHAIN_LINKED,
+    COUP,
     COUP_EVENTS,
     COUP_OPENED,
     COUP_SETTLED,
+    CUARENTA_MATCH,
+    REQUEST_RECORDED,
+    SHOE,
     SHOE_CLOSED,
     SHOE_EVENTS,
     SHOE_SHUFFLED,
     TABLE_OPENED,
+    TREINTA_Y_UNA_ROUND,
 )
 
-FORMAT = "SABOT-EXPORT-1"
-PROOFS_IN_MEMORY_ABOVE = 2000  # leaves; more than this: load every leaf hash once
+FORMAT = "SABOT-EXPORT-2"  # one multi-leaf proof against the anchor (``nodes`` records)
+FORMAT_EACH = "SABOT-EXPORT-1"  # an inclusion proof in every event record (``proofs="each"``)
+PROOF_STYLES = ("multi", "each")
+PROOFS_IN_MEMORY_ABOVE = 2000  # leaves (SABOT-EXPORT-1); more: load every leaf hash once
 
 
 class TextSink(Protocol):
@@ -93,6 +119,7 @@ class ExportSummary:
     missing: int = 0  # notarised leaves whose event is gone from the store
     unnotarised: int = 0  # stored events inside the ranges that no leaf covers
     tail: int = 0  # stored events after the anchor, up to the link closing its last batch
+    elided: int = 0  # leaves of the ranges not the unit's: written as their hashes
     snapshots: int = 0
     checkpoints: int = 0
     anchor: int = 0
@@ -254,12 +281,17 @@ def write_export(
     until: datetime | None = None,
     chain_keys: dict[str, Ed25519PublicKey] | None = None,
     known_sizes: Sequence[int] | None = None,
+    proofs: str = "multi",
 ) -> ExportSummary:
     """Write the export of the whole log (default), of the shoes or of the time range;
     ``public_key`` is the checkpoint key's raw public half, named in the header;
     ``chain_keys``: the evidence chain's keys to check it with while exporting (default: the
     key its first link introduces); ``known_sizes``: sizes of checkpoints the regulator holds,
-    whose consistency proofs to the anchor the anchor's record carries (``known``)."""
+    whose consistency proofs to the anchor the anchor's record carries (``known``);
+    ``proofs``: ``multi`` (SABOT-EXPORT-2, one multi-leaf proof) or ``each`` (SABOT-EXPORT-1,
+    an inclusion proof per event, as before)."""
+    if proofs not in PROOF_STYLES:
+        raise ExportError("proofs", f"one of {', '.join(PROOF_STYLES)}, not {proofs!r}")
     anchor = notary.latest_checkpoint()
     if anchor is None:
         raise ExportError("store", "no signed checkpoint yet: run `sabot store checkpoint` first")
@@ -271,7 +303,8 @@ def write_export(
                             "leaves were deleted (tampered?)")
     try:
         return _write_export(out, events, notary, anchor, public_key, shoe_ids, since, until,
-                             chain_keys, sorted({m for m in known_sizes or () if m <= anchor.size}))
+                             chain_keys, sorted({m for m in known_sizes or () if m <= anchor.size}),
+                             proofs == "each")
     except (ProofError, KeyError) as exc:  # the notary's own tables contradict each other
         raise damaged(exc) from None
 
@@ -279,7 +312,7 @@ def write_export(
 def _write_export(
     out: TextSink, events: EventTable, notary: Notary, anchor: Checkpoint, public_key: bytes,
     shoe_ids: Sequence[str] | None, since: datetime | None, until: datetime | None,
-    chain_keys: dict[str, Ed25519PublicKey] | None, known_sizes: list[int],
+    chain_keys: dict[str, Ed25519PublicKey] | None, known_sizes: list[int], each: bool,
 ) -> ExportSummary:
     summary = ExportSummary(anchor=anchor.size)
     whole = shoe_ids is None and since is None and until is None
@@ -293,10 +326,10 @@ def _write_export(
             "shoes": shoes,
         }
     else:
-        closed, in_play = shoes_at(events, limit)
-        shoes = list(shoe_ids) if shoe_ids is not None else closed
-        if shoe_ids is not None:
-            in_play = shoes
+        if shoe_ids is not None:  # the shoes asked for (no scan of the log by topic)
+            shoes = in_play = list(shoe_ids)
+        else:
+            shoes, in_play = shoes_at(events, limit)
         summary.shoes = shoes
         if whole:  # every leaf: all the money, every shoe (its closed ones are replayed)
             ranges = [(0, anchor.size - 1)]
@@ -307,11 +340,12 @@ def _write_export(
     if not whole:
         ranges = merge(whole_batches(events, notary, ranges, anchor.size))
     total = sum(b - a + 1 for a, b in ranges)
-    tree = _tree(notary, anchor.size) if total > PROOFS_IN_MEMORY_ABOVE else None
+    # SABOT-EXPORT-1: a proof per leaf, from every leaf hash in memory for a large export
+    tree = _tree(notary, anchor.size) if each and total > PROOFS_IN_MEMORY_ABOVE else None
     first_link = genesis(events)
     header: dict[str, Any] = {
         "kind": "header",
-        "format": FORMAT,
+        "format": FORMAT_EACH if each else FORMAT,
         "origin": anchor.origin,
         "site": origin_site(anchor.origin),  # the site the signed anchor names (null: none)
         "checkpoint_key": public_key.hex(),
@@ -328,8 +362,16 @@ def _write_export(
         header["chain_key"] = str(first_link.body["public_key"])
     _line(out, header)
     deleted: list[int] = []
+    covered = 0  # leaves of the tree the records so far stand for (SABOT-EXPORT-2)
+    unit = (unit_positions(events, notary, shoes, ranges)
+            if shoe_ids is not None and not each else None)
     for a, b in ranges:
-        deleted += _write_range(out, events, notary, tree, anchor, a, b, summary)
+        if not each:
+            _write_nodes(out, notary, covered, a)
+        deleted += _write_range(out, events, notary, tree, anchor, a, b, summary, each, unit)
+        covered = b + 1
+    if not each:
+        _write_nodes(out, notary, covered, anchor.size)
     if ranges and ranges[-1][1] == anchor.size - 1 and anchor.position is not None:
         _write_tail(out, events, anchor.position, summary)
     if whole:
@@ -367,10 +409,125 @@ def _write_export(
     counts = {k: v for k, v in vars(summary).items()
               if k not in ("shoes", "settled", "chain_problems", "pending")}
     counts["pending"] = len(summary.pending)
+    if each:  # SABOT-EXPORT-1's end record, as it was
+        counts.pop("elided")
     _line(out, {"kind": "end", **counts})
     summary.chain_problems = _check_chain(events, notary, ranges, deleted, anchor,
                                           chain_keys)
     return summary
+
+
+# the topics' prefixes of a unit's own aggregates (shoe, coup, match, round)
+GAME_AGGREGATES = tuple(f"{name}." for name in (SHOE, COUP, CUARENTA_MATCH, TREINTA_Y_UNA_ROUND))
+
+
+@dataclass
+class Unit:
+    """What a shoe's export holds in full (``full``: positions), the chain hash of each other
+    event of the ranges (``chain``: by position, for the links' digests), and where the chain
+    began (``after``: events up to it precede the chain; None: no chain)."""
+
+    full: set[int]
+    chain: dict[int, bytes]
+    after: int | None
+
+    def before_chain(self, position: int) -> bool:
+        return self.after is None or position <= self.after
+
+
+def unit_positions(events: EventTable, notary: Notary, shoe_ids: Sequence[str],
+                   ranges: Sequence[tuple[int, int]]) -> Unit:
+    """The unit of ``shoe_ids`` inside ``ranges`` (leaf indices): the events of its shoes and
+    their coups, rounds and matches (every game aggregate a command of theirs also wrote), its
+    table's events about it, every command that wrote any of them with all its effects, and
+    every chain link. Events of a batch whose stored events do not fill its link's slots (a
+    store tampered with) are all kept in full, so the verifier names the fault."""
+    keep: set[int] = set()
+    aggregates: set[str] = set()
+    for sid in shoe_ids:
+        found = shoe_events(events, sid)
+        if found is None:
+            continue
+        for ev in found.table:
+            keep.add(ev.position)
+        for ev in [*found.shoe, *(e for evs in found.coups.values() for e in evs)]:
+            aggregates.add(_oid(ev.originator_id))
+    first = genesis(events)
+    after = int(first.body.get("after", 0)) if first is not None else None
+    chain: dict[int, bytes] = {}
+    where: dict[tuple[str, int], int] = {}  # (originator, version) -> position
+    owner: dict[str, list[int]] = {}  # aggregate -> positions
+    game: set[str] = set()  # the ranges' game aggregates
+    commands: list[tuple[int, list[tuple[str, int]]]] = []
+    for a, b in ranges:
+        la, lb = notary.leaves(a, a + 1), notary.leaves(b, b + 1)
+        if not la or not lb:
+            continue
+        batch: list[RawEvent] = []
+        for ev in _stored_events(events, la[0][1], lb[0][1]):
+            oid = _oid(ev.originator_id)
+            where[(oid, ev.version)] = ev.position
+            owner.setdefault(oid, []).append(ev.position)
+            if ev.topic.startswith(GAME_AGGREGATES):
+                game.add(oid)
+            if ev.topic == CHAIN_LINKED:
+                keep.add(ev.position)
+                link = parse_link(ev.state, ev.position)
+                if len(batch) == link.count:
+                    for j, e in enumerate(batch):
+                        chain[e.position] = event_hash(link.first + j, UUID(e.originator_id),
+                                                       e.version, e.topic, e.state)
+                else:
+                    keep.update(e.position for e in batch)
+                batch = []
+                continue
+            if after is not None and ev.position > after:
+                batch.append(ev)
+            if ev.topic == REQUEST_RECORDED:
+                effects = state(ev).get("effects")
+                if isinstance(effects, list):
+                    commands.append((ev.position, [(_oid(str(x[0])), int(x[1]))
+                                                   for x in effects]))
+        keep.update(e.position for e in batch)  # a batch its range does not close
+    chosen: set[int] = set()
+    grown = True
+    while grown:  # a command of the unit's brings in the game aggregates it also wrote
+        grown = False
+        for i, (pos, keys) in enumerate(commands):
+            if i in chosen or not any(k[0] in aggregates for k in keys):
+                continue
+            chosen.add(i)
+            keep.add(pos)
+            for k in keys:
+                if k in where:
+                    keep.add(where[k])
+                if k[0] in game and k[0] not in aggregates:
+                    aggregates.add(k[0])
+                    grown = True
+    for oid in aggregates:
+        keep.update(owner.get(oid, ()))
+    return Unit(keep, chain, after)
+
+
+def _oid(text: str) -> str:
+    try:
+        return str(UUID(text))
+    except ValueError:
+        return text
+
+
+def _stored_events(events: EventTable, first: int, last: int) -> Iterable[RawEvent]:
+    """The stored events at positions first..last, in order, read 2,000 at a time."""
+    after = first - 1
+    while after < last:
+        batch = events.read(after, min(2000, last - after))
+        if not batch:
+            return
+        for e in batch:
+            if e.position > last:
+                return
+            yield e
+        after = batch[-1].position
 
 
 def whole_batches(events: EventTable, notary: Notary, ranges: Iterable[tuple[int, int]],
@@ -442,6 +599,17 @@ def _tree(notary: Notary, size: int) -> MemoryTree:
     return tree
 
 
+def _write_nodes(out: TextSink, notary: Notary, start: int, stop: int) -> None:
+    """The ``nodes`` record standing for leaves [start, stop) of the anchor's tree: the hashes
+    of ``gap_blocks(start, stop)``, in that order (nothing when the gap is empty)."""
+    if start >= stop:
+        return
+    blocks = gap_blocks(start, stop)
+    found = notary.nodes(blocks)
+    _line(out, {"kind": "nodes", "first": start, "stop": stop,
+                "hashes": [found[k].hex() for k in blocks]})
+
+
 def _write_range(
     out: TextSink,
     events: EventTable,
@@ -451,6 +619,8 @@ def _write_range(
     a: int,
     b: int,
     summary: ExportSummary,
+    each: bool,
+    unit: Unit | None = None,
 ) -> list[int]:
     """Write the leaves a..b; the positions of those whose event is gone from the store."""
     step = 2000
@@ -463,19 +633,30 @@ def _write_range(
         stored = _stored_between(events, leaves[0][1], leaves[-1][1])
         actors = command_actors(events, stored)  # who ran the command behind each event
         for idx, pos, h in leaves:
-            proof = tree.inclusion_proof(idx, anchor.size) if tree else (
-                notary.inclusion_proof(idx, anchor.size)
-            )
             ev = stored.pop(pos, None)
+            if unit is not None and ev is not None and pos not in unit.full:
+                chained = unit.chain.get(pos)
+                if chained is not None or unit.before_chain(pos):  # another unit's: its hashes
+                    leaf: dict[str, Any] = {"kind": "leaf", "index": idx, "position": pos,
+                                            "leaf_hash": h.hex()}
+                    if chained is not None:
+                        leaf["chain_hash"] = chained.hex()
+                    _line(out, leaf)
+                    summary.elided += 1
+                    continue
             rec: dict[str, Any] = {
                 "kind": "event",
                 "index": idx,
                 "position": pos,
                 "leaf_hash": h.hex(),
                 "event": ev.content() if ev is not None else None,
-                "proof": [p.hex() for p in proof],
                 "actor": _actor(actors, ev),
             }
+            if each:
+                proof = tree.inclusion_proof(idx, anchor.size) if tree else (
+                    notary.inclusion_proof(idx, anchor.size)
+                )
+                rec["proof"] = [p.hex() for p in proof]
             if ev is None:
                 summary.missing += 1
                 gone.append(pos)
@@ -523,5 +704,5 @@ def read_export(lines: Iterable[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-__all__ = ["FORMAT", "ExportError", "ExportSummary", "ProofError", "StoreTampered", "damaged",
-           "read_export", "write_export"]
+__all__ = ["FORMAT", "FORMAT_EACH", "PROOF_STYLES", "ExportError", "ExportSummary", "ProofError",
+           "StoreTampered", "Unit", "damaged", "read_export", "unit_positions", "write_export"]

@@ -5,6 +5,13 @@ subtree ``(level, index)`` covering leaves ``[index * 2**level, (index + 1) * 2*
 subtree the RFC recursion visits from leaf 0 is aligned, so a tree of n leaves needs at most
 O(log² n) node reads per proof, and which nodes are read depends only on the indices: a store can
 collect them first (``needed_nodes``) and fetch them in one query.
+
+A multi-leaf proof (SABOT-EXPORT-2, docs/export-format.md) proves any set of leaf ranges against
+one tree head: the leaves between them (and before the first, after the last) are given as the
+aligned complete subtrees ``gap_blocks`` names, each the largest that fits, so a gap of g leaves
+costs at most 2·log2(g) hashes. Reading leaves and blocks left to right, ``Frontier`` folds them
+into the tree head with a stack of O(log n) hashes (the verifier's own copy streams the same
+way).
 """
 
 from __future__ import annotations
@@ -170,6 +177,51 @@ def verify_consistency(
         raise ProofError("consistency proof does not lead to the old tree head")
     if sr != new_root:
         raise ProofError("consistency proof does not lead to the new tree head")
+
+
+def gap_blocks(start: int, stop: int) -> list[tuple[int, int]]:
+    """(level, index) of the aligned complete subtrees covering leaves [start, stop), left to
+    right, each the largest aligned one that fits (at most 2·log2(stop - start) of them)."""
+    out: list[tuple[int, int]] = []
+    p = start
+    while p < stop:
+        level = 0
+        while p % (2 << level) == 0 and p + (2 << level) <= stop:
+            level += 1
+        out.append((level, p >> level))
+        p += 1 << level
+    return out
+
+
+class Frontier:
+    """The tree head built left to right from aligned complete subtrees (leaves, or blocks of
+    a multi-leaf proof): a stack of at most log2(n) + 1 hashes, whatever n."""
+
+    __slots__ = ("_stack", "size")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._stack: list[tuple[int, int, bytes]] = []  # (level, index, hash)
+
+    def push(self, level: int, h: bytes) -> None:
+        """Append the complete subtree of 2**level leaves starting at ``size`` (aligned)."""
+        if self.size % (1 << level):
+            raise ProofError(f"a subtree of {1 << level} leaves cannot start at leaf {self.size}")
+        index = self.size >> level
+        self.size += 1 << level
+        while self._stack and index & 1 and self._stack[-1][0] == level:
+            h = node_hash(self._stack.pop()[2], h)
+            level, index = level + 1, index >> 1
+        self._stack.append((level, index, h))
+
+    def root(self) -> bytes:
+        """MTH of the leaves pushed so far (RFC 9162: the right-most subtrees fold first)."""
+        if not self._stack:
+            return EMPTY_ROOT
+        h = self._stack[-1][2]
+        for _level, _index, left in reversed(self._stack[:-1]):
+            h = node_hash(left, h)
+        return h
 
 
 class MemoryTree:

@@ -105,8 +105,12 @@ def test_verifier_opens_the_escrow(played_sqlite: Played, tmp_path: Any) -> None
 
 
 def test_forged_proofs_are_rejected(played_sqlite: Played) -> None:
+    """SABOT-EXPORT-1 (a proof per event, what older exports hold): still read, and a forged
+    proof in it still found."""
     p = played_sqlite
-    lines = export_lines(p, shoe_ids=[p.shoes[0]])
+    lines = export_lines(p, shoe_ids=[p.shoes[0]], proofs="each")
+    assert json.loads(lines[0])["format"] == "SABOT-EXPORT-1"
+    assert verify(lines, checkpoint_key=p.public_key)[0] == 0
     recs = [json.loads(x) for x in lines]
 
     def tampered(i: int, change: Any) -> list[str]:
