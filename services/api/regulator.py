@@ -236,13 +236,15 @@ class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
                                   "the notary could not sign a checkpoint; retry")
         lines = _Lines()
         public_key = self.public_key
+        each = request.proof_in_each_event
 
         def work() -> None:
             db = Database(self.store)  # opened in the thread that uses it (SQLite)
             try:
                 notary = Notary(db, EventTable(db), None, create=False)
                 write_export(lines, notary.events, notary, public_key,
-                             shoe_ids=shoes or None, since=since, until=until)
+                             shoe_ids=shoes or None, since=since, until=until,
+                             proofs="each" if each else "multi")
             finally:
                 db.close()
 

@@ -462,7 +462,8 @@ async def _exported(client: Client, positions: list[int], shoes: Sequence[str],
     is gone from the store), the notary's leaf hash, its leaf index and its inclusion proof
     in the export's anchor, the checkpoint the server signs for the export."""
     def read() -> list[str]:
-        request = regulator_pb2.ExportEventsRequest(shoes=list(dict.fromkeys(shoes)))
+        request = regulator_pb2.ExportEventsRequest(shoes=list(dict.fromkeys(shoes)),
+                                                    proof_in_each_event=True)
         return [line for answer in client.regulator.ExportEvents(request)
                 for line in answer.lines]
 
