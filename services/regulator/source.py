@@ -364,6 +364,9 @@ class EventTable:
         return CoveredEvents(self).fill(ranges, topic, floor)
 
 
+MAX_COVER = 50_000  # positions in one covered interval, at most (larger: read from the table)
+
+
 class CoveredEvents(EventTable):
     """An ``EventTable`` holding the rows of some position intervals, read at once (``fill``,
     ``EventTable.cover``), and the answers of the look-ups that found their ends. Within the
@@ -390,7 +393,8 @@ class CoveredEvents(EventTable):
         """Read the rows around each position range [first, last], in two queries: from the
         last ``topic`` event before ``first`` (and after ``floor``) to the first at or after
         ``last`` (the evidence chain's links around a range: the batches a check of the range
-        reads). A range without an event of ``topic`` on either side is not covered."""
+        reads; with none before it, from ``floor``). A range without an event of ``topic`` at or
+        after its end, or wider than ``MAX_COVER`` positions, is not covered."""
         if not ranges or not self._exists():
             return self
         questions = sorted(set(ranges))
@@ -410,16 +414,14 @@ class CoveredEvents(EventTable):
                 self._bound(topic, int(a), int(b), floor,
                             None if lo is None else int(lo), None if hi is None else int(hi))
         intervals = self._intervals()
+        one = (f"SELECT {pos}, originator_id, originator_version, topic, state FROM {table} "
+               f"WHERE {pos} BETWEEN ? AND ?")
         for c in range(0, len(intervals), 200):
             chunk = intervals[c : c + 200]
-            values = ", ".join(["(CAST(? AS BIGINT), CAST(? AS BIGINT))"] * len(chunk))
-            rows = self.db.rows(
-                f"WITH iv(lo, hi) AS (VALUES {values}) "
-                f"SELECT e.{pos}, e.originator_id, e.originator_version, e.topic, e.state "
-                f"FROM iv JOIN {table} e ON e.{pos} BETWEEN iv.lo AND iv.hi "
-                f"ORDER BY e.{pos}",
-                [x for iv in chunk for x in iv],
-            )
+            # one range scan of the positions' index each (a join on a VALUES list of them let
+            # PostgreSQL plan a scan of the whole table: 4.9 s at 10^6 events)
+            rows = self.db.rows(" UNION ALL ".join([one] * len(chunk)),
+                                [x for iv in chunk for x in iv])
             self._hold([_raw(r) for r in rows])
         return self
 
@@ -427,8 +429,9 @@ class CoveredEvents(EventTable):
               hi: int | None) -> None:
         self._before[(topic, first, floor)] = lo
         self._after[(topic, last)] = hi
-        if lo is not None and hi is not None:
-            self._spans.append((lo, hi + 1))  # and the row after: where a walk sees its end
+        start = floor + 1 if lo is None else lo  # none before: a walk starts after the floor
+        if hi is not None and hi - start < MAX_COVER:
+            self._spans.append((start, hi + 1))  # and the row after: where a walk sees its end
 
     def _intervals(self) -> list[tuple[int, int]]:
         merged: list[tuple[int, int]] = []
