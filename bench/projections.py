@@ -1,6 +1,12 @@
 """Projection benchmarks: rebuild speed of every read model (events/s) beside the raw scan
 speed of the event log (``recorder.select_notifications``, no decoding) in the same run, on
-SQLite and, if reachable, PostgreSQL. Target: rebuild >= 30 % of the raw scan.
+SQLite and, if reachable, PostgreSQL. Target (issue 25): rebuild >= 50 % of the raw scan.
+
+Wall-clock rates (best of ``REPEAT``) and, since on a shared machine a wall-clock ratio moves
+±40 % from run to run, the same ratio in this process's processor time (``_cpu``: on SQLite
+the whole work; on PostgreSQL the server's share is not counted). ``decoded_scan``: the raw
+scan that also parses every row's JSON (``orjson.loads``), a second reference: what any reader
+of the events' contents pays at least.
 
 ``run()`` returns rows of (name, value); ``python -m bench.projections`` prints them.
 """
@@ -13,6 +19,8 @@ import shutil
 import tempfile
 import time
 from statistics import median
+
+from orjson import loads
 
 from bench._support import fresh_pg_database
 from services.bootstrap import LEDGER_GAMES, READ_GAMES
@@ -81,22 +89,37 @@ def measure(ledger: Ledger, store: str) -> list[Row]:
     median of the per-run ratios (less sensitive to another process taking a core meanwhile)."""
     app = ledger.app
     head = int(app.recorder.max_notification_id() or 0)
-    scan = rebuild = 0.0
+    scan = rebuild = decoded = 0.0
+    scan_cpu = rebuild_cpu = decoded_cpu = 0.0
     ratios: list[float] = []
-    for _ in range(REPEAT):
-        t0 = time.perf_counter()
+
+    def raw_scan(decode: bool) -> int:
         start, seen = 1, 0
         while True:
             page = app.recorder.select_notifications(start, PAGE)
             if not page:
                 break
+            if decode:
+                for n in page:
+                    loads(n.state)
             seen += len(page)
             start = page[-1].id + 1
+        return seen
+
+    for _ in range(REPEAT):
+        t0, c0 = time.perf_counter(), time.process_time()
+        seen = raw_scan(False)
         run_scan = seen / (time.perf_counter() - t0)
+        scan_cpu = max(scan_cpu, seen / (time.process_time() - c0))
+        t0, c0 = time.perf_counter(), time.process_time()
+        seen = raw_scan(True)
+        decoded = max(decoded, seen / (time.perf_counter() - t0))
+        decoded_cpu = max(decoded_cpu, seen / (time.process_time() - c0))
         p = Projector(app, default_views(games=READ_GAMES))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         n = p.rebuild(BATCH)
         run_rebuild = n / (time.perf_counter() - t0)
+        rebuild_cpu = max(rebuild_cpu, n / (time.process_time() - c0))
         scan = max(scan, run_scan)
         rebuild = max(rebuild, run_rebuild)
         ratios.append(100 * run_rebuild / run_scan)
@@ -106,6 +129,13 @@ def measure(ledger: Ledger, store: str) -> list[Row]:
         (f"projections.{store}.rebuild_events_per_s", round(rebuild)),
         (f"projections.{store}.rebuild_pct_of_scan", round(100 * rebuild / scan, 1)),
         (f"projections.{store}.rebuild_pct_of_scan_median_run", round(median(ratios), 1)),
+        (f"projections.{store}.raw_scan_cpu_events_per_s", round(scan_cpu)),
+        (f"projections.{store}.rebuild_cpu_events_per_s", round(rebuild_cpu)),
+        (f"projections.{store}.rebuild_pct_of_scan_cpu", round(100 * rebuild_cpu / scan_cpu, 1)),
+        (f"projections.{store}.decoded_scan_events_per_s", round(decoded)),
+        (f"projections.{store}.rebuild_pct_of_decoded_scan", round(100 * rebuild / decoded, 1)),
+        (f"projections.{store}.rebuild_pct_of_decoded_scan_cpu",
+         round(100 * rebuild_cpu / decoded_cpu, 1)),
     ]
 
 

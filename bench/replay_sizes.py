@@ -16,11 +16,18 @@ and ``verdict``, in process:
 Wall time and processor time (ms), medians of ``ROUNDS``; ``x_floor``: warm over floor;
 ``x_smallest``: this size's warm over the smallest size's (1.0: flat in history).
 ``SABOT_BENCH_REPLAY_SIZES`` (default ``1000,100000,1000000``) changes the sizes.
+
+The same on PostgreSQL (``replay_sizes.postgres.<size>``, ``SABOT_BENCH_REPLAY_PG_SIZES``,
+default ``1000,1000000``; skipped when PostgreSQL is unreachable, an error under
+``SABOT_REQUIRE_POSTGRES=1``): a database per size kept in the cluster of ``SABOT_PG_PORT``
+(``sabot_bench_replay_v1_<size>``, with its facts in a table ``bench_facts``: built once, the
+filler copied straight into the event table), as the SQLite stores are kept on disk.
 ``python -m bench.replay_sizes`` prints the rows.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import time
@@ -28,10 +35,12 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
+import psycopg
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from bench._support import cached_store
+from bench._support import PG_ADMIN, PG_HOST, PG_PORT, PG_USER, cached_store
 from bench.replay import _filler, _play_shoe
+from services.bootstrap import LEDGER_GAMES, REGULATOR_GAMES, ROUND_END
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.regulator import chain, replay
@@ -39,7 +48,6 @@ from services.regulator.merkle import leaf_hash
 from services.regulator.notary import Notary
 from services.regulator.replay import Replayer, verdict
 from services.regulator.source import Database, EventTable
-from services.regulator.vocabulary import coup_end
 
 Row = tuple[str, float]
 ROUNDS = 9
@@ -49,18 +57,10 @@ SHOE_EVENTS = 1_700  # about what the played shoe adds to the filler
 
 def _build(size: int) -> Callable[[str], dict[str, Any]]:
     def build(url: str) -> dict[str, Any]:
-        Ledger(LedgerConfig(store_url=url, seal_key=bytes(32))).close()  # creates the table
+        # creates the table
+        Ledger(LedgerConfig(store_url=url, seal_key=bytes(32)), games=LEDGER_GAMES).close()
         _filler(url.removeprefix("sqlite:///"), max(0, size - SHOE_EVENTS))
-        shoe_id, coups = _play_shoe(url)
-        db = Database(url)
-        try:
-            events = EventTable(db)
-            notary = Notary(db, events, NOTARY_KEY, "bench", coup_end)
-            notary.sync(batch=20_000)
-            notary.checkpoint_now()
-            return {"shoe_id": shoe_id, "coups": coups, "events": notary.size}
-        finally:
-            db.close()
+        return _finish(url)
 
     return build
 
@@ -85,17 +85,71 @@ def _forget() -> None:
     sabot = getattr(replay, "_sabot", None)
     if sabot is not None:
         sabot.cache_clear()
-    for memo in ("_CHECKED", "_PARSED"):
+    for memo in ("_CHECKED", "_PARSED", "_IDS"):
         getattr(chain, memo, {}).clear()
 
 
-def _one(size: int) -> tuple[str, dict[str, float]]:
-    url, facts = cached_store(f"replay-history-v1-{size}", _build(size))
+def _pg_store(size: int) -> tuple[str, dict[str, Any]] | None:
+    """The PostgreSQL history of ``size`` events (built the first time), or None when
+    PostgreSQL is unreachable."""
+    name = f"sabot_bench_replay_v1_{size}"
+    url = f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}?schema=public"
+    try:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            there = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+            if there is None:
+                conn.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.OperationalError:
+        if os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
+            raise
+        return None
+    conninfo = f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname={name}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_facts (facts TEXT NOT NULL)")
+        row = conn.execute("SELECT facts FROM bench_facts").fetchone()
+        if row is not None:
+            return url, dict(json.loads(row[0]))
+    Ledger(LedgerConfig(store_url=url, seal_key=bytes(32)), games=LEDGER_GAMES).close()
+    state = (b'{"timestamp":{"_type_":"datetime_iso","_data_":"2026-01-01T00:00:00+00:00"},'
+             b'"note":"filler"}')
+    with psycopg.connect(conninfo) as conn, conn.cursor() as cur, cur.copy(
+            "COPY sabot_events (originator_id, originator_version, topic, state) FROM STDIN"
+    ) as copy:
+        for i in range(max(0, size - SHOE_EVENTS)):
+            copy.write_row((UUID(int=i + 1), 1, "bench:Filler", state))
+    facts = _finish(url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("INSERT INTO bench_facts (facts) VALUES (%s)", (json.dumps(facts),))
+    return url, facts
+
+
+def _finish(url: str) -> dict[str, Any]:
+    """The shoe played after the filler, notarised: the facts kept about the store."""
+    shoe_id, coups = _play_shoe(url)
     db = Database(url)
     try:
         events = EventTable(db)
-        notary = Notary(db, events, NOTARY_KEY, "bench", coup_end, create=False)
-        replayer = Replayer(events, notary)
+        notary = Notary(db, events, NOTARY_KEY, "bench", ROUND_END)
+        notary.sync(batch=20_000)
+        notary.checkpoint_now()
+        return {"shoe_id": shoe_id, "coups": coups, "events": notary.size}
+    finally:
+        db.close()
+
+
+def _one(size: int, store: str = "sqlite") -> tuple[str, dict[str, float]] | None:
+    if store == "sqlite":
+        url, facts = cached_store(f"replay-history-v1-{size}", _build(size))
+    else:
+        found = _pg_store(size)
+        if found is None:
+            return None
+        url, facts = found
+    db = Database(url)
+    try:
+        events = EventTable(db)
+        notary = Notary(db, events, NOTARY_KEY, "bench", ROUND_END, create=False)
+        replayer = Replayer(events, notary, games=REGULATOR_GAMES)
         coup = str(facts["coups"][len(facts["coups"]) // 2])
         v = verdict(replayer.coup(coup))
         assert v.identical, str(v)
@@ -111,7 +165,8 @@ def _one(size: int) -> tuple[str, dict[str, float]]:
         for label, fn, before in (("cold", replay_coup, _forget), ("warm", replay_coup, None),
                                   ("floor", floor, None)):
             got[f"{label}_ms"], got[f"{label}_cpu_ms"] = _timed(fn, before)
-        return f"replay_sizes.{size}", got
+        return (f"replay_sizes.{size}" if store == "sqlite"
+                else f"replay_sizes.{store}.{size}"), got
     finally:
         db.close()
 
@@ -119,13 +174,18 @@ def _one(size: int) -> tuple[str, dict[str, float]]:
 def run() -> list[Row]:
     sizes = [int(s) for s in os.environ.get(
         "SABOT_BENCH_REPLAY_SIZES", "1000,100000,1000000").split(",")]
-    measured = [_one(size) for size in sizes]
-    smallest = measured[0][1]["warm_cpu_ms"]
+    pg_sizes = [int(s) for s in os.environ.get(
+        "SABOT_BENCH_REPLAY_PG_SIZES", "1000,1000000").split(",") if s]
     rows: list[Row] = []
-    for prefix, got in measured:
-        rows += [(f"{prefix}.{k}", v) for k, v in got.items()]
-        rows.append((f"{prefix}.warm_x_floor", got["warm_cpu_ms"] / got["floor_cpu_ms"]))
-        rows.append((f"{prefix}.warm_x_smallest", got["warm_cpu_ms"] / smallest))
+    for store, wanted in (("sqlite", sizes), ("postgres", pg_sizes)):
+        measured = [m for m in (_one(size, store) for size in wanted) if m is not None]
+        if not measured:
+            continue
+        smallest = measured[0][1]["warm_cpu_ms"]
+        for prefix, got in measured:
+            rows += [(f"{prefix}.{k}", v) for k, v in got.items()]
+            rows.append((f"{prefix}.warm_x_floor", got["warm_cpu_ms"] / got["floor_cpu_ms"]))
+            rows.append((f"{prefix}.warm_x_smallest", got["warm_cpu_ms"] / smallest))
     return rows
 
 

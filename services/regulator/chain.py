@@ -20,9 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
 
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from services.ledger.evidence import CHAIN_ID, SHORT, Link, event_hash, key_id
+from services.ledger.evidence import CHAIN_ID, SHORT, Link, event_hash, key_id, link_message
 from services.regulator.source import EventTable, RawEvent
 from services.topics import CHAIN_LINKED
 
@@ -38,7 +39,8 @@ class ChainProblem:
 
 
 _CHECKED: dict[tuple[bytes, str], tuple[Ed25519PublicKey, str | None]] = {}
-_PARSED: dict[tuple[bytes, int | None], Link] = {}
+_PARSED: dict[tuple[bytes, int | None], tuple[Link, bytes]] = {}  # with its signed message
+_IDS: dict[str, UUID] = {}  # an originator id's text -> its UUID (hashing a slot needs it)
 _MEMO_MAX = 8192  # entries of each memo (cleared when full)
 
 
@@ -54,7 +56,13 @@ def verify_link(link: Link, stored: bytes | None, trusted: Mapping[str, Ed25519P
     found = _CHECKED.get(memo)
     if found is not None and (found[0] is key or found[0] == key):
         return found[1]
-    bad = link.verify(trusted)
+    made = _PARSED.get((stored, link.position))
+    message = made[1] if made is not None and made[0] is link else link_message(link.body)
+    try:  # Link.verify, the key found and the message made
+        key.verify(link.signature, message)
+        bad = None
+    except InvalidSignature:
+        bad = f"link {link.seq}: bad signature"
     if len(_CHECKED) >= _MEMO_MAX:
         _CHECKED.clear()
     _CHECKED[memo] = (key, bad)
@@ -63,15 +71,18 @@ def verify_link(link: Link, stored: bytes | None, trusted: Mapping[str, Ed25519P
 
 def parse_link(stored: bytes, position: int | None) -> Link:
     """``Link.parse``, remembered by the stored bytes (with its hash, once computed): links are
-    met again by every range that reaches their batch."""
+    met again by every range that reaches their batch. The signed message is made once: the
+    link's hash and its signature check both read it."""
     memo = (stored, position)
-    link = _PARSED.get(memo)
-    if link is None:
+    made = _PARSED.get(memo)
+    if made is None:
         link = Link.parse(stored, position)
+        message = link_message(link.body)
+        link.__dict__["hash"] = hashlib.sha256(message).digest()  # Link.hash, the same bytes
         if len(_PARSED) >= _MEMO_MAX:
             _PARSED.clear()
-        _PARSED[memo] = link
-    return link
+        made = _PARSED[memo] = (link, message)
+    return made[0]
 
 
 def pinned_keys(publics: Iterable[bytes]) -> dict[str, Ed25519PublicKey]:
@@ -255,8 +266,12 @@ class ChainWalk:
                 self._problem(min(p, previous + 1),
                               f"not in link {link.seq}'s batch (inserted?)")
                 return
-            h = event_hash(link.first + j, UUID(ev.originator_id), ev.version, ev.topic,
-                           ev.state)
+            oid = _IDS.get(ev.originator_id)
+            if oid is None:
+                if len(_IDS) >= _MEMO_MAX:
+                    _IDS.clear()
+                oid = _IDS[ev.originator_id] = UUID(ev.originator_id)
+            h = event_hash(link.first + j, oid, ev.version, ev.topic, ev.state)
             if h[:SHORT] != short[j * SHORT : (j + 1) * SHORT]:
                 self._problem(min(p, previous + 1),
                               f"does not match slot {j} of link {link.seq} (edited, inserted, "

@@ -10,6 +10,7 @@ or moved event shows as the first difference at its position. The rules are the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,14 +23,15 @@ from domain.cards import DeckKind
 from domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from domain.shuffle import ALGORITHM_ID, Sabot, commitment, load_sabot
 from services.ledger.table import UNRECORDED_GAME
-from services.regulator.chain import chain_problems
+from services.regulator.chain import chain_problems, genesis
 from services.regulator.escrow import EscrowError, open_sealed
 from services.regulator.escrow_table import EscrowTable
 from services.regulator.merkle import leaf_hash
 from services.regulator.notary import Notary, missing_leaves
-from services.regulator.source import EventTable, RawEvent
+from services.regulator.source import CoveredEvents, EventTable, RawEvent
 from services.regulator.vocabulary import ShoeEvents, shoe_events, shoe_of_coup, state
 from services.topics import (
+    CHAIN_LINKED,
     SHOE_CLOSED,
     SHOE_CUT,
     TABLE_OPENED,
@@ -153,10 +155,11 @@ class Replayer:
         hi = self._through_missing_tail(hi)
         ranges = [(p, p) for p in sorted(set(singles)) if not lo <= p <= hi] + [(lo, hi)]
         tampered = False
-        checked = list(self._integrity(ranges))
+        events = self._cover(ranges)
+        checked = list(self._integrity(ranges, events))
         deleted = [s.position for s in checked if s.position is not None and s.replayed is None
                    and s.what.startswith("event hash")]
-        checked += self._chain(ranges, deleted)
+        checked += self._chain(ranges, deleted, events)
         for step in sorted(checked, key=lambda s: s.position or 0):
             tampered = tampered or not step.same
             yield step
@@ -236,12 +239,30 @@ class Replayer:
             "the shoe is in play: its seed needs the regulator's key (escrow) or the seal key",
         )
 
-    def _chain(self, ranges: list[tuple[int, int]], deleted: list[int]) -> list[ReplayStep]:
+    def _cover(self, ranges: list[tuple[int, int]]) -> EventTable:
+        """The stored rows both checks read (the ranges widened to the chain's batches around
+        them: from the link before each range to the link at or after its end), read in a few
+        queries instead of several per range; the checks ask it what they asked the store
+        (``source.CoveredEvents`` answers exactly as the store would)."""
+        covered = CoveredEvents(self.events)
+        first = genesis(covered)
+        if first is None:  # no chain (the integrity check's own reads then go to the store)
+            return covered
+        try:
+            after = int(first.body.get("after", 0))
+        except (TypeError, ValueError):
+            return covered  # chain_problems stops on it as it would have
+        # the questions chain_problems asks of each range (chain.start_at, link_at_or_after)
+        return covered.fill([(max(a, after + 1), b) for a, b in ranges if b > after],
+                            CHAIN_LINKED, after)
+
+    def _chain(self, ranges: list[tuple[int, int]], deleted: list[int], events: EventTable
+               ) -> list[ReplayStep]:
         """The evidence chain over the ranges, widened to whole batches: a step per problem."""
         return [
             ReplayStep(p.position, f"evidence chain at position {p.position}",
                        "as the writer's link signed it", p.message)
-            for p in chain_problems(self.events, ranges, self.chain_keys, deleted)
+            for p in chain_problems(events, ranges, self.chain_keys, deleted)
         ]
 
     def _missing_after(self, last: int) -> Iterator[ReplayStep]:
@@ -254,20 +275,21 @@ class Replayer:
             for _idx, pos, h in self.notary.leaves(idx, idx + 1):
                 yield ReplayStep(pos, f"event hash at position {pos}", h.hex(), None)
 
-    def _integrity(self, ranges: list[tuple[int, int]]) -> Iterator[ReplayStep]:
+    def _integrity(self, ranges: list[tuple[int, int]], events: EventTable
+                   ) -> Iterator[ReplayStep]:
         """Notarised leaves against stored events, over each [first, last] position range."""
         if self.notary is None:
             return
         singles = [a for a, b in ranges if a == b]
         if singles:  # one query each for the leaves and the events, not one range per event
             leaves = self.notary.leaves_at_positions(singles)
-            stored_at = self.events.at(singles)
+            stored_at = events.at(singles)
             for pos in singles:
                 ev = stored_at.get(pos)
-                got = leaf_hash(ev.leaf()).hex() if ev is not None else None
                 if pos in leaves:
-                    yield ReplayStep(pos, f"event hash at position {pos}", leaves[pos][1].hex(),
-                                     got)
+                    h = leaves[pos][1]
+                    yield ReplayStep(pos, f"event hash at position {pos}", h.hex(),
+                                     _leaf_hex(ev, h))
                 elif ev is not None and pos <= self.notary.position:
                     yield ReplayStep(pos, f"event at position {pos}", None,
                                      "stored, never notarised")
@@ -276,15 +298,37 @@ class Replayer:
                 continue
             a = self.notary.index_at_or_after(first)
             b = self.notary.index_at_or_after(last + 1)
-            stored = {e.position: e for e in _between(self.events, first, last)}
+            stored = {e.position: e for e in _between(events, first, last)}
             for _idx, pos, h in self.notary.leaves(a, b):
                 ev = stored.pop(pos, None)
-                got = leaf_hash(ev.leaf()).hex() if ev is not None else None
-                yield ReplayStep(pos, f"event hash at position {pos}", h.hex(), got)
+                yield ReplayStep(pos, f"event hash at position {pos}", h.hex(), _leaf_hex(ev, h))
             for pos in sorted(stored):
                 if pos > self.notary.position:
                     continue  # stored after the notary's last sync: not notarised *yet*
                 yield ReplayStep(pos, f"event at position {pos}", None, "stored, never notarised")
+
+
+def _leaf_hex(ev: RawEvent | None, notarised: bytes) -> str | None:
+    """``leaf_hash(ev.leaf()).hex()`` (None: no event), first tried on the stored state's bytes
+    as they are: when they are the canonical JSON ``leaf`` would write for them, the leaf is
+    the same bytes without parsing and writing them again. Only a match is taken from that
+    try: if ``{"originator_id":X,"position":P,"state":`` S ``,"topic":T,"version":V}`` is the
+    notarised leaf, a canonical JSON object, then its prefix up to S (X and P end where their
+    literals end) and its tail after S (``,"topic":"`` cannot occur inside the string T, whose
+    quotes are escaped, nor inside a number) are those of the notarised leaf, so S is the
+    canonical JSON of the notarised state and ``ev.leaf()`` is those very bytes. Anything else
+    is hashed as ``ev.leaf()`` makes it."""
+    if ev is None:
+        return None
+    quick = b"".join((
+        b'{"originator_id":', json.dumps(ev.originator_id, ensure_ascii=False).encode(),
+        b',"position":', str(ev.position).encode(), b',"state":', ev.state, b',"topic":',
+        json.dumps(ev.topic, ensure_ascii=False).encode(), b',"version":',
+        str(ev.version).encode(), b"}",
+    ))
+    if leaf_hash(quick) == notarised:
+        return notarised.hex()
+    return leaf_hash(ev.leaf()).hex()
 
 
 # The shoe's order from its seed, remembered (a pure function of its arguments): a regulator
