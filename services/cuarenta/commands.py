@@ -52,6 +52,7 @@ from services.ledger.errors import PermissionDenied
 from services.ledger.game import GameCommands
 from services.ledger.hidden import Faces, HiddenCard
 from services.ledger.ids import check_name, table_account
+from services.ledger.methods import Face, command, query
 from services.ledger.refused import Consequence, Refused
 from services.ledger.shoe import Shoe
 from services.ledger.turns import check_turn
@@ -69,9 +70,6 @@ TABLE_ACCOUNTS = (STAKES, COMMISSION)
 GAME_NAME = "cuarenta"  # its name (``Table.Opened.game``)
 _SET_BY = {"players": "seats", "stake": "stake", "currency": "table's"}
 MAX_STAKE = 10**15
-
-COMMANDS = frozenset({"cuarenta_open_match", "cuarenta_deal", "cuarenta_play",
-                      "cuarenta_forfeit"})
 
 
 def stakes_account(table_id: str) -> str:
@@ -180,7 +178,7 @@ class Cuarenta(GameCommands):
 
         args = {"table_id": table_id, "seats": list(seat_list), "stake": stake,
                 "preset": preset, "overrides": over, "dealer": dealer, "match_id": match_id}
-        return self.core.run("cuarenta_open_match", request_id, args, decide, MatchStep,
+        return self.core.run(CuarentaLedger.open_match.stored, request_id, args, decide, MatchStep,
                                 actor)
 
     def deal(self, request_id: str, match_id: str, *, actor: Actor = SYSTEM) -> MatchStep:
@@ -192,7 +190,7 @@ class Cuarenta(GameCommands):
             step = rulebook.deal(m)
             return self._record(unit, agg, step, unit.now)
 
-        return self.core.run("cuarenta_deal", request_id, {"match_id": match_id}, decide,
+        return self.core.run(CuarentaLedger.deal.stored, request_id, {"match_id": match_id}, decide,
                                 MatchStep, actor)
 
     def play(
@@ -225,7 +223,7 @@ class Cuarenta(GameCommands):
 
         args: dict[str, Any] = {"match_id": match_id, "seat": seat, "card": card,
                                 "capture": named}
-        return self.core.run("cuarenta_play", request_id, args, decide, MatchStep, actor)
+        return self.core.run(CuarentaLedger.play.stored, request_id, args, decide, MatchStep, actor)
 
     def forfeit(self, request_id: str, match_id: str, seat: int, reason: str = "abandoned",
                 turn: int | None = None, *, actor: Actor = SYSTEM) -> MatchStep:
@@ -269,7 +267,7 @@ class Cuarenta(GameCommands):
         args: dict[str, Any] = {"match_id": match_id, "seat": seat, "reason": reason}
         if turn is not None:  # (absent: the arguments stored before the turn clock)
             args["turn"] = turn
-        return self.core.run("cuarenta_forfeit", request_id, args, decide, MatchStep, actor)
+        return self.core.run(CuarentaLedger.forfeit.stored, request_id, args, decide, MatchStep, actor)
 
     def _on_time(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
                  seat: int) -> None:
@@ -296,7 +294,7 @@ class Cuarenta(GameCommands):
             "seat", "TURN_TIME_OVER",
             f"seat {seat}'s turn time ({m.rules.turn_seconds} s) ran out {elapsed:.2f} s after "
             "its turn began, by the ledger's clock: the play is refused and the side "
-            "forfeits the match"), Consequence("cuarenta_forfeit", claim, done))
+            "forfeits the match"), Consequence(CuarentaLedger.forfeit.stored, claim, done))
 
     # --- queries --------------------------------------------------------------------------
 
@@ -564,18 +562,22 @@ class Cuarenta(GameCommands):
         events = self.core.logged((topics.CUARENTA_MATCH + ".", topics.ACCOUNT + "."))
         return reconcile(events, table_id)
 
-    # the ledger-wide names of the commands and queries (``LedgerGame.methods``: unique across
-    # the core and every game)
-    cuarenta_open_match = open_match
-    cuarenta_deal = deal
-    cuarenta_play = play
-    cuarenta_forfeit = forfeit
-    cuarenta_turn = turn
-    cuarenta_match = get_match
-    cuarenta_hand = hand
-    cuarenta_moves = history
-    cuarenta_reconcile = reconcile
 
+class CuarentaLedger(Face):
+    """The game's commands and queries as the ledger declares them, each once: its stored name
+    (the ledger's method, the socket's: frozen) and the method above that decides it (its
+    arguments and answer: ``services.ledger.methods``). Servicers, the CLI and the turn clock
+    call them through ``ledger.game(CuarentaLedger)``."""
+
+    open_match = command("cuarenta_open_match", Cuarenta.open_match)
+    deal = command("cuarenta_deal", Cuarenta.deal)
+    play = command("cuarenta_play", Cuarenta.play)
+    forfeit = command("cuarenta_forfeit", Cuarenta.forfeit)
+    turn = query("cuarenta_turn", Cuarenta.turn)
+    get_match = query("cuarenta_match", Cuarenta.get_match)
+    hand = query("cuarenta_hand", Cuarenta.hand)
+    history = query("cuarenta_moves", Cuarenta.history)
+    reconcile = query("cuarenta_reconcile", Cuarenta.reconcile)
 
 # --- the rule book's match, from the inputs ---------------------------------------------------
 
