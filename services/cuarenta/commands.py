@@ -267,7 +267,8 @@ class Cuarenta(GameCommands):
         args: dict[str, Any] = {"match_id": match_id, "seat": seat, "reason": reason}
         if turn is not None:  # (absent: the arguments stored before the turn clock)
             args["turn"] = turn
-        return self.core.run(CuarentaLedger.forfeit.stored, request_id, args, decide, MatchStep, actor)
+        return self.core.run(CuarentaLedger.forfeit.stored, request_id, args, decide, MatchStep,
+                             actor)
 
     def _on_time(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
                  seat: int) -> None:

@@ -16,7 +16,7 @@ from services.cuarenta.commands import GAME_NAME, TABLE_ACCOUNTS, Cuarenta, Cuar
 from services.games import Game
 from services.ledger.actor import Actor
 from services.ledger.game import LedgerGame
-from services.ledger.remote import Served
+from services.ledger.remote import AnyLedger
 from services.ledger.views import TurnView
 from services.projections.games import ReadGame
 from services.projections.view import View
@@ -28,12 +28,12 @@ CUARENTA = GAME_NAME
 SERVICE = "sabot.cuarenta.v1.CuarentaService"
 
 
-def turn(ledger: Served, match_id: str) -> TurnView:
+def turn(ledger: AnyLedger, match_id: str) -> TurnView:
     """The turn a match waits on (the turn clock's query)."""
     return ledger.game(CuarentaLedger).turn(match_id)
 
 
-def turn_time(ledger: Served, request_id: str, match_id: str, view: TurnView, actor: Actor
+def turn_time(ledger: AnyLedger, request_id: str, match_id: str, view: TurnView, actor: Actor
               ) -> object:
     """The turn clock's command once the seat to play let the turn time pass: its side forfeits
     the match (RULES.md §3)."""

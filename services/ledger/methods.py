@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, Union, overload
 
 from services.ledger.actor import Actor
-
 from services.ledger.views import (
     AccountView,
     ShoeClosed,

@@ -66,8 +66,15 @@ from services.ledger.views import StoredEvent
 from services.ledger.wire import HostGone, ProtocolError, RemoteFailure
 from services.ledger.writer import Writer, call_deadline, wait_bound, writer_of
 
-__all__ = ["HostGone", "LedgerHost", "LedgerProcess", "RemoteFailure", "RemoteLedger",
-           "Served", "observer"]
+__all__ = [
+    "AnyLedger",
+    "HostGone",
+    "LedgerHost",
+    "LedgerProcess",
+    "RemoteFailure",
+    "RemoteLedger",
+    "observer",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -484,7 +491,7 @@ class RemoteLedger:
     writer_metrics = query("writer_metrics", Ledger.writer_metrics)
 
 
-Served = Ledger | RemoteLedger
+AnyLedger = Ledger | RemoteLedger
 """The ledger a server's layers are handed: in this process, or the ledger process's."""
 
 

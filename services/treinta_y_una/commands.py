@@ -40,8 +40,8 @@ from services.ledger.core import Core, Transfer
 from services.ledger.errors import PermissionDenied
 from services.ledger.game import GameCommands
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
-from services.ledger.methods import Face, command, query
 from services.ledger.ids import check_name, movement_account, table_uuid
+from services.ledger.methods import Face, command, query
 from services.ledger.refused import Consequence, Refused, unnamed
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
@@ -330,7 +330,8 @@ class TreintaYUna(GameCommands):
             return self.view(unit, agg, moved)
 
         args = {"table_id": table_id, "seats": seats, "bank": bank, "round_id": round_id}
-        result: RoundView = self._run(TreintaYUnaLedger.open_round.stored, request_id, args, decide, RoundView,
+        result: RoundView = self._run(TreintaYUnaLedger.open_round.stored, request_id, args,
+                                      decide, RoundView,
                                       actor)
         return result
 
@@ -407,19 +408,22 @@ class TreintaYUna(GameCommands):
                     state: R.Round) -> tuple[R.Step, int]:
             return R.deal(rules, state, self.faces.order(self._shoe(unit, agg))), 0
 
-        return self._step(TreintaYUnaLedger.deal.stored, request_id, {"round_id": round_id}, round_id, actor,
+        return self._step(TreintaYUnaLedger.deal.stored, request_id, {"round_id": round_id},
+                          round_id, actor,
                           step_of)
 
     def carta(self, request_id: str, round_id: str, player: str, *,
               actor: Actor = SYSTEM) -> RoundView:
         return self._step(
-            TreintaYUnaLedger.carta.stored, request_id, {"round_id": round_id, "player": player}, round_id, actor,
+            TreintaYUnaLedger.carta.stored, request_id, {"round_id": round_id, "player": player},
+            round_id, actor,
             lambda u, a, rules, s: (R.carta(rules, s, player), 0), player, timed=True)
 
     def me_planto(self, request_id: str, round_id: str, player: str, *,
                   actor: Actor = SYSTEM) -> RoundView:
         return self._step(
-            TreintaYUnaLedger.me_planto.stored, request_id, {"round_id": round_id, "player": player}, round_id,
+            TreintaYUnaLedger.me_planto.stored, request_id,
+            {"round_id": round_id, "player": player}, round_id,
             actor, lambda u, a, rules, s: (R.me_planto(rules, s, player), 0), player,
             timed=True)
 
@@ -442,18 +446,21 @@ class TreintaYUna(GameCommands):
         args: dict[str, Any] = {"round_id": round_id, "player": player}
         if turn is not None:  # (absent: the arguments stored before the turn clock)
             args["turn"] = turn
-        return self._step(TreintaYUnaLedger.stand_for_absent.stored, request_id, args, round_id, actor, step_of)
+        return self._step(TreintaYUnaLedger.stand_for_absent.stored, request_id, args, round_id,
+                          actor, step_of)
 
     def settle(self, request_id: str, round_id: str, *, actor: Actor = SYSTEM) -> RoundView:
         """The showdown: every hand shown (with the proofs of its face-down cards), the bank
         collects then pays, the commission to the house, the bank back to the banker, the
         round's shoe closed (its seed revealed)."""
-        return self._step(TreintaYUnaLedger.settle.stored, request_id, {"round_id": round_id}, round_id, actor,
+        return self._step(TreintaYUnaLedger.settle.stored, request_id, {"round_id": round_id},
+                          round_id, actor,
                           lambda u, a, rules, s: (R.settle(rules, s), 0))
 
     def cancel_round(self, request_id: str, round_id: str, *,
                      actor: Actor = SYSTEM) -> RoundView:
-        return self._step(TreintaYUnaLedger.cancel_round.stored, request_id, {"round_id": round_id}, round_id,
+        return self._step(TreintaYUnaLedger.cancel_round.stored, request_id,
+                          {"round_id": round_id}, round_id,
                           actor, lambda u, a, rules, s: (R.cancel_round(rules, s), 0))
 
     # --- queries ------------------------------------------------------------------------------

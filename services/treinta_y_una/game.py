@@ -13,7 +13,7 @@ from services.api.game import ApiGame
 from services.games import Game
 from services.ledger.actor import Actor
 from services.ledger.game import LedgerGame
-from services.ledger.remote import Served
+from services.ledger.remote import AnyLedger
 from services.ledger.views import TurnView
 from services.projections.games import ReadGame
 from services.projections.view import View
@@ -22,15 +22,17 @@ from services.treinta_y_una.commands import GAME as NAME
 from services.treinta_y_una.commands import ROLES, TreintaYUna, TreintaYUnaLedger
 from services.turn_clock import TurnGame
 
-def turn(ledger: Served, round_id: str) -> TurnView:
+
+def turn(ledger: AnyLedger, round_id: str) -> TurnView:
     """The turn a round waits on (the turn clock's query)."""
     return ledger.game(TreintaYUnaLedger).turn(round_id)
 
 
-def turn_time(ledger: Served, request_id: str, round_id: str, view: TurnView, actor: Actor
+def turn_time(ledger: AnyLedger, request_id: str, round_id: str, view: TurnView, actor: Actor
               ) -> object:
     """The turn clock's command once a player let the turn time pass: the croupier's "me
     planto" for the absent player (RULES.md §2)."""
+    assert view.player is not None  # (a turn the clock acts on names its player)
     return ledger.game(TreintaYUnaLedger).stand_for_absent(
         request_id, round_id, view.player, view.turn, actor=actor)
 

@@ -262,7 +262,8 @@ class TrenteEtQuarante(GameCommands):
         args = {"table_id": table_id, "coup_id": coup_id}
         if shoe_id is not None:
             args["shoe_id"] = shoe_id
-        return self.core.run(TrenteEtQuaranteLedger.open_coup.stored, request_id, args, decide, CoupView, actor)
+        return self.core.run(TrenteEtQuaranteLedger.open_coup.stored, request_id, args, decide,
+                             CoupView, actor)
 
     def _betting(
         self,
@@ -360,15 +361,16 @@ class TrenteEtQuarante(GameCommands):
 
         args = {"coup_id": coup_id, "account_id": account_id, "chance": chance,
                 "amount": amount, "stake_id": stake_id, "choice": choice}
-        return self._betting(TrenteEtQuaranteLedger.place_stake.stored, request_id, args, coup_id, new_stake_id, step_of,
+        return self._betting(TrenteEtQuaranteLedger.place_stake.stored, request_id, args, coup_id,
+                             new_stake_id, step_of,
                              actor, account_id=account_id)
 
     def raise_stake(self, request_id: str, coup_id: str, stake_id: str, amount: int, *,
                     actor: Actor = SYSTEM) -> StakeResult:
         """Add ``amount`` to a free stake."""
         return self._betting(
-            TrenteEtQuaranteLedger.raise_stake.stored, request_id, {"coup_id": coup_id, "stake_id": stake_id,
-                                        "amount": amount},
+            TrenteEtQuaranteLedger.raise_stake.stored, request_id,
+            {"coup_id": coup_id, "stake_id": stake_id, "amount": amount},
             coup_id, lambda: stake_id,
             lambda u, r, lay, sid: raise_stake(r, lay, sid, check_amount(amount)), actor,
         )
@@ -377,7 +379,8 @@ class TrenteEtQuarante(GameCommands):
                        actor: Actor = SYSTEM) -> StakeResult:
         """Take a free stake back, whole."""
         return self._betting(
-            TrenteEtQuaranteLedger.withdraw_stake.stored, request_id, {"coup_id": coup_id, "stake_id": stake_id},
+            TrenteEtQuaranteLedger.withdraw_stake.stored, request_id,
+            {"coup_id": coup_id, "stake_id": stake_id},
             coup_id, lambda: stake_id, lambda u, r, lay, sid: withdraw_stake(r, lay, sid), actor,
         )
 
@@ -385,7 +388,8 @@ class TrenteEtQuarante(GameCommands):
                actor: Actor = SYSTEM) -> StakeResult:
         """Buy insurance on a stake for this coup (premium player -> house insurance)."""
         return self._betting(
-            TrenteEtQuaranteLedger.insure.stored, request_id, {"coup_id": coup_id, "stake_id": stake_id},
+            TrenteEtQuaranteLedger.insure.stored, request_id,
+            {"coup_id": coup_id, "stake_id": stake_id},
             coup_id, lambda: stake_id, lambda u, r, lay, sid: insure(r, lay, sid), actor,
         )
 
@@ -406,7 +410,8 @@ class TrenteEtQuarante(GameCommands):
                       actor: Actor = SYSTEM) -> StakeResult:
         """An imprisoned stake: the house takes half, the player gets the rest back."""
         return self._betting(
-            TrenteEtQuaranteLedger.half_withdraw.stored, request_id, {"coup_id": coup_id, "stake_id": stake_id},
+            TrenteEtQuaranteLedger.half_withdraw.stored, request_id,
+            {"coup_id": coup_id, "stake_id": stake_id},
             coup_id, lambda: stake_id, lambda u, r, lay, sid: half_withdraw(r, lay, sid), actor,
         )
 
@@ -440,7 +445,8 @@ class TrenteEtQuarante(GameCommands):
             self._close_betting(unit, table, coup, unit.now)
             return self._coup_view(coup)
 
-        return self.core.run(TrenteEtQuaranteLedger.close_betting.stored, request_id, {"coup_id": coup_id}, decide, CoupView,
+        return self.core.run(TrenteEtQuaranteLedger.close_betting.stored, request_id,
+                             {"coup_id": coup_id}, decide, CoupView,
                          actor)
 
     def deal(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
@@ -478,7 +484,8 @@ class TrenteEtQuarante(GameCommands):
             )
             return self._coup_view(coup)
 
-        return self.core.run(TrenteEtQuaranteLedger.deal.stored, request_id, {"coup_id": coup_id}, decide, CoupView, actor)
+        return self.core.run(TrenteEtQuaranteLedger.deal.stored, request_id, {"coup_id": coup_id},
+                             decide, CoupView, actor)
 
     def settle(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
         """Settle the dealt coup: every movement in RULES.md order, then each stake's fate."""
@@ -497,7 +504,8 @@ class TrenteEtQuarante(GameCommands):
             coup.trigger_event(Coup.Settled, timestamp=ts)
             return self._coup_view(coup)
 
-        return self.core.run(TrenteEtQuaranteLedger.settle.stored, request_id, {"coup_id": coup_id}, decide, CoupView, actor)
+        return self.core.run(TrenteEtQuaranteLedger.settle.stored, request_id,
+                             {"coup_id": coup_id}, decide, CoupView, actor)
 
     def _coup_view(self, coup: Coup) -> CoupView:
         reached = _PHASES.index(coup.phase) if coup.phase in _PHASES else 0

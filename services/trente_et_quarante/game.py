@@ -10,6 +10,7 @@ from domain.cards import DeckKind
 from domain.trente_et_quarante.deal import CARDS_BEHIND_CUT_CARD
 from domain.trente_et_quarante.rules import TABLE
 from services import topics
+from services.api.base import Base
 from services.api.game import ApiGame, RoundPlace
 from services.games import Game
 from services.ledger.account import AccountKind
@@ -62,9 +63,10 @@ def regulator_rpcs() -> tuple[type, ...]:
     return (CoupReplay,)
 
 
-def round_home(servicer: Any, coup_id: str, field: str) -> tuple[str, str]:
+def round_home(servicer: Base, coup_id: str, field: str) -> tuple[str, str]:
     """(table id, shoe id) of a coup, read through the servicer (NOT_FOUND naming ``field``)."""
-    view = servicer.read({"coup_id": field}, servicer.ledger.get_coup, coup_id)
+    view = servicer.read({"coup_id": field},
+                         servicer.ledger.game(TrenteEtQuaranteLedger).get_coup, coup_id)
     return str(view.table_id), str(view.shoe_id)
 
 
