@@ -117,6 +117,10 @@ class Ledger:
             self.games[game.name] = game
         # the socket's table of methods: the core's and the games' (ValueError: a name taken)
         self.schema = wire.schema_of(self.games.values())
+        for game in self.games.values():  # nor a name of the ledger's own (``close``)
+            for stored in game.methods:
+                if hasattr(type(self), stored):
+                    raise ValueError(f"{game.name}: the method name {stored!r} is taken")
         if len(config.seal_key) != 32:
             raise InvalidArgument("seal_key", "BAD_KEY", "must be 32 bytes")
         env = store_env(config.store_url, config.pool_size, config.max_overflow)
