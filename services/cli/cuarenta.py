@@ -19,7 +19,7 @@ import grpc
 
 from domain.currency import format_minor
 from services.api import demo
-from services.api.client import Client, _Authed, new_request_id
+from services.api.client import Client, authed, new_request_id
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2 as pb
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2_grpc
 from services.api.gen.sabot.v1 import common_pb2, table_pb2
@@ -31,8 +31,8 @@ DEPOSIT = 100_000
 KINDS = {"capture": "", "caida": "caída", "limpia": "limpia", "caida_limpia": "caída y limpia"}
 
 
-def _stub(base: Client, token: str) -> Any:
-    return _Authed(cuarenta_pb2_grpc.CuarentaServiceStub(base.channel), token, 30.0)
+def _stub(base: Client, token: str) -> cuarenta_pb2_grpc.CuarentaServiceStub:
+    return cuarenta_pb2_grpc.CuarentaServiceStub(authed(base.channel, token, 30.0))
 
 
 def play(target: str, cast: demo.Cast, say: Callable[[str], None] = print,

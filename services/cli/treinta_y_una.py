@@ -20,7 +20,7 @@ import grpc
 
 from domain.currency import format_minor
 from services.api import demo
-from services.api.client import Client, _Authed, new_request_id
+from services.api.client import Client, authed, new_request_id
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as pb
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc
 from services.api.gen.sabot.v1 import common_pb2
@@ -59,8 +59,8 @@ def play(target: str, croupier: str, cashier: str, players: Sequence[tuple[str, 
             channel.close()
 
 
-def _stub(base: Client, token: str) -> Any:
-    return _Authed(treinta_y_una_pb2_grpc.TreintaYUnaServiceStub(base.channel), token, 30.0)
+def _stub(base: Client, token: str) -> treinta_y_una_pb2_grpc.TreintaYUnaServiceStub:
+    return treinta_y_una_pb2_grpc.TreintaYUnaServiceStub(authed(base.channel, token, 30.0))
 
 
 def _play(base: Client, croupier: str, cashier: str, players: Sequence[tuple[str, str]],
