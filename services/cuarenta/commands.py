@@ -450,91 +450,119 @@ class Cuarenta(GameCommands):
         """Each fact of the step as its event, in order; the movements after ``MatchWon``."""
         pack = self.pack(unit, agg.shoe_id) if agg.shoe_id else ()
         moves: list[MoveView] = []
-        when = ts.isoformat()
         facts = list(step.facts)
         captured = {f.turn: f for f in facts if isinstance(f, F.CardsCaptured)}
         for fact in facts:
-            if isinstance(fact, F.Dealt):
-                positions = [pack.index(c) for c in fact.cards]
-                shoe = self._shoe(unit, str(agg.shoe_id))
-                holder = agg.seats[fact.seat]
-                hidden = [self.faces.hide(shoe, p, holder).to_dict() for p in positions]
-                agg.trigger_event(CuarentaMatch.Dealt, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, seat=fact.seat, cards=hidden,
-                                  first=step.match.first)
-                moves.append(MoveView("dealt", hand=fact.hand, deal=fact.deal, seat=fact.seat,
-                                      cards=(len(positions),), time=when))
-            elif isinstance(fact, F.RondaScored):
-                agg.trigger_event(CuarentaMatch.RondaScored, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, seat=fact.seat, side=fact.side,
-                                  points=fact.points, withheld=fact.withheld, total=fact.total)
-                moves.append(MoveView("ronda", hand=fact.hand, deal=fact.deal, seat=fact.seat,
-                                      side=fact.side, points=fact.points,
-                                      withheld=fact.withheld, total=fact.total, time=when))
-            elif isinstance(fact, F.FourOfAKindDealt):
-                agg.trigger_event(CuarentaMatch.FourDealt, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, seat=fact.seat, side=fact.side,
-                                  rank=fact.rank)
-                moves.append(MoveView("four_of_a_kind", hand=fact.hand, deal=fact.deal,
-                                      seat=fact.seat, side=fact.side, card=fact.rank,
-                                      time=when))
-            elif isinstance(fact, F.CardPlayed):
-                took = captured.get(fact.turn)
-                taken = [c.code for c in took.taken] if took is not None else []
-                position = pack.index(fact.card)
-                shown = self.faces.show(self._shoe(unit, str(agg.shoe_id)),
-                                        HiddenCard(position, agg.seats[fact.seat], ""))
-                agg.trigger_event(CuarentaMatch.Played, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, turn=fact.turn, seat=fact.seat,
-                                  position=position, card=shown.code, salt=shown.salt,
-                                  captures=fact.captures, capture=taken)
-                moves.append(MoveView("played", hand=fact.hand, deal=fact.deal, turn=fact.turn,
-                                      seat=fact.seat, card=fact.card.code, position=position,
-                                      time=when))
-            elif isinstance(fact, F.CardsCaptured):
-                taken = [c.code for c in fact.taken]
-                agg.trigger_event(CuarentaMatch.Captured, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, turn=fact.turn, seat=fact.seat,
-                                  side=fact.side, card=fact.card.code, taken=taken,
-                                  kind=fact.kind.value, points=fact.points,
-                                  withheld=fact.withheld, total=fact.total)
-                moves.append(MoveView("captured", hand=fact.hand, deal=fact.deal,
-                                      turn=fact.turn, seat=fact.seat, side=fact.side,
-                                      card=fact.card.code, taken=tuple(taken),
-                                      capture_kind=fact.kind.value, points=fact.points,
-                                      withheld=fact.withheld, total=fact.total, time=when))
-            elif isinstance(fact, F.HandScored):
-                digest = self._close_shoe(unit, agg, ts)
-                left = [c.code for c in fact.left_on_table]
-                agg.trigger_event(CuarentaMatch.HandScored, timestamp=ts, hand=fact.hand,
-                                  cards=list(fact.cards), carton=list(fact.carton),
-                                  withheld=list(fact.withheld), left_on_table=left,
-                                  left_to=fact.left_to, totals=list(fact.totals),
-                                  order_digest=digest)
-                moves.append(MoveView("hand_scored", hand=fact.hand, side=fact.left_to,
-                                      taken=tuple(left), totals=fact.totals, cards=fact.cards,
-                                      carton=fact.carton, withheld=sum(fact.withheld),
-                                      time=when))
-            elif isinstance(fact, F.Forfeited):
-                agg.trigger_event(CuarentaMatch.Forfeited, timestamp=ts, seat=fact.seat,
-                                  side=fact.side, reason=fact.reason.value,
-                                  elapsed_seconds=elapsed)
-                moves.append(MoveView("forfeited", seat=fact.seat, side=fact.side,
-                                      reason=fact.reason.value, time=when))
+            if isinstance(fact, F.Dealt | F.RondaScored | F.FourOfAKindDealt):
+                moves.append(self._dealing(unit, agg, step, fact, pack, ts))
+            elif isinstance(fact, F.CardPlayed | F.CardsCaptured):
+                moves.append(self._playing(unit, agg, fact, captured, pack, ts))
+            elif isinstance(fact, F.HandScored | F.Forfeited):
+                moves.append(self._ending(unit, agg, fact, ts, elapsed))
             elif isinstance(fact, F.MatchWon):
-                if agg.shoe_id and not self._shoe(unit, agg.shoe_id).closed:
-                    self._close_shoe(unit, agg, ts)
-                agg.trigger_event(CuarentaMatch.Won, timestamp=ts, side=fact.side,
-                                  reason=fact.reason.value, totals=list(fact.totals))
-                moves.append(MoveView("won", side=fact.side, reason=fact.reason.value,
-                                      totals=fact.totals, time=when))
-                house = self._house(unit, agg.table_id)
-                moves += self._move_money(unit, agg, house, step.movements, ts)
+                moves += self._won(unit, agg, step, fact, ts)
         self._keep(agg, step.match)
         m = step.match
         if m.phase is rulebook.Phase.AWAITING_PACK:
             m = self._begin_hand(unit, agg, m, ts, moves)
         return self._step(unit, agg, m, moves)
+
+    def _dealing(self, unit: UnitOfWork, agg: CuarentaMatch, step: rulebook.Step,
+                 fact: F.Dealt | F.RondaScored | F.FourOfAKindDealt, pack: Sequence[Card],
+                 ts: datetime) -> MoveView:
+        """A deal's facts: a hand's cards dealt (face down), a ronda, four of a kind."""
+        when = ts.isoformat()
+        if isinstance(fact, F.Dealt):
+            positions = [pack.index(c) for c in fact.cards]
+            shoe = self._shoe(unit, str(agg.shoe_id))
+            holder = agg.seats[fact.seat]
+            hidden = [self.faces.hide(shoe, p, holder).to_dict() for p in positions]
+            agg.trigger_event(CuarentaMatch.Dealt, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, seat=fact.seat, cards=hidden,
+                              first=step.match.first)
+            return MoveView("dealt", hand=fact.hand, deal=fact.deal, seat=fact.seat,
+                            cards=(len(positions),), time=when)
+        elif isinstance(fact, F.RondaScored):
+            agg.trigger_event(CuarentaMatch.RondaScored, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, seat=fact.seat, side=fact.side,
+                              points=fact.points, withheld=fact.withheld, total=fact.total)
+            return MoveView("ronda", hand=fact.hand, deal=fact.deal, seat=fact.seat,
+                            side=fact.side, points=fact.points,
+                            withheld=fact.withheld, total=fact.total, time=when)
+        else:  # F.FourOfAKindDealt
+            agg.trigger_event(CuarentaMatch.FourDealt, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, seat=fact.seat, side=fact.side,
+                              rank=fact.rank)
+            return MoveView("four_of_a_kind", hand=fact.hand, deal=fact.deal,
+                            seat=fact.seat, side=fact.side, card=fact.rank,
+                            time=when)
+
+    def _playing(self, unit: UnitOfWork, agg: CuarentaMatch, fact: F.CardPlayed | F.CardsCaptured,
+                 captured: Mapping[int, F.CardsCaptured], pack: Sequence[Card], ts: datetime
+                 ) -> MoveView:
+        """A turn's facts: the card played (shown), what it captured."""
+        when = ts.isoformat()
+        if isinstance(fact, F.CardPlayed):
+            took = captured.get(fact.turn)
+            taken = [c.code for c in took.taken] if took is not None else []
+            position = pack.index(fact.card)
+            shown = self.faces.show(self._shoe(unit, str(agg.shoe_id)),
+                                    HiddenCard(position, agg.seats[fact.seat], ""))
+            agg.trigger_event(CuarentaMatch.Played, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, turn=fact.turn, seat=fact.seat,
+                              position=position, card=shown.code, salt=shown.salt,
+                              captures=fact.captures, capture=taken)
+            return MoveView("played", hand=fact.hand, deal=fact.deal, turn=fact.turn,
+                            seat=fact.seat, card=fact.card.code, position=position,
+                            time=when)
+        else:  # F.CardsCaptured
+            taken = [c.code for c in fact.taken]
+            agg.trigger_event(CuarentaMatch.Captured, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, turn=fact.turn, seat=fact.seat,
+                              side=fact.side, card=fact.card.code, taken=taken,
+                              kind=fact.kind.value, points=fact.points,
+                              withheld=fact.withheld, total=fact.total)
+            return MoveView("captured", hand=fact.hand, deal=fact.deal,
+                            turn=fact.turn, seat=fact.seat, side=fact.side,
+                            card=fact.card.code, taken=tuple(taken),
+                            capture_kind=fact.kind.value, points=fact.points,
+                            withheld=fact.withheld, total=fact.total, time=when)
+
+    def _ending(self, unit: UnitOfWork, agg: CuarentaMatch, fact: F.HandScored | F.Forfeited,
+                ts: datetime, elapsed: float | None) -> MoveView:
+        """A hand scored (its shoe closed), or a side's forfeit."""
+        when = ts.isoformat()
+        if isinstance(fact, F.HandScored):
+            digest = self._close_shoe(unit, agg, ts)
+            left = [c.code for c in fact.left_on_table]
+            agg.trigger_event(CuarentaMatch.HandScored, timestamp=ts, hand=fact.hand,
+                              cards=list(fact.cards), carton=list(fact.carton),
+                              withheld=list(fact.withheld), left_on_table=left,
+                              left_to=fact.left_to, totals=list(fact.totals),
+                              order_digest=digest)
+            return MoveView("hand_scored", hand=fact.hand, side=fact.left_to,
+                            taken=tuple(left), totals=fact.totals, cards=fact.cards,
+                            carton=fact.carton, withheld=sum(fact.withheld),
+                            time=when)
+        else:  # F.Forfeited
+            agg.trigger_event(CuarentaMatch.Forfeited, timestamp=ts, seat=fact.seat,
+                              side=fact.side, reason=fact.reason.value,
+                              elapsed_seconds=elapsed)
+            return MoveView("forfeited", seat=fact.seat, side=fact.side,
+                            reason=fact.reason.value, time=when)
+
+    def _won(self, unit: UnitOfWork, agg: CuarentaMatch, step: rulebook.Step, fact: F.MatchWon,
+             ts: datetime) -> list[MoveView]:
+        """The match won (its last shoe closed), then the pot's movements."""
+        when = ts.isoformat()
+        if agg.shoe_id and not self._shoe(unit, agg.shoe_id).closed:
+            self._close_shoe(unit, agg, ts)
+        agg.trigger_event(CuarentaMatch.Won, timestamp=ts, side=fact.side,
+                          reason=fact.reason.value, totals=list(fact.totals))
+        won = MoveView("won", side=fact.side, reason=fact.reason.value, totals=fact.totals,
+                       time=when)
+        house = self._house(unit, agg.table_id)
+        return [won, *self._move_money(unit, agg, house, step.movements, ts)]
 
     def _step(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
               moves: list[MoveView]) -> MatchStep:
