@@ -27,7 +27,6 @@ LONG: dict[str, int] = {
     "services/trente_et_quarante/replay.py:steps": 104,
     "ops/sabot_verify/shoes.py:_coup": 99,
     "services/regulator/export.py:_write_export": 95,
-    "services/trente_et_quarante/demo.py:_play": 86,
 }
 
 
