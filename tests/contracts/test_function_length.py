@@ -23,7 +23,6 @@ LONG: dict[str, int] = {
     "services/projections/recall.py:apply": 147,
     "services/api/server.py:start": 130,
     "services/projections/shoes.py:apply": 113,
-    "services/trente_et_quarante/replay.py:steps": 104,
     "ops/sabot_verify/shoes.py:_coup": 99,
     "services/regulator/export.py:_write_export": 95,
 }
