@@ -1,7 +1,10 @@
 """The ledger's Python API, used by the gRPC layer and the CLI: the game-neutral core (tables,
-shoes, accounts, the log) and, as methods of the same object, the commands and queries of every
-game it was handed (``Ledger(config, games=...)``: each a ``services.ledger.game.LedgerGame``,
-given by the composition root, ``services/bootstrap.py``).
+shoes, accounts, the log) and the commands and queries of every game it was handed
+(``Ledger(config, games=...)``: each a ``services.ledger.game.LedgerGame``, given by the
+composition root, ``services/bootstrap.py``), typed: ``ledger.game(Face)`` is a game's face
+(``services.ledger.methods``: each command declared once), the same over the socket
+(``RemoteLedger.game``). Each is also an attribute under its stored name (``ledger.tyu_deal``),
+for tests and tools; typed code uses the face.
 
 Every mutating method takes ``request_id`` first: a retry with the same id and the same
 arguments returns the first answer and stores nothing more; the same id with other arguments

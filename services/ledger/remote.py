@@ -288,6 +288,8 @@ class RemoteLedger:
         self.schema = wire.schema_of(games)
         for game in games:  # a game's methods under their stored names too (tests, tools)
             for stored in game.methods:
+                if hasattr(type(self), stored):  # (``close``, ``call``: this class's own)
+                    raise ValueError(f"{game.name}: the method name {stored!r} is taken")
                 setattr(self, stored, functools.partial(self.call, stored))
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect(path)
