@@ -164,11 +164,12 @@ class Ledger:
         # queries (``LedgerGame.face``) by stored name.
         self._neutral = GameCommands(self.core)  # (a table of a game not handed in)
         self._handlers: dict[str, GameCommands] = {}
-        self._declared: dict[str, tuple[GameCommands, LedgerGame]] = {}  # stored name ->
+        self._declared: dict[str, tuple[GameCommands, str]] = {}  # stored name -> (its
+        # game's commands object, its game's name)
         for game in self.games.values():
             handler = self._handlers[game.name] = game.commands(self.core)
             for stored, declared in game.face.declared().items():
-                self._declared[stored] = (handler, game)
+                self._declared[stored] = (handler, game.name)
                 # also under its stored name, as the ledger's own method (tests, tools, the
                 # socket's host: ``submit``); typed code calls it through ``game(face)``
                 setattr(self, stored, types.MethodType(declared.impl, handler))
@@ -193,7 +194,7 @@ class Ledger:
     def game_of_method(self, name: str) -> LedgerGame | None:
         """The game that declares the method ``name`` (None: a core method, or none)."""
         found = self._declared.get(name)
-        return None if found is None else found[1]
+        return None if found is None else self.games[found[1]]
 
     def saved_position(self) -> int:
         """The log position of the last event this ledger saved (0: none yet); every event up
