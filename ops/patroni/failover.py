@@ -905,6 +905,37 @@ def walreceiver(name: str) -> int:
     raise Failed(f"no WAL receiver on {name}")
 
 
+def _make_asynchronous() -> None:
+    """The cluster made asynchronous: what the supported configuration forbids."""
+    done = patronictl("edit-config", "--force", "-s", "synchronous_mode=false",
+                      "-s", "synchronous_mode_strict=false",
+                      "-s", "maximum_lag_on_failover=1073741824")
+    if done.returncode != 0:
+        raise Failed(f"patronictl edit-config: {done.stdout}{done.stderr}")
+    cluster._wait(lambda: cluster._psql(cluster.PROXY, "SELECT count(*) FROM pg_stat_replication"
+                                        " WHERE sync_state = 'sync'") == "0", 60, "async")
+
+
+def _asked_to_write(admin: Client, deadline: float, answers: collections.Counter[str]
+                    ) -> tuple[str, str]:
+    """Deposits asked of the server until one is refused FAILED_PRECONDITION (its status and
+    reason) or one is written (its request id), or ``deadline``; each answer counted."""
+    refusal = wrote = ""
+    while time.monotonic() < deadline and not refusal and not wrote:
+        rid = str(uuid.uuid4())
+        try:
+            admin.cashier.Deposit(cashier_pb2.DepositRequest(
+                request_id=rid, name="accounts/cash-0", amount=money(1)))
+            wrote = rid
+        except grpc.RpcError as exc:
+            code = exc.code()  # type: ignore[attr-defined]
+            answers[f"{code.name} {reason(exc)}".strip()] += 1
+            if code is grpc.StatusCode.FAILED_PRECONDITION:
+                refusal = f"{code.name} {reason(exc)}"
+            time.sleep(0.3)
+    return refusal, wrote
+
+
 def ruled_out(work: Path, env: dict[str, str], tokens: dict[str, str]) -> dict[str, Any]:
     """A standby that missed commits promoted under a running server: the server stops.
 
@@ -913,13 +944,7 @@ def ruled_out(work: Path, env: dict[str, str], tokens: dict[str, str]) -> dict[s
     primary killed, then the stopped receiver killed too (the WAL it had not read from its
     socket is gone with it: the standby restarts its recovery from what it wrote, without the
     last commits). Patroni promotes it after ``ttl``; the server is asked to write on it."""
-    done = patronictl("edit-config", "--force", "-s", "synchronous_mode=false",
-                      "-s", "synchronous_mode_strict=false",
-                      "-s", "maximum_lag_on_failover=1073741824")
-    if done.returncode != 0:
-        raise Failed(f"patronictl edit-config: {done.stdout}{done.stderr}")
-    cluster._wait(lambda: cluster._psql(cluster.PROXY, "SELECT count(*) FROM pg_stat_replication"
-                                        " WHERE sync_state = 'sync'") == "0", 60, "async")
+    _make_asynchronous()
     old = primary()
     stale, gone = (n for n in cluster.NODES if n != old)
     cluster._stop(cluster._load()[gone])  # one standby stopped: the stale one is the only one
@@ -946,19 +971,7 @@ def ruled_out(work: Path, env: dict[str, str], tokens: dict[str, str]) -> dict[s
                       f"{stale} promoted")
         promoted_at = time.monotonic()
         # the server goes on being asked to write: it must refuse, and stay refusing
-        deadline = promoted_at + 60
-        while time.monotonic() < deadline and not refusal and not wrote:
-            rid = str(uuid.uuid4())
-            try:
-                admin.cashier.Deposit(cashier_pb2.DepositRequest(
-                    request_id=rid, name="accounts/cash-0", amount=money(1)))
-                wrote = rid
-            except grpc.RpcError as exc:
-                code = exc.code()  # type: ignore[attr-defined]
-                answers[f"{code.name} {reason(exc)}".strip()] += 1
-                if code is grpc.StatusCode.FAILED_PRECONDITION:
-                    refusal = f"{code.name} {reason(exc)}"
-                time.sleep(0.3)
+        refusal, wrote = _asked_to_write(admin, promoted_at + 60, answers)
         refused_at = time.monotonic()
         load.stop.set()
         load.give_up = time.monotonic()

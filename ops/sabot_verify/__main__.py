@@ -31,12 +31,13 @@ import io
 import itertools
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from sabot_verify import actors, unit
 from sabot_verify.chain import key_id, load_head, walk_export
@@ -114,6 +115,40 @@ def _chain(exp: Export, chain_keys: list[bytes] | None, head: dict[str, Any] | N
     return problems, walk
 
 
+def _seeds(exp: Export, reg: X25519PrivateKey | None
+           ) -> Callable[[str, dict[str, Any]], bytes | None]:
+    """How a shoe's seed is found: revealed by its ``Shoe.Closed``, else opened from its
+    escrow with the regulator's key ``reg`` (None: not pinned, the shoe stays pending)."""
+
+    def seed_of(shoe_id: str, shuffled: dict[str, Any]) -> bytes | None:
+        closed = [
+            r["event"]["state"].get("seed")
+            for r in exp.events
+            if r.get("event") and r["event"]["originator_id"] == shoe_id
+            and r["event"]["topic"] == SHOE_CLOSED
+        ]
+        if closed and closed[0]:
+            return bytes.fromhex(closed[0])
+        if reg is None:
+            return None
+        sealed = shuffled.get("escrowed_seed")  # Shoe.Shuffled v2: sealed with the shoe id
+        if sealed:
+            try:
+                return open_escrow(bytes.fromhex(sealed), UUID(shoe_id), reg)
+            except Bad:
+                pass  # another regulator's key, or altered: the commitment check fails below
+        for candidate in exp.escrow:  # legacy escrow records: the commitment picks the seed
+            try:
+                seed = open_escrow(candidate, UUID(int=0), reg)
+            except Bad:
+                continue
+            if commitment(seed, UUID(shoe_id)) == shuffled.get("commitment"):
+                return seed
+        return None
+
+    return seed_of
+
+
 def run(
     lines: Iterable[str], regulator_key: bytes | None = None,
     checkpoint_key: bytes | None = None,
@@ -165,31 +200,7 @@ def run(
     money, accounts = check_money(contents, walk.after or 0, whole, exp.snapshots, walk.links)
     reg = load_x25519(regulator_key) if regulator_key is not None else None
 
-    def seed_of(shoe_id: str, shuffled: dict[str, Any]) -> bytes | None:
-        closed = [
-            r["event"]["state"].get("seed")
-            for r in exp.events
-            if r.get("event") and r["event"]["originator_id"] == shoe_id
-            and r["event"]["topic"] == SHOE_CLOSED
-        ]
-        if closed and closed[0]:
-            return bytes.fromhex(closed[0])
-        if reg is None:
-            return None
-        sealed = shuffled.get("escrowed_seed")  # Shoe.Shuffled v2: sealed with the shoe id
-        if sealed:
-            try:
-                return open_escrow(bytes.fromhex(sealed), UUID(shoe_id), reg)
-            except Bad:
-                pass  # another regulator's key, or altered: the commitment check fails below
-        for candidate in exp.escrow:  # legacy escrow records: the commitment picks the seed
-            try:
-                seed = open_escrow(candidate, UUID(int=0), reg)
-            except Bad:
-                continue
-            if commitment(seed, UUID(shoe_id)) == shuffled.get("commitment"):
-                return seed
-        return None
+    seed_of = _seeds(exp, reg)
 
     listed = exp.header.get("selection", {}).get("shoes")
     claimed = [str(p.get("shoe_id")) for p in exp.header.get("pending") or []

@@ -12,7 +12,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar
 from uuid import UUID
 
 import grpc
@@ -24,13 +24,14 @@ from services.api.hub import Hub
 from services.api.interceptor import authenticate, current_principal
 from services.api.roles import Principal, Role
 from services.ledger.actor import Actor
-from services.ledger.api import Ledger
 from services.ledger.attribution import Attributor
 from services.ledger.errors import Conflict
+from services.ledger.remote import AnyLedger
 from services.ledger.views import StoredEvent
 from services.ledger.wire import HostGone
 
 T = TypeVar("T")
+P = ParamSpec("P")
 S = TypeVar("S", bound=type)
 
 CONFLICT_RETRIES = 4
@@ -40,7 +41,7 @@ CACHE_LIMIT = 50_000
 class Base:
     """Shared by the servicers; thread-safe."""
 
-    def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub,
+    def __init__(self, ledger: AnyLedger, tokens: Mapping[str, Principal], hub: Hub,
                  games: Played | None = None) -> None:
         self.ledger = ledger
         self.tokens = dict(tokens)
@@ -97,23 +98,26 @@ class Base:
 
     # --- calling the ledger -----------------------------------------------------------------
 
-    def read(self, fields: Mapping[str, str], fn: Callable[..., T], *args: Any) -> T:
-        """A query; ledger field names are renamed to the request's."""
+    def read(self, fields: Mapping[str, str], fn: Callable[P, T], *args: P.args,
+             **kwargs: P.kwargs) -> T:
+        """A query, ``fn(*args, **kwargs)`` (checked by mypy as ``fn``'s own call); ledger
+        field names are renamed to the request's."""
         try:
-            return fn(*args)
+            return fn(*args, **kwargs)
         except RuleViolation as exc:
             exc.field = _rename(fields, exc.field)
             raise
 
-    def write(self, fields: Mapping[str, str], fn: Callable[..., T], *args: Any,
-              actor: Actor) -> T:
-        """A command with its request id, run as ``actor`` (``self.actor(context)``: the
-        caller's): retried on a concurrency conflict (the request id makes the retry safe),
-        ABORTED when conflicts persist. Pokes the log tailer on success."""
+    def write(self, fields: Mapping[str, str], fn: Callable[P, T], *args: P.args,
+              **kwargs: P.kwargs) -> T:
+        """A command, ``fn(*args, **kwargs)`` (checked by mypy as ``fn``'s own call), with its
+        request id, run as its ``actor=`` (``self.actor(context)``: the caller's): retried on a
+        concurrency conflict (the request id makes the retry safe), ABORTED when conflicts
+        persist. Pokes the log tailer on success."""
         delay = 0.005
         for attempt in range(CONFLICT_RETRIES + 1):
             try:
-                result = fn(*args, actor=actor)
+                result = fn(*args, **kwargs)
             except Conflict as exc:
                 if attempt == CONFLICT_RETRIES or isinstance(exc, HostGone):  # say it as it is
                     exc.field = _rename(fields, exc.field)
@@ -219,8 +223,10 @@ def mixed(neutral: S, mixins: tuple[type, ...], service: str) -> S:
             seen.setdefault(name, mixin)
     if not mixins:
         return neutral
-    made = type(neutral.__name__, (*mixins, neutral), {"__module__": neutral.__module__})
-    return cast(S, made)
+    # made by the neutral class's own metaclass, as a class statement would make it
+    made: S = type(neutral)(neutral.__name__, (*mixins, neutral),
+                            {"__module__": neutral.__module__})
+    return made
 
 
 def _rename(fields: Mapping[str, str], field: str) -> str:

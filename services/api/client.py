@@ -4,10 +4,10 @@ token on every call."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
@@ -39,24 +39,57 @@ def new_request_id() -> str:
     return str(uuid.uuid4())
 
 
-class _Authed:
-    """Wraps a stub so that every call carries ``authorization: Bearer <token>``."""
+@dataclass(frozen=True)
+class _Details(grpc.ClientCallDetails):
+    """A call's details with the bearer token and the default timeout filled in."""
 
-    def __init__(self, stub: Any, token: str | None, timeout: float | None) -> None:
-        self._stub = stub
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    method: str
+    timeout: float | None
+    metadata: grpc.Metadata | None
+    credentials: grpc.CallCredentials | None
+    wait_for_ready: bool | None
+    compression: grpc.Compression | None
+
+
+if TYPE_CHECKING:  # (generic in the stubs only)
+    _UnaryUnary = grpc.UnaryUnaryClientInterceptor[Any, Any]
+    _UnaryStream = grpc.UnaryStreamClientInterceptor[Any, Any]
+else:
+    _UnaryUnary, _UnaryStream = (grpc.UnaryUnaryClientInterceptor,
+                                 grpc.UnaryStreamClientInterceptor)
+
+
+class _Bearer(_UnaryUnary, _UnaryStream):
+    """Every call on the channel carries ``authorization: Bearer <token>`` (unless the caller
+    gives metadata of its own) and ``timeout`` (unless the caller gives one; None: none)."""
+
+    def __init__(self, metadata: grpc.Metadata, timeout: float | None) -> None:
+        self._metadata = metadata
         self._timeout = timeout
 
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._stub, name)
+    def _details(self, d: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        return _Details(d.method, self._timeout if d.timeout is None else d.timeout,
+                        self._metadata if d.metadata is None else d.metadata, d.credentials,
+                        d.wait_for_ready, d.compression)
 
-        def call(request: Any, **kwargs: Any) -> Any:
-            kwargs.setdefault("metadata", self._metadata)
-            if self._timeout is not None:
-                kwargs.setdefault("timeout", self._timeout)
-            return method(request, **kwargs)
+    def intercept_unary_unary(
+        self, continuation: Callable[[grpc.ClientCallDetails, Any], grpc.CallFuture[Any]],
+        client_call_details: grpc.ClientCallDetails, request: Any,
+    ) -> grpc.CallFuture[Any]:
+        return continuation(self._details(client_call_details), request)
 
-        return call
+    def intercept_unary_stream(
+        self, continuation: Callable[[grpc.ClientCallDetails, Any], grpc.CallIterator[Any]],
+        client_call_details: grpc.ClientCallDetails, request: Any,
+    ) -> grpc.CallIterator[Any]:
+        return continuation(self._details(client_call_details), request)
+
+
+def authed(channel: grpc.Channel, token: str | None, timeout: float | None) -> grpc.Channel:
+    """``channel`` with ``token`` and ``timeout`` on every call (``_Bearer``): the generated
+    stubs over it are typed, so mypy checks every request a caller builds."""
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    return grpc.intercept_channel(channel, _Bearer(metadata, timeout))
 
 
 class Client:
@@ -92,29 +125,19 @@ class Client:
         self.metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {token}"),) if token else ())
         self.timeout = timeout
-        self.tables: Any = _Authed(table_pb2_grpc.TableServiceStub(self.channel), token, timeout)
-        self.betting: Any = _Authed(
-            betting_pb2_grpc.BettingServiceStub(self.channel), token, timeout
-        )
-        self.cashier: Any = _Authed(
-            cashier_pb2_grpc.CashierServiceStub(self.channel), token, timeout
-        )
-        self.reports: Any = _Authed(
-            cashier_pb2_grpc.ReportServiceStub(self.channel), token, timeout
-        )
-        self.watch: Any = _Authed(events_pb2_grpc.WatchServiceStub(self.channel), token, None)
-        self.feed: Any = _Authed(events_pb2_grpc.FeedServiceStub(self.channel), token, None)
-        self.recall: Any = _Authed(events_pb2_grpc.RecallServiceStub(self.channel), token, timeout)
-        self.read_models: Any = _Authed(
-            reports_pb2_grpc.ReadModelServiceStub(self.channel), token, timeout
-        )
-        self.regulator: Any = _Authed(
-            regulator_pb2_grpc.RegulatorServiceStub(self.channel), token, None
-        )
-        self.treinta_y_una: Any = _Authed(
-            tyu_pb2_grpc.TreintaYUnaServiceStub(self.channel), token, timeout)
-        self.cuarenta: Any = _Authed(
-            cuarenta_pb2_grpc.CuarentaServiceStub(self.channel), token, timeout)
+        unary = authed(self.channel, token, timeout)  # (streams: no deadline of ours)
+        streams = authed(self.channel, token, None)
+        self.tables = table_pb2_grpc.TableServiceStub(unary)
+        self.betting = betting_pb2_grpc.BettingServiceStub(unary)
+        self.cashier = cashier_pb2_grpc.CashierServiceStub(unary)
+        self.reports = cashier_pb2_grpc.ReportServiceStub(unary)
+        self.watch = events_pb2_grpc.WatchServiceStub(streams)
+        self.feed = events_pb2_grpc.FeedServiceStub(streams)
+        self.recall = events_pb2_grpc.RecallServiceStub(unary)
+        self.read_models = reports_pb2_grpc.ReadModelServiceStub(unary)
+        self.regulator = regulator_pb2_grpc.RegulatorServiceStub(streams)
+        self.treinta_y_una = tyu_pb2_grpc.TreintaYUnaServiceStub(unary)
+        self.cuarenta = cuarenta_pb2_grpc.CuarentaServiceStub(unary)
         self.health = health_pb2_grpc.HealthStub(self.channel)
         # The games' typed calls (request ids made when not given: ``last_request_id``).
         self.rounds = TreintaYUnaCalls(self)

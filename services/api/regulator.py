@@ -33,7 +33,7 @@ from services.api.game import ApiGame, Played
 from services.api.gen.sabot.v1 import regulator_pb2, regulator_pb2_grpc
 from services.api.hub import Hub
 from services.api.roles import Principal
-from services.ledger.api import Ledger
+from services.ledger.remote import AnyLedger
 from services.regulator.checkpoint import Checkpoint
 from services.regulator.export import ExportError, write_export
 from services.regulator.merkle import ProofError
@@ -57,7 +57,7 @@ def _not_found(field: str, message: str) -> errors.ApiError:
 class RegulatorServicer(Base, regulator_pb2_grpc.RegulatorServiceServicer):
     def __init__(
         self,
-        ledger: Ledger,
+        ledger: AnyLedger,
         tokens: Mapping[str, Principal],
         hub: Hub,
         games: Played | None = None,
@@ -258,7 +258,7 @@ def servicer_class(mixins: tuple[type, ...]) -> type[RegulatorServicer]:
     return mixed(RegulatorServicer, mixins, "sabot.v1.RegulatorService")
 
 
-def servicer(ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub, *, games: Played,
+def servicer(ledger: AnyLedger, tokens: Mapping[str, Principal], hub: Hub, *, games: Played,
              **options: Any) -> RegulatorServicer:
     """The one servicer of ``sabot.v1.RegulatorService`` (``options``: ``RegulatorServicer``'s):
     the game-neutral RPCs and those of each of ``games`` (``ApiGame.regulator_rpcs``: Trente et

@@ -31,7 +31,7 @@ from services.api.gen.sabot.v1 import common_pb2, reports_pb2, reports_pb2_grpc
 from services.api.hub import Hub
 from services.api.logs import get_logger
 from services.api.roles import Principal, Role
-from services.ledger.api import Ledger
+from services.ledger.remote import AnyLedger
 from services.projections.export import Report, render
 from services.projections.floor import render_floor
 from services.projections.games import ReadGame, Step, Unit
@@ -71,7 +71,7 @@ class ProjectionKeeper:
     days the reports take, are filed under it. ``games``: the read side's part of each game
     the server serves (its own read models)."""
 
-    def __init__(self, ledger: Ledger, hub: Hub, follow: bool = True,
+    def __init__(self, ledger: AnyLedger, hub: Hub, follow: bool = True,
                  gaming_day: GamingDay | None = None, read_store: str | None = None, *,
                  games: Iterable[ReadGame]) -> None:
         """``read_store``: a standby of the ledger's store whose log the read models read
@@ -272,7 +272,7 @@ class GameReadModels(Base):
 
 
 class ReadModelServicer(Base, reports_pb2_grpc.ReadModelServiceServicer):
-    def __init__(self, ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub,
+    def __init__(self, ledger: AnyLedger, tokens: Mapping[str, Principal], hub: Hub,
                  games: Played | None = None, *, keeper: ProjectionKeeper) -> None:
         super().__init__(ledger, tokens, hub, games)
         self.keeper = keeper

@@ -50,8 +50,7 @@ from services.api.reports import GameReadModels, ProjectionKeeper, ReadModelServ
 from services.api.roles import Principal
 from services.api.stream_quota import StreamQuota
 from services.api.streams import FeedServicer, WatchServicer
-from services.ledger.api import Ledger
-from services.ledger.remote import observer
+from services.ledger.remote import AnyLedger, observer
 from services.ledger.writer import call_deadline
 from services.regulator.checkpoint import public_key_bytes
 from services.regulator.notary import Follower, signing_follower
@@ -80,7 +79,7 @@ class Running:
     port: int
     health: health.HealthServicer
     hub: Hub
-    ledger: Ledger
+    ledger: AnyLedger
     stopped: threading.Event
     services: tuple[str, ...]  # every service it serves (the games' included)
     notary: Follower | None = None  # signs a checkpoint at every coup end (with a key)
@@ -176,7 +175,7 @@ class _FromConfig:
 FROM_CONFIG = _FromConfig()
 
 
-def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
+def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
           limits: monitoring.Limits | None = None,
           interval: float = monitoring.INTERVAL,
           notary: Follower | _FromConfig | None = FROM_CONFIG, *, games: Served) -> Running:
@@ -308,7 +307,7 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
                    files is not None, monitor, metrics, endpoint, (check_pool,))
 
 
-def _sources(config: Config, ledger: Ledger, hub: Hub, projections: ProjectionKeeper,
+def _sources(config: Config, ledger: AnyLedger, hub: Hub, projections: ProjectionKeeper,
              notary: Follower | None, state: Callable[[], dict[str, Any]]
              ) -> monitoring.Sources:
     """Where the health monitor looks: the store (a probe of its own), the ledger's writer

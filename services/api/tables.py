@@ -26,7 +26,7 @@ from services.api.game import ApiGame, Played
 from services.api.gen.sabot.v1 import table_pb2, table_pb2_grpc
 from services.api.hub import Hub
 from services.api.roles import Principal
-from services.ledger.api import Ledger
+from services.ledger.remote import AnyLedger
 from services.ledger.table import UNRECORDED_GAME
 
 
@@ -98,7 +98,7 @@ def servicer_class(mixins: tuple[type, ...]) -> type[TableServicer]:
     return mixed(TableServicer, mixins, "sabot.v1.TableService")
 
 
-def servicer(ledger: Ledger, tokens: Mapping[str, Principal], hub: Hub, *,
+def servicer(ledger: AnyLedger, tokens: Mapping[str, Principal], hub: Hub, *,
              games: Played) -> TableServicer:
     """The one servicer of ``sabot.v1.TableService``: the game-neutral RPCs and those of each of
     ``games`` (``ApiGame.table_rpcs``)."""

@@ -552,7 +552,11 @@ def _register_tables(sub: Any) -> None:
     _add(table, "list", "list the tables in the order they opened (one page)",
          lambda a: ("tables", "ListTables", table_pb2.ListTablesRequest(
              page_size=a.page_size, page_token=a.page_token)), setup=_page_args)
+    _register_shoes(sub)
+    _register_coups(sub)
 
+
+def _register_shoes(sub: Any) -> None:
     shoe = sub.group("shoe")
 
     def shoe_open(p: argparse.ArgumentParser) -> None:
@@ -581,6 +585,8 @@ def _register_tables(sub: Any) -> None:
             request_id=_rid(a), name=_name("shoes", a.shoe))),
         mutating=True, setup=lambda p: p.add_argument("shoe"))
 
+
+def _register_coups(sub: Any) -> None:
     coup = sub.group("coup")
 
     def coup_open(p: argparse.ArgumentParser) -> None:
@@ -923,34 +929,6 @@ def _register_regulator(sub: Any) -> None:
     export``: the RegulatorService (regulator or admin token)."""
     reg = sub.group("regulator")
 
-    def replay(method: str, kind: str) -> Callable[[argparse.Namespace], int]:
-        def run(a: argparse.Namespace) -> int:
-            request_type = getattr(regulator_pb2, f"{method}Request")
-            request = request_type(name=_name(kind, a.name),
-                                   differences_only=not a.all)
-            identical = False
-            with Progress("replay", unit="steps", quiet=a.quiet or kind != "shoes") as progress:
-                verdicts = []
-                for message in _regulator_stream(a, method, request, progress, "steps"):
-                    for step in message.steps:
-                        progress.clear()
-                        print(_replay_line(step, a.format), flush=True)
-                    if message.HasField("verdict"):
-                        verdicts.append(message.verdict)
-            for v in verdicts:
-                identical = v.identical
-                if a.format == "json":
-                    print(json.dumps(_plain(v), ensure_ascii=False))
-                elif v.identical:
-                    print(f"verdict: identical ({v.steps} steps)")
-                else:
-                    d = v.first_difference
-                    print(f"verdict: first difference at position {d.position}: {d.what}: "
-                          f"recorded {d.recorded_json}, replayed {d.replayed_json}")
-            return 0 if identical else 1
-
-        return run
-
     for action, method, kind, text in (
         ("replay-coup", "ReplayCoup", "coups", "replay a coup beside its recorded events"),
         ("replay-shoe", "ReplayShoe", "shoes", "replay every coup of a shoe"),
@@ -965,36 +943,24 @@ def _register_regulator(sub: Any) -> None:
                                                           "differences")
         quiet_argument(p)
         _common(p)
-        p.set_defaults(func=replay(method, kind))
-
-    def unary(method: str, build: Callable[[argparse.Namespace], Message]
-              ) -> Callable[[argparse.Namespace], int]:
-        def run(a: argparse.Namespace) -> int:
-            data = _hex_bytes(_regulator_call(a, method, build(a)))
-            if a.format == "json":
-                print(json.dumps(data, indent=2, ensure_ascii=False))
-            else:
-                _block(human(data), sys.stdout)
-            return 0
-
-        return run
+        p.set_defaults(func=_replay_command(method, kind))
 
     p = reg.add_parser("checkpoint", help="the latest signed checkpoint")
     _common(p)
-    p.set_defaults(func=unary("GetLatestCheckpoint",
+    p.set_defaults(func=_regulator_unary("GetLatestCheckpoint",
                               lambda a: regulator_pb2.GetLatestCheckpointRequest()))
     p = reg.add_parser("inclusion-proof", help="the inclusion proof of the event at a position")
     p.add_argument("--position", type=POSITION, required=True)
     p.add_argument("--tree-size", type=POSITION, default=0, help="0: the latest checkpoint's")
     _common(p)
-    p.set_defaults(func=unary("GetInclusionProof", lambda a: regulator_pb2.
+    p.set_defaults(func=_regulator_unary("GetInclusionProof", lambda a: regulator_pb2.
                               GetInclusionProofRequest(position=a.position,
                                                        tree_size=a.tree_size)))
     p = reg.add_parser("consistency-proof", help="the consistency proof between two sizes")
     p.add_argument("--first-size", type=POSITION, required=True)
     p.add_argument("--second-size", type=POSITION, default=0, help="0: the latest checkpoint's")
     _common(p)
-    p.set_defaults(func=unary("GetConsistencyProof", lambda a: regulator_pb2.
+    p.set_defaults(func=_regulator_unary("GetConsistencyProof", lambda a: regulator_pb2.
                               GetConsistencyProofRequest(first_size=a.first_size,
                                                          second_size=a.second_size)))
 
@@ -1007,6 +973,51 @@ def _register_regulator(sub: Any) -> None:
     quiet_argument(p)
     _common(p)
     p.set_defaults(func=_export)
+
+
+def _replay_command(method: str, kind: str) -> Callable[[argparse.Namespace], int]:
+    """``sabot regulator replay-*``: the replay's steps, then its verdict (exit 1 unless
+    identical)."""
+    def run(a: argparse.Namespace) -> int:
+        request_type = getattr(regulator_pb2, f"{method}Request")
+        request = request_type(name=_name(kind, a.name),
+                               differences_only=not a.all)
+        identical = False
+        with Progress("replay", unit="steps", quiet=a.quiet or kind != "shoes") as progress:
+            verdicts = []
+            for message in _regulator_stream(a, method, request, progress, "steps"):
+                for step in message.steps:
+                    progress.clear()
+                    print(_replay_line(step, a.format), flush=True)
+                if message.HasField("verdict"):
+                    verdicts.append(message.verdict)
+        for v in verdicts:
+            identical = v.identical
+            if a.format == "json":
+                print(json.dumps(_plain(v), ensure_ascii=False))
+            elif v.identical:
+                print(f"verdict: identical ({v.steps} steps)")
+            else:
+                d = v.first_difference
+                print(f"verdict: first difference at position {d.position}: {d.what}: "
+                      f"recorded {d.recorded_json}, replayed {d.replayed_json}")
+        return 0 if identical else 1
+
+    return run
+
+
+def _regulator_unary(method: str, build: Callable[[argparse.Namespace], Message]
+                     ) -> Callable[[argparse.Namespace], int]:
+    """A unary call of the RegulatorService, its answer printed."""
+    def run(a: argparse.Namespace) -> int:
+        data = _hex_bytes(_regulator_call(a, method, build(a)))
+        if a.format == "json":
+            print(json.dumps(data, indent=2, ensure_ascii=False))
+        else:
+            _block(human(data), sys.stdout)
+        return 0
+
+    return run
 
 
 def _timestamp(text: str | None, flag: str) -> Timestamp | None:
@@ -1127,22 +1138,35 @@ def _register_reports(sub: Any) -> None:
     """``sabot report day|statement|shoes|recall|reconcile|lag``: the ReadModelService, the
     server's read models (``sabot store report`` reads a store directly)."""
     rep = sub.group("report")
+    _money_reports(rep)
+    _control_reports(rep)
 
-    def add(name: str, help_text: str, build: ReportBuild,
+
+def _report(rep: Any, name: str, help_text: str, build: ReportBuild,
             setup: Setup | None = None, export: bool = False) -> None:
-        p = rep.add_parser(name, help=help_text)
-        if setup:
-            setup(p)
-        if export:
-            p.add_argument("--export", choices=tuple(_EXPORTS),
-                           help="print the report as CSV or JSON (as the server renders it)")
-            p.add_argument("-o", "--output", help="write the export to this file")
-        _common(p)
-        p.set_defaults(func=_reports_run(build))
+    """One ``sabot report`` subcommand (``export``: with --export and --output)."""
+    p = rep.add_parser(name, help=help_text)
+    if setup:
+        setup(p)
+    if export:
+        p.add_argument("--export", choices=tuple(_EXPORTS),
+                       help="print the report as CSV or JSON (as the server renders it)")
+        p.add_argument("-o", "--output", help="write the export to this file")
+    _common(p)
+    p.set_defaults(func=_reports_run(build))
 
-    def fmt(a: argparse.Namespace) -> reports_pb2.ExportFormat.ValueType:
-        return _EXPORTS[a.export] if a.export else reports_pb2.EXPORT_FORMAT_UNSPECIFIED
 
+def _fmt(a: argparse.Namespace) -> reports_pb2.ExportFormat.ValueType:
+    return _EXPORTS[a.export] if a.export else reports_pb2.EXPORT_FORMAT_UNSPECIFIED
+
+
+def _range_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--since", help="ISO 8601 time with its zone (inclusive)")
+    p.add_argument("--until", help="ISO 8601 time with its zone (exclusive)")
+
+
+def _money_reports(rep: Any) -> None:
+    """``sabot report day|statement|shoes``."""
     def day_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("gaming_day", help="YYYY-MM-DD (the day starts at 06:00 UTC)")
         p.add_argument("--table", default="", help="one table (default: every table and the "
@@ -1156,46 +1180,45 @@ def _register_reports(sub: Any) -> None:
         text = a.layout == "floor" and not a.export and a.format != "json"
         return "GetGamingDayReport", reports_pb2.GetGamingDayReportRequest(
             table=_name("tables", a.table) if a.table else "", gaming_day=a.gaming_day,
-            format=reports_pb2.EXPORT_FORMAT_TEXT if text else fmt(a),
+            format=reports_pb2.EXPORT_FORMAT_TEXT if text else _fmt(a),
             layout=_LAYOUTS[a.layout])
 
-    add("day", "a gaming day for the floor: every game per table and shift, totals, the cage "
-        "(back office)", day, day_setup, export=True)
-
-    def range_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--since", help="ISO 8601 time with its zone (inclusive)")
-        p.add_argument("--until", help="ISO 8601 time with its zone (exclusive)")
+    _report(rep, "day", "a gaming day for the floor: every game per table and shift, totals, "
+            "the cage (back office)", day, day_setup, export=True)
 
     def statement_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("account")
-        range_args(p)
+        _range_args(p)
         _page_args(p)
 
     def statement(a: argparse.Namespace) -> tuple[str, Message]:
         request = reports_pb2.GetPlayerStatementRequest(
             account=_name("accounts", a.account), page_size=a.page_size,
-            page_token=a.page_token, format=fmt(a))
+            page_token=a.page_token, format=_fmt(a))
         _time_range(request, a)
         return "GetPlayerStatement", request
 
-    add("statement", "an account's entries with their causes (a player: its own)", statement,
-        statement_setup, export=True)
+    _report(rep, "statement", "an account's entries with their causes (a player: its own)",
+            statement, statement_setup, export=True)
 
     def shoes_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("table")
         _page_args(p)
 
-    add("shoes", "a table's shoe history: cut, coups, seed check, results",
+    _report(rep, "shoes", "a table's shoe history: cut, coups, seed check, results",
         lambda a: ("ListShoeHistory", reports_pb2.ListShoeHistoryRequest(
             parent=_name("tables", a.table), page_size=a.page_size, page_token=a.page_token,
-            format=fmt(a))), shoes_setup, export=True)
+            format=_fmt(a))), shoes_setup, export=True)
 
+
+def _control_reports(rep: Any) -> None:
+    """``sabot report recall|reconcile|lag``."""
     def recall_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("--table", default="")
         p.add_argument("--shoe", default="", help="tables/{table}/shoes/{shoe}")
         p.add_argument("--coup", default="", help="tables/{table}/shoes/{shoe}/coups/{coup}")
         p.add_argument("--player", default="", help="an account")
-        range_args(p)
+        _range_args(p)
         _page_args(p)
 
     def recall(a: argparse.Namespace) -> tuple[str, Message]:
@@ -1206,8 +1229,9 @@ def _register_reports(sub: Any) -> None:
         _time_range(request, a)
         return "RecallCoups", request
 
-    add("recall", "coups by table, shoe, coup, player and time, every step in order", recall,
-        recall_setup)
+    _report(rep, "recall", "coups by table, shoe, coup, player and time, every step in order",
+            recall, recall_setup)
+
     def reconcile_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("--game", choices=tuple(_GAME_RECONCILIATIONS),
                        help="a game's reconciliation of one table (--table) per gaming day "
@@ -1226,9 +1250,9 @@ def _register_reports(sub: Any) -> None:
         return "GetReconciliation", request(table=_name("tables", a.table),
                                             gaming_day=a.day), stub
 
-    add("reconcile", "read-model balances against the write side (exit 1 if they differ); "
+    _report(rep, "reconcile", "read-model balances against the write side (exit 1 if they differ); "
         "with --game, that game's reconciliation of a table", reconcile, reconcile_setup)
-    add("lag", "how far each read model is behind the log",
+    _report(rep, "lag", "how far each read model is behind the log",
         lambda a: ("GetProjectionLag", reports_pb2.GetProjectionLagRequest()))
 
 

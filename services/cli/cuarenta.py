@@ -19,7 +19,7 @@ import grpc
 
 from domain.currency import format_minor
 from services.api import demo
-from services.api.client import Client, _Authed, new_request_id
+from services.api.client import Client, authed, new_request_id
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2 as pb
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2_grpc
 from services.api.gen.sabot.v1 import common_pb2, table_pb2
@@ -31,8 +31,8 @@ DEPOSIT = 100_000
 KINDS = {"capture": "", "caida": "caída", "limpia": "limpia", "caida_limpia": "caída y limpia"}
 
 
-def _stub(base: Client, token: str) -> Any:
-    return _Authed(cuarenta_pb2_grpc.CuarentaServiceStub(base.channel), token, 30.0)
+def _stub(base: Client, token: str) -> cuarenta_pb2_grpc.CuarentaServiceStub:
+    return cuarenta_pb2_grpc.CuarentaServiceStub(authed(base.channel, token, 30.0))
 
 
 def play(target: str, cast: demo.Cast, say: Callable[[str], None] = print,
@@ -196,33 +196,42 @@ def register_matches(sub: Any) -> None:
     cuarenta``). A match is named ``tables/{table}/matches/{match}``; a table or a player by
     its id. Mutating calls make a request id when ``--request-id`` is not given (named in the
     error line when the outcome is unknown, to retry with)."""
-    from services.cli import CliError, commands
-    from services.cli.client import (
-        INT32_MAX,
-        PAGE_SIZE,
-        _add,
-        _name,
-        _rid,
-        amount_flags,
-        amount_of,
-        whole,
-    )
+    from services.cli import commands
     from services.cli.treinta_y_una import _replay_alias
 
     group = commands(sub).group("match", MATCHES_HELP)
-    svc = "cuarenta"
-    seat_type = whole(0, 3, "a seat")
+    _match_commands(group)
+    _match_reads(group)
+    _replay_alias(sub, group, "replay-match", "the regulator's replay of the match beside its "
+                  "recorded events (exit 1 unless identical)")
 
-    def on_match(extra: Callable[[argparse.ArgumentParser], None] | None = None
-                 ) -> Callable[[argparse.ArgumentParser], None]:
-        def setup(p: argparse.ArgumentParser) -> None:
-            p.add_argument("match", help="tables/{table}/matches/{match}")
-            if extra:
-                extra(p)
-        return setup
 
-    def seat_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--seat", type=seat_type, required=True, help="the seat (0 to 3)")
+def _seat_type(text: str) -> int:
+    from services.cli.client import whole
+
+    return whole(0, 3, "a seat")(text)
+
+
+def _on_match(extra: Callable[[argparse.ArgumentParser], None] | None = None
+              ) -> Callable[[argparse.ArgumentParser], None]:
+    """A subcommand's arguments: the match's name, then ``extra``'s."""
+    def setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("match", help="tables/{table}/matches/{match}")
+        if extra:
+            extra(p)
+    return setup
+
+
+def _seat_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seat", type=_seat_type, required=True, help="the seat (0 to 3)")
+
+
+def _match_commands(group: Any) -> None:
+    """The match's commands: open, deal, play, forfeit."""
+    from services.cli import CliError
+    from services.cli.client import _add, _name, _rid, amount_flags, amount_of
+
+    svc, seat_type = "cuarenta", _seat_type
 
     def open_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("table")
@@ -256,10 +265,10 @@ def register_matches(sub: Any) -> None:
          open_build, mutating=True, setup=open_setup)
     _add(group, "deal", "five cards to each seat from the hand's shoe (croupier)",
          lambda a: (svc, "Deal", pb.DealRequest(request_id=_rid(a), match=a.match)),
-         mutating=True, setup=on_match())
+         mutating=True, setup=_on_match())
 
     def play_setup(p: argparse.ArgumentParser) -> None:
-        seat_arg(p)
+        _seat_arg(p)
         p.add_argument("--card", required=True, help="a card of the seat's hand, e.g. 5H")
         p.add_argument("--capture", action="append", default=[], metavar="CARD",
                        help="a table card it takes (repeat: the base, then the run); none: "
@@ -270,19 +279,26 @@ def register_matches(sub: Any) -> None:
          lambda a: (svc, "PlayCard", pb.PlayCardRequest(
              request_id=_rid(a), match=a.match, seat=a.seat, card=a.card,
              capture=a.capture, leave_on_table=a.leave)), mutating=True,
-         setup=on_match(play_setup))
+         setup=_on_match(play_setup))
 
     def forfeit_setup(p: argparse.ArgumentParser) -> None:
-        seat_arg(p)
+        _seat_arg(p)
         p.add_argument("--reason", choices=("abandoned", "turn_time"), default="abandoned")
 
     _add(group, "forfeit", "forfeit for a side: abandoned (a player, its own seat) or "
          "turn_time (the croupier or an opponent, once it has passed)",
          lambda a: (svc, "Forfeit", pb.ForfeitRequest(
              request_id=_rid(a), match=a.match, seat=a.seat, reason=a.reason)),
-         mutating=True, setup=on_match(forfeit_setup))
+         mutating=True, setup=_on_match(forfeit_setup))
+
+
+def _match_reads(group: Any) -> None:
+    """The match's reads: get, list, moves, watch, hand."""
+    from services.cli.client import INT32_MAX, PAGE_SIZE, _add, _name, whole
+
+    svc = "cuarenta"
     _add(group, "get", "show a match", lambda a: (svc, "GetMatch", pb.GetMatchRequest(
-        name=a.match)), setup=on_match())
+        name=a.match)), setup=_on_match())
 
     def list_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("table")
@@ -299,15 +315,13 @@ def register_matches(sub: Any) -> None:
                        help="moves after this number (0: from the start)")
 
     _add(group, "moves", "the match move by move", lambda a: (svc, "ListMoves",
-         pb.ListMovesRequest(match=a.match, after=a.after)), setup=on_match(after_arg))
+         pb.ListMovesRequest(match=a.match, after=a.after)), setup=_on_match(after_arg))
     _add(group, "watch", "the match's moves as they happen, until it is over",
          lambda a: (svc, "WatchMatch", pb.WatchMatchRequest(match=a.match, after=a.after)),
-         setup=on_match(after_arg))
+         setup=_on_match(after_arg))
     _add(group, "hand", "the seat's own cards and its legal plays (player, its own seat)",
          lambda a: (svc, "GetHand", pb.GetHandRequest(match=a.match, seat=a.seat)),
-         setup=on_match(seat_arg))
-    _replay_alias(sub, group, "replay-match", "the regulator's replay of the match beside its "
-                  "recorded events (exit 1 unless identical)")
+         setup=_on_match(_seat_arg))
 
 
 def register(sub: Any) -> None:

@@ -11,7 +11,7 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from services.api import config as api_config
 from services.api import demo, logs
@@ -93,9 +93,8 @@ def _dev_chain_head(store: str) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     from services import bootstrap
     from services.api import server
-    from services.ledger.api import Ledger
     from services.ledger.evidence import ChainBroken
-    from services.ledger.remote import LedgerProcess
+    from services.ledger.remote import AnyLedger, LedgerProcess
 
     settings = settings_of(args)
     _check_listen(settings.listen)  # before the ledger process starts: nothing to undo
@@ -114,7 +113,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         traces.configure(otlp_endpoint)
     pool_size = settings.pg_pool_size or min(cfg.workers, 20)
     writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
-    ledger: Ledger
+    ledger: AnyLedger
     ledger_process: LedgerProcess | None = None
     if cfg.ledger_process:
         try:  # the same API, forwarded to the writer's own process
@@ -122,7 +121,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost)
         except OSError as exc:
             raise CliError(str(exc)) from None
-        ledger = cast(Ledger, ledger_process)
+        ledger = ledger_process
     else:
         try:
             ledger = bootstrap.open_ledger(settings, batching=True, pool_size=pool_size,

@@ -20,7 +20,7 @@ import grpc
 
 from domain.currency import format_minor
 from services.api import demo
-from services.api.client import Client, _Authed, new_request_id
+from services.api.client import Client, authed, new_request_id
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as pb
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2_grpc
 from services.api.gen.sabot.v1 import common_pb2
@@ -59,8 +59,8 @@ def play(target: str, croupier: str, cashier: str, players: Sequence[tuple[str, 
             channel.close()
 
 
-def _stub(base: Client, token: str) -> Any:
-    return _Authed(treinta_y_una_pb2_grpc.TreintaYUnaServiceStub(base.channel), token, 30.0)
+def _stub(base: Client, token: str) -> treinta_y_una_pb2_grpc.TreintaYUnaServiceStub:
+    return treinta_y_una_pb2_grpc.TreintaYUnaServiceStub(authed(base.channel, token, 30.0))
 
 
 def _play(base: Client, croupier: str, cashier: str, players: Sequence[tuple[str, str]],
@@ -168,30 +168,38 @@ def register_rounds(sub: Any) -> None:
     request id when ``--request-id`` is not given (named in the error line when the outcome is
     unknown, to retry with)."""
     from services.cli import commands
-    from services.cli.client import (
-        PAGE_SIZE,
-        POSITION,
-        _add,
-        _name,
-        _rid,
-        amount_flags,
-        amount_of,
-    )
 
     group = commands(sub).group("round", ROUNDS_HELP)
-    svc = "treinta_y_una"
+    _round_commands(group)
+    _round_reads(group)
+    _replay_alias(sub, group, "replay-round", "the regulator's replay of the round beside its "
+                  "recorded events (exit 1 unless identical)")
 
-    def on_round(extra: Callable[[argparse.ArgumentParser], None] | None = None
-                 ) -> Callable[[argparse.ArgumentParser], None]:
-        def setup(p: argparse.ArgumentParser) -> None:
-            p.add_argument("round", help="tables/{table}/rounds/{round}")
-            if extra:
-                extra(p)
-        return setup
 
-    def player_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--player", required=True, help="the player's account (a player token: "
-                                                        "its own)")
+_SVC = "treinta_y_una"
+
+
+def _on_round(extra: Callable[[argparse.ArgumentParser], None] | None = None
+              ) -> Callable[[argparse.ArgumentParser], None]:
+    """A subcommand's arguments: the round's name, then ``extra``'s."""
+    def setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("round", help="tables/{table}/rounds/{round}")
+        if extra:
+            extra(p)
+    return setup
+
+
+def _player_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--player", required=True, help="the player's account (a player token: "
+                                                    "its own)")
+
+
+def _round_commands(group: Any) -> None:
+    """The round's commands: open, stake, deal, settle, cancel, carta, planto,
+    stand-for-absent."""
+    from services.cli.client import _add, _name, _rid, amount_flags, amount_of
+
+    svc = _SVC
 
     def open_setup(p: argparse.ArgumentParser) -> None:
         p.add_argument("table")
@@ -207,13 +215,13 @@ def register_rounds(sub: Any) -> None:
              round_id=a.round_id)), mutating=True, setup=open_setup)
 
     def stake_setup(p: argparse.ArgumentParser) -> None:
-        player_arg(p)
+        _player_arg(p)
         amount_flags(p, what="the stake")
 
     _add(group, "stake", "a punter's stake before the deal (player)",
          lambda a: (svc, "PlaceStake", pb.PlaceStakeRequest(
              request_id=_rid(a), round=a.round, player=_name("accounts", a.player),
-             amount=amount_of(a))), mutating=True, setup=on_round(stake_setup))
+             amount=amount_of(a))), mutating=True, setup=_on_round(stake_setup))
     for name, method, request, text in (
             ("deal", "Deal", pb.DealRequest, "three cards face down to each hand (croupier)"),
             ("settle", "SettleRound", pb.SettleRoundRequest,
@@ -221,16 +229,23 @@ def register_rounds(sub: Any) -> None:
             ("cancel", "CancelRound", pb.CancelRoundRequest,
              "call the round off before the deal: stakes and bank back (croupier)")):
         _add(group, name, text, _round_call(svc, method, request, _rid, player=False),
-             mutating=True, setup=on_round())
+             mutating=True, setup=_on_round())
     for name, method, with_player, text in (
             ("carta", "Carta", pb.CartaRequest, "\"carta\": one card face up (player, in turn)"),
             ("planto", "MePlanto", pb.MePlantoRequest, "\"me planto\": stand (player, in turn)"),
             ("stand-for-absent", "StandForAbsent", pb.StandForAbsentRequest,
              "stand for an absent player once the turn time has passed (croupier)")):
         _add(group, name, text, _round_call(svc, method, with_player, _rid, player=True),
-             mutating=True, setup=on_round(player_arg))
+             mutating=True, setup=_on_round(_player_arg))
+
+
+def _round_reads(group: Any) -> None:
+    """The round's reads: get, latest, list, watch, hand, recall."""
+    from services.cli.client import PAGE_SIZE, POSITION, _add, _name
+
+    svc = _SVC
     _add(group, "get", "show a round (a player: the others' names hidden)",
-         lambda a: (svc, "GetRound", pb.GetRoundRequest(name=a.round)), setup=on_round())
+         lambda a: (svc, "GetRound", pb.GetRoundRequest(name=a.round)), setup=_on_round())
     _add(group, "latest", "a table's latest round",
          lambda a: (svc, "GetLatestRound", pb.GetLatestRoundRequest(
              parent=_name("tables", a.table))),
@@ -245,6 +260,7 @@ def register_rounds(sub: Any) -> None:
          lambda a: (svc, "ListRounds", pb.ListRoundsRequest(
              parent=_name("tables", a.table), page_size=a.page_size,
              page_token=a.page_token)), setup=list_setup)
+
     def after_arg(p: argparse.ArgumentParser) -> None:
         p.add_argument("--after", type=POSITION, default=0,
                        help="log position (0: the round's start)")
@@ -252,14 +268,13 @@ def register_rounds(sub: Any) -> None:
     _add(group, "watch", "every step of a round as it happens, until it ends",
          lambda a: (svc, "WatchRound", pb.WatchRoundRequest(round=a.round,
                                                               after_position=a.after)),
-         setup=on_round(after_arg))
+         setup=_on_round(after_arg))
     _add(group, "hand", "the player's own hand, faces shown (its own token)",
          lambda a: (svc, "GetMyHand", pb.GetMyHandRequest(
-             round=a.round, player=_name("accounts", a.player))), setup=on_round(player_arg))
+             round=a.round, player=_name("accounts", a.player))), setup=_on_round(_player_arg))
     _add(group, "recall", "the round and every recorded step, in order",
-         lambda a: (svc, "RecallRound", pb.RecallRoundRequest(name=a.round)), setup=on_round())
-    _replay_alias(sub, group, "replay-round", "the regulator's replay of the round beside its "
-                  "recorded events (exit 1 unless identical)")
+         lambda a: (svc, "RecallRound", pb.RecallRoundRequest(name=a.round)),
+         setup=_on_round())
 
 
 def _round_call(service: str, method: str, request: Any, rid: Callable[[Any], str], *,

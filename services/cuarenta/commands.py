@@ -52,6 +52,7 @@ from services.ledger.errors import PermissionDenied
 from services.ledger.game import GameCommands
 from services.ledger.hidden import Faces, HiddenCard
 from services.ledger.ids import check_name, table_account
+from services.ledger.methods import Face, command, query
 from services.ledger.refused import Consequence, Refused
 from services.ledger.shoe import Shoe
 from services.ledger.turns import check_turn
@@ -69,9 +70,6 @@ TABLE_ACCOUNTS = (STAKES, COMMISSION)
 GAME_NAME = "cuarenta"  # its name (``Table.Opened.game``)
 _SET_BY = {"players": "seats", "stake": "stake", "currency": "table's"}
 MAX_STAKE = 10**15
-
-COMMANDS = frozenset({"cuarenta_open_match", "cuarenta_deal", "cuarenta_play",
-                      "cuarenta_forfeit"})
 
 
 def stakes_account(table_id: str) -> str:
@@ -180,7 +178,7 @@ class Cuarenta(GameCommands):
 
         args = {"table_id": table_id, "seats": list(seat_list), "stake": stake,
                 "preset": preset, "overrides": over, "dealer": dealer, "match_id": match_id}
-        return self.core.run("cuarenta_open_match", request_id, args, decide, MatchStep,
+        return self.core.run(CuarentaLedger.open_match.stored, request_id, args, decide, MatchStep,
                                 actor)
 
     def deal(self, request_id: str, match_id: str, *, actor: Actor = SYSTEM) -> MatchStep:
@@ -192,7 +190,7 @@ class Cuarenta(GameCommands):
             step = rulebook.deal(m)
             return self._record(unit, agg, step, unit.now)
 
-        return self.core.run("cuarenta_deal", request_id, {"match_id": match_id}, decide,
+        return self.core.run(CuarentaLedger.deal.stored, request_id, {"match_id": match_id}, decide,
                                 MatchStep, actor)
 
     def play(
@@ -225,7 +223,7 @@ class Cuarenta(GameCommands):
 
         args: dict[str, Any] = {"match_id": match_id, "seat": seat, "card": card,
                                 "capture": named}
-        return self.core.run("cuarenta_play", request_id, args, decide, MatchStep, actor)
+        return self.core.run(CuarentaLedger.play.stored, request_id, args, decide, MatchStep, actor)
 
     def forfeit(self, request_id: str, match_id: str, seat: int, reason: str = "abandoned",
                 turn: int | None = None, *, actor: Actor = SYSTEM) -> MatchStep:
@@ -269,7 +267,8 @@ class Cuarenta(GameCommands):
         args: dict[str, Any] = {"match_id": match_id, "seat": seat, "reason": reason}
         if turn is not None:  # (absent: the arguments stored before the turn clock)
             args["turn"] = turn
-        return self.core.run("cuarenta_forfeit", request_id, args, decide, MatchStep, actor)
+        return self.core.run(CuarentaLedger.forfeit.stored, request_id, args, decide, MatchStep,
+                             actor)
 
     def _on_time(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
                  seat: int) -> None:
@@ -296,7 +295,7 @@ class Cuarenta(GameCommands):
             "seat", "TURN_TIME_OVER",
             f"seat {seat}'s turn time ({m.rules.turn_seconds} s) ran out {elapsed:.2f} s after "
             "its turn began, by the ledger's clock: the play is refused and the side "
-            "forfeits the match"), Consequence("cuarenta_forfeit", claim, done))
+            "forfeits the match"), Consequence(CuarentaLedger.forfeit.stored, claim, done))
 
     # --- queries --------------------------------------------------------------------------
 
@@ -451,91 +450,119 @@ class Cuarenta(GameCommands):
         """Each fact of the step as its event, in order; the movements after ``MatchWon``."""
         pack = self.pack(unit, agg.shoe_id) if agg.shoe_id else ()
         moves: list[MoveView] = []
-        when = ts.isoformat()
         facts = list(step.facts)
         captured = {f.turn: f for f in facts if isinstance(f, F.CardsCaptured)}
         for fact in facts:
-            if isinstance(fact, F.Dealt):
-                positions = [pack.index(c) for c in fact.cards]
-                shoe = self._shoe(unit, str(agg.shoe_id))
-                holder = agg.seats[fact.seat]
-                hidden = [self.faces.hide(shoe, p, holder).to_dict() for p in positions]
-                agg.trigger_event(CuarentaMatch.Dealt, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, seat=fact.seat, cards=hidden,
-                                  first=step.match.first)
-                moves.append(MoveView("dealt", hand=fact.hand, deal=fact.deal, seat=fact.seat,
-                                      cards=(len(positions),), time=when))
-            elif isinstance(fact, F.RondaScored):
-                agg.trigger_event(CuarentaMatch.RondaScored, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, seat=fact.seat, side=fact.side,
-                                  points=fact.points, withheld=fact.withheld, total=fact.total)
-                moves.append(MoveView("ronda", hand=fact.hand, deal=fact.deal, seat=fact.seat,
-                                      side=fact.side, points=fact.points,
-                                      withheld=fact.withheld, total=fact.total, time=when))
-            elif isinstance(fact, F.FourOfAKindDealt):
-                agg.trigger_event(CuarentaMatch.FourDealt, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, seat=fact.seat, side=fact.side,
-                                  rank=fact.rank)
-                moves.append(MoveView("four_of_a_kind", hand=fact.hand, deal=fact.deal,
-                                      seat=fact.seat, side=fact.side, card=fact.rank,
-                                      time=when))
-            elif isinstance(fact, F.CardPlayed):
-                took = captured.get(fact.turn)
-                taken = [c.code for c in took.taken] if took is not None else []
-                position = pack.index(fact.card)
-                shown = self.faces.show(self._shoe(unit, str(agg.shoe_id)),
-                                        HiddenCard(position, agg.seats[fact.seat], ""))
-                agg.trigger_event(CuarentaMatch.Played, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, turn=fact.turn, seat=fact.seat,
-                                  position=position, card=shown.code, salt=shown.salt,
-                                  captures=fact.captures, capture=taken)
-                moves.append(MoveView("played", hand=fact.hand, deal=fact.deal, turn=fact.turn,
-                                      seat=fact.seat, card=fact.card.code, position=position,
-                                      time=when))
-            elif isinstance(fact, F.CardsCaptured):
-                taken = [c.code for c in fact.taken]
-                agg.trigger_event(CuarentaMatch.Captured, timestamp=ts, hand=fact.hand,
-                                  deal=fact.deal, turn=fact.turn, seat=fact.seat,
-                                  side=fact.side, card=fact.card.code, taken=taken,
-                                  kind=fact.kind.value, points=fact.points,
-                                  withheld=fact.withheld, total=fact.total)
-                moves.append(MoveView("captured", hand=fact.hand, deal=fact.deal,
-                                      turn=fact.turn, seat=fact.seat, side=fact.side,
-                                      card=fact.card.code, taken=tuple(taken),
-                                      capture_kind=fact.kind.value, points=fact.points,
-                                      withheld=fact.withheld, total=fact.total, time=when))
-            elif isinstance(fact, F.HandScored):
-                digest = self._close_shoe(unit, agg, ts)
-                left = [c.code for c in fact.left_on_table]
-                agg.trigger_event(CuarentaMatch.HandScored, timestamp=ts, hand=fact.hand,
-                                  cards=list(fact.cards), carton=list(fact.carton),
-                                  withheld=list(fact.withheld), left_on_table=left,
-                                  left_to=fact.left_to, totals=list(fact.totals),
-                                  order_digest=digest)
-                moves.append(MoveView("hand_scored", hand=fact.hand, side=fact.left_to,
-                                      taken=tuple(left), totals=fact.totals, cards=fact.cards,
-                                      carton=fact.carton, withheld=sum(fact.withheld),
-                                      time=when))
-            elif isinstance(fact, F.Forfeited):
-                agg.trigger_event(CuarentaMatch.Forfeited, timestamp=ts, seat=fact.seat,
-                                  side=fact.side, reason=fact.reason.value,
-                                  elapsed_seconds=elapsed)
-                moves.append(MoveView("forfeited", seat=fact.seat, side=fact.side,
-                                      reason=fact.reason.value, time=when))
+            if isinstance(fact, F.Dealt | F.RondaScored | F.FourOfAKindDealt):
+                moves.append(self._dealing(unit, agg, step, fact, pack, ts))
+            elif isinstance(fact, F.CardPlayed | F.CardsCaptured):
+                moves.append(self._playing(unit, agg, fact, captured, pack, ts))
+            elif isinstance(fact, F.HandScored | F.Forfeited):
+                moves.append(self._ending(unit, agg, fact, ts, elapsed))
             elif isinstance(fact, F.MatchWon):
-                if agg.shoe_id and not self._shoe(unit, agg.shoe_id).closed:
-                    self._close_shoe(unit, agg, ts)
-                agg.trigger_event(CuarentaMatch.Won, timestamp=ts, side=fact.side,
-                                  reason=fact.reason.value, totals=list(fact.totals))
-                moves.append(MoveView("won", side=fact.side, reason=fact.reason.value,
-                                      totals=fact.totals, time=when))
-                house = self._house(unit, agg.table_id)
-                moves += self._move_money(unit, agg, house, step.movements, ts)
+                moves += self._won(unit, agg, step, fact, ts)
         self._keep(agg, step.match)
         m = step.match
         if m.phase is rulebook.Phase.AWAITING_PACK:
             m = self._begin_hand(unit, agg, m, ts, moves)
         return self._step(unit, agg, m, moves)
+
+    def _dealing(self, unit: UnitOfWork, agg: CuarentaMatch, step: rulebook.Step,
+                 fact: F.Dealt | F.RondaScored | F.FourOfAKindDealt, pack: Sequence[Card],
+                 ts: datetime) -> MoveView:
+        """A deal's facts: a hand's cards dealt (face down), a ronda, four of a kind."""
+        when = ts.isoformat()
+        if isinstance(fact, F.Dealt):
+            positions = [pack.index(c) for c in fact.cards]
+            shoe = self._shoe(unit, str(agg.shoe_id))
+            holder = agg.seats[fact.seat]
+            hidden = [self.faces.hide(shoe, p, holder).to_dict() for p in positions]
+            agg.trigger_event(CuarentaMatch.Dealt, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, seat=fact.seat, cards=hidden,
+                              first=step.match.first)
+            return MoveView("dealt", hand=fact.hand, deal=fact.deal, seat=fact.seat,
+                            cards=(len(positions),), time=when)
+        elif isinstance(fact, F.RondaScored):
+            agg.trigger_event(CuarentaMatch.RondaScored, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, seat=fact.seat, side=fact.side,
+                              points=fact.points, withheld=fact.withheld, total=fact.total)
+            return MoveView("ronda", hand=fact.hand, deal=fact.deal, seat=fact.seat,
+                            side=fact.side, points=fact.points,
+                            withheld=fact.withheld, total=fact.total, time=when)
+        else:  # F.FourOfAKindDealt
+            agg.trigger_event(CuarentaMatch.FourDealt, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, seat=fact.seat, side=fact.side,
+                              rank=fact.rank)
+            return MoveView("four_of_a_kind", hand=fact.hand, deal=fact.deal,
+                            seat=fact.seat, side=fact.side, card=fact.rank,
+                            time=when)
+
+    def _playing(self, unit: UnitOfWork, agg: CuarentaMatch, fact: F.CardPlayed | F.CardsCaptured,
+                 captured: Mapping[int, F.CardsCaptured], pack: Sequence[Card], ts: datetime
+                 ) -> MoveView:
+        """A turn's facts: the card played (shown), what it captured."""
+        when = ts.isoformat()
+        if isinstance(fact, F.CardPlayed):
+            took = captured.get(fact.turn)
+            taken = [c.code for c in took.taken] if took is not None else []
+            position = pack.index(fact.card)
+            shown = self.faces.show(self._shoe(unit, str(agg.shoe_id)),
+                                    HiddenCard(position, agg.seats[fact.seat], ""))
+            agg.trigger_event(CuarentaMatch.Played, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, turn=fact.turn, seat=fact.seat,
+                              position=position, card=shown.code, salt=shown.salt,
+                              captures=fact.captures, capture=taken)
+            return MoveView("played", hand=fact.hand, deal=fact.deal, turn=fact.turn,
+                            seat=fact.seat, card=fact.card.code, position=position,
+                            time=when)
+        else:  # F.CardsCaptured
+            taken = [c.code for c in fact.taken]
+            agg.trigger_event(CuarentaMatch.Captured, timestamp=ts, hand=fact.hand,
+                              deal=fact.deal, turn=fact.turn, seat=fact.seat,
+                              side=fact.side, card=fact.card.code, taken=taken,
+                              kind=fact.kind.value, points=fact.points,
+                              withheld=fact.withheld, total=fact.total)
+            return MoveView("captured", hand=fact.hand, deal=fact.deal,
+                            turn=fact.turn, seat=fact.seat, side=fact.side,
+                            card=fact.card.code, taken=tuple(taken),
+                            capture_kind=fact.kind.value, points=fact.points,
+                            withheld=fact.withheld, total=fact.total, time=when)
+
+    def _ending(self, unit: UnitOfWork, agg: CuarentaMatch, fact: F.HandScored | F.Forfeited,
+                ts: datetime, elapsed: float | None) -> MoveView:
+        """A hand scored (its shoe closed), or a side's forfeit."""
+        when = ts.isoformat()
+        if isinstance(fact, F.HandScored):
+            digest = self._close_shoe(unit, agg, ts)
+            left = [c.code for c in fact.left_on_table]
+            agg.trigger_event(CuarentaMatch.HandScored, timestamp=ts, hand=fact.hand,
+                              cards=list(fact.cards), carton=list(fact.carton),
+                              withheld=list(fact.withheld), left_on_table=left,
+                              left_to=fact.left_to, totals=list(fact.totals),
+                              order_digest=digest)
+            return MoveView("hand_scored", hand=fact.hand, side=fact.left_to,
+                            taken=tuple(left), totals=fact.totals, cards=fact.cards,
+                            carton=fact.carton, withheld=sum(fact.withheld),
+                            time=when)
+        else:  # F.Forfeited
+            agg.trigger_event(CuarentaMatch.Forfeited, timestamp=ts, seat=fact.seat,
+                              side=fact.side, reason=fact.reason.value,
+                              elapsed_seconds=elapsed)
+            return MoveView("forfeited", seat=fact.seat, side=fact.side,
+                            reason=fact.reason.value, time=when)
+
+    def _won(self, unit: UnitOfWork, agg: CuarentaMatch, step: rulebook.Step, fact: F.MatchWon,
+             ts: datetime) -> list[MoveView]:
+        """The match won (its last shoe closed), then the pot's movements."""
+        when = ts.isoformat()
+        if agg.shoe_id and not self._shoe(unit, agg.shoe_id).closed:
+            self._close_shoe(unit, agg, ts)
+        agg.trigger_event(CuarentaMatch.Won, timestamp=ts, side=fact.side,
+                          reason=fact.reason.value, totals=list(fact.totals))
+        won = MoveView("won", side=fact.side, reason=fact.reason.value, totals=fact.totals,
+                       time=when)
+        house = self._house(unit, agg.table_id)
+        return [won, *self._move_money(unit, agg, house, step.movements, ts)]
 
     def _step(self, unit: UnitOfWork, agg: CuarentaMatch, m: rulebook.Match,
               moves: list[MoveView]) -> MatchStep:
@@ -564,18 +591,22 @@ class Cuarenta(GameCommands):
         events = self.core.logged((topics.CUARENTA_MATCH + ".", topics.ACCOUNT + "."))
         return reconcile(events, table_id)
 
-    # the ledger-wide names of the commands and queries (``LedgerGame.methods``: unique across
-    # the core and every game)
-    cuarenta_open_match = open_match
-    cuarenta_deal = deal
-    cuarenta_play = play
-    cuarenta_forfeit = forfeit
-    cuarenta_turn = turn
-    cuarenta_match = get_match
-    cuarenta_hand = hand
-    cuarenta_moves = history
-    cuarenta_reconcile = reconcile
 
+class CuarentaLedger(Face):
+    """The game's commands and queries as the ledger declares them, each once: its stored name
+    (the ledger's method, the socket's: frozen) and the method above that decides it (its
+    arguments and answer: ``services.ledger.methods``). Servicers, the CLI and the turn clock
+    call them through ``ledger.game(CuarentaLedger)``."""
+
+    open_match = command("cuarenta_open_match", Cuarenta.open_match)
+    deal = command("cuarenta_deal", Cuarenta.deal)
+    play = command("cuarenta_play", Cuarenta.play)
+    forfeit = command("cuarenta_forfeit", Cuarenta.forfeit)
+    turn = query("cuarenta_turn", Cuarenta.turn)
+    get_match = query("cuarenta_match", Cuarenta.get_match)
+    hand = query("cuarenta_hand", Cuarenta.hand)
+    history = query("cuarenta_moves", Cuarenta.history)
+    reconcile = query("cuarenta_reconcile", Cuarenta.reconcile)
 
 # --- the rule book's match, from the inputs ---------------------------------------------------
 

@@ -12,25 +12,11 @@ from domain.cards import DeckKind
 from domain.cuarenta.rules import TABLE
 from services import topics
 from services.api.game import ApiGame
-from services.cuarenta.commands import GAME_NAME, TABLE_ACCOUNTS, Cuarenta
-from services.cuarenta.reconcile import Reconciliation
-from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
+from services.cuarenta.commands import GAME_NAME, TABLE_ACCOUNTS, Cuarenta, CuarentaLedger
 from services.games import Game
 from services.ledger.actor import Actor
 from services.ledger.game import LedgerGame
-from services.ledger.methods import (
-    ACTOR,
-    INT,
-    OPT_INT,
-    OPT_MAP,
-    OPT_STR,
-    OPT_WORDS,
-    STR,
-    WORDS,
-    Method,
-    command,
-    query,
-)
+from services.ledger.remote import AnyLedger
 from services.ledger.views import TurnView
 from services.projections.games import ReadGame
 from services.projections.view import View
@@ -39,41 +25,21 @@ from services.turn_clock import TurnGame
 
 CUARENTA = GAME_NAME
 
-_MATCH = ("match_id", STR)
-# Lists travel over the ledger's socket as JSON arrays of texts (``WORDS``): seats ["ana",
-# "beto"], a capture ["2C", "3D"] ([] leaves the card on the table, None takes what it takes
-# when there is no choice); one text of words ("ana beto") is still accepted.
-METHODS: dict[str, Method] = {
-    "cuarenta_open_match": command(
-        ("table_id", STR), ("seats", WORDS), ("stake", OPT_INT), ("preset", OPT_STR),
-        ("overrides", OPT_MAP), ("dealer", OPT_INT), ("match_id", OPT_STR), answer=MatchStep),
-    "cuarenta_deal": command(_MATCH, answer=MatchStep),
-    "cuarenta_play": command(_MATCH, ("seat", INT), ("card", STR), ("capture", OPT_WORDS),
-                             answer=MatchStep),
-    "cuarenta_forfeit": command(_MATCH, ("seat", INT), ("reason", STR), ("turn", OPT_INT),
-                                answer=MatchStep),
-    "cuarenta_turn": query(_MATCH, answer=TurnView),
-    "cuarenta_match": query(_MATCH, answer=MatchView),
-    "cuarenta_hand": query(_MATCH, ("seat", INT), ("actor", ACTOR), answer=HandView),
-    "cuarenta_moves": query(_MATCH, answer=list[MoveView]),
-    "cuarenta_reconcile": query(("table_id", STR), answer=Reconciliation),
-}
-
 SERVICE = "sabot.cuarenta.v1.CuarentaService"
 
 
-def turn(ledger: Any, match_id: str) -> TurnView:
+def turn(ledger: AnyLedger, match_id: str) -> TurnView:
     """The turn a match waits on (the turn clock's query)."""
-    view: TurnView = ledger.cuarenta_turn(match_id)
-    return view
+    return ledger.game(CuarentaLedger).turn(match_id)
 
 
-def turn_time(ledger: Any, request_id: str, match_id: str, view: TurnView, actor: Actor) -> object:
+def turn_time(ledger: AnyLedger, request_id: str, match_id: str, view: TurnView, actor: Actor
+              ) -> object:
     """The turn clock's command once the seat to play let the turn time pass: its side forfeits
     the match (RULES.md §3)."""
     assert view.seat is not None
-    return ledger.cuarenta_forfeit(request_id, match_id, view.seat, "turn_time", view.turn,
-                                   actor=actor)
+    return ledger.game(CuarentaLedger).forfeit(request_id, match_id, view.seat, "turn_time",
+                                               view.turn, actor=actor)
 
 
 def add_servicers(*deps: Any) -> tuple[Any, ...]:
@@ -104,7 +70,7 @@ ROUND_ENDS = frozenset({topics.CUARENTA_MATCH_WON})
 
 GAME = Game(
     ledger=LedgerGame(name=CUARENTA, deck_kind=DeckKind.FRENCH_40, options=TABLE,
-                      commands=Cuarenta, methods=METHODS, table_accounts=TABLE_ACCOUNTS),
+                      commands=Cuarenta, face=CuarentaLedger, table_accounts=TABLE_ACCOUNTS),
     api=ApiGame(name=CUARENTA, options=TABLE, servicers=add_servicers, services=(SERVICE,),
                 regulator_rpcs=regulator_rpcs, topics=TOPICS),  # ReplayMatch
     read=ReadGame(name=CUARENTA, views=views),

@@ -17,6 +17,7 @@ import grpc
 from services.api import errors
 from services.api.gen.sabot.v1 import regulator_pb2
 from services.api.regulator import RegulatorServicer, replay_answers
+from services.cuarenta.commands import CuarentaLedger
 
 
 class MatchReplay(RegulatorServicer):
@@ -31,7 +32,8 @@ class MatchReplay(RegulatorServicer):
         table_id, match_id = parse_match("name", request.name)
         if not match_id:
             raise errors.invalid("name", "required")
-        view = self.read({"match_id": "name"}, self.ledger.cuarenta_match, match_id)
+        view = self.read({"match_id": "name"}, self.ledger.game(CuarentaLedger).get_match,
+                         match_id)
         if view.table_id != table_id:
             raise errors.ApiError(grpc.StatusCode.NOT_FOUND, "name", "UNKNOWN_MATCH",
                                   f"no match {match_id} at table {table_id}")

@@ -17,6 +17,7 @@ they are.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 from typing import Any
 
 import grpc
@@ -26,7 +27,7 @@ from services.api.base import check_uuid
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2, cuarenta_pb2_grpc
 from services.api.reports import GameReadModels
 from services.api.streams import Turn, stream
-from services.cuarenta.commands import GAME_NAME
+from services.cuarenta.commands import GAME_NAME, CuarentaLedger
 from services.cuarenta.projection import move
 from services.cuarenta.reconcile import Reconciliation
 from services.cuarenta.views import HandView, MatchStep, MatchView, MoveView
@@ -113,19 +114,19 @@ def hand_message(m: HandView, table_id: str) -> cuarenta_pb2.Hand:
 
 
 class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer):
-    """The ledger's ``cuarenta_*`` methods (``services/cuarenta/game.py``) over gRPC."""
+    """The ledger's Cuarenta commands (``commands.CuarentaLedger``) over gRPC."""
 
-    @property
-    def game(self) -> Any:
-        """The ledger, whose games' methods are its own (``LedgerGame.methods``)."""
-        return self.ledger
+    @cached_property
+    def game(self) -> CuarentaLedger:
+        """The game's typed commands on the ledger (``commands.CuarentaLedger``)."""
+        return self.ledger.game(CuarentaLedger)
 
     def _match(self, field: str, name: str) -> tuple[str, MatchView]:
         """The match a name names, checked against the table it names (NOT_FOUND)."""
         table_id, match_id = parse_match(field, name)
         if not match_id:
             raise errors.invalid(field, "required")
-        view: MatchView = self.read({"match_id": field}, self.game.cuarenta_match, match_id)
+        view: MatchView = self.read({"match_id": field}, self.game.get_match, match_id)
         if view.table_id != table_id:
             raise errors.ApiError(grpc.StatusCode.NOT_FOUND, field, "UNKNOWN_MATCH",
                                   f"no match {match_id} at table {table_id}")
@@ -138,7 +139,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
         return None if viewer is None or viewer in view.seats else viewer
 
     def _moves(self, match_id: str, field: str) -> Sequence[MoveView]:
-        moves: Sequence[MoveView] = self.read({"match_id": field}, self.game.cuarenta_moves,
+        moves: Sequence[MoveView] = self.read({"match_id": field}, self.game.history,
                                               match_id)
         return moves
 
@@ -155,7 +156,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
                    names.check_text(f"options[{k}]", v) for k, v in request.options.items()}
         dealer = request.dealer if request.HasField("dealer") else None
         step: MatchStep = self.write(
-            _FIELDS, self.game.cuarenta_open_match, rid, table_id, seats, stake,
+            _FIELDS, self.game.open_match, rid, table_id, seats, stake,
             request.preset or None, options or None, dealer, match_id,
             actor=self.actor(context))
         return step_message(step)
@@ -164,7 +165,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
              context: grpc.ServicerContext) -> cuarenta_pb2.MatchStep:
         rid = names.check_request_id(request.request_id)
         match_id, _ = self._match("match", request.match)
-        step: MatchStep = self.write(_FIELDS, self.game.cuarenta_deal, rid, match_id,
+        step: MatchStep = self.write(_FIELDS, self.game.deal, rid, match_id,
                                      actor=self.actor(context))
         return step_message(step)
 
@@ -178,7 +179,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
         if request.leave_on_table and codes:
             raise errors.invalid("capture", "leave_on_table takes no capture")
         capture: list[str] | None = codes if codes or request.leave_on_table else None
-        step: MatchStep = self.write(_FIELDS, self.game.cuarenta_play, rid, match_id,
+        step: MatchStep = self.write(_FIELDS, self.game.play, rid, match_id,
                                      request.seat, card, capture, actor=self.actor(context))
         return step_message(step)
 
@@ -187,7 +188,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
         rid = names.check_request_id(request.request_id)
         match_id, _ = self._match("match", request.match)
         reason = names.check_text("reason", request.reason, required=True, limit=32)
-        step: MatchStep = self.write(_FIELDS, self.game.cuarenta_forfeit, rid, match_id,
+        step: MatchStep = self.write(_FIELDS, self.game.forfeit, rid, match_id,
                                      request.seat, reason, actor=self.actor(context))
         return step_message(step)
 
@@ -199,7 +200,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
     def GetHand(self, request: cuarenta_pb2.GetHandRequest,
                 context: grpc.ServicerContext) -> cuarenta_pb2.Hand:
         match_id, view = self._match("match", request.match)
-        hand: HandView = self.read(_FIELDS, self.game.cuarenta_hand, match_id, request.seat,
+        hand: HandView = self.read(_FIELDS, self.game.hand, match_id, request.seat,
                                    self.actor(context))
         return hand_message(hand, view.table_id)
 
@@ -244,7 +245,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
         def turn() -> Turn[cuarenta_pb2.WatchMatchResponse]:
             nonlocal sent
             position = self.hub.catch_up()
-            over = self.game.cuarenta_match(match_id).phase == "over"
+            over = self.game.get_match(match_id).phase == "over"
             moves = self._moves(match_id, "match")  # read after: all of them, when over
             send = []
             if len(moves) > sent:
@@ -262,7 +263,7 @@ class CuarentaServicer(GameReadModels, cuarenta_pb2_grpc.CuarentaServiceServicer
         viewer = convert.viewer_of(self.caller(context))
         matches = []
         for u in units:
-            view = self.read({"match_id": "parent"}, self.ledger.cuarenta_match, u.unit_id)
+            view = self.read({"match_id": "parent"}, self.game.get_match, u.unit_id)
             seen = None if viewer is None or viewer in view.seats else viewer
             matches.append(match_message(convert.redacted(view, seen, NAMES)))
         return cuarenta_pb2.ListMatchesResponse(matches=matches, next_page_token=token)

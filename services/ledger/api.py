@@ -1,7 +1,10 @@
 """The ledger's Python API, used by the gRPC layer and the CLI: the game-neutral core (tables,
-shoes, accounts, the log) and, as methods of the same object, the commands and queries of every
-game it was handed (``Ledger(config, games=...)``: each a ``services.ledger.game.LedgerGame``,
-given by the composition root, ``services/bootstrap.py``).
+shoes, accounts, the log) and the commands and queries of every game it was handed
+(``Ledger(config, games=...)``: each a ``services.ledger.game.LedgerGame``, given by the
+composition root, ``services/bootstrap.py``), typed: ``ledger.game(Face)`` is a game's face
+(``services.ledger.methods``: each command declared once), the same over the socket
+(``RemoteLedger.game``). Each is also an attribute under its stored name (``ledger.tyu_deal``),
+for tests and tools; typed code uses the face.
 
 Every mutating method takes ``request_id`` first: a retry with the same id and the same
 arguments returns the first answer and stores nothing more; the same id with other arguments
@@ -21,10 +24,11 @@ committed state. ``LedgerConfig.from_environ()`` reads SABOT_STORE_URL and SABOT
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from eventsourcing.persistence import Transcoding
 
@@ -62,6 +66,7 @@ from services.ledger.ids import (
     table_uuid,
 )
 from services.ledger.lease import Keeper, lease_from_env
+from services.ledger.methods import Declared, Face
 from services.ledger.shoe import Shoe
 from services.ledger.table import UNRECORDED_GAME, Table
 from services.ledger.views import (
@@ -80,6 +85,9 @@ from services.ledger.writer import UnitOfWork, Writer
 
 T = TypeVar("T")
 _DEPOSIT, _WITHDRAWAL = "deposit", "withdrawal"  # the kinds of a cashier's batch movements
+P = ParamSpec("P")
+R = TypeVar("R")
+F = TypeVar("F", bound=Face)
 
 
 __all__ = [
@@ -114,6 +122,10 @@ class Ledger:
             self.games[game.name] = game
         # the socket's table of methods: the core's and the games' (ValueError: a name taken)
         self.schema = wire.schema_of(self.games.values())
+        for game in self.games.values():  # nor a name of the ledger's own (``close``)
+            for stored in game.methods:
+                if hasattr(type(self), stored):
+                    raise ValueError(f"{game.name}: the method name {stored!r} is taken")
         if len(config.seal_key) != 32:
             raise InvalidArgument("seal_key", "BAD_KEY", "must be 32 bytes")
         env = store_env(config.store_url, config.pool_size, config.max_overflow)
@@ -150,21 +162,41 @@ class Ledger:
         self._account = self.core.account
         self._player = self.core.player
         self._post = self.core.post
-        # Each game's commands and queries (``LedgerGame.commands``), by name.
+        # Each game's commands object (``LedgerGame.commands``), and its declared commands and
+        # queries (``LedgerGame.face``) by stored name.
         self._neutral = GameCommands(self.core)  # (a table of a game not handed in)
         self._handlers: dict[str, GameCommands] = {}
-        self._game_methods: dict[str, Callable[..., Any]] = {}
-        self._method_games: dict[str, str] = {}  # method -> its game's name
+        self._declared: dict[str, tuple[GameCommands, str]] = {}  # stored name -> (its
+        # game's commands object, its game's name)
         for game in self.games.values():
             handler = self._handlers[game.name] = game.commands(self.core)
-            for name in game.methods:
-                self._game_methods[name] = getattr(handler, name)
-                self._method_games[name] = game.name
+            for stored, declared in game.face.declared().items():
+                self._declared[stored] = (handler, game.name)
+                # also under its stored name, as the ledger's own method (tests, tools, the
+                # socket's host: ``submit``); typed code calls it through ``game(face)``
+                setattr(self, stored, types.MethodType(declared.impl, handler))
+
+    def game(self, face: type[F]) -> F:
+        """The typed commands of a game it plays (``LedgerGame.face``; ValueError: none of
+        its games'): a new face (a servicer holds its own)."""
+        if not any(g.face is face for g in self.games.values()):
+            raise ValueError(f"this ledger plays no game of {face.__name__}")
+        return face(self)
+
+    def bind(self, declared: Declared[P, R]) -> Callable[P, R]:
+        """The declared command or query, on its game's commands object (``Face``)."""
+        handler = self._declared[declared.stored][0]
+        impl = declared.impl
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return impl(handler, *args, **kwargs)
+
+        return call
 
     def game_of_method(self, name: str) -> LedgerGame | None:
         """The game that declares the method ``name`` (None: a core method, or none)."""
-        found = self._method_games.get(name)
-        return None if found is None else self.games[found]
+        found = self._declared.get(name)
+        return None if found is None else self.games[found[1]]
 
     def saved_position(self) -> int:
         """The log position of the last event this ledger saved (0: none yet); every event up
@@ -210,14 +242,6 @@ class Ledger:
         finally:
             DEFERRED.on = False
         return future
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        """A game's command or query (``LedgerGame.methods``), as if it were the ledger's own
-        method."""
-        found = self.__dict__.get("_game_methods", {}).get(name)
-        if found is None:
-            raise AttributeError(name)
-        return found  # type: ignore[no-any-return]
 
     # --- tables and shoes -------------------------------------------------------------------
 

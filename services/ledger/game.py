@@ -10,11 +10,13 @@ A ``LedgerGame`` says:
   records ``OptionTable.text`` of them; ``Core.rules`` reads them back);
 - ``table_accounts``: the account roles opened with each of its tables
   (``table:<table_id>:<role>``, in the table's currency);
-- ``commands``: its commands object's class, built with the ledger's ``Core``; the methods it
-  declares (``services.ledger.methods``: a command or a query, its stored name, its arguments
-  and answer) are the ledger's commands and queries of the game, each run through ``Core.run``
+- ``commands``: its commands object's class, built with the ledger's ``Core``;
+- ``face``: its typed commands (``services.ledger.methods.Face``), each declared once: its
+  stored name and the method of ``commands`` that decides it (its arguments and answer that
+  method's signature); they are the ledger's commands and queries of the game
+  (``methods``: their part of the socket's table), each command run through ``Core.run``
   (inside the single writer's unit of work, its request and answer stored with its actor);
-  their names are unique across the core and every game handed in;
+  their stored names are unique across the core and every game handed in;
 - ``transcodings``: how the event store writes its value types (``eventsourcing``
   ``Transcoding``s, by name: frozen, tests/contracts), registered by every ledger application
   that reads or writes its events (``LedgerApplication(env, transcodings)``);
@@ -31,7 +33,7 @@ the game has one.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -40,7 +42,7 @@ from eventsourcing.persistence import Transcoding
 from domain.cards import DeckKind
 from domain.options import OptionTable
 from services.ledger.core import Core, TableClosing
-from services.ledger.methods import Method
+from services.ledger.methods import Face, Method
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.views import MovementView, StakeView
@@ -84,10 +86,15 @@ class LedgerGame:
     deck_kind: DeckKind
     options: OptionTable[Any]
     commands: type[GameCommands] = GameCommands
-    methods: Mapping[str, Method] = field(default_factory=dict)
+    face: type[Face] = Face
     table_accounts: tuple[str, ...] = ()
     rerun_ids: RerunIds | None = None
     transcodings: tuple[Transcoding, ...] = ()
+
+    @property
+    def methods(self) -> Mapping[str, Method]:
+        """Its commands' and queries' part of the ledger socket's table (``face``'s)."""
+        return self.face.methods()
 
     def decks(self, rules: Any) -> int:
         """How many decks one of its shoes holds under ``rules`` (its option ``decks``, else

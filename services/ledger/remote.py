@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -50,7 +51,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from services import traces
 from services.ledger import wire
@@ -60,12 +61,24 @@ from services.ledger.config import DEFAULT_MAX_OVERFLOW, LedgerConfig, store_env
 from services.ledger.errors import StoreUnavailable
 from services.ledger.evidence import ChainBroken
 from services.ledger.game import LedgerGame
+from services.ledger.methods import Declared, Face, command, query
 from services.ledger.views import StoredEvent
 from services.ledger.wire import HostGone, ProtocolError, RemoteFailure
 from services.ledger.writer import Writer, call_deadline, wait_bound, writer_of
 
-__all__ = ["HostGone", "LedgerHost", "LedgerProcess", "RemoteFailure", "RemoteLedger",
-           "observer"]
+__all__ = [
+    "AnyLedger",
+    "HostGone",
+    "LedgerHost",
+    "LedgerProcess",
+    "RemoteFailure",
+    "RemoteLedger",
+    "observer",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+F = TypeVar("F", bound=Face)
 
 log = logging.getLogger("sabot.ledger.remote")
 HOST = "services.ledger.remote"  # the ledger process of the core alone (``host_main``)
@@ -273,6 +286,11 @@ class RemoteLedger:
         self.path = path
         self.games = {game.name: game for game in games}
         self.schema = wire.schema_of(games)
+        for game in games:  # a game's methods under their stored names too (tests, tools)
+            for stored in game.methods:
+                if hasattr(type(self), stored):  # (``close``, ``call``: this class's own)
+                    raise ValueError(f"{game.name}: the method name {stored!r} is taken")
+                setattr(self, stored, functools.partial(self.call, stored))
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect(path)
         try:
@@ -434,15 +452,50 @@ class RemoteLedger:
                 future.set_exception(HostGone("request_id", "NOT_STORED",
                                               f"{why}; the query did not end: retry it"))
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        schema = self.__dict__.get("schema")
-        if schema is not None and name in schema.methods:
-            def forward(*args: Any, **kwargs: Any) -> Any:
-                return self.call(name, *args, **kwargs)
+    # --- the typed proxy --------------------------------------------------------------------
 
-            forward.__name__ = name
-            return forward
-        raise AttributeError(name)
+    def bind(self, declared: Declared[P, R]) -> Callable[P, R]:
+        """A declared command or query (``services.ledger.methods.Face``), as a call over the
+        socket: its answer read back into its declared type (``Schema.answer``)."""
+        stored = declared.stored
+        call = self.call
+
+        def forward(*args: P.args, **kwargs: P.kwargs) -> R:
+            answer: R = call(stored, *args, **kwargs)
+            return answer
+
+        return forward
+
+    def game(self, face: type[F]) -> F:
+        """The typed commands of a game the host plays (``Ledger.game``)."""
+        if not any(g.face is face for g in self.games.values()):
+            raise ValueError(f"this ledger plays no game of {face.__name__}")
+        return face(self)
+
+    # The core's methods, typed as ``Ledger``'s (their socket's table: ``CORE_METHODS``).
+    open_table = command("open_table", Ledger.open_table)
+    open_shoe = command("open_shoe", Ledger.open_shoe)
+    cut = command("cut", Ledger.cut)
+    close_shoe = command("close_shoe", Ledger.close_shoe)
+    close_table = command("close_table", Ledger.close_table)
+    open_account = command("open_account", Ledger.open_account)
+    deposit = command("deposit", Ledger.deposit)
+    withdraw = command("withdraw", Ledger.withdraw)
+    cash_batch = command("cash_batch", Ledger.cash_batch)
+    get_table = query("get_table", Ledger.get_table)
+    get_shoe = query("get_shoe", Ledger.get_shoe)
+    list_tables = query("list_tables", Ledger.list_tables)
+    get_account = query("get_account", Ledger.get_account)
+    statement = query("statement", Ledger.statement)
+    balances = query("balances", Ledger.balances)
+    audit_balances = query("audit_balances", Ledger.audit_balances)
+    writer_status = query("writer_status", Ledger.writer_status)
+    writer_state = query("writer_state", Ledger.writer_state)
+    writer_metrics = query("writer_metrics", Ledger.writer_metrics)
+
+
+AnyLedger = Ledger | RemoteLedger
+"""The ledger a server's layers are handed: in this process, or the ledger process's."""
 
 
 def _outcome_unknown(why: str) -> HostGone:

@@ -382,6 +382,18 @@ def _write_export(
         # seeds escrowed beside the ledger (escrow_table.py): what a shoe in play needs
         for (sealed,) in events.db.rows("SELECT sealed FROM regulator_escrow ORDER BY id"):
             _line(out, {"kind": "escrow", "sealed": bytes(sealed).hex()})
+    _write_checkpoints(out, notary, tree, anchor, ranges, summary, known_sizes)
+    _write_end(out, summary, each)
+    summary.chain_problems = _check_chain(events, notary, ranges, deleted, anchor,
+                                          chain_keys)
+    return summary
+
+
+def _write_checkpoints(out: TextSink, notary: Notary, tree: MemoryTree | None,
+                       anchor: Checkpoint, ranges: list[tuple[int, int]], summary: ExportSummary,
+                       known_sizes: list[int]) -> None:
+    """The checkpoints of the exported coups' ends and the anchor, each proven from the one
+    before it (and the anchor from the regulator's own ``known_sizes``)."""
     first = ranges[0][0] if ranges else anchor.size - 1
     # the checkpoints of the exported coups' ends, and the anchor; each proven from the last
     cps = [
@@ -406,15 +418,16 @@ def _write_export(
         _line(out, rec)
         prev = cp
         summary.checkpoints += 1
+
+
+def _write_end(out: TextSink, summary: ExportSummary, each: bool) -> None:
+    """The end record: what the export holds, counted."""
     counts = {k: v for k, v in vars(summary).items()
               if k not in ("shoes", "settled", "chain_problems", "pending")}
     counts["pending"] = len(summary.pending)
     if each:  # SABOT-EXPORT-1's end record, as it was
         counts.pop("elided")
     _line(out, {"kind": "end", **counts})
-    summary.chain_problems = _check_chain(events, notary, ranges, deleted, anchor,
-                                          chain_keys)
-    return summary
 
 
 # the topics' prefixes of a unit's own aggregates (shoe, coup, match, round)

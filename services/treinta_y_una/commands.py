@@ -41,6 +41,7 @@ from services.ledger.errors import PermissionDenied
 from services.ledger.game import GameCommands
 from services.ledger.hidden import Faces, HiddenCard, ShownCard
 from services.ledger.ids import check_name, movement_account, table_uuid
+from services.ledger.methods import Face, command, query
 from services.ledger.refused import Consequence, Refused, unnamed
 from services.ledger.seal import unseal
 from services.ledger.shoe import Shoe
@@ -329,7 +330,8 @@ class TreintaYUna(GameCommands):
             return self.view(unit, agg, moved)
 
         args = {"table_id": table_id, "seats": seats, "bank": bank, "round_id": round_id}
-        result: RoundView = self._run("tyu_open_round", request_id, args, decide, RoundView,
+        result: RoundView = self._run(TreintaYUnaLedger.open_round.stored, request_id, args,
+                                      decide, RoundView,
                                       actor)
         return result
 
@@ -387,7 +389,7 @@ class TreintaYUna(GameCommands):
             "player", "TURN_TIME_OVER",
             f"the turn time ({rules.turn_seconds} s) ran out {elapsed:.2f} s after the turn "
             "began, by the ledger's clock: refused, and \"me planto\" is recorded for the "
-            "absent player"), Consequence("tyu_stand_for_absent", stood,
+            "absent player"), Consequence(TreintaYUnaLedger.stand_for_absent.stored, stood,
                                           self.view(unit, agg, moved)))
 
     def place_stake(self, request_id: str, round_id: str, player: str, amount: int, *,
@@ -395,7 +397,7 @@ class TreintaYUna(GameCommands):
         """A punter's stake (and its cover) before the deal, within the table's limits and the
         bank's cover (FAILED_PRECONDITION ``amount`` ``BANK_CANNOT_COVER``)."""
         return self._step(
-            "tyu_place_stake", request_id,
+            TreintaYUnaLedger.place_stake.stored, request_id,
             {"round_id": round_id, "player": player, "amount": amount}, round_id, actor,
             lambda u, a, rules, s: (R.place_stake(rules, s, player, amount), 0), player)
 
@@ -406,19 +408,22 @@ class TreintaYUna(GameCommands):
                     state: R.Round) -> tuple[R.Step, int]:
             return R.deal(rules, state, self.faces.order(self._shoe(unit, agg))), 0
 
-        return self._step("tyu_deal", request_id, {"round_id": round_id}, round_id, actor,
+        return self._step(TreintaYUnaLedger.deal.stored, request_id, {"round_id": round_id},
+                          round_id, actor,
                           step_of)
 
     def carta(self, request_id: str, round_id: str, player: str, *,
               actor: Actor = SYSTEM) -> RoundView:
         return self._step(
-            "tyu_carta", request_id, {"round_id": round_id, "player": player}, round_id, actor,
+            TreintaYUnaLedger.carta.stored, request_id, {"round_id": round_id, "player": player},
+            round_id, actor,
             lambda u, a, rules, s: (R.carta(rules, s, player), 0), player, timed=True)
 
     def me_planto(self, request_id: str, round_id: str, player: str, *,
                   actor: Actor = SYSTEM) -> RoundView:
         return self._step(
-            "tyu_me_planto", request_id, {"round_id": round_id, "player": player}, round_id,
+            TreintaYUnaLedger.me_planto.stored, request_id,
+            {"round_id": round_id, "player": player}, round_id,
             actor, lambda u, a, rules, s: (R.me_planto(rules, s, player), 0), player,
             timed=True)
 
@@ -441,18 +446,21 @@ class TreintaYUna(GameCommands):
         args: dict[str, Any] = {"round_id": round_id, "player": player}
         if turn is not None:  # (absent: the arguments stored before the turn clock)
             args["turn"] = turn
-        return self._step("tyu_stand_for_absent", request_id, args, round_id, actor, step_of)
+        return self._step(TreintaYUnaLedger.stand_for_absent.stored, request_id, args, round_id,
+                          actor, step_of)
 
     def settle(self, request_id: str, round_id: str, *, actor: Actor = SYSTEM) -> RoundView:
         """The showdown: every hand shown (with the proofs of its face-down cards), the bank
         collects then pays, the commission to the house, the bank back to the banker, the
         round's shoe closed (its seed revealed)."""
-        return self._step("tyu_settle", request_id, {"round_id": round_id}, round_id, actor,
+        return self._step(TreintaYUnaLedger.settle.stored, request_id, {"round_id": round_id},
+                          round_id, actor,
                           lambda u, a, rules, s: (R.settle(rules, s), 0))
 
     def cancel_round(self, request_id: str, round_id: str, *,
                      actor: Actor = SYSTEM) -> RoundView:
-        return self._step("tyu_cancel_round", request_id, {"round_id": round_id}, round_id,
+        return self._step(TreintaYUnaLedger.cancel_round.stored, request_id,
+                          {"round_id": round_id}, round_id,
                           actor, lambda u, a, rules, s: (R.cancel_round(rules, s), 0))
 
     # --- queries ------------------------------------------------------------------------------
@@ -539,23 +547,28 @@ class TreintaYUna(GameCommands):
         events = self.core.logged(topics.TREINTA_Y_UNA_ROUND + ".")
         return reconcile(events, table_id)
 
-    # the ledger's names of the game's methods (unique across the core and every game)
-    tyu_open_round = open_round
-    tyu_place_stake = place_stake
-    tyu_deal = deal
-    tyu_carta = carta
-    tyu_me_planto = me_planto
-    tyu_stand_for_absent = stand_for_absent
-    tyu_turn = turn
-    tyu_settle = settle
-    tyu_cancel_round = cancel_round
-    tyu_get_round = get_round
-    tyu_latest_round = latest_round
-    tyu_list_rounds = list_rounds
-    tyu_my_hand = my_hand
-    tyu_recall = recall
-    tyu_reconcile = reconcile
 
+class TreintaYUnaLedger(Face):
+    """The game's commands and queries as the ledger declares them, each once: its stored name
+    (the ledger's method, the socket's: frozen) and the method above that decides it (its
+    arguments and answer: ``services.ledger.methods``). Servicers, the CLI and the turn clock
+    call them through ``ledger.game(TreintaYUnaLedger)``."""
+
+    open_round = command("tyu_open_round", TreintaYUna.open_round)
+    place_stake = command("tyu_place_stake", TreintaYUna.place_stake)
+    deal = command("tyu_deal", TreintaYUna.deal)
+    carta = command("tyu_carta", TreintaYUna.carta)
+    me_planto = command("tyu_me_planto", TreintaYUna.me_planto)
+    stand_for_absent = command("tyu_stand_for_absent", TreintaYUna.stand_for_absent)
+    turn = query("tyu_turn", TreintaYUna.turn)
+    settle = command("tyu_settle", TreintaYUna.settle)
+    cancel_round = command("tyu_cancel_round", TreintaYUna.cancel_round)
+    get_round = query("tyu_get_round", TreintaYUna.get_round)
+    latest_round = query("tyu_latest_round", TreintaYUna.latest_round)
+    list_rounds = query("tyu_list_rounds", TreintaYUna.list_rounds)
+    my_hand = query("tyu_my_hand", TreintaYUna.my_hand)
+    recall = query("tyu_recall", TreintaYUna.recall)
+    reconcile = query("tyu_reconcile", TreintaYUna.reconcile)
 
 Commit = Callable[[int, str], str]  # (position, holder) -> the commitment of its face
 Show = Callable[[int, str], dict[str, Any]]  # (position, holder) -> the shown card's record

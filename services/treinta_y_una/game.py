@@ -13,51 +13,28 @@ from services.api.game import ApiGame
 from services.games import Game
 from services.ledger.actor import Actor
 from services.ledger.game import LedgerGame
-from services.ledger.methods import ACTOR, INT, OPT_INT, OPT_STR, STR, Method, command, query
+from services.ledger.remote import AnyLedger
 from services.ledger.views import TurnView
 from services.projections.games import ReadGame
 from services.projections.view import View
 from services.regulator.replay import RegulatorGame
 from services.treinta_y_una.commands import GAME as NAME
-from services.treinta_y_una.commands import ROLES, TreintaYUna
-from services.treinta_y_una.reconcile import DayReconciliation
-from services.treinta_y_una.views import HandView, RoundRecall, RoundView
+from services.treinta_y_una.commands import ROLES, TreintaYUna, TreintaYUnaLedger
 from services.turn_clock import TurnGame
 
-_ROUND = ("round_id", STR)
-_PLAYER = ("player", STR)
-METHODS: dict[str, Method] = {
-    "tyu_open_round": command(("table_id", STR), ("seats", STR), ("bank", INT),
-                              ("round_id", OPT_STR), answer=RoundView),
-    "tyu_place_stake": command(_ROUND, _PLAYER, ("amount", INT), answer=RoundView),
-    "tyu_deal": command(_ROUND, answer=RoundView),
-    "tyu_carta": command(_ROUND, _PLAYER, answer=RoundView),
-    "tyu_me_planto": command(_ROUND, _PLAYER, answer=RoundView),
-    "tyu_stand_for_absent": command(_ROUND, _PLAYER, ("turn", OPT_INT), answer=RoundView),
-    "tyu_turn": query(_ROUND, answer=TurnView),
-    "tyu_settle": command(_ROUND, answer=RoundView),
-    "tyu_cancel_round": command(_ROUND, answer=RoundView),
-    "tyu_get_round": query(_ROUND, answer=RoundView),
-    "tyu_latest_round": query(("table_id", STR), answer=RoundView | None),
-    "tyu_list_rounds": query(("table_id", STR), answer=list[str]),
-    "tyu_my_hand": query(_ROUND, _PLAYER, ("actor", ACTOR), answer=HandView),
-    "tyu_recall": query(_ROUND, answer=RoundRecall),
-    "tyu_reconcile": query(("table_id", STR), answer=list[DayReconciliation]),
-}
 
-
-def turn(ledger: Any, round_id: str) -> TurnView:
+def turn(ledger: AnyLedger, round_id: str) -> TurnView:
     """The turn a round waits on (the turn clock's query)."""
-    view: TurnView = ledger.tyu_turn(round_id)
-    return view
+    return ledger.game(TreintaYUnaLedger).turn(round_id)
 
 
-def turn_time(ledger: Any, request_id: str, round_id: str, view: TurnView, actor: Actor
+def turn_time(ledger: AnyLedger, request_id: str, round_id: str, view: TurnView, actor: Actor
               ) -> object:
     """The turn clock's command once a player let the turn time pass: the croupier's "me
     planto" for the absent player (RULES.md §2)."""
-    return ledger.tyu_stand_for_absent(request_id, round_id, view.player, view.turn,
-                                       actor=actor)
+    assert view.player is not None  # (a turn the clock acts on names its player)
+    return ledger.game(TreintaYUnaLedger).stand_for_absent(
+        request_id, round_id, view.player, view.turn, actor=actor)
 
 
 def add_servicers(*deps: Any) -> tuple[Any, ...]:
@@ -94,7 +71,7 @@ ROUND_ENDS = frozenset({topics.TREINTA_Y_UNA_ROUND_SETTLED, topics.TREINTA_Y_UNA
 
 GAME = Game(
     ledger=LedgerGame(name=NAME, deck_kind=DeckKind.SPANISH_40, options=TABLE,
-                      commands=TreintaYUna, methods=METHODS, table_accounts=ROLES),
+                      commands=TreintaYUna, face=TreintaYUnaLedger, table_accounts=ROLES),
     api=ApiGame(name=NAME, options=TABLE, servicers=add_servicers,
                 services=("sabot.treinta_y_una.v1.TreintaYUnaService",),
                 regulator_rpcs=regulator_rpcs, topics=TOPICS),  # ReplayRound

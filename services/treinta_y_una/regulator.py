@@ -17,6 +17,7 @@ import grpc
 from services.api import errors
 from services.api.gen.sabot.v1 import regulator_pb2
 from services.api.regulator import RegulatorServicer, replay_answers
+from services.treinta_y_una.commands import TreintaYUnaLedger
 
 
 class RoundReplay(RegulatorServicer):
@@ -28,7 +29,8 @@ class RoundReplay(RegulatorServicer):
         from services.treinta_y_una.servicer import round_name
 
         table_id, round_id = round_name("name", request.name)
-        view = self.read({"round_id": "name"}, self.ledger.tyu_get_round, round_id)
+        view = self.read({"round_id": "name"},
+                         self.ledger.game(TreintaYUnaLedger).get_round, round_id)
         if view.table_id != table_id:
             raise errors.ApiError(grpc.StatusCode.NOT_FOUND, "name", "NOT_FOUND",
                                   "no such round at this table")

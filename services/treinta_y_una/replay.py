@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from domain.cards import Card
 from domain.shuffle import commitment
 from domain.treinta_y_una import round as R
 from domain.treinta_y_una.banker import BankerChoice, BankerReason, BankLot, draw_banker
@@ -61,17 +62,9 @@ def replay_round(events: Sequence[StoredEvent], seed: bytes) -> RoundVerdict:
     cards = shoe_order(seed, sid, "SPANISH-40", 1, None)
     rules = TableRules.from_options(st["options"])
     carried = [Stake(str(p), int(a), int(h)) for p, a, h in st["carried"]]
-    lot = st.get("lot")
-    if lot is not None:
-        choice = draw_banker(seed, UUID(lot["nonce"]), list(lot["seats"]))
-        recorded = BankerChoice(st["banker"], BankerReason(st["banker_reason"]),
-                                BankLot(UUID(lot["nonce"]), tuple(lot["seats"]),
-                                        int(lot["index"])))
-        if choice != recorded:
-            return RoundVerdict(rid, False, (), f"the lot draws {choice.player}, the round "
-                                f"records {st['banker']}")
-    else:
-        choice = BankerChoice(st["banker"], BankerReason(st["banker_reason"]))
+    choice, wrong = _banker(seed, st)
+    if wrong is not None:
+        return RoundVerdict(rid, False, (), wrong)
 
     def commit(p: int, who: str) -> str:
         return card_commitment(card_salt(seed, sid, p), p, cards[p].code)
@@ -109,34 +102,58 @@ def replay_round(events: Sequence[StoredEvent], seed: bytes) -> RoundVerdict:
     record(state)
     current = state.round
     for e in own[1:]:
-        s = e.state
-        step: R.Step | None = None
-        waited = 0
         try:
-            if e.topic == topics.TREINTA_Y_UNA_ROUND_STAKE_PLACED:
-                step = R.place_stake(rules, current, s["player"], int(s["amount"]))
-            elif e.topic == topics.TREINTA_Y_UNA_ROUND_CARD_DEALT and s["position"] == 0:
-                step = R.deal(rules, current, cards)
-            elif e.topic == topics.TREINTA_Y_UNA_ROUND_CARD_DRAWN:
-                step = R.carta(rules, current, s["player"])
-            elif e.topic == topics.TREINTA_Y_UNA_ROUND_PLANTED:
-                if s["for_absent"]:
-                    waited = int(s["waited_seconds"])
-                    step = R.stand_for_absent(rules, current, s["player"], waited)
-                else:
-                    step = R.me_planto(rules, current, s["player"])
-            elif e.topic == topics.TREINTA_Y_UNA_ROUND_SETTLED:
-                step = R.settle(rules, current)
-            elif e.topic == topics.TREINTA_Y_UNA_ROUND_CANCELLED:
-                step = R.cancel_round(rules, current)
+            step, waited = _rule_step(rules, current, cards, e)
         except Exception as exc:  # the rule book refuses what the log records
             return RoundVerdict(rid, False, (), f"position {e.position}: the rule book "
                                 f"refuses {topics.short(e.topic)}: {exc}")
         if step is not None:
             record(step, waited)
             current = step.round
+    return _verdict(rid, own[1:], expected)
+
+
+def _banker(seed: bytes, st: dict[str, Any]) -> tuple[BankerChoice, str | None]:
+    """The round's banker as the rules choose him (drawn by lot from the seed, or the last
+    round's next banker), and why the recorded one is wrong (None: it is right)."""
+    lot = st.get("lot")
+    if lot is None:
+        return BankerChoice(st["banker"], BankerReason(st["banker_reason"])), None
+    choice = draw_banker(seed, UUID(lot["nonce"]), list(lot["seats"]))
+    recorded = BankerChoice(st["banker"], BankerReason(st["banker_reason"]),
+                            BankLot(UUID(lot["nonce"]), tuple(lot["seats"]), int(lot["index"])))
+    if choice != recorded:
+        return choice, f"the lot draws {choice.player}, the round records {st['banker']}"
+    return choice, None
+
+
+def _rule_step(rules: TableRules, current: R.Round, cards: Sequence[Card], e: StoredEvent
+               ) -> tuple[R.Step | None, int]:
+    """The rule book's step a stored event of the round records (None: an event no input
+    makes), and the seconds waited for a stand for the absent player."""
+    s = e.state
+    if e.topic == topics.TREINTA_Y_UNA_ROUND_STAKE_PLACED:
+        return R.place_stake(rules, current, s["player"], int(s["amount"])), 0
+    if e.topic == topics.TREINTA_Y_UNA_ROUND_CARD_DEALT and s["position"] == 0:
+        return R.deal(rules, current, cards), 0
+    if e.topic == topics.TREINTA_Y_UNA_ROUND_CARD_DRAWN:
+        return R.carta(rules, current, s["player"]), 0
+    if e.topic == topics.TREINTA_Y_UNA_ROUND_PLANTED:
+        if s["for_absent"]:
+            waited = int(s["waited_seconds"])
+            return R.stand_for_absent(rules, current, s["player"], waited), waited
+        return R.me_planto(rules, current, s["player"]), 0
+    if e.topic == topics.TREINTA_Y_UNA_ROUND_SETTLED:
+        return R.settle(rules, current), 0
+    if e.topic == topics.TREINTA_Y_UNA_ROUND_CANCELLED:
+        return R.cancel_round(rules, current), 0
+    return None, 0
+
+
+def _verdict(rid: str, stored: Sequence[StoredEvent],
+             expected: Sequence[tuple[str, dict[str, Any]]]) -> RoundVerdict:
+    """The round's stored events beside the replayed ones, one step each, in order."""
     steps: list[Step] = []
-    stored = own[1:]
     for i in range(max(len(stored), len(expected))):
         got = stored[i] if i < len(stored) else None
         want = expected[i] if i < len(expected) else None

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from functools import cached_property
+from typing import Any, Protocol
 
 import grpc
 
@@ -34,10 +35,10 @@ from services.api.hub import Hub
 from services.api.reports import GameReadModels
 from services.api.roles import Principal
 from services.api.streams import follow
-from services.ledger.api import Ledger
+from services.ledger.remote import AnyLedger
 from services.ledger.views import StoredEvent
 from services.projections.games import Step
-from services.treinta_y_una.commands import GAME
+from services.treinta_y_una.commands import GAME, TreintaYUnaLedger
 from services.treinta_y_una.reconcile import DayReconciliation
 from services.treinta_y_una.views import (
     HandView,
@@ -50,6 +51,16 @@ from services.treinta_y_una.views import (
 SERVICE = "sabot.treinta_y_una.v1.TreintaYUnaService"
 _ROUND = {"round_id": "round", "player": "player", "amount": "amount.amount_minor",
           "bank": "bank.amount_minor", "table_id": "parent", "seats": "seats"}
+
+
+class _OnRound(Protocol):
+    """A request of a command on a round (its request id, the round's name)."""
+
+    @property
+    def request_id(self) -> str: ...
+
+    @property
+    def round(self) -> str: ...
 
 
 def round_name(field: str, name: str) -> tuple[str, str]:
@@ -147,6 +158,11 @@ def seen_by(v: RoundView, viewer: str | None) -> RoundView:
 
 
 class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
+    @cached_property
+    def rounds(self) -> TreintaYUnaLedger:
+        """The game's typed commands on the ledger (``commands.TreintaYUnaLedger``)."""
+        return self.ledger.game(TreintaYUnaLedger)
+
     def _round(self, field: str, name: str) -> tuple[str, str]:
         view = self._round_view(field, name)
         return view.table_id, view.round_id
@@ -154,7 +170,7 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
     def _round_view(self, field: str, name: str) -> RoundView:
         """The round ``name`` names, checked against the table it names (NOT_FOUND)."""
         table_id, round_id = round_name(field, name)
-        view: RoundView = self.read({"round_id": field}, self.ledger.tyu_get_round, round_id)
+        view: RoundView = self.read({"round_id": field}, self.rounds.get_round, round_id)
         if view.table_id != table_id:
             raise errors.ApiError(grpc.StatusCode.NOT_FOUND, field, "NOT_FOUND",
                                   "no such round at this table")
@@ -197,7 +213,7 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
         round_id = check_uuid("round_id", request.round_id)
         currency = self.table_currency(table_id, "parent")
         bank = self._amount("bank", request.bank, currency, request.HasField("bank"))
-        view = self.write(_ROUND, self.ledger.tyu_open_round, rid, table_id, ",".join(seats), bank,
+        view = self.write(_ROUND, self.rounds.open_round, rid, table_id, ",".join(seats), bank,
                           round_id, actor=self.actor(context))
         return round_message(view)
 
@@ -208,38 +224,50 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
         player = player_name("player", request.player)
         amount = self._amount("amount", request.amount, self.table_currency(table_id, "round"),
                               request.HasField("amount"))
-        return round_message(self.write(_ROUND, self.ledger.tyu_place_stake, rid, round_id, player,
+        return round_message(self.write(_ROUND, self.rounds.place_stake, rid, round_id, player,
                                         amount, actor=self.actor(context)))
 
-    def _simple(self, fn: Any, request: Any, context: grpc.ServicerContext,
-                with_player: bool) -> pb.Round:
+    def _asked(self, request: _OnRound) -> tuple[str, str]:
+        """A command's request id and the round it names (checked in that order)."""
         rid = names.check_request_id(request.request_id)
         _, round_id = self._round("round", request.round)
-        args: list[Any] = [rid, round_id]
-        if with_player:
-            args.append(player_name("player", request.player))
-        return round_message(self.write(_ROUND, fn, *args, actor=self.actor(context)))
+        return rid, round_id
 
     def Deal(self, request: pb.DealRequest, context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.ledger.tyu_deal, request, context, False)
+        rid, round_id = self._asked(request)
+        return round_message(self.write(_ROUND, self.rounds.deal, rid, round_id,
+                                        actor=self.actor(context)))
 
     def Carta(self, request: pb.CartaRequest, context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.ledger.tyu_carta, request, context, True)
+        rid, round_id = self._asked(request)
+        return round_message(self.write(_ROUND, self.rounds.carta, rid, round_id,
+                                        player_name("player", request.player),
+                                        actor=self.actor(context)))
 
     def MePlanto(self, request: pb.MePlantoRequest, context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.ledger.tyu_me_planto, request, context, True)
+        rid, round_id = self._asked(request)
+        return round_message(self.write(_ROUND, self.rounds.me_planto, rid, round_id,
+                                        player_name("player", request.player),
+                                        actor=self.actor(context)))
 
     def StandForAbsent(self, request: pb.StandForAbsentRequest,
                        context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.ledger.tyu_stand_for_absent, request, context, True)
+        rid, round_id = self._asked(request)
+        return round_message(self.write(_ROUND, self.rounds.stand_for_absent, rid, round_id,
+                                        player_name("player", request.player),
+                                        actor=self.actor(context)))
 
     def SettleRound(self, request: pb.SettleRoundRequest,
                     context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.ledger.tyu_settle, request, context, False)
+        rid, round_id = self._asked(request)
+        return round_message(self.write(_ROUND, self.rounds.settle, rid, round_id,
+                                        actor=self.actor(context)))
 
     def CancelRound(self, request: pb.CancelRoundRequest,
                     context: grpc.ServicerContext) -> pb.Round:
-        return self._simple(self.ledger.tyu_cancel_round, request, context, False)
+        rid, round_id = self._asked(request)
+        return round_message(self.write(_ROUND, self.rounds.cancel_round, rid, round_id,
+                                        actor=self.actor(context)))
 
     def GetRound(self, request: pb.GetRoundRequest, context: grpc.ServicerContext) -> pb.Round:
         view = self._round_view("name", request.name)
@@ -248,7 +276,7 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
     def GetLatestRound(self, request: pb.GetLatestRoundRequest,
                        context: grpc.ServicerContext) -> pb.Round:
         table_id = names.table_name("parent", request.parent)
-        view = self.read({"table_id": "parent"}, self.ledger.tyu_latest_round, table_id)
+        view = self.read({"table_id": "parent"}, self.rounds.latest_round, table_id)
         if view is None:
             raise errors.ApiError(grpc.StatusCode.NOT_FOUND, "parent", "NO_ROUND",
                                   "no round has opened at this table")
@@ -257,7 +285,7 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
     def GetMyHand(self, request: pb.GetMyHandRequest, context: grpc.ServicerContext) -> pb.Hand:
         _, round_id = self._round("round", request.round)
         player = player_name("player", request.player)
-        hand = self.read({"round_id": "round", "player": "player"}, self.ledger.tyu_my_hand,
+        hand = self.read({"round_id": "round", "player": "player"}, self.rounds.my_hand,
                          round_id, player, self.actor(context))
         return _hand(hand)
 
@@ -310,7 +338,7 @@ class TreintaYUnaServicer(GameReadModels, pb_grpc.TreintaYUnaServiceServicer):
         units, token = self.game_units_asked(GAME, request, context)  # the filters, a page
         viewer = convert.viewer_of(self.caller(context))
         rounds = [round_message(seen_by(self.read({"round_id": "parent"},
-                                                  self.ledger.tyu_get_round, u.unit_id),
+                                                  self.rounds.get_round, u.unit_id),
                                         viewer))
                   for u in units]
         return pb.ListRoundsResponse(rounds=rounds, next_page_token=token)
@@ -333,9 +361,9 @@ def _stored_step(e: Any, viewer: str | None = None) -> pb.RoundStep:
                         e.timestamp.isoformat() if e.timestamp is not None else "", state, viewer)
 
 
-def add_servicers(server: grpc.Server, ledger: Ledger, tokens: Mapping[str, Principal],
+def add_servicers(server: grpc.Server, ledger: AnyLedger, tokens: Mapping[str, Principal],
                   hub: Hub, played: Played) -> tuple[Any, ...]:
-    """The game's servicer on ``server`` (its commands are the ledger's ``tyu_*`` methods)."""
+    """The game's servicer on ``server`` (its commands: ``commands.TreintaYUnaLedger``)."""
     servicer = TreintaYUnaServicer(ledger, tokens, hub, played)
     pb_grpc.add_TreintaYUnaServiceServicer_to_server(servicer, server)
     return (servicer,)

@@ -16,6 +16,7 @@ from services.api import batch, convert, errors, names
 from services.api.base import Base, check_uuid
 from services.api.gen.sabot.v1 import betting_pb2, common_pb2
 from services.trente_et_quarante import convert as tq_convert
+from services.trente_et_quarante.commands import TrenteEtQuaranteLedger
 from services.trente_et_quarante.stake_batch import PLACE, RAISE, WITHDRAW, StakeBatchResult
 
 _ACTIONS = {
@@ -74,8 +75,8 @@ class StakeBatchRpc(Base):
         self.check_round(table_id, shoe_id, coup_id, "coup", "coup")
         try:
             result: StakeBatchResult = self.write(
-                {}, self.ledger.stake_batch, rid, coup_id, items, request.atomic,
-                actor=self.actor(context))
+                {}, self.ledger.game(TrenteEtQuaranteLedger).stake_batch, rid, coup_id, items,
+                request.atomic, actor=self.actor(context))
         except RuleViolation as exc:
             raise batch.renamed(exc, "stakes", lambda i: _fields(items[i]), _OUTSIDE) from None
         return _answer(table_id, shoe_id, currency, items, result)

@@ -4,8 +4,8 @@ the ledger decides it, from the command's actor (PERMISSION_DENIED naming ``acco
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from functools import cached_property
+from typing import Any, Protocol
 
 import grpc
 
@@ -14,8 +14,10 @@ from services.api import convert, errors, names
 from services.api.base import Base, check_uuid
 from services.api.gen.sabot.v1 import betting_pb2, betting_pb2_grpc, common_pb2
 from services.api.roles import Role
+from services.ledger.actor import Actor
 from services.trente_et_quarante import convert as tq_convert
 from services.trente_et_quarante.batch_rpc import StakeBatchRpc
+from services.trente_et_quarante.commands import TrenteEtQuaranteLedger
 from services.trente_et_quarante.views import StakeResult
 
 _PLACE = {
@@ -47,7 +49,19 @@ def _choice(field: str, value: int, *, required: bool) -> str | None:
     return convert.CHOICE_NAMES[value]  # type: ignore[index]
 
 
+class _OnStake(Protocol):
+    """A ledger command on one stake of a coup (the ledger's: ``TrenteEtQuaranteLedger``)."""
+
+    def __call__(self, request_id: str, coup_id: str, stake_id: str, *, actor: Actor
+                 ) -> StakeResult: ...
+
+
 class BettingServicer(StakeBatchRpc, Base, betting_pb2_grpc.BettingServiceServicer):
+    @cached_property
+    def coups(self) -> TrenteEtQuaranteLedger:
+        """The game's typed commands on the ledger (``commands.TrenteEtQuaranteLedger``)."""
+        return self.ledger.game(TrenteEtQuaranteLedger)
+
     def _amount(self, money: common_pb2.Money, currency: str) -> int:
         names.check_amount("amount.amount_minor", money.amount_minor)
         if money.currency_code and money.currency_code != currency:
@@ -75,7 +89,7 @@ class BettingServicer(StakeBatchRpc, Base, betting_pb2_grpc.BettingServiceServic
         self.check_round(table_id, shoe_id, coup_id, "coup", "coup")
         result = self.write(
             _PLACE,
-            self.ledger.place_stake,
+            self.coups.place_stake,
             rid,
             coup_id,
             account_id,
@@ -91,7 +105,7 @@ class BettingServicer(StakeBatchRpc, Base, betting_pb2_grpc.BettingServiceServic
         self,
         request: Any,
         context: grpc.ServicerContext,
-        call: Callable[..., StakeResult],
+        call: _OnStake,
     ) -> betting_pb2.StakeResult:
         """A command on an existing stake: checks the names and the coup, then calls the ledger
         as the caller's actor (the ledger decides the owner)."""
@@ -115,19 +129,19 @@ class BettingServicer(StakeBatchRpc, Base, betting_pb2_grpc.BettingServiceServic
         return self._command(
             request,
             context,
-            lambda rid, coup, stake, actor: self.ledger.raise_stake(rid, coup, stake, amount,
+            lambda rid, coup, stake, *, actor: self.coups.raise_stake(rid, coup, stake, amount,
                                                                     actor=actor),
         )
 
     def WithdrawStake(
         self, request: betting_pb2.WithdrawStakeRequest, context: grpc.ServicerContext
     ) -> betting_pb2.StakeResult:
-        return self._command(request, context, self.ledger.withdraw_stake)
+        return self._command(request, context, self.coups.withdraw_stake)
 
     def InsureStake(
         self, request: betting_pb2.InsureStakeRequest, context: grpc.ServicerContext
     ) -> betting_pb2.StakeResult:
-        return self._command(request, context, self.ledger.insure)
+        return self._command(request, context, self.coups.insure)
 
     def ChooseRefait31(
         self, request: betting_pb2.ChooseRefait31Request, context: grpc.ServicerContext
@@ -137,7 +151,7 @@ class BettingServicer(StakeBatchRpc, Base, betting_pb2_grpc.BettingServiceServic
         return self._command(
             request,
             context,
-            lambda rid, coup, stake, actor: self.ledger.choose_refait31(rid, coup, stake, choice,
+            lambda rid, coup, stake, *, actor: self.coups.choose_refait31(rid, coup, stake, choice,
                                                                         actor=actor),
         )
 
@@ -148,14 +162,14 @@ class BettingServicer(StakeBatchRpc, Base, betting_pb2_grpc.BettingServiceServic
         return self._command(
             request,
             context,
-            lambda rid, coup, stake, actor: self.ledger.move_imprisoned(rid, coup, stake, chance,
+            lambda rid, coup, stake, *, actor: self.coups.move_imprisoned(rid, coup, stake, chance,
                                                                         actor=actor),
         )
 
     def HalfWithdrawStake(
         self, request: betting_pb2.HalfWithdrawStakeRequest, context: grpc.ServicerContext
     ) -> betting_pb2.StakeResult:
-        return self._command(request, context, self.ledger.half_withdraw)
+        return self._command(request, context, self.coups.half_withdraw)
 
     def GetStake(
         self, request: betting_pb2.GetStakeRequest, context: grpc.ServicerContext

@@ -59,6 +59,7 @@ from services.ledger.core import (
 from services.ledger.errors import AlreadyExists, PermissionDenied
 from services.ledger.game import GameCommands
 from services.ledger.ids import movement_account, parse_uuid, stake_uuid
+from services.ledger.methods import Face, command, query
 from services.ledger.shoe import Shoe
 from services.ledger.table import Table
 from services.ledger.views import MovementView, StakeView, StepView
@@ -266,7 +267,8 @@ class TrenteEtQuarante(GameCommands):
         args = {"table_id": table_id, "coup_id": coup_id}
         if shoe_id is not None:
             args["shoe_id"] = shoe_id
-        return self.core.run("open_coup", request_id, args, decide, CoupView, actor)
+        return self.core.run(TrenteEtQuaranteLedger.open_coup.stored, request_id, args, decide,
+                             CoupView, actor)
 
     def _betting(
         self,
@@ -364,15 +366,16 @@ class TrenteEtQuarante(GameCommands):
 
         args = {"coup_id": coup_id, "account_id": account_id, "chance": chance,
                 "amount": amount, "stake_id": stake_id, "choice": choice}
-        return self._betting("place_stake", request_id, args, coup_id, new_stake_id, step_of,
+        return self._betting(TrenteEtQuaranteLedger.place_stake.stored, request_id, args, coup_id,
+                             new_stake_id, step_of,
                              actor, account_id=account_id)
 
     def raise_stake(self, request_id: str, coup_id: str, stake_id: str, amount: int, *,
                     actor: Actor = SYSTEM) -> StakeResult:
         """Add ``amount`` to a free stake."""
         return self._betting(
-            "raise_stake", request_id, {"coup_id": coup_id, "stake_id": stake_id,
-                                        "amount": amount},
+            TrenteEtQuaranteLedger.raise_stake.stored, request_id,
+            {"coup_id": coup_id, "stake_id": stake_id, "amount": amount},
             coup_id, lambda: stake_id,
             lambda u, r, lay, sid: raise_stake(r, lay, sid, check_amount(amount)), actor,
         )
@@ -381,7 +384,8 @@ class TrenteEtQuarante(GameCommands):
                        actor: Actor = SYSTEM) -> StakeResult:
         """Take a free stake back, whole."""
         return self._betting(
-            "withdraw_stake", request_id, {"coup_id": coup_id, "stake_id": stake_id},
+            TrenteEtQuaranteLedger.withdraw_stake.stored, request_id,
+            {"coup_id": coup_id, "stake_id": stake_id},
             coup_id, lambda: stake_id, lambda u, r, lay, sid: withdraw_stake(r, lay, sid), actor,
         )
 
@@ -389,7 +393,8 @@ class TrenteEtQuarante(GameCommands):
                actor: Actor = SYSTEM) -> StakeResult:
         """Buy insurance on a stake for this coup (premium player -> house insurance)."""
         return self._betting(
-            "insure", request_id, {"coup_id": coup_id, "stake_id": stake_id},
+            TrenteEtQuaranteLedger.insure.stored, request_id,
+            {"coup_id": coup_id, "stake_id": stake_id},
             coup_id, lambda: stake_id, lambda u, r, lay, sid: insure(r, lay, sid), actor,
         )
 
@@ -399,7 +404,7 @@ class TrenteEtQuarante(GameCommands):
     ) -> StakeResult:
         """``partage`` or ``prison`` (under refait31 ``player_choice``)."""
         return self._betting(
-            "choose_refait31", request_id,
+            TrenteEtQuaranteLedger.choose_refait31.stored, request_id,
             {"coup_id": coup_id, "stake_id": stake_id, "choice": choice},
             coup_id, lambda: stake_id,
             lambda u, r, lay, sid: choose_refait31_step(r, lay, sid, _choice(choice)), actor,
@@ -410,7 +415,8 @@ class TrenteEtQuarante(GameCommands):
                       actor: Actor = SYSTEM) -> StakeResult:
         """An imprisoned stake: the house takes half, the player gets the rest back."""
         return self._betting(
-            "half_withdraw", request_id, {"coup_id": coup_id, "stake_id": stake_id},
+            TrenteEtQuaranteLedger.half_withdraw.stored, request_id,
+            {"coup_id": coup_id, "stake_id": stake_id},
             coup_id, lambda: stake_id, lambda u, r, lay, sid: half_withdraw(r, lay, sid), actor,
         )
 
@@ -421,7 +427,7 @@ class TrenteEtQuarante(GameCommands):
         """An imprisoned stake: the house takes half, the rest goes (still in prison) to
         ``chance``."""
         return self._betting(
-            "move_imprisoned", request_id,
+            TrenteEtQuaranteLedger.move_imprisoned.stored, request_id,
             {"coup_id": coup_id, "stake_id": stake_id, "chance": chance},
             coup_id, lambda: stake_id,
             lambda u, r, lay, sid: move_imprisoned(r, lay, sid, _chance(chance)), actor,
@@ -450,7 +456,8 @@ class TrenteEtQuarante(GameCommands):
             self._close_betting(unit, table, coup, unit.now)
             return self._coup_view(coup)
 
-        return self.core.run("close_betting", request_id, {"coup_id": coup_id}, decide, CoupView,
+        return self.core.run(TrenteEtQuaranteLedger.close_betting.stored, request_id,
+                             {"coup_id": coup_id}, decide, CoupView,
                          actor)
 
     def deal(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
@@ -488,7 +495,8 @@ class TrenteEtQuarante(GameCommands):
             )
             return self._coup_view(coup)
 
-        return self.core.run("deal", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
+        return self.core.run(TrenteEtQuaranteLedger.deal.stored, request_id, {"coup_id": coup_id},
+                             decide, CoupView, actor)
 
     def settle(self, request_id: str, coup_id: str, *, actor: Actor = SYSTEM) -> CoupView:
         """Settle the dealt coup: every movement in RULES.md order, then each stake's fate."""
@@ -507,7 +515,8 @@ class TrenteEtQuarante(GameCommands):
             coup.trigger_event(Coup.Settled, timestamp=ts)
             return self._coup_view(coup)
 
-        return self.core.run("settle", request_id, {"coup_id": coup_id}, decide, CoupView, actor)
+        return self.core.run(TrenteEtQuaranteLedger.settle.stored, request_id,
+                             {"coup_id": coup_id}, decide, CoupView, actor)
 
     def _coup_view(self, coup: Coup) -> CoupView:
         reached = _PHASES.index(coup.phase) if coup.phase in _PHASES else 0
@@ -608,7 +617,6 @@ class TrenteEtQuarante(GameCommands):
             answer.append(CoupSteps(coup, steps, dealt_by))
         return answer
 
-
     def _checked_events(self, oid: UUID, _unit: UnitOfWork) -> list[StoredEvent]:
         """An aggregate's stored events, each checked as the writer checks what it loads
         (``ChainGuard``: covered by a link it trusts, and the event that link hashed): an
@@ -622,6 +630,29 @@ class TrenteEtQuarante(GameCommands):
         guard.check(rows, oid, None)
         return [row.stored() for row in rows]
 
+
+class TrenteEtQuaranteLedger(Face):
+    """The game's commands and queries as the ledger declares them, each once: its stored name
+    (the ledger's method, the socket's: frozen) and the method above that decides it (its
+    arguments and answer: ``services.ledger.methods``). Its servicers call them through
+    ``ledger.game(TrenteEtQuaranteLedger)``."""
+
+    open_coup = command("open_coup", TrenteEtQuarante.open_coup)
+    place_stake = command("place_stake", TrenteEtQuarante.place_stake)
+    raise_stake = command("raise_stake", TrenteEtQuarante.raise_stake)
+    withdraw_stake = command("withdraw_stake", TrenteEtQuarante.withdraw_stake)
+    insure = command("insure", TrenteEtQuarante.insure)
+    choose_refait31 = command("choose_refait31", TrenteEtQuarante.choose_refait31)
+    half_withdraw = command("half_withdraw", TrenteEtQuarante.half_withdraw)
+    move_imprisoned = command("move_imprisoned", TrenteEtQuarante.move_imprisoned)
+    stake_batch = command("stake_batch", TrenteEtQuarante.stake_batch)
+    close_betting = command("close_betting", TrenteEtQuarante.close_betting)
+    deal = command("deal", TrenteEtQuarante.deal)
+    settle = command("settle", TrenteEtQuarante.settle)
+    get_coup = query("get_coup", TrenteEtQuarante.get_coup)
+    stake_account = query("stake_account", TrenteEtQuarante.stake_account)
+    list_coups = query("list_coups", TrenteEtQuarante.list_coups)
+    last_coups = query("last_coups", TrenteEtQuarante.last_coups)
 
 _PHASES = (Phase.BETTING, Phase.CLOSED, Phase.DEALT, Phase.SETTLED)
 _PHASE_EVENTS = (  # the event that ends each phase, and the key of its time

@@ -82,39 +82,8 @@ def _play(base: Client, cast: Cast, preset: str, say: Callable[[str], None],
 
     coups = 0
     while coups < MAX_COUPS:
-        coup = croupier.tables.OpenCoup(
-            table_pb2.OpenCoupRequest(request_id=new_request_id(), parent=shoe.name)
-        )
         coups += 1
-        say(f"\nCoup {coup.number_in_shoe}.")
-        for index, (client, account) in enumerate(players):
-            _bet(client, account, index, coup, currency, say, rules)
-        croupier.tables.CloseBetting(
-            table_pb2.CloseBettingRequest(request_id=new_request_id(), name=coup.name))
-        say("  Rien ne va plus.")
-        dealt = croupier.tables.DealCoup(
-            table_pb2.DealCoupRequest(request_id=new_request_id(), name=coup.name))
-        noir = " ".join(c.card for c in dealt.cards if c.row == "noir")
-        rouge = " ".join(c.card for c in dealt.cards if c.row == "rouge")
-        say(f"  Noir: {noir} ({dealt.noir_total or '-'})  Rouge: {rouge} "
-            f"({dealt.rouge_total or '-'})")
-        say(f"  « {dealt.announcement} »")
-        settled = croupier.tables.SettleCoup(
-            table_pb2.SettleCoupRequest(request_id=new_request_id(), name=coup.name))
-        for m in settled.movements:
-            say("    " + _words(m, currency))
-        for f in settled.fates:
-            if f.fate in FATE_WORDS:
-                who = f.account.rsplit("/", 1)[-1]
-                say(f"    {who}'s {euros(f.amount_after_minor or f.amount_before_minor, currency)}"
-                    f" on {CHANCE_NAMES.get(f.chance, '?')} {FATE_WORDS[f.fate]}")
-        standing = []
-        for client, account in players:
-            acc = client.cashier.GetAccount(
-                cashier_pb2.GetAccountRequest(name=f"accounts/{account}"))
-            standing.append(f"{account} {euros(acc.balance.amount_minor, currency)}")
-        say("    balances: " + ", ".join(standing))
-        if dealt.cut_card_reached:
+        if _coup(croupier, players, shoe.name, currency, say, rules):
             say("  The cut card is out: last coup of the shoe.")
             break
 
@@ -135,6 +104,45 @@ def _play(base: Client, cast: Cast, preset: str, say: Callable[[str], None],
         say(f"  {account}: {euros(acc.balance.amount_minor, currency)} "
             f"(from {euros(DEPOSIT, currency)})")
     return balances
+
+
+
+def _coup(croupier: Client, players: list[tuple[Client, str]], shoe: str, currency: str,
+          say: Callable[[str], None], rules: HouseRules) -> bool:
+    """One coup of the shoe, told: the stakes, the deal, the settlement, the balances; whether
+    the cut card came out."""
+    coup = croupier.tables.OpenCoup(
+        table_pb2.OpenCoupRequest(request_id=new_request_id(), parent=shoe)
+    )
+    say(f"\nCoup {coup.number_in_shoe}.")
+    for index, (client, account) in enumerate(players):
+        _bet(client, account, index, coup, currency, say, rules)
+    croupier.tables.CloseBetting(
+        table_pb2.CloseBettingRequest(request_id=new_request_id(), name=coup.name))
+    say("  Rien ne va plus.")
+    dealt = croupier.tables.DealCoup(
+        table_pb2.DealCoupRequest(request_id=new_request_id(), name=coup.name))
+    noir = " ".join(c.card for c in dealt.cards if c.row == "noir")
+    rouge = " ".join(c.card for c in dealt.cards if c.row == "rouge")
+    say(f"  Noir: {noir} ({dealt.noir_total or '-'})  Rouge: {rouge} "
+        f"({dealt.rouge_total or '-'})")
+    say(f"  « {dealt.announcement} »")
+    settled = croupier.tables.SettleCoup(
+        table_pb2.SettleCoupRequest(request_id=new_request_id(), name=coup.name))
+    for m in settled.movements:
+        say("    " + _words(m, currency))
+    for f in settled.fates:
+        if f.fate in FATE_WORDS:
+            who = f.account.rsplit("/", 1)[-1]
+            say(f"    {who}'s {euros(f.amount_after_minor or f.amount_before_minor, currency)}"
+                f" on {CHANCE_NAMES.get(f.chance, '?')} {FATE_WORDS[f.fate]}")
+    standing = []
+    for client, account in players:
+        acc = client.cashier.GetAccount(
+            cashier_pb2.GetAccountRequest(name=f"accounts/{account}"))
+        standing.append(f"{account} {euros(acc.balance.amount_minor, currency)}")
+    say("    balances: " + ", ".join(standing))
+    return bool(dealt.cut_card_reached)
 
 
 FATE_WORDS = {

@@ -10,19 +10,17 @@ from domain.cards import DeckKind
 from domain.trente_et_quarante.deal import CARDS_BEHIND_CUT_CARD
 from domain.trente_et_quarante.rules import TABLE
 from services import topics
+from services.api.base import Base
 from services.api.game import ApiGame, RoundPlace
 from services.games import Game
 from services.ledger.account import AccountKind
 from services.ledger.game import LedgerGame
-from services.ledger.methods import BOOL, INT, ITEMS, OPT_STR, STR, Method, command, query
 from services.projections.games import ReadGame
 from services.regulator.replay import RegulatorGame
 from services.trente_et_quarante.commands import GAME as NAME
-from services.trente_et_quarante.commands import TrenteEtQuarante
+from services.trente_et_quarante.commands import TrenteEtQuarante, TrenteEtQuaranteLedger
 from services.trente_et_quarante.edge import coup_law
-from services.trente_et_quarante.stake_batch import StakeBatchResult
 from services.trente_et_quarante.transcodings import TRANSCODINGS
-from services.trente_et_quarante.views import CoupSteps, CoupView, StakeResult
 
 # The accounts every table of the game has: its bank, its layout (the stakes on it) and the
 # house's revenue from insurance premiums, partages and prisoners.
@@ -33,31 +31,6 @@ TABLE_ACCOUNTS = (
     AccountKind.HOUSE_PARTAGE,
     AccountKind.HOUSE_PRISON,
 )
-
-_COUP = ("coup_id", STR)
-_STAKE = ("stake_id", STR)
-METHODS: dict[str, Method] = {
-    "open_coup": command(("table_id", STR), ("coup_id", OPT_STR), ("shoe_id", OPT_STR),
-                         answer=CoupView),
-    "place_stake": command(_COUP, ("account_id", STR), ("chance", STR), ("amount", INT),
-                           ("stake_id", OPT_STR), ("choice", OPT_STR), answer=StakeResult),
-    "raise_stake": command(_COUP, _STAKE, ("amount", INT), answer=StakeResult),
-    "withdraw_stake": command(_COUP, _STAKE, answer=StakeResult),
-    "insure": command(_COUP, _STAKE, answer=StakeResult),
-    "choose_refait31": command(_COUP, _STAKE, ("choice", STR), answer=StakeResult),
-    "half_withdraw": command(_COUP, _STAKE, answer=StakeResult),
-    "move_imprisoned": command(_COUP, _STAKE, ("chance", STR), answer=StakeResult),
-    "stake_batch": command(_COUP, ("items", ITEMS), ("atomic", BOOL), answer=StakeBatchResult),
-    "close_betting": command(_COUP, answer=CoupView),
-    "deal": command(_COUP, answer=CoupView),
-    "settle": command(_COUP, answer=CoupView),
-    "get_coup": query(_COUP, answer=CoupView),
-    "stake_account": query(_COUP, _STAKE, answer=str),
-    "list_coups": query(("table_id", STR), ("shoe_id", OPT_STR), ("page_size", INT),
-                        ("page_token", STR), answer=tuple[list[CoupView], str]),
-    "last_coups": query(("table_id", STR), ("n", INT), answer=list[CoupSteps]),
-}
-
 
 def add_servicers(server: Any, ledger: Any, tokens: Mapping[str, Any], hub: Any, played: Any
                   ) -> tuple[Any, ...]:
@@ -90,9 +63,10 @@ def regulator_rpcs() -> tuple[type, ...]:
     return (CoupReplay,)
 
 
-def round_home(servicer: Any, coup_id: str, field: str) -> tuple[str, str]:
+def round_home(servicer: Base, coup_id: str, field: str) -> tuple[str, str]:
     """(table id, shoe id) of a coup, read through the servicer (NOT_FOUND naming ``field``)."""
-    view = servicer.read({"coup_id": field}, servicer.ledger.get_coup, coup_id)
+    view = servicer.read({"coup_id": field},
+                         servicer.ledger.game(TrenteEtQuaranteLedger).get_coup, coup_id)
     return str(view.table_id), str(view.shoe_id)
 
 
@@ -130,7 +104,7 @@ TOPICS = topics.TRENTE_ET_QUARANTE | topics.TRENTE_ET_QUARANTE_AGGREGATES
 
 GAME = Game(
     ledger=LedgerGame(name=NAME, deck_kind=DeckKind.FRENCH_52, options=TABLE,
-                      commands=TrenteEtQuarante, methods=METHODS,
+                      commands=TrenteEtQuarante, face=TrenteEtQuaranteLedger,
                       table_accounts=TABLE_ACCOUNTS, rerun_ids=rerun_ids,
                       transcodings=TRANSCODINGS),
     api=ApiGame(name=NAME, options=TABLE, servicers=add_servicers,

@@ -5,15 +5,23 @@ A player token sees other players' stakes without their account ids (``convert.v
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import grpc
 
 from services.api import convert, errors, names
 from services.api.base import Base
 from services.api.gen.sabot.v1 import events_pb2, events_pb2_grpc
 from services.trente_et_quarante import convert as tq_convert
+from services.trente_et_quarante.commands import TrenteEtQuaranteLedger
 
 
 class RecallServicer(Base, events_pb2_grpc.RecallServiceServicer):
+    @cached_property
+    def coups(self) -> TrenteEtQuaranteLedger:
+        """The game's typed commands on the ledger (``commands.TrenteEtQuaranteLedger``)."""
+        return self.ledger.game(TrenteEtQuaranteLedger)
+
     def ListRecalledCoups(
         self, request: events_pb2.ListRecalledCoupsRequest, context: grpc.ServicerContext
     ) -> events_pb2.ListRecalledCoupsResponse:
@@ -25,7 +33,7 @@ class RecallServicer(Base, events_pb2_grpc.RecallServiceServicer):
         viewer = convert.viewer_of(self.caller(context))
         coups = self.read(
             {"table_id": "parent", "n": "page_size"},
-            self.ledger.last_coups,
+            self.coups.last_coups,
             table_id,
             offset + size + 1,
         )

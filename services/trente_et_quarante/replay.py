@@ -4,13 +4,13 @@ the rule book, beside what its events recorded (``ReplayStep``s)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 
 from domain.errors import RuleViolation
 from domain.shuffle import Sabot
 from domain.trente_et_quarante.chances import Chance
-from domain.trente_et_quarante.deal import deal_coup
+from domain.trente_et_quarante.deal import CoupDeal, deal_coup
 from domain.trente_et_quarante.layout import (
     Layout,
     Refait31Choice,
@@ -28,7 +28,7 @@ from domain.trente_et_quarante.layout import (
     raise_stake,
     withdraw_stake,
 )
-from domain.trente_et_quarante.outcome import judge
+from domain.trente_et_quarante.outcome import Outcome, judge
 from domain.trente_et_quarante.rules import HouseRules
 from domain.trente_et_quarante.settlement import settle
 from services.regulator.replay import ReplayStep
@@ -89,6 +89,25 @@ def replay(found: ShoeEvents, opened: dict[str, Any], only: str | None
 _CHOICES = {COUP_REFAIT31_CHOSEN, COUP_STAKE_PARTAGED, COUP_STAKE_IMPRISONED}
 
 
+def _outcome_steps(e: RawEvent, st: dict[str, Any], outcome: Outcome, deal: CoupDeal
+                   ) -> Iterator[ReplayStep]:
+    """The coup's resolution as recorded beside the rule book's: totals, result, chances, the
+    cut card, the next position."""
+    mine = {
+        "noir_total": outcome.noir_total,
+        "rouge_total": outcome.rouge_total,
+        "result": outcome.result.value,
+        "refait_total": outcome.refait_total,
+        "couleur": outcome.couleur,
+        "winning_chances": sorted(c.value for c in outcome.winning_chances),
+        "cut_card_reached": deal.cut_card_reached,
+        "next_position": deal.next_position,
+    }
+    for k, v in mine.items():
+        got_v = sorted(st[k]) if k == "winning_chances" else st[k]
+        yield ReplayStep(e.position, f"outcome {k}", got_v, v)
+
+
 def _close_betting_block(evs: list[RawEvent]) -> set[int]:
     """Indexes of close_betting's events: BettingClosed and the stake events, movements and
     restated layout recorded just before it, in the same command."""
@@ -128,8 +147,10 @@ class _CoupReplay:
         self.layout = Layout()
         self.left: tuple[Stake, ...] | None = None  # the layout for the next coup, once settled
 
-    def steps(self) -> Iterator[ReplayStep]:
-        evs, rules = self.evs, self.rules
+    def _opening(self) -> Generator[ReplayStep, None, bool]:
+        """The coup's opening: its first event, its start, its events' versions (False: one is
+        out of order, nothing more to compare), the stakes carried over into it."""
+        evs = self.evs
         opened = evs[0]
         yield ReplayStep(opened.position, "first event", opened.topic, COUP_OPENED)
         yield ReplayStep(
@@ -138,7 +159,7 @@ class _CoupReplay:
         for i, e in enumerate(evs, 1):
             if e.version != i:
                 yield ReplayStep(e.position, "event version in the coup", e.version, i)
-                return
+                return False
         recorded_in = [
             _stake(state(e)["stake"]) for e in evs if e.topic == COUP_STAKE_CARRIED_OVER
         ]
@@ -150,6 +171,12 @@ class _CoupReplay:
             self.layout = Layout(self.carried)
         else:
             self.layout = Layout(tuple(recorded_in))
+        return True
+
+    def steps(self) -> Iterator[ReplayStep]:
+        evs, rules = self.evs, self.rules
+        if not (yield from self._opening()):
+            return
         deal = deal_coup(self.sabot.cards, self.start, rules.cut_card)
         outcome = judge(deal)
         cards = iter(deal.cards)
@@ -188,19 +215,7 @@ class _CoupReplay:
                 extra = next(cards, None)
                 if extra is not None:
                     yield ReplayStep(e.position, "card dealt", None, extra.card.code)
-                mine = {
-                    "noir_total": outcome.noir_total,
-                    "rouge_total": outcome.rouge_total,
-                    "result": outcome.result.value,
-                    "refait_total": outcome.refait_total,
-                    "couleur": outcome.couleur,
-                    "winning_chances": sorted(c.value for c in outcome.winning_chances),
-                    "cut_card_reached": deal.cut_card_reached,
-                    "next_position": deal.next_position,
-                }
-                for k, v in mine.items():
-                    got_v = sorted(st[k]) if k == "winning_chances" else st[k]
-                    yield ReplayStep(e.position, f"outcome {k}", got_v, v)
+                yield from _outcome_steps(e, st, outcome, deal)
                 step = settle(rules, self.layout, outcome)
                 self.layout = step.layout
                 pending, fates, n_moves = _moves(step), _fates(step), 0

@@ -13,7 +13,8 @@ player token other players' account ids are hidden (``convert.viewer_of``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from functools import cached_property
+from typing import Protocol
 
 import grpc
 
@@ -22,16 +23,29 @@ from services.api import convert, names
 from services.api.base import Base, check_uuid
 from services.api.errors import invalid
 from services.api.gen.sabot.v1 import table_pb2
+from services.ledger.actor import Actor
 from services.trente_et_quarante import convert as tq_convert
+from services.trente_et_quarante.commands import TrenteEtQuaranteLedger
 from services.trente_et_quarante.views import CoupView
 
 _SHOE = {"shoe_id": "name", "position": "cut_position", "table_id": "name"}
 _COUP = {"coup_id": "name", "table_id": "name", "shoe_id": "name"}
 
 
+class _CoupStep(Protocol):
+    """A ledger command on a coup (close betting, deal, settle: ``TrenteEtQuaranteLedger``)."""
+
+    def __call__(self, request_id: str, coup_id: str, *, actor: Actor) -> CoupView: ...
+
+
 class CoupRpcs(Base):
     """ListCoups, the shoe RPCs (OpenShoe, GetShoe, CutShoe, CloseShoe) and the coup RPCs
     (OpenCoup, GetCoup, CloseBetting, DealCoup, SettleCoup) of ``sabot.v1.TableService``."""
+
+    @cached_property
+    def coups(self) -> TrenteEtQuaranteLedger:
+        """The game's typed commands on the ledger (``commands.TrenteEtQuaranteLedger``)."""
+        return self.ledger.game(TrenteEtQuaranteLedger)
 
     def ListCoups(
         self, request: table_pb2.ListCoupsRequest, context: grpc.ServicerContext
@@ -42,7 +56,7 @@ class CoupRpcs(Base):
         size, token = names.list_page(request.page_size, request.page_token)
         found, next_token = self.read(
             {"table_id": "parent", "shoe_id": "parent"},
-            self.ledger.list_coups,
+            self.coups.list_coups,
             table_id,
             shoe_id,
             size,
@@ -145,7 +159,7 @@ class CoupRpcs(Base):
         # closed still gets the first answer.
         view = self.write(
             {"table_id": "parent", "shoe_id": "parent", "coup_id": "coup_id"},
-            self.ledger.open_coup,
+            self.coups.open_coup,
             rid,
             table_id,
             coup_id,
@@ -163,13 +177,13 @@ class CoupRpcs(Base):
         self, request: table_pb2.GetCoupRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
         table_id, _, coup_id = self._coup(request.name)
-        view = self.read(_COUP, self.ledger.get_coup, coup_id)
+        view = self.read(_COUP, self.coups.get_coup, coup_id)
         viewer = convert.viewer_of(self.caller(context))
         return tq_convert.coup(view, self.table_currency(table_id, "name"), viewer)
 
     def _coup_step(
         self, context: grpc.ServicerContext, request_id: str, name: str,
-        step: Callable[..., CoupView],
+        step: _CoupStep,
     ) -> table_pb2.Coup:
         """A coup's state transition (close betting, deal, settle): one ledger command."""
         rid = names.check_request_id(request_id)
@@ -181,15 +195,18 @@ class CoupRpcs(Base):
     def CloseBetting(
         self, request: table_pb2.CloseBettingRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
-        return self._coup_step(context, request.request_id, request.name, self.ledger.close_betting)
+        return self._coup_step(context, request.request_id, request.name,
+                               self.coups.close_betting)
 
     def DealCoup(
         self, request: table_pb2.DealCoupRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
-        return self._coup_step(context, request.request_id, request.name, self.ledger.deal)
+        return self._coup_step(context, request.request_id, request.name,
+                               self.coups.deal)
 
     def SettleCoup(
         self, request: table_pb2.SettleCoupRequest, context: grpc.ServicerContext
     ) -> table_pb2.Coup:
-        return self._coup_step(context, request.request_id, request.name, self.ledger.settle)
+        return self._coup_step(context, request.request_id, request.name,
+                               self.coups.settle)
 

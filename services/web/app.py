@@ -424,8 +424,9 @@ async def _evidence(client: Client, positions: list[int], shoes: Sequence[str] =
                           grpc.StatusCode.FAILED_PRECONDITION):
             return None
         raise
+    position: int | None = cp.position if cp.HasField("position") else None
     checkpoint = {"origin": cp.origin, "size": cp.tree_size, "root": cp.root_hash.hex(),
-                  "position": cp.position if cp.HasField("position") else None,
+                  "position": position,
                   "coup": cp.coup_id or None, "key_id": cp.key_id,
                   "signature": cp.signature.hex()}
     if shoes and (positions or originators):
@@ -435,8 +436,7 @@ async def _evidence(client: Client, positions: list[int], shoes: Sequence[str] =
             if exc.code() is not grpc.StatusCode.PERMISSION_DENIED:
                 raise
             return {"checkpoint": checkpoint, "proofs": None, "unproven": UNPROVEN}
-    signed = [p for p in positions
-              if checkpoint["position"] is not None and p <= checkpoint["position"]]
+    signed = [p for p in positions if position is not None and p <= position]
     if positions and not signed:
         return {"checkpoint": checkpoint,
                 "proofs": [{"position": p, "after_checkpoint": True} for p in positions]}

@@ -26,7 +26,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from projections.game import Game  # tests/ is on sys.path (rootdir packages)
 
 from services.api import server
-from services.api.client import Client, _Authed
+from services.api.client import Client, authed
 from services.api.config import Config, parse_tokens
 from services.api.gen.sabot.v1 import (
     betting_pb2,
@@ -176,8 +176,8 @@ class Served(SimpleNamespace):
         """The ReadModelService stub with ``who``'s token."""
         client = Client(self.target, self.tokens[who])
         self.clients.append(client)
-        return _Authed(reports_pb2_grpc.ReadModelServiceStub(client.channel),
-                       self.tokens[who], 30.0)
+        return reports_pb2_grpc.ReadModelServiceStub(
+            authed(client.channel, self.tokens[who], 30.0))
 
 
 def _pg_url() -> tuple[str, str]:

@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 import pytest
 
-from services.api.client import Client, _Authed, new_request_id
+from services.api.client import Client, authed, new_request_id
 from services.api.gen.sabot.v1 import (
     betting_pb2,
     cashier_pb2,
@@ -169,8 +169,7 @@ def request_for(method: str, s: dict[str, str], account: str = "anne") -> Any:
 def stub_of(client: Client, service: str) -> Any:
     """The client's stub of ``service`` (ReadModelService: made here on its channel)."""
     if service == "read_models" and not hasattr(client, service):
-        stub = reports_pb2_grpc.ReadModelServiceStub(client.channel)
-        return _Authed(stub, client.token, 30.0)
+        return reports_pb2_grpc.ReadModelServiceStub(authed(client.channel, client.token, 30.0))
     return getattr(client, service)
 
 

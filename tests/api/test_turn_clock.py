@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from services.api.client import _Authed, new_request_id
+from services.api.client import authed, new_request_id
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2 as cpb
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2_grpc
 from services.api.gen.sabot.treinta_y_una.v1 import treinta_y_una_pb2 as tpb
@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 def _stub(api: Api, who: str, cls: Any) -> Any:
     token = api.tokens.get(who) or api.player_tokens[who]
-    return _Authed(cls(api.as_(who).channel), token, 30.0)
+    return cls(authed(api.as_(who).channel, token, 30.0))
 
 
 def _until(read: Callable[[], T], done: Callable[[T], bool], seconds: float) -> T:
@@ -116,8 +116,8 @@ def test_sabot_serve_runs_the_turn_clock(tmp_path: Path) -> None:
         target = served.wait_listening()
         token = _until(served.admin_token, lambda t: t != ADMIN_TOKEN, 10)  # (printed after)
         channel = grpc.insecure_channel(target)
-        game = _Authed(treinta_y_una_pb2_grpc.TreintaYUnaServiceStub(channel), token, 30.0)
-        cashier = _Authed(cashier_pb2_grpc.CashierServiceStub(channel), token, 30.0)
+        game = treinta_y_una_pb2_grpc.TreintaYUnaServiceStub(authed(channel, token, 30.0))
+        cashier = cashier_pb2_grpc.CashierServiceStub(authed(channel, token, 30.0))
         for p in ("ana", "beto"):
             cashier.OpenAccount(cashier_pb2.OpenAccountRequest(
                 request_id=f"open-{p}", account_id=p, currency_code="EUR"))

@@ -612,3 +612,254 @@ ENVIRONMENT: tuple[str, ...] = (
     "SABOT_TURN_CLOCK",
     "SABOT_WORKERS",
 )
+
+
+# The ledger socket's table of methods (SABOT-LEDGER-WIRE-1): the core's and the three games',
+# name -> (command or query, its parameters in order as name:wire-type, its answer's type).
+# Written from the hand-made tables before issue 21 derived the games' from their commands'
+# signatures (``services.ledger.methods.Declared``): a frame of a client made before it must
+# still be a call of the same method with the same parameters.
+LEDGER_METHODS: dict[str, tuple[str, str, str]] = {
+    'open_table': (
+        'command',
+        'request_id:str table_id:str preset:str overrides:map? game:str? actor:actor',
+        'services.ledger.views.TableView'),
+    'open_shoe': (
+        'command',
+        'request_id:str table_id:str shoe_id:str? deck_kind:str actor:actor',
+        'services.ledger.views.ShoeOpened'),
+    'cut': (
+        'command',
+        'request_id:str shoe_id:str position:int cut_by:str actor:actor',
+        'services.ledger.views.ShoeView'),
+    'close_shoe': (
+        'command',
+        'request_id:str shoe_id:str actor:actor',
+        'services.ledger.views.ShoeClosed'),
+    'close_table': (
+        'command',
+        'request_id:str table_id:str actor:actor',
+        'services.ledger.views.TableClosed'),
+    'open_account': (
+        'command',
+        'request_id:str account_id:str currency:str actor:actor',
+        'services.ledger.views.AccountView'),
+    'deposit': (
+        'command',
+        'request_id:str account_id:str amount:int actor:actor',
+        'services.ledger.views.AccountView'),
+    'withdraw': (
+        'command',
+        'request_id:str account_id:str amount:int actor:actor',
+        'services.ledger.views.AccountView'),
+    'cash_batch': (  # issue 25 item 2: added after the table was written
+        'command',
+        'request_id:str movements:items atomic:bool actor:actor',
+        'services.ledger.batch.CashBatchResult'),
+    'get_table': (
+        'query',
+        'table_id:str',
+        'services.ledger.views.TableView'),
+    'get_shoe': (
+        'query',
+        'shoe_id:str',
+        'services.ledger.views.ShoeView'),
+    'list_tables': (
+        'query',
+        'page_size:int page_token:str',
+        'tuple[list[services.ledger.views.TableView], str]'),
+    'get_account': (
+        'query',
+        'account_id:str',
+        'services.ledger.views.AccountView'),
+    'statement': (
+        'query',
+        'account_id:str after:int limit:int',
+        'services.ledger.views.Statement'),
+    'read_events': (
+        'query',
+        'after_position:int limit:int topics:words?',
+        'list[services.ledger.views.StoredEvent]'),
+    'balances': (
+        'query',
+        '',
+        'dict[str, int]'),
+    'audit_balances': (
+        'query',
+        '',
+        'dict[str, int]'),
+    'writer_status': (
+        'query',
+        '',
+        'dict[str, Any]'),
+    'writer_state': (
+        'query',
+        '',
+        'dict[str, Any]'),
+    'writer_metrics': (
+        'query',
+        '',
+        'str'),
+    'open_coup': (
+        'command',
+        'request_id:str table_id:str coup_id:str? shoe_id:str? actor:actor',
+        'services.trente_et_quarante.views.CoupView'),
+    'place_stake': (
+        'command',
+        'request_id:str coup_id:str account_id:str chance:str amount:int stake_id:str? '
+        'choice:str? actor:actor',
+        'services.trente_et_quarante.views.StakeResult'),
+    'raise_stake': (
+        'command',
+        'request_id:str coup_id:str stake_id:str amount:int actor:actor',
+        'services.trente_et_quarante.views.StakeResult'),
+    'withdraw_stake': (
+        'command',
+        'request_id:str coup_id:str stake_id:str actor:actor',
+        'services.trente_et_quarante.views.StakeResult'),
+    'insure': (
+        'command',
+        'request_id:str coup_id:str stake_id:str actor:actor',
+        'services.trente_et_quarante.views.StakeResult'),
+    'choose_refait31': (
+        'command',
+        'request_id:str coup_id:str stake_id:str choice:str actor:actor',
+        'services.trente_et_quarante.views.StakeResult'),
+    'half_withdraw': (
+        'command',
+        'request_id:str coup_id:str stake_id:str actor:actor',
+        'services.trente_et_quarante.views.StakeResult'),
+    'move_imprisoned': (
+        'command',
+        'request_id:str coup_id:str stake_id:str chance:str actor:actor',
+        'services.trente_et_quarante.views.StakeResult'),
+    'stake_batch': (  # issue 25 item 2: added after the table was written
+        'command',
+        'request_id:str coup_id:str items:items atomic:bool actor:actor',
+        'services.trente_et_quarante.stake_batch.StakeBatchResult'),
+    'close_betting': (
+        'command',
+        'request_id:str coup_id:str actor:actor',
+        'services.trente_et_quarante.views.CoupView'),
+    'deal': (
+        'command',
+        'request_id:str coup_id:str actor:actor',
+        'services.trente_et_quarante.views.CoupView'),
+    'settle': (
+        'command',
+        'request_id:str coup_id:str actor:actor',
+        'services.trente_et_quarante.views.CoupView'),
+    'get_coup': (
+        'query',
+        'coup_id:str',
+        'services.trente_et_quarante.views.CoupView'),
+    'stake_account': (
+        'query',
+        'coup_id:str stake_id:str',
+        'str'),
+    'list_coups': (
+        'query',
+        'table_id:str shoe_id:str? page_size:int page_token:str',
+        'tuple[list[services.trente_et_quarante.views.CoupView], str]'),
+    'last_coups': (
+        'query',
+        'table_id:str n:int',
+        'list[services.trente_et_quarante.views.CoupSteps]'),
+    'tyu_open_round': (
+        'command',
+        'request_id:str table_id:str seats:str bank:int round_id:str? actor:actor',
+        'services.treinta_y_una.views.RoundView'),
+    'tyu_place_stake': (
+        'command',
+        'request_id:str round_id:str player:str amount:int actor:actor',
+        'services.treinta_y_una.views.RoundView'),
+    'tyu_deal': (
+        'command',
+        'request_id:str round_id:str actor:actor',
+        'services.treinta_y_una.views.RoundView'),
+    'tyu_carta': (
+        'command',
+        'request_id:str round_id:str player:str actor:actor',
+        'services.treinta_y_una.views.RoundView'),
+    'tyu_me_planto': (
+        'command',
+        'request_id:str round_id:str player:str actor:actor',
+        'services.treinta_y_una.views.RoundView'),
+    'tyu_stand_for_absent': (
+        'command',
+        'request_id:str round_id:str player:str turn:int? actor:actor',
+        'services.treinta_y_una.views.RoundView'),
+    'tyu_turn': (
+        'query',
+        'round_id:str',
+        'services.ledger.views.TurnView'),
+    'tyu_settle': (
+        'command',
+        'request_id:str round_id:str actor:actor',
+        'services.treinta_y_una.views.RoundView'),
+    'tyu_cancel_round': (
+        'command',
+        'request_id:str round_id:str actor:actor',
+        'services.treinta_y_una.views.RoundView'),
+    'tyu_get_round': (
+        'query',
+        'round_id:str',
+        'services.treinta_y_una.views.RoundView'),
+    'tyu_latest_round': (
+        'query',
+        'table_id:str',
+        'None | services.treinta_y_una.views.RoundView'),
+    'tyu_list_rounds': (
+        'query',
+        'table_id:str',
+        'list[str]'),
+    'tyu_my_hand': (
+        'query',
+        'round_id:str player:str actor:actor',
+        'services.treinta_y_una.views.HandView'),
+    'tyu_recall': (
+        'query',
+        'round_id:str',
+        'services.treinta_y_una.views.RoundRecall'),
+    'tyu_reconcile': (
+        'query',
+        'table_id:str',
+        'list[services.treinta_y_una.reconcile.DayReconciliation]'),
+    'cuarenta_open_match': (
+        'command',
+        'request_id:str table_id:str seats:words stake:int? preset:str? overrides:map? '
+        'dealer:int? match_id:str? actor:actor',
+        'services.cuarenta.views.MatchStep'),
+    'cuarenta_deal': (
+        'command',
+        'request_id:str match_id:str actor:actor',
+        'services.cuarenta.views.MatchStep'),
+    'cuarenta_play': (
+        'command',
+        'request_id:str match_id:str seat:int card:str capture:words? actor:actor',
+        'services.cuarenta.views.MatchStep'),
+    'cuarenta_forfeit': (
+        'command',
+        'request_id:str match_id:str seat:int reason:str turn:int? actor:actor',
+        'services.cuarenta.views.MatchStep'),
+    'cuarenta_turn': (
+        'query',
+        'match_id:str',
+        'services.ledger.views.TurnView'),
+    'cuarenta_match': (
+        'query',
+        'match_id:str',
+        'services.cuarenta.views.MatchView'),
+    'cuarenta_hand': (
+        'query',
+        'match_id:str seat:int actor:actor',
+        'services.cuarenta.views.HandView'),
+    'cuarenta_moves': (
+        'query',
+        'match_id:str',
+        'list[services.cuarenta.views.MoveView]'),
+    'cuarenta_reconcile': (
+        'query',
+        'table_id:str',
+        'services.cuarenta.reconcile.Reconciliation'),
+}

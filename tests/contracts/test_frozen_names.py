@@ -101,9 +101,12 @@ def _command_parameters(method: Any) -> tuple[list[str], str]:
 
 def ledger_method(name: str) -> Any:
     """The ledger's method ``name``: the core's, or one of the games' the composition root
-    hands the ledger (``LedgerGame.methods``, a method of its commands class)."""
-    owners = [Ledger, *(g.commands for g in LEDGER_GAMES if name in g.methods)]
-    return next((getattr(o, name) for o in owners if hasattr(o, name)), None)
+    hands the ledger (declared by ``LedgerGame.face``: a method of its commands class)."""
+    for game in LEDGER_GAMES:
+        declared = game.face.declared().get(name)
+        if declared is not None:
+            return declared.impl
+    return getattr(Ledger, name, None)
 
 
 def _answer_type(name: str) -> Any:

@@ -11,11 +11,10 @@ store the notary, given the games' ``ROUND_END``, signs a checkpoint naming the 
 its end; the regulator's replay of the round answers identical; the export verifies
 (``sabot-verify`` VERIFIED).
 
-A toy game defined here is not in the parametrisation: registering one takes more than a
-registry entry today (its aggregates' topics in ``services/topics.py`` and the frozen lists of
-tests/contracts, a standalone verifier module for ``sabot-verify``, a replay for the
-regulator, gRPC servicers for its own service); issue 21's later parts (ports per layer, one
-declaration per command) are what would let a test register one.
+The games are the composition root's (``services.bootstrap.GAMES``) and a toy
+(``tests/contracts/toy.py``: carta alta), handed to each layer as the root hands the real
+ones: the ledger its ``LedgerGame``s, the notary the games' round ends, the regulator their
+replays (``bootstrap.ledger_games``, ``round_end``, ``served``), the verifier its shoe check.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from sabot_verify.__main__ import run as verify_run
 
 from domain.errors import RuleViolation
 from services import topics as T
-from services.bootstrap import GAMES, REGULATOR_GAMES, ROUND_END
+from services.bootstrap import GAMES, ledger_games, round_end, served
 from services.cuarenta.replay import replay_match
 from services.ledger.api import Ledger
 from services.ledger.seal import unseal
@@ -51,11 +50,21 @@ from tests.regulator.play import CHAIN_PUBLIC, SEAL_KEY, Player, make_ledger
 from tests.treinta_y_una.support import CROUPIER, Croupier, fund_players, game, open_table
 from tests.treinta_y_una.support import player as tyu_player
 
+from . import toy
+
+# the composition root's games and the toy, handed to each layer alike
+CONTRACT_GAMES = (*GAMES, toy.GAME)
+LEDGER_GAMES = ledger_games(CONTRACT_GAMES)
+REGULATOR_GAMES = served(CONTRACT_GAMES).regulator
+ROUND_END = round_end(CONTRACT_GAMES)
+
 NOTARY_KEY = Ed25519PrivateKey.from_private_bytes(bytes([77]) * 32)
 
 
 class Driver(Protocol):
-    """How the contract plays one game."""
+    """How the contract plays one game (``face_down``: whether it deals cards face down)."""
+
+    face_down: bool
 
     def setup(self, ledger: Ledger, rng: random.Random) -> None:
         """Its table(s) and funded players."""
@@ -80,6 +89,8 @@ class Driver(Protocol):
 
 class TrenteEtQuarante:
     """A coup on a shoe, then the shoe closed (its seed revealed at its close)."""
+
+    face_down = False
 
     def setup(self, ledger: Ledger, rng: random.Random) -> None:
         self.player = Player(ledger, rng, "tq", "francaise")
@@ -110,6 +121,8 @@ class TrenteEtQuarante:
 
 class TreintaYUna:
     """A round: stakes, the deal (face down), the turns, the settlement (its shoe closed)."""
+
+    face_down = True
 
     def setup(self, ledger: Ledger, rng: random.Random) -> None:
         open_table(ledger, "tyu-1", commission="5%")
@@ -146,6 +159,8 @@ class TreintaYUna:
 class Cuarenta:
     """A whole match: each hand dealt from a committed shoe of its own, closed at its end."""
 
+    face_down = True
+
     def setup(self, ledger: Ledger, rng: random.Random) -> None:
         ledger.open_table("ct", "mesa", "seed", {"commission_rate": "5%"}, game="cuarenta")
         fund(ledger, ["eva", "fede"], 10_000)
@@ -174,15 +189,47 @@ class Cuarenta:
         return replay_match(events, round_id)
 
 
+class HighCard:
+    """The toy's round: a stake, two cards dealt face up, the settlement (its shoe closed)."""
+
+    face_down = False
+
+    def setup(self, ledger: Ledger, rng: random.Random) -> None:
+        ledger.open_table("toy-t", "toy", "casa", None, toy.NAME)
+        ledger.open_account("toy-a", "lola")
+        ledger.deposit("toy-d", "lola", 10_000)
+        self.face = ledger.game(toy.HighCardLedger)
+
+    def start(self, ledger: Ledger) -> tuple[str, Any, Callable[[], Any]]:
+        opened = self.face.open_round("toy-o", "toy", "lola", 500)
+        self.shoe = opened.shoe_id
+        dealt = self.face.deal("toy-deal", opened.round_id)
+        return opened.round_id, dealt, lambda: self.face.deal("toy-deal", opened.round_id)
+
+    def hidden(self, ledger: Ledger, round_id: str) -> list[str]:
+        return []  # dealt face up: its secret is the shoe's seed
+
+    def refuse(self, ledger: Ledger, round_id: str) -> None:
+        self.face.deal("toy-deal-2", round_id)  # dealt already
+
+    def finish(self, ledger: Ledger, round_id: str) -> None:
+        assert self.face.settle("toy-s", round_id).phase == "settled"
+
+    def replay(self, events: EventTable, notary: Notary, round_id: str) -> Any:
+        return Replayer(events, notary, games=REGULATOR_GAMES).shoe(self.shoe)
+
+
 DRIVERS: dict[str, Callable[[], Driver]] = {
     "trente-et-quarante": TrenteEtQuarante,
     "treinta-y-una": TreintaYUna,
     "cuarenta": Cuarenta,
+    toy.NAME: HighCard,
 }
 
 
 def test_every_registered_game_has_a_driver() -> None:
-    assert sorted(g.name for g in GAMES) == sorted(DRIVERS)
+    assert sorted(g.name for g in CONTRACT_GAMES) == sorted(DRIVERS)
+    assert toy.NAME not in {g.name for g in GAMES}  # the toy is the tests' own
 
 
 @dataclass
@@ -191,6 +238,7 @@ class Played:
 
     url: str
     game: str
+    face_down: bool = False
     round_id: str = ""
     seeds_in_play: list[str] = field(default_factory=list)  # found in clear while in play
     hidden: list[str] = field(default_factory=list)  # the face-down cards' faces, in play
@@ -242,8 +290,8 @@ def _in_clear(events: list[Any], seed: str) -> list[str]:
 
 def _play(name: str, url: str) -> Played:
     driver = DRIVERS[name]()
-    ledger, rng = make_ledger(url, 5)
-    out = Played(url, name)
+    ledger, rng = make_ledger(url, 5, games=LEDGER_GAMES)
+    out = Played(url, name, face_down=driver.face_down)
     try:
         driver.setup(ledger, rng)
         out.round_id, out.first, again = driver.start(ledger)
@@ -272,6 +320,7 @@ def _play(name: str, url: str) -> Played:
         notary.checkpoint_now()
         out.verdict = verdict(driver.replay(EventTable(db), notary, out.round_id))
         public = public_key_bytes(NOTARY_KEY.public_key())
+        toy.register_verifier()  # the toy's shoe check, as a game's verifier module registers
         buf, report = io.StringIO(), io.StringIO()
         write_export(buf, EventTable(db), notary, public)
         out.verified = verify_run(buf.getvalue().splitlines(), checkpoint_key=public,
@@ -302,7 +351,7 @@ def test_a_round_in_play_hides_every_seed_until_its_shoe_closes(played: Played) 
 
 def test_a_face_down_card_is_in_no_stored_event_while_in_play(played: Played) -> None:
     assert played.faces_in_play == []
-    if played.game != "trente-et-quarante":  # (dealt face up)
+    if played.face_down:  # (Trente et Quarante and the toy deal face up)
         assert len(played.hidden) >= 4, played.hidden
 
 

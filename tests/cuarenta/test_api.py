@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 from api.support import Api, failure, money
 
-from services.api.client import _Authed, new_request_id
+from services.api.client import authed, new_request_id
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2 as pb
 from services.api.gen.sabot.cuarenta.v1 import cuarenta_pb2_grpc
 from services.api.gen.sabot.v1 import events_pb2, table_pb2
@@ -24,7 +24,7 @@ def game(api: Api, who: str) -> Any:
     """CuarentaService as ``who`` (a role, or a player's account)."""
     client = api.as_(who)
     token = api.tokens.get(who) or api.player_tokens[who]
-    return _Authed(cuarenta_pb2_grpc.CuarentaServiceStub(client.channel), token, 30.0)
+    return cuarenta_pb2_grpc.CuarentaServiceStub(authed(client.channel, token, 30.0))
 
 
 def cuarenta_table(api: Api, overrides: dict[str, str] | None = None) -> str:

@@ -177,13 +177,23 @@ def test_a_restarted_clock_asks_only_about_the_matches_still_running(store_url: 
                                                stake=10).match.match_id).match
         asked: list[str] = []
 
-        class Counting:
+        class Counting:  # the ledger, counting the clock's ``cuarenta_turn`` queries
             def __getattr__(self, name: str) -> Any:
                 return getattr(ledger, name)
 
-            def cuarenta_turn(self, match_id: str) -> Any:
-                asked.append(match_id)
-                return ledger.cuarenta_turn(match_id)
+            def game(self, face: Any) -> Any:  # the game's typed commands, bound here
+                return face(self)
+
+            def bind(self, declared: Any) -> Any:
+                call = ledger.bind(declared)
+                if declared.stored != "cuarenta_turn":
+                    return call
+
+                def turn(match_id: str) -> Any:
+                    asked.append(match_id)
+                    return call(match_id)
+
+                return turn
 
         clock = TurnClock(Counting(), clock=inputs.clock, games=TURN_GAMES)
         assert clock.tick() == []

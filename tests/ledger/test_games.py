@@ -25,7 +25,7 @@ from services.ledger.core import UnitOfWork
 from services.ledger.errors import PermissionDenied, RequestIdReused
 from services.ledger.game import GameCommands, LedgerGame
 from services.ledger.ids import table_uuid
-from services.ledger.methods import INT, STR, command, query
+from services.ledger.methods import Face, command, query
 from services.ledger.table import UNRECORDED_GAME, Table
 
 from .play import FixedInputs
@@ -88,14 +88,28 @@ class ToyCommands(GameCommands):
         return self.core.read(lambda u: self.core.table_account(u, table_id, "bank").balance)
 
 
+class ToyLedger(Face):
+    """The toy's commands, each declared once (its stored name, the method deciding it)."""
+
+    flip = command("flip", ToyCommands.flip)
+    bank_balance = query("bank_balance", ToyCommands.bank_balance)
+
+
+class _Clash(Face):  # a method under a name a game of the composition root took
+    place_stake = command("place_stake", ToyCommands.flip)
+
+
+class _CoreClash(Face):  # ... or the core
+    open_table = command("open_table", ToyCommands.flip)
+
+
+class _LedgerClash(Face):  # ... or the ledger's own (``Ledger.close``)
+    close = command("close", ToyCommands.flip)
+
+
 TOY_GAME = LedgerGame(
     name=TOY, deck_kind=DeckKind.FRENCH_40, options=TOY_OPTIONS, table_accounts=("bank",),
-    commands=ToyCommands,
-    methods={
-        "flip": command(("table_id", STR), ("shoe_id", STR), ("position", INT),
-                        ("account_id", STR), ("amount", INT), answer=Flip),
-        "bank_balance": query(("table_id", STR), answer=int),
-    },
+    commands=ToyCommands, face=ToyLedger,
 )
 WITH_TOY = (*LEDGER_GAMES, TOY_GAME)  # the composition root's games and the toy, handed in
 
@@ -126,14 +140,14 @@ def test_trente_et_quarante_is_the_composition_roots_first_game(tmp_path: Path) 
 def test_a_method_name_is_taken_once(tmp_path: Path) -> None:
     config = FixedInputs().config(f"sqlite:///{tmp_path}/t.db")
     with pytest.raises(ValueError, match="taken"):
-        Ledger(config, games=(*LEDGER_GAMES, dataclasses.replace(
-            TOY_GAME, methods={"place_stake": TOY_GAME.methods["flip"]})))
+        Ledger(config, games=(*LEDGER_GAMES, dataclasses.replace(TOY_GAME, face=_Clash)))
     with pytest.raises(ValueError, match="taken"):
-        Ledger(config, games=(dataclasses.replace(
-            TOY_GAME, methods={"open_table": TOY_GAME.methods["flip"]}),))
+        Ledger(config, games=(dataclasses.replace(TOY_GAME, face=_CoreClash),))
+    with pytest.raises(ValueError, match="taken"):
+        Ledger(config, games=(dataclasses.replace(TOY_GAME, face=_LedgerClash),))
     with pytest.raises(ValueError, match="two games named"):
         Ledger(config, games=(*LEDGER_GAMES, dataclasses.replace(
-            TOY_GAME, name="trente-et-quarante", methods={})))
+            TOY_GAME, name="trente-et-quarante", face=Face)))
 
 
 def test_a_table_records_its_game(store_url: str) -> None:

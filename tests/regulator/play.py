@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from domain.errors import RuleViolation
 from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger, LedgerConfig
+from services.ledger.game import LedgerGame
 
 SEAL_KEY = bytes(range(32))
 CHAIN_KEY = bytes([0x5C]) * 32  # the evidence chain's signing key (raw Ed25519 private key)
@@ -37,6 +38,7 @@ def make_ledger(
     batching: bool = False,
     evidence: bool = True,
     site: str | None = None,
+    games: Sequence[LedgerGame] = LEDGER_GAMES,
 ) -> tuple[Ledger, random.Random]:
     rng = random.Random(seed)
     ids = random.Random(seed + 1000)
@@ -52,7 +54,7 @@ def make_ledger(
         evidence=evidence,
         site=site,
     )
-    return Ledger(config, batching=batching, games=LEDGER_GAMES), rng
+    return Ledger(config, batching=batching, games=games), rng
 
 
 class Player:
