@@ -21,6 +21,9 @@ half), the gaming day of the read models (``gaming_day``). What is missing and n
 - ``open_ledger_process(settings, ...)``: the ledger in a process of its own and the
   ``RemoteLedger`` to it (``sabot serve``'s default): the child is ``python -m
   services.bootstrap``, whose main (``host_main``) hands its ledger the same games;
+- ``open_read_models_process(settings)``: the read models kept up to date in a process of
+  their own (``sabot serve``'s default beside the ledger process): the child is ``python -m
+  services.bootstrap --read-models`` (``read_models_main``: the read models of every game);
 - ``open_log(settings, schema=...)``: the read side of the store (no key): for the
   projections, the exports; ``log_env``: its environment, for the projection runner;
 - ``read_only_log(settings)``: the store read as it is, creating and writing nothing (a
@@ -71,6 +74,7 @@ from services.trente_et_quarante.game import GAME as TRENTE_ET_QUARANTE
 
 if TYPE_CHECKING:
     from services.ledger.remote import LedgerProcess
+    from services.projections.follower import ReadModelsProcess
     from services.projections.projector import Projector
     from services.projections.service import ReadModels
     from services.regulator.notary import Follower, Notary
@@ -171,10 +175,63 @@ def open_ledger_process(settings: Settings, *, pool_size: int = 5, writer_name: 
 
 def host_main(argv: list[str] | None = None) -> int:
     """``python -m services.bootstrap --socket PATH``: the ledger process (``services.ledger
-    .remote.host_main``) with every game."""
+    .remote.host_main``) with every game; ``python -m services.bootstrap --read-models``: the
+    read models' process (``read_models_main``)."""
+    from services.projections.follower import FLAG
+
+    if (sys.argv[1:] if argv is None else argv) == [FLAG]:
+        return read_models_main()
     from services.ledger.remote import host_main as serve
 
     return serve(argv, games=LEDGER_GAMES, prog=HOST)
+
+
+def open_read_models_process(settings: Settings,
+                             on_event: Callable[[str, dict[str, Any]], None] | None = None
+                             ) -> ReadModelsProcess:
+    """The read models of the settings' store (its log read on the read store, if any), on
+    the settings' gaming day, kept up to date by a process of their own (this module's main
+    with ``--read-models``), started again whenever it ends; ``on_event``: told what happens
+    to it (a log line). Its settings go through a pipe (a store URL may hold a password);
+    OSError if it does not start."""
+    import dataclasses
+
+    from services.projections.follower import ReadModelsProcess
+
+    day = settings.gaming_day
+    fields = {"store": settings.store, "read_store": settings.read_store,
+              "gaming_day": None if day is None else dataclasses.asdict(day)}
+    return ReadModelsProcess(fields, HOST, on_event=on_event)
+
+
+def read_models_main() -> int:
+    """The read models' process (``services.projections.follower.child_main``): the read
+    models of every game, over one pool of ``follower.POOL_SIZE`` connections on the store
+    (and one on the read store, when given)."""
+    from services.projections.follower import child_main
+
+    return child_main(_followed_models)
+
+
+def _followed_models(fields: Any) -> ReadModels:
+    from services.ledger.schema import CREATE_TABLE
+    from services.projections.follower import MAX_OVERFLOW, POOL_SIZE
+    from services.projections.gamingday import GamingDay
+    from services.projections.log import open_log as open_store_log
+    from services.projections.service import ReadModels
+    from services.projections.store import ReadStore
+
+    day = fields.get("gaming_day")
+    gaming_day = GamingDay(**day) if isinstance(day, dict) else None
+    pool = {"POSTGRES_MAX_OVERFLOW": str(MAX_OVERFLOW)}
+    app = open_store_log(str(fields["store"]), pool, pool_size=POOL_SIZE,
+                         transcodings=TRANSCODINGS)
+    read_store = fields.get("read_store")
+    if not read_store:
+        return ReadModels(app, gaming_day, games=READ_GAMES)
+    log = open_store_log(str(read_store), {**pool, CREATE_TABLE: "n"}, pool_size=POOL_SIZE,
+                         transcodings=TRANSCODINGS)
+    return ReadModels(log, gaming_day, store=ReadStore.of(app), games=READ_GAMES)
 
 
 def log_env(settings: Settings, schema: str | None = None) -> dict[str, str]:
@@ -358,12 +415,13 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
                   chain_keys=pinned_keys(publics) if publics else None)
 
 
-__all__ = ["GAMES", "LEDGER_GAMES", "READ_GAMES", "READ_ONLY_KEY", "REGULATOR_GAMES", "ROUND_END",
-           "SERVED", "TRANSCODINGS", "TURN_GAMES", "host_main", "ledger_config", "ledger_games",
-           "log_application", "log_env", "notary", "open_ledger", "open_ledger_process",
-           "open_log", "projector", "read_database", "read_lag", "read_log", "read_models",
-           "read_only_log", "read_projector", "read_url", "round_end", "served",
-           "store_database", "store_notary"]
+__all__ = ["GAMES", "LEDGER_GAMES", "READ_GAMES", "READ_ONLY_KEY", "REGULATOR_GAMES",
+           "ROUND_END", "SERVED", "TRANSCODINGS", "TURN_GAMES", "host_main",
+           "ledger_config", "ledger_games", "log_application", "log_env", "notary",
+           "open_ledger", "open_ledger_process", "open_log", "open_read_models_process",
+           "projector", "read_database", "read_lag", "read_log", "read_models",
+           "read_models_main", "read_only_log", "read_projector", "read_url",
+           "round_end", "served", "store_database", "store_notary"]
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from google.protobuf.message import Message
@@ -60,8 +60,20 @@ _CHANCE = {"noir": common_pb2.CHANCE_NOIR, "rouge": common_pb2.CHANCE_ROUGE,
            "couleur": common_pb2.CHANCE_COULEUR, "inverse": common_pb2.CHANCE_INVERSE}
 
 
+class Follower(Protocol):
+    """What keeps the read models up to date in another process
+    (``services.projections.follower.ReadModelsProcess``): each view's position as it last
+    reported it."""
+
+    @property
+    def positions(self) -> Mapping[str, int]: ...
+
+    def close(self) -> None: ...
+
+
 class ProjectionKeeper:
-    """The read models of the ledger's log, caught up by a thread when the log has moved.
+    """The read models of the ledger's log, caught up by a thread when the log has moved (or,
+    given a ``Follower``, by the read models' own process: ``elsewhere``).
 
     Catch-ups are serialised by a lock (the thread's and those of the calls); the positions in
     ``rm_tracking`` make a catch-up by another process (``sabot projections run``) safe too.
@@ -76,6 +88,7 @@ class ProjectionKeeper:
                  games: Iterable[ReadGame]) -> None:
         """``read_store``: a standby of the ledger's store whose log the read models read
         (their rows are written beside the ledger's log: a standby cannot write)."""
+        self.elsewhere: Follower | None = None  # set by ``follow_elsewhere``
         self.ledger = ledger
         self.hub = hub
         self.follow = follow
@@ -96,8 +109,13 @@ class ProjectionKeeper:
         self._thread: threading.Thread | None = None
         self.errors = 0  # catch-ups of the thread that failed (the store was down, ...)
 
+    def follow_elsewhere(self, follower: Follower) -> None:
+        """The read models are kept up to date by ``follower`` (before ``start``: no thread
+        here); queries still catch up first, from the positions it reached."""
+        self.elsewhere = follower
+
     def start(self) -> None:
-        if self.follow:
+        if self.follow and self.elsewhere is None:
             self._thread = threading.Thread(target=self._run, name="sabot-projections",
                                             daemon=True)
             self._thread.start()
@@ -108,16 +126,38 @@ class ProjectionKeeper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        if self.elsewhere is not None:
+            self.elsewhere.close()
         if self.log is not None:
             self.log.close()
 
     def catch_up(self) -> int:
         with self._lock:
+            self._sync()
             return self.models.catch_up()
+
+    def _sync(self) -> None:
+        """Under the lock: with a follower that got further than this process's positions,
+        read them again (else the catch-up would read a batch the follower applied, only to
+        find its positions moved)."""
+        if self.elsewhere is None:
+            return
+        projector = self.models.projector
+        own = projector.positions
+        if any(p > own.get(v, 0) for v, p in self.elsewhere.positions.items()):
+            projector.reload()
+
+    def positions(self) -> dict[str, int]:
+        """Each read model's position: as far as this process or the follower applied it."""
+        found = dict(self.models.projector.positions)
+        if self.elsewhere is not None:
+            for view, p in self.elsewhere.positions.items():
+                found[view] = max(found.get(view, 0), p)
+        return found
 
     def position(self) -> int:
         """The lowest position of the read models: all of them have applied the log to it."""
-        return min(self.models.projector.positions.values(), default=0)
+        return min(self.positions().values(), default=0)
 
     def head(self) -> int:
         return self.models.projector.head()
@@ -128,11 +168,13 @@ class ProjectionKeeper:
     def game_steps(self, game: str, unit_id: str) -> list[Step]:
         """``game``'s public steps of a round or match, as of the head of the log now."""
         with self._lock:
+            self._sync()
             return self.models.game_steps(game, unit_id)
 
     def game_units(self, game: str, table_id: str) -> list[Unit]:
         """``game``'s rounds or matches of ``table_id`` in the order they opened, as of now."""
         with self._lock:
+            self._sync()
             return self.models.game_units(game, table_id)
 
     def game_units_where(self, game: str, table_id: str | None, account: str | None = None,
@@ -141,6 +183,7 @@ class ProjectionKeeper:
         opened, those where ``account`` had a step and the one that recorded the event at
         ``position`` (where given), as of now."""
         with self._lock:
+            self._sync()
             units = self.models.game_units(game, table_id)
             view, store = self.models.game_view(game), self.models.projector.store
             if account is not None:
@@ -154,6 +197,7 @@ class ProjectionKeeper:
     def game_reconcile(self, game: str, table_id: str) -> Any:
         """``game``'s reconciliation of ``table_id``, as of the head of the log now."""
         with self._lock:
+            self._sync()
             return self.models.game_reconcile(game, table_id)
 
     def reconcile(self) -> Reconciliation:
@@ -168,6 +212,7 @@ class ProjectionKeeper:
             if self.log is not None:
                 self._reach(before, READ_STORE_WAIT)
             with self._lock:
+                self._sync()
                 result = self.models.reconcile(write_side)
             if self._store_head() == before:
                 break

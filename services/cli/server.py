@@ -23,6 +23,7 @@ from services.trente_et_quarante import demo as tq_demo
 
 if TYPE_CHECKING:
     from services.api.server import Running, Signals
+    from services.projections.follower import ReadModelsProcess
 
 DEV_KEY_FILE = Path("var/dev-seal.key")
 DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
@@ -133,10 +134,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if settings.store.startswith(("postgresql:", "postgres:")):
         _log_connections(pool_size, settings.pg_max_overflow, pools=2 if cfg.ledger_process
                          else 1)
+    read_models = None
+    if cfg.ledger_process:  # the read models too in a process of their own (--single-process:
+        # a thread of this one)
+        def read_models() -> ReadModelsProcess:
+            return bootstrap.open_read_models_process(settings, on_event=_read_models_event)
+
     try:
         running = server.start(cfg, ledger, metrics_listen=metrics_listen,
                                notary=bootstrap.notary(settings, on_error=server.notary_error),
-                               games=bootstrap.SERVED)
+                               games=bootstrap.SERVED, read_models=read_models)
     except (OSError, api_config.ConfigError) as exc:
         ledger.close()
         raise CliError(str(exc)) from None
@@ -437,6 +444,13 @@ def _check_listen(listen: str, flag: str = "--listen") -> None:
                 probe.bind(address)
             except OSError as exc:
                 raise CliError(f"{flag} {listen}: cannot listen: {exc.strerror}") from None
+
+
+def _read_models_event(what: str, fields: dict[str, Any]) -> None:
+    """What happened to the read models' process (it ended, it was started again): a log
+    line."""
+    level = str(fields.pop("level", "info"))
+    getattr(logs.get_logger(), level)(what, **fields)
 
 
 def _ledger_lost(code: int) -> None:
