@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import grpc
 from google.protobuf.message import Message
@@ -32,6 +32,7 @@ from services.api.hub import Hub
 from services.api.logs import get_logger
 from services.api.roles import Principal, Role
 from services.ledger.api import Ledger
+from services.projections import tracking
 from services.projections.export import Report, render
 from services.projections.floor import render_floor
 from services.projections.games import ReadGame, Step, Unit
@@ -60,20 +61,9 @@ _CHANCE = {"noir": common_pb2.CHANCE_NOIR, "rouge": common_pb2.CHANCE_ROUGE,
            "couleur": common_pb2.CHANCE_COULEUR, "inverse": common_pb2.CHANCE_INVERSE}
 
 
-class Follower(Protocol):
-    """What keeps the read models up to date in another process
-    (``services.projections.follower.ReadModelsProcess``): each view's position as it last
-    reported it."""
-
-    @property
-    def positions(self) -> Mapping[str, int]: ...
-
-    def close(self) -> None: ...
-
-
 class ProjectionKeeper:
     """The read models of the ledger's log, caught up by a thread when the log has moved (or,
-    given a ``Follower``, by the read models' own process: ``elsewhere``).
+    ``kept_elsewhere``, by the read models' own process, ``services.projections.follower``).
 
     Catch-ups are serialised by a lock (the thread's and those of the calls); the positions in
     ``rm_tracking`` make a catch-up by another process (``sabot projections run``) safe too.
@@ -88,7 +78,8 @@ class ProjectionKeeper:
                  games: Iterable[ReadGame]) -> None:
         """``read_store``: a standby of the ledger's store whose log the read models read
         (their rows are written beside the ledger's log: a standby cannot write)."""
-        self.elsewhere: Follower | None = None  # set by ``follow_elsewhere``
+        self.elsewhere = False  # the read models' own process keeps them (``kept_elsewhere``)
+        self._seen: dict[str, int] = {}  # their positions as last read from the store
         self.ledger = ledger
         self.hub = hub
         self.follow = follow
@@ -109,13 +100,14 @@ class ProjectionKeeper:
         self._thread: threading.Thread | None = None
         self.errors = 0  # catch-ups of the thread that failed (the store was down, ...)
 
-    def follow_elsewhere(self, follower: Follower) -> None:
-        """The read models are kept up to date by ``follower`` (before ``start``: no thread
-        here); queries still catch up first, from the positions it reached."""
-        self.elsewhere = follower
+    def kept_elsewhere(self) -> None:
+        """The read models are kept up to date by a process of their own (before ``start``: no
+        thread here); their positions are read from the store (``rm_tracking``), and queries
+        still catch up first, from the positions that process reached."""
+        self.elsewhere = True
 
     def start(self) -> None:
-        if self.follow and self.elsewhere is None:
+        if self.follow and not self.elsewhere:
             self._thread = threading.Thread(target=self._run, name="sabot-projections",
                                             daemon=True)
             self._thread.start()
@@ -126,8 +118,6 @@ class ProjectionKeeper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        if self.elsewhere is not None:
-            self.elsewhere.close()
         if self.log is not None:
             self.log.close()
 
@@ -137,23 +127,24 @@ class ProjectionKeeper:
             return self.models.catch_up()
 
     def _sync(self) -> None:
-        """Under the lock: with a follower that got further than this process's positions,
-        read them again (else the catch-up would read a batch the follower applied, only to
-        find its positions moved)."""
-        if self.elsewhere is None:
-            return
-        projector = self.models.projector
-        own = projector.positions
-        if any(p > own.get(v, 0) for v, p in self.elsewhere.positions.items()):
-            projector.reload()
+        """Under the lock: kept elsewhere, the positions that process reached (else the
+        catch-up would read a batch it applied, only to find the positions moved)."""
+        if self.elsewhere:
+            self.models.projector.reload()
 
     def positions(self) -> dict[str, int]:
-        """Each read model's position: as far as this process or the follower applied it."""
-        found = dict(self.models.projector.positions)
-        if self.elsewhere is not None:
-            for view, p in self.elsewhere.positions.items():
-                found[view] = max(found.get(view, 0), p)
-        return found
+        """Each read model's position: kept here, as this process applied them; kept
+        elsewhere, as the store holds them (as last read, when it cannot be read now)."""
+        projector = self.models.projector
+        if not self.elsewhere:
+            return dict(projector.positions)
+        try:
+            with projector.store.read() as tx:
+                found = tracking.read(tx, [v.name for v in projector.views])
+        except Exception:  # the store is down: the health says so; the positions as last read
+            return dict(self._seen)
+        self._seen = {name: p.position for name, p in found.items()}
+        return dict(self._seen)
 
     def position(self) -> int:
         """The lowest position of the read models: all of them have applied the log to it."""

@@ -46,7 +46,6 @@ from services.api.hub import Hub
 from services.api.interceptor import ApiInterceptor, current_principal
 from services.api.logs import get_logger
 from services.api.regulator import RegulatorServicer
-from services.api.reports import Follower as ReadModelsFollower
 from services.api.reports import GameReadModels, ProjectionKeeper, ReadModelServicer
 from services.api.roles import Principal
 from services.api.stream_quota import StreamQuota
@@ -181,16 +180,16 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
           limits: monitoring.Limits | None = None,
           interval: float = monitoring.INTERVAL,
           notary: Follower | _FromConfig | None = FROM_CONFIG, *, games: Served,
-          read_models: Callable[[], ReadModelsFollower] | None = None) -> Running:
+          read_models_elsewhere: bool = False) -> Running:
     """Start serving ``ledger`` and ``games`` (each game's parts for the API, the read side and
     the regulator) on ``config.listen`` (port 0: a free port, see ``Running.port``),
     its health kept true by a monitor (``services/api/health.py``: every ``interval`` s, with
     ``limits``), and with ``metrics_listen`` (HOST:PORT) the Prometheus metrics and the health
     over HTTP (``services/metrics.py``). ``notary``: the notary the server starts and stops
     (``sabot serve``: ``services.bootstrap.notary``; None: none; not given: the one of
-    ``config.checkpoint_key``). ``read_models``: starts what keeps the read models up to date in
-    another process (``sabot serve``: ``services.bootstrap.open_read_models_process``), called
-    once this process's read models are set up; None: a thread of this process keeps them.
+    ``config.checkpoint_key``). ``read_models_elsewhere``: a process of their own keeps the read
+    models up to date (``sabot serve``: a child of the ledger process,
+    ``services.bootstrap.open_ledger_process``); else a thread of this process.
     ConfigError for settings that cannot serve (a
     plaintext listener beyond loopback without ``insecure``, half a TLS pair, a credentials
     file that does not parse, a metrics address that is not HOST:PORT)."""
@@ -259,8 +258,8 @@ def start(config: Config, ledger: Ledger, metrics_listen: str | None = None,
     projections = ProjectionKeeper(ledger, hub, follow=config.projections,
                                    gaming_day=config.gaming_day, read_store=config.read_store,
                                    games=games.read)
-    if read_models is not None and config.projections:
-        projections.follow_elsewhere(read_models())
+    if read_models_elsewhere:
+        projections.kept_elsewhere()
     read_model_servicer = ReadModelServicer(*deps, keeper=projections)
     for servicer in played:  # a game's servicer answering from the read models: the server's
         if isinstance(servicer, GameReadModels):

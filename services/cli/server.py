@@ -23,7 +23,6 @@ from services.trente_et_quarante import demo as tq_demo
 
 if TYPE_CHECKING:
     from services.api.server import Running, Signals
-    from services.projections.follower import ReadModelsProcess
 
 DEV_KEY_FILE = Path("var/dev-seal.key")
 DEV_CHECKPOINT_KEY_FILE = Path("var/dev-checkpoint.key")
@@ -117,10 +116,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
     ledger: Ledger
     ledger_process: LedgerProcess | None = None
+    # the read models in a process of their own too, a child of the ledger process (with
+    # --single-process, or SABOT_PROJECTIONS=off, none: a thread of this one, or nothing)
+    read_models_elsewhere = cfg.ledger_process and cfg.projections
     if cfg.ledger_process:
         try:  # the same API, forwarded to the writer's own process
             ledger_process = bootstrap.open_ledger_process(
-                settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost)
+                settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost,
+                read_models=read_models_elsewhere)
         except OSError as exc:
             raise CliError(str(exc)) from None
         ledger = cast(Ledger, ledger_process)
@@ -134,16 +137,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if settings.store.startswith(("postgresql:", "postgres:")):
         _log_connections(pool_size, settings.pg_max_overflow, pools=2 if cfg.ledger_process
                          else 1)
-    read_models = None
-    if cfg.ledger_process:  # the read models too in a process of their own (--single-process:
-        # a thread of this one)
-        def read_models() -> ReadModelsProcess:
-            return bootstrap.open_read_models_process(settings, on_event=_read_models_event)
-
     try:
         running = server.start(cfg, ledger, metrics_listen=metrics_listen,
                                notary=bootstrap.notary(settings, on_error=server.notary_error),
-                               games=bootstrap.SERVED, read_models=read_models)
+                               games=bootstrap.SERVED,
+                               read_models_elsewhere=read_models_elsewhere)
     except (OSError, api_config.ConfigError) as exc:
         ledger.close()
         raise CliError(str(exc)) from None
@@ -444,13 +442,6 @@ def _check_listen(listen: str, flag: str = "--listen") -> None:
                 probe.bind(address)
             except OSError as exc:
                 raise CliError(f"{flag} {listen}: cannot listen: {exc.strerror}") from None
-
-
-def _read_models_event(what: str, fields: dict[str, Any]) -> None:
-    """What happened to the read models' process (it ended, it was started again): a log
-    line."""
-    level = str(fields.pop("level", "info"))
-    getattr(logs.get_logger(), level)(what, **fields)
 
 
 def _ledger_lost(code: int) -> None:

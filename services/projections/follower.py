@@ -140,10 +140,10 @@ def child_main(open_models: Callable[[Mapping[str, Any]], ReadModels]) -> int:
 
 
 class ReadModelsProcess:
-    """The read models' process, started (``python -m host --read-models``, ``settings`` on
-    its standard input) and started again whenever it ends while this one runs; what it last
-    reported: ``positions`` (each view's), ``errors`` (its failed catch-ups so far).
-    OSError when its first start fails."""
+    """The read models' process (``python -m host --read-models``, ``settings`` on its
+    standard input), started by ``start`` (on a thread: nothing waits for it) and started again
+    whenever it ends until ``close``; what it last reported: ``positions`` (each view's),
+    ``errors`` (its failed catch-ups so far); ``restarts``, its starts after the first."""
 
     def __init__(self, settings: Mapping[str, Any], host: str,
                  on_event: Event | None = None, start_timeout: float = START_TIMEOUT) -> None:
@@ -154,21 +154,35 @@ class ReadModelsProcess:
         self.positions: dict[str, int] = {}
         self.errors = 0
         self.restarts = 0
-        self.running = False  # the child serves (it said ready and has not ended)
+        self.process: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
         self._closing = threading.Event()
-        self.process = self._start()
         self._watcher = threading.Thread(target=self._watch, name="sabot-rm-watch",
                                          daemon=True)
+
+    def start(self) -> ReadModelsProcess:
         self._watcher.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        """The child serves (it said ready and has not ended)."""
+        process = self.process
+        return process is not None and process.poll() is None
 
     def _start(self) -> subprocess.Popen[str]:
         process = subprocess.Popen(
             [sys.executable, "-m", self.host, FLAG],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            start_new_session=True,  # Ctrl-C reaches the server, which stops the child after
+            start_new_session=True,  # a Ctrl-C is the server's, which stops us after
             env={k: v for k, v in os.environ.items() if not k.startswith("SABOT_")},
         )
         assert process.stdin is not None and process.stdout is not None
+        with self._lock:
+            self.process = process
+        if self._closing.is_set():  # closed meanwhile
+            _end(process, 0)
+            raise OSError("closed")
         try:
             process.stdin.write(json.dumps(self.settings) + "\n")
             process.stdin.flush()
@@ -177,7 +191,6 @@ class ReadModelsProcess:
         if _readline(process.stdout, self.start_timeout).strip() != "ready":
             _end(process, 0)
             raise OSError("the read models' process did not start (its error is above)")
-        self.running = True
         threading.Thread(target=self._read, args=(process,), name="sabot-rm-read",
                          daemon=True).start()
         return process
@@ -196,22 +209,26 @@ class ReadModelsProcess:
                 self.errors = errors
 
     def _watch(self) -> None:
-        """Start the child again whenever it ends while the server runs."""
+        """Start the child, and again (after ``RESTART_BACKOFF`` s) whenever it ends or does
+        not start, until ``close``."""
+        first = True
         while not self._closing.is_set():
-            code = self.process.wait()
-            self.running = False
-            if self._closing.is_set():
-                return
-            self._event("the read models' process ended; starting it again", level="error",
-                        exit_code=code, restarts=self.restarts + 1)
-            while not self._closing.wait(RESTART_BACKOFF):
+            if not first:
+                if self._closing.wait(RESTART_BACKOFF):
+                    return
                 self.restarts += 1
-                try:
-                    self.process = self._start()
-                    break
-                except OSError as exc:
+            first = False
+            try:
+                process = self._start()
+            except OSError as exc:
+                if not self._closing.is_set():
                     self._event("the read models' process did not start; trying again",
                                 level="error", error=str(exc))
+                continue
+            code = process.wait()
+            if not self._closing.is_set():
+                self._event("the read models' process ended; starting it again",
+                            level="error", exit_code=code, restarts=self.restarts + 1)
 
     def _event(self, what: str, **fields: Any) -> None:
         if self.on_event is not None:
@@ -220,8 +237,12 @@ class ReadModelsProcess:
     def close(self, timeout: float = 15.0) -> None:
         """Stop the child (it finishes the batch it applies) and do not start it again."""
         self._closing.set()
-        _end(self.process, timeout)
-        self.running = False
+        with self._lock:
+            process = self.process
+        if process is not None:
+            _end(process, timeout)
+        if self._watcher.is_alive():
+            self._watcher.join(timeout)
 
 
 def _end(process: subprocess.Popen[str], timeout: float) -> None:
