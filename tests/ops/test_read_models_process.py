@@ -53,32 +53,21 @@ def _read_models_process(ledger: int, other_than: int = 0, timeout: float = 60) 
     raise AssertionError("no read models' process under the ledger process")
 
 
-def _views(port: int) -> dict[str, int]:
-    """Each read model's events behind the log, as the server's health says."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as reply:
-        facts = json.loads(reply.read())["facts"]
-    return {v: int(f["events_behind"]) for v, f in facts.get("views", {}).items()}
-
-
-def _caught_up(port: int, head_at_least: int, timeout: float = 90) -> dict[str, int]:
-    """Wait until the health says every read model caught up with a log of at least
-    ``head_at_least`` events; the positions then."""
+def _caught_up(port: int, beyond: int, timeout: float = 90) -> int:
+    """Wait until the server's health says every read model caught up with a log whose head is
+    beyond ``beyond`` (the health looks every second or so); that head."""
     deadline = time.monotonic() + timeout
     while True:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as reply:
             facts = json.loads(reply.read())["facts"]
-        views = facts.get("views", {})
-        if (views and int(facts.get("head", 0)) >= head_at_least
-                and all(int(f["events_behind"]) == 0 for f in views.values())):
-            return {v: int(f["events_behind"]) for v, f in views.items()}
+        views, head = facts.get("views", {}), int(facts.get("head", 0))
+        if views and head > beyond and all(int(f["events_behind"]) == 0
+                                           for f in views.values()):
+            assert {"bankrolls", "recall", "reconciliation"} <= set(views)
+            return head
         if time.monotonic() > deadline:
             raise AssertionError(f"the read models did not catch up: {facts}")
         time.sleep(0.3)
-
-
-def _head(port: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as reply:
-        return int(json.loads(reply.read())["facts"].get("head", 0))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -114,10 +103,7 @@ def test_the_read_models_follow_in_a_process_of_their_own_started_again_when_kil
                 api.cashier.Deposit(cashier_pb2.DepositRequest(
                     request_id=f"rm-d{k}", name="accounts/anne",
                     amount=common_pb2.Money(amount_minor=100)))
-            head = _head(port)
-            assert head > 0
-            views = _caught_up(port, head)  # applied by the read models' process
-            assert {"bankrolls", "recall", "reconciliation"} <= set(views)
+            head = _caught_up(port, 0)  # applied by the read models' process
 
             os.kill(reader, signal.SIGKILL)
             again = _read_models_process(ledger, other_than=reader)
@@ -126,9 +112,7 @@ def test_the_read_models_follow_in_a_process_of_their_own_started_again_when_kil
                 api.cashier.Deposit(cashier_pb2.DepositRequest(
                     request_id=f"rm-d{k}", name="accounts/anne",
                     amount=common_pb2.Money(amount_minor=100)))
-            later = _head(port)
-            assert later > head
-            _caught_up(port, later)  # the new one follows on
+            _caught_up(port, head)  # the new one follows on
             assert served.process.poll() is None  # the server served on meanwhile
             log = (tmp_path / "server.log").read_text()
             assert "the read models' process ended; starting it again" in log
