@@ -11,6 +11,7 @@ also catches up first, so it is as of the head of the log when the call started.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import re
@@ -107,7 +108,13 @@ class ProjectionKeeper:
         self.elsewhere = True
 
     def start(self) -> None:
-        if self.follow and not self.elsewhere:
+        if self.follow and self.elsewhere:  # their positions, read every half second
+            with contextlib.suppress(Exception):  # (a store down now: at the next look)
+                self._look()
+            self._thread = threading.Thread(target=self._watch, name="sabot-projections",
+                                            daemon=True)
+            self._thread.start()
+        elif self.follow:
             self._thread = threading.Thread(target=self._run, name="sabot-projections",
                                             daemon=True)
             self._thread.start()
@@ -134,17 +141,24 @@ class ProjectionKeeper:
 
     def positions(self) -> dict[str, int]:
         """Each read model's position: kept here, as this process applied them; kept
-        elsewhere, as the store holds them (as last read, when it cannot be read now)."""
-        projector = self.models.projector
+        elsewhere, as the store held them at the last look (``_watch``)."""
         if not self.elsewhere:
-            return dict(projector.positions)
-        try:
-            with projector.store.read() as tx:
-                found = tracking.read(tx, [v.name for v in projector.views])
-        except Exception:  # the store is down: the health says so; the positions as last read
-            return dict(self._seen)
+            return dict(self.models.projector.positions)
+        return dict(self._seen)  # as last read (never waiting for the store: the health asks)
+
+    def _look(self) -> None:
+        """Read the read models' positions from the store (``rm_tracking``)."""
+        projector = self.models.projector
+        with projector.store.read() as tx:
+            found = tracking.read(tx, [v.name for v in projector.views])
         self._seen = {name: p.position for name, p in found.items()}
-        return dict(self._seen)
+
+    def _watch(self) -> None:
+        """Kept elsewhere: every ``CATCH_UP_SECONDS``, their positions as the store holds them
+        (one small query; a store that is down leaves them as last read)."""
+        while not self._stop.wait(CATCH_UP_SECONDS):
+            with contextlib.suppress(Exception):  # the store may be down: the health says so
+                self._look()
 
     def position(self) -> int:
         """The lowest position of the read models: all of them have applied the log to it."""
