@@ -15,12 +15,14 @@ the thread in the server, ``services.api.reports.ProjectionKeeper``).
   which may hold a password, the read store, the gaming day) come as one JSON line on standard
   input, never on the command line or in the environment; it prints ``ready`` once the read
   models are set up, then one JSON line ``{"positions": {view: position}, "errors": N}`` after
-  each catch-up (what the server's health and metrics read of them); it stops when its standard
-  input ends (the server stopped or died) or its parent is gone (looked at every
-  ``PARENT_POLL`` s), and exits anyway ``EXIT_GRACE`` s later (a store that does not answer);
-- ``ReadModelsProcess``: the server's side: it starts the child, reads its lines, and starts
-  it again (after ``RESTART_BACKOFF`` s, counted in ``restarts``) whenever it ends while the
-  server runs.
+  each catch-up; it stops when its standard input ends (its parent stopped or died) or its
+  parent is gone (looked at every ``PARENT_POLL`` s), and exits anyway ``EXIT_GRACE`` s later
+  (a store that does not answer);
+- ``ReadModelsProcess``: the parent's side (in ``sabot serve``, the ledger process: the server
+  keeps one child, and the read models end with the ledger): it starts the child, reads its
+  lines, and starts it again (after ``RESTART_BACKOFF`` s, counted in ``restarts``) whenever it
+  ends until closed. The server reads the positions from ``rm_tracking`` itself
+  (``services.api.reports.ProjectionKeeper.kept_elsewhere``).
 
 Store connections: the child holds one pool of ``POOL_SIZE`` (+ ``MAX_OVERFLOW`` while busy)
 on the store, and as many on the read store when one is given.
