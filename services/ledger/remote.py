@@ -14,7 +14,9 @@ secret the ledger process got through its standard input; a connection that does
 Commands are queued to the writer at once (``Ledger.submit``) and answered when their batch is
 stored, so many calls are in flight on one connection; queries run on a small pool of threads.
 Answers that are ready together leave in one frame, with the host's saved log position; the rule
-book's errors keep their class, field, reason and message.
+book's errors keep their class, field, reason and message. The calls made together leave in one
+write (``RemoteLedger._send``), and both ends read the socket in chunks (``wire.Reader``): one
+system call for every frame that came together, the frames themselves unchanged.
 
 If the host goes away, a command fails with ``HostGone`` (a ``Conflict``, ABORTED over gRPC)
 reason OUTCOME_UNKNOWN: one it had received and not answered may have been stored, and one sent
