@@ -46,7 +46,10 @@ def _read_models_process(ledger: int, other_than: int = 0, timeout: float = 60) 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for child in _children(ledger):
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            try:
+                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            except OSError:  # ended (and reaped) since it was listed
+                continue
             if b"--read-models" in cmdline and child != other_than and _alive(child):
                 return child
         time.sleep(0.2)
