@@ -1,6 +1,13 @@
 """Ledger benchmarks: a full shoe with 8 players on each store (events/s, commands/s, p50/p99 of
 placing a stake), and stakes/s from 32 concurrent clients through the batching writer.
 
+``ledger.<store>.raw_inserts``: the floor under the latter, the same rows inserted raw (read
+back from the store after the run: every event the stakes stored, their requests and the
+evidence chain's links) in the same transactions (split where each save ended: its link),
+into a fresh table of the same shape on the same store, by one thread (``executemany``, one
+commit per transaction); ``.ledger_ratio``: the ledger's stakes/s over the raw inserts'
+stakes/s (the same stakes' rows).
+
 ``run()`` returns rows of (name, value); ``python -m bench.ledger`` prints them.
 """
 
@@ -8,11 +15,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import statistics
 import tempfile
 import threading
 import time
 from collections.abc import Callable
+
+import psycopg
 
 from bench._support import drop_pg_database, fresh_pg_database, percentile
 from services.bootstrap import LEDGER_GAMES
@@ -114,6 +124,7 @@ def concurrent_stakes(url: str, store: str, clients: int = 32, per_client: int =
             latencies[i].append(time.perf_counter() - s)
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    start = int(ledger.app.recorder.max_notification_id() or 0)
     for t in threads:
         t.start()
     barrier.wait()
@@ -124,11 +135,84 @@ def concurrent_stakes(url: str, store: str, clients: int = 32, per_client: int =
     ledger.close()
     flat = [x for xs in latencies for x in xs]
     prefix = f"ledger.{store}.batched_{clients}_clients"
+    rate = len(flat) / elapsed
+    raw = raw_inserts(url, store, start)
+    raw_rate = len(flat) / raw[1] if raw[1] else float("nan")
     return [
-        (f"{prefix}.stakes_per_s", len(flat) / elapsed),
+        (f"{prefix}.stakes_per_s", rate),
         (f"{prefix}.place_stake_p50_ms", 1000 * statistics.median(flat)),
         (f"{prefix}.place_stake_p99_ms", 1000 * percentile(flat, 0.99)),
+        (f"ledger.{store}.raw_inserts.rows", float(raw[0])),
+        (f"ledger.{store}.raw_inserts.transactions", float(raw[2])),
+        (f"ledger.{store}.raw_inserts.stakes_per_s", raw_rate),
+        (f"ledger.{store}.raw_inserts.ledger_ratio", rate / raw_rate),
     ]
+
+
+LINK_TOPIC = "sabot.ledger:Chain.Linked"  # the last event of each save (its evidence link)
+
+
+def _batches(rows: list[tuple[object, ...]]) -> list[list[tuple[object, ...]]]:
+    """Rows (originator_id, originator_version, topic, state) in log order, cut after each
+    link: one list per transaction the writer committed."""
+    batches: list[list[tuple[object, ...]]] = [[]]
+    for row in rows:
+        batches[-1].append(row)
+        if row[2] == LINK_TOPIC:
+            batches.append([])
+    return [b for b in batches if b]
+
+
+def raw_inserts(url: str, store: str, after: int) -> tuple[int, float, int]:
+    """The rows the store holds after position ``after``, inserted again raw in the same
+    transactions into a fresh table of the same shape on the same store: (rows, seconds,
+    transactions)."""
+    if store == "sqlite":
+        path = url.removeprefix("sqlite:///")
+        with sqlite3.connect(path) as source:
+            rows = source.execute(
+                "SELECT originator_id, originator_version, topic, state FROM stored_events "
+                "WHERE rowid > ? ORDER BY rowid", (after,)).fetchall()
+            ddl = [sql for (sql,) in source.execute(
+                "SELECT sql FROM sqlite_master WHERE tbl_name = 'stored_events' AND sql "
+                "IS NOT NULL")]
+        batches = _batches(rows)
+        target = path + ".raw"
+        conn = sqlite3.connect(target, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")  # as the eventsourcing store runs
+            for sql in ddl:
+                conn.execute(sql)
+            t0 = time.perf_counter()
+            for batch in batches:
+                conn.execute("BEGIN")
+                conn.executemany(
+                    "INSERT INTO stored_events (originator_id, originator_version, topic, "
+                    "state) VALUES (?, ?, ?, ?)", batch)
+                conn.execute("COMMIT")
+            seconds = time.perf_counter() - t0
+        finally:
+            conn.close()
+        return len(rows), seconds, len(batches)
+    dsn = url.split("?", 1)[0]
+    with psycopg.connect(dsn) as pg:
+        rows = pg.execute(
+            "SELECT originator_id, originator_version, topic, state FROM sabot_events "
+            "WHERE notification_id > %s ORDER BY notification_id", (after,)).fetchall()
+        pg.execute("DROP TABLE IF EXISTS bench_raw_events")
+        pg.execute("CREATE TABLE bench_raw_events (LIKE sabot_events INCLUDING ALL)")
+        pg.commit()
+        batches = _batches(rows)
+        t0 = time.perf_counter()
+        for batch in batches:
+            with pg.transaction(), pg.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO bench_raw_events (originator_id, originator_version, topic, "
+                    "state) VALUES (%s, %s, %s, %s)", batch)
+        seconds = time.perf_counter() - t0
+        pg.execute("DROP TABLE bench_raw_events")
+        pg.commit()
+    return len(rows), seconds, len(batches)
 
 
 def run() -> list[Row]:

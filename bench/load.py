@@ -4,9 +4,13 @@ health check measured in the same run. The server runs in its own process (``sab
 ``run()`` returns rows of (name, value): stakes/s and p50/p99 latency per store, the health
 check's p50/p99 under that load, and the server's processor time per stake
 (``server_cpu_ms_per_stake``, from /proc, the ledger process included: the figure that depends
-least on what else the machine runs); each store with the ledger in its own process (the
-default) and in one process (``.single_process``), and SQLite over TLS (``.tls``). The callers
-are named principals of a credentials file (hashed tokens), as ``sabot serve`` is deployed.
+least on what else the machine runs), split: ``server_process_`` (the gRPC server's),
+``ledger_`` (the ledger process's), ``read_models_`` (the read models' process's, a child of
+the ledger process; with one process they are the server's) and ``all_`` (the three); each
+measurement starts once the server and its processes are idle after the set-up; each store
+with the ledger in its own process (the default) and in one process (``.single_process``),
+and SQLite over TLS (``.tls``). The callers are named principals of a credentials file
+(hashed tokens), as ``sabot serve`` is deployed.
 ``load.floor``: the trivial health check alone from as many callers, what gRPC itself costs
 here (client and server are Python); ``load.noop_server``: the same stake load against a
 server whose PlaceStake does nothing (``bench/_noop_server.py``), the floor under every stake
@@ -132,9 +136,10 @@ class Server:
             raise RuntimeError("the server did not start; see " + str(workdir / "server.log"))
 
     def cpu_seconds(self) -> float:
-        """User + system time so far of the server process and its children (the ledger
-        process, with ``--ledger-process``); NaN where /proc is missing."""
-        return sum(_cpu_of(pid) for pid in (self.proc.pid, *_children(self.proc.pid)))
+        """User + system time so far of the server process and every process under it (the
+        ledger process and the read models', with ``--ledger-process``); NaN where /proc is
+        missing."""
+        return sum(_cpu_of(pid) for pid in (self.proc.pid, *_descendants(self.proc.pid)))
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -153,6 +158,38 @@ def _cpu_of(pid: int) -> float:
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (its children, theirs, ...)."""
+    found = []
+    for child in _children(pid):
+        found += [child, *_descendants(child)]
+    return found
+
+
+def _is_read_models(pid: int) -> bool:
+    """Whether ``pid`` is the read models' process (``--read-models``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"--read-models" in cmdline.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _settle(pid: int, timeout: float = 60.0) -> None:
+    """Wait until ``pid`` and every process under it are idle (under 5 % of a processor over
+    0.5 s) and the read models' process, if any comes within 10 s, has started: so that a
+    measurement counts the load, not a start (that process's imports, its catch-up of the
+    set-up's events)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        pids = [pid, *_descendants(pid)]
+        before = sum(_cpu_of(p) for p in pids)
+        time.sleep(0.5)
+        idle = sum(_cpu_of(p) for p in pids) - before < 0.025
+        if idle and (any(map(_is_read_models, pids)) or time.monotonic() - started > 10):
+            return
 
 
 def _children(pid: int) -> list[int]:
@@ -296,6 +333,7 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
         server = Server(store, keys, Path(tmp), single=single, tls=tls)
         try:
             coups = _setup(server.target, admin, clients, tls)
+            _settle(server.proc.pid)
             if floor:
                 cpu = server.cpu_seconds()
                 own = time.process_time()
@@ -316,15 +354,19 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
                      round(1000 * own / max(len(health_only), 1), 3)),
                 ]
             pid = server.proc.pid
-            children = _children(pid)
-            mine, ledger = _cpu_of(pid), sum(_cpu_of(c) for c in children)
+            under = _descendants(pid)  # the ledger process, and its child the read models'
+            readers = [c for c in under if _is_read_models(c)]
+            ledgers = [c for c in under if c not in readers]
+            mine, ledger = _cpu_of(pid), sum(_cpu_of(c) for c in ledgers)
+            reading = sum(_cpu_of(c) for c in readers)
             own = time.process_time()  # the load generator's (this process's) processor time
             started = time.perf_counter()
             stake_ms, health_ms, errors, done = asyncio.run(
                 _load(server.target, players, coups, seconds, tls))
             elapsed = time.perf_counter() - started
             mine = _cpu_of(pid) - mine
-            ledger = sum(_cpu_of(c) for c in children) - ledger
+            ledger = sum(_cpu_of(c) for c in ledgers) - ledger
+            reading = sum(_cpu_of(c) for c in readers) - reading
             cpu = mine + ledger
             own = time.process_time() - own
         finally:
@@ -342,6 +384,9 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
         (f"{prefix}.server_cpu_ms_per_stake", round(1000 * cpu / max(done, 1), 3)),
         (f"{prefix}.server_process_cpu_ms_per_stake", round(1000 * mine / max(done, 1), 3)),
         (f"{prefix}.ledger_cpu_ms_per_stake", round(1000 * ledger / max(done, 1), 3)),
+        # the read models' process (a child of the ledger process; none with one process)
+        (f"{prefix}.read_models_cpu_ms_per_stake", round(1000 * reading / max(done, 1), 3)),
+        (f"{prefix}.all_cpu_ms_per_stake", round(1000 * (cpu + reading) / max(done, 1), 3)),
         (f"{prefix}.client_cpu_ms_per_stake", round(1000 * own / max(done, 1), 3)),
         # the coups' sizes: every stake lands on one of the open coups (player i on coup
         # i mod coups), none is settled during the run: each coup grows from 0 to this

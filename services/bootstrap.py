@@ -21,6 +21,9 @@ half), the gaming day of the read models (``gaming_day``). What is missing and n
 - ``open_ledger_process(settings, ...)``: the ledger in a process of its own and the
   ``RemoteLedger`` to it (``sabot serve``'s default): the child is ``python -m
   services.bootstrap``, whose main (``host_main``) hands its ledger the same games;
+- ``open_ledger_process(settings, read_models=True)``: the read models too kept up to date in
+  a process of their own (``sabot serve``'s default), a child of the ledger process: ``python
+  -m services.bootstrap --read-models`` (``read_models_main``: the read models of every game);
 - ``open_log(settings, schema=...)``: the read side of the store (no key): for the
   projections, the exports; ``log_env``: its environment, for the projection runner;
 - ``read_only_log(settings)``: the store read as it is, creating and writing nothing (a
@@ -71,6 +74,7 @@ from services.trente_et_quarante.game import GAME as TRENTE_ET_QUARANTE
 
 if TYPE_CHECKING:
     from services.ledger.remote import LedgerProcess
+    from services.projections.follower import ReadModelsProcess
     from services.projections.projector import Projector
     from services.projections.service import ReadModels
     from services.regulator.notary import Follower, Notary
@@ -155,26 +159,93 @@ def open_ledger(settings: Settings, *, batching: bool = False, standby: bool = F
 
 
 def open_ledger_process(settings: Settings, *, pool_size: int = 5, writer_name: str = "",
-                        on_lost: Callable[[int], None] | None = None) -> LedgerProcess:
+                        on_lost: Callable[[int], None] | None = None,
+                        read_models: bool = False) -> LedgerProcess:
     """The ledger in a process of its own and the ``RemoteLedger`` to it: its
     ``ledger_config`` goes through a pipe (the child reads the same fields,
     ``LedgerConfig.from_pipe``), with the settings' ``store_timeout`` and ``otlp_endpoint``
     (traces of its commands); the child is this module's main (``host_main``), playing every
-    game; OSError if it does not start."""
+    game; OSError if it does not start. ``read_models``: the ledger process also starts the
+    read models' process (``read_models_main``, its child: it ends with it), which keeps the
+    read models up to date out of the server's process."""
     from services.ledger.remote import LedgerProcess
 
     config = ledger_config(settings, pool_size=pool_size, writer_name=writer_name,
                            store_timeout=settings.store_timeout)
     return LedgerProcess.of(config, games=LEDGER_GAMES, host=HOST, on_lost=on_lost,
-                            otlp_endpoint=settings.otlp_endpoint)
+                            otlp_endpoint=settings.otlp_endpoint,
+                            companion=read_models_fields(settings) if read_models else None)
 
 
 def host_main(argv: list[str] | None = None) -> int:
     """``python -m services.bootstrap --socket PATH``: the ledger process (``services.ledger
-    .remote.host_main``) with every game."""
+    .remote.host_main``) with every game; ``python -m services.bootstrap --read-models``: the
+    read models' process (``read_models_main``)."""
+    from services.projections.follower import FLAG
+
+    if (sys.argv[1:] if argv is None else argv) == [FLAG]:
+        return read_models_main()
     from services.ledger.remote import host_main as serve
 
-    return serve(argv, games=LEDGER_GAMES, prog=HOST)
+    return serve(argv, games=LEDGER_GAMES, prog=HOST, companion=_read_models_companion)
+
+
+def read_models_fields(settings: Settings) -> dict[str, Any]:
+    """What the read models' process is given of the settings (through a pipe: a store URL
+    may hold a password): the store, the read store, the gaming day."""
+    import dataclasses
+
+    day = settings.gaming_day
+    return {"store": settings.store, "read_store": settings.read_store,
+            "gaming_day": None if day is None else dataclasses.asdict(day)}
+
+
+def _read_models_companion(fields: Any) -> ReadModelsProcess:
+    """The ledger process's companion (``open_ledger_process(..., read_models=True)``): the
+    read models' process of ``fields``, started (and started again whenever it ends) by the
+    ledger process, whose child it is; its log lines go to the ledger process's standard
+    error (the server's log)."""
+    import logging
+
+    from services.projections.follower import ReadModelsProcess
+
+    log = logging.getLogger("sabot.read_models")
+
+    def event(what: str, found: dict[str, Any]) -> None:
+        level = str(found.pop("level", "info"))
+        getattr(log, level)("%s %s", what, found)
+
+    return ReadModelsProcess(fields, HOST, on_event=event).start()
+
+
+def read_models_main() -> int:
+    """The read models' process (``services.projections.follower.child_main``): the read
+    models of every game, over one pool of ``follower.POOL_SIZE`` connections on the store
+    (and one on the read store, when given)."""
+    from services.projections.follower import child_main
+
+    return child_main(_followed_models)
+
+
+def _followed_models(fields: Any) -> ReadModels:
+    from services.ledger.schema import CREATE_TABLE
+    from services.projections.follower import MAX_OVERFLOW, POOL_SIZE
+    from services.projections.gamingday import GamingDay
+    from services.projections.log import open_log as open_store_log
+    from services.projections.service import ReadModels
+    from services.projections.store import ReadStore
+
+    day = fields.get("gaming_day")
+    gaming_day = GamingDay(**day) if isinstance(day, dict) else None
+    pool = {"POSTGRES_MAX_OVERFLOW": str(MAX_OVERFLOW)}
+    app = open_store_log(str(fields["store"]), pool, pool_size=POOL_SIZE,
+                         transcodings=TRANSCODINGS)
+    read_store = fields.get("read_store")
+    if not read_store:
+        return ReadModels(app, gaming_day, games=READ_GAMES)
+    log = open_store_log(str(read_store), {**pool, CREATE_TABLE: "n"}, pool_size=POOL_SIZE,
+                         transcodings=TRANSCODINGS)
+    return ReadModels(log, gaming_day, store=ReadStore.of(app), games=READ_GAMES)
 
 
 def log_env(settings: Settings, schema: str | None = None) -> dict[str, str]:
@@ -358,12 +429,13 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
                   chain_keys=pinned_keys(publics) if publics else None)
 
 
-__all__ = ["GAMES", "LEDGER_GAMES", "READ_GAMES", "READ_ONLY_KEY", "REGULATOR_GAMES", "ROUND_END",
-           "SERVED", "TRANSCODINGS", "TURN_GAMES", "host_main", "ledger_config", "ledger_games",
-           "log_application", "log_env", "notary", "open_ledger", "open_ledger_process",
-           "open_log", "projector", "read_database", "read_lag", "read_log", "read_models",
-           "read_only_log", "read_projector", "read_url", "round_end", "served",
-           "store_database", "store_notary"]
+__all__ = ["GAMES", "LEDGER_GAMES", "READ_GAMES", "READ_ONLY_KEY", "REGULATOR_GAMES",
+           "ROUND_END", "SERVED", "TRANSCODINGS", "TURN_GAMES", "host_main",
+           "ledger_config", "ledger_games", "log_application", "log_env", "notary",
+           "open_ledger", "open_ledger_process", "open_log", "projector",
+           "read_database", "read_lag", "read_log", "read_models", "read_models_fields",
+           "read_models_main", "read_only_log", "read_projector", "read_url",
+           "round_end", "served", "store_database", "store_notary"]
 
 
 if __name__ == "__main__":

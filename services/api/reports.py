@@ -11,6 +11,7 @@ also catches up first, so it is as of the head of the log when the call started.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import re
@@ -32,6 +33,7 @@ from services.api.hub import Hub
 from services.api.logs import get_logger
 from services.api.roles import Principal, Role
 from services.ledger.remote import AnyLedger
+from services.projections import tracking
 from services.projections.export import Report, render
 from services.projections.floor import render_floor
 from services.projections.games import ReadGame, Step, Unit
@@ -61,7 +63,8 @@ _CHANCE = {"noir": common_pb2.CHANCE_NOIR, "rouge": common_pb2.CHANCE_ROUGE,
 
 
 class ProjectionKeeper:
-    """The read models of the ledger's log, caught up by a thread when the log has moved.
+    """The read models of the ledger's log, caught up by a thread when the log has moved (or,
+    ``kept_elsewhere``, by the read models' own process, ``services.projections.follower``).
 
     Catch-ups are serialised by a lock (the thread's and those of the calls); the positions in
     ``rm_tracking`` make a catch-up by another process (``sabot projections run``) safe too.
@@ -76,6 +79,8 @@ class ProjectionKeeper:
                  games: Iterable[ReadGame]) -> None:
         """``read_store``: a standby of the ledger's store whose log the read models read
         (their rows are written beside the ledger's log: a standby cannot write)."""
+        self.elsewhere = False  # the read models' own process keeps them (``kept_elsewhere``)
+        self._seen: dict[str, int] = {}  # their positions as last read from the store
         self.ledger = ledger
         self.hub = hub
         self.follow = follow
@@ -96,8 +101,20 @@ class ProjectionKeeper:
         self._thread: threading.Thread | None = None
         self.errors = 0  # catch-ups of the thread that failed (the store was down, ...)
 
+    def kept_elsewhere(self) -> None:
+        """The read models are kept up to date by a process of their own (before ``start``: no
+        thread here); their positions are read from the store (``rm_tracking``), and queries
+        still catch up first, from the positions that process reached."""
+        self.elsewhere = True
+
     def start(self) -> None:
-        if self.follow:
+        if self.follow and self.elsewhere:  # their positions, read every half second
+            with contextlib.suppress(Exception):  # (a store down now: at the next look)
+                self._look()
+            self._thread = threading.Thread(target=self._watch, name="sabot-projections",
+                                            daemon=True)
+            self._thread.start()
+        elif self.follow:
             self._thread = threading.Thread(target=self._run, name="sabot-projections",
                                             daemon=True)
             self._thread.start()
@@ -113,11 +130,39 @@ class ProjectionKeeper:
 
     def catch_up(self) -> int:
         with self._lock:
+            self._sync()
             return self.models.catch_up()
+
+    def _sync(self) -> None:
+        """Under the lock: kept elsewhere, the positions that process reached (else the
+        catch-up would read a batch it applied, only to find the positions moved)."""
+        if self.elsewhere:
+            self.models.projector.reload()
+
+    def positions(self) -> dict[str, int]:
+        """Each read model's position: kept here, as this process applied them; kept
+        elsewhere, as the store held them at the last look (``_watch``)."""
+        if not self.elsewhere:
+            return dict(self.models.projector.positions)
+        return dict(self._seen)  # as last read (never waiting for the store: the health asks)
+
+    def _look(self) -> None:
+        """Read the read models' positions from the store (``rm_tracking``)."""
+        projector = self.models.projector
+        with projector.store.read() as tx:
+            found = tracking.read(tx, [v.name for v in projector.views])
+        self._seen = {name: p.position for name, p in found.items()}
+
+    def _watch(self) -> None:
+        """Kept elsewhere: every ``CATCH_UP_SECONDS``, their positions as the store holds them
+        (one small query; a store that is down leaves them as last read)."""
+        while not self._stop.wait(CATCH_UP_SECONDS):
+            with contextlib.suppress(Exception):  # the store may be down: the health says so
+                self._look()
 
     def position(self) -> int:
         """The lowest position of the read models: all of them have applied the log to it."""
-        return min(self.models.projector.positions.values(), default=0)
+        return min(self.positions().values(), default=0)
 
     def head(self) -> int:
         return self.models.projector.head()
@@ -128,11 +173,13 @@ class ProjectionKeeper:
     def game_steps(self, game: str, unit_id: str) -> list[Step]:
         """``game``'s public steps of a round or match, as of the head of the log now."""
         with self._lock:
+            self._sync()
             return self.models.game_steps(game, unit_id)
 
     def game_units(self, game: str, table_id: str) -> list[Unit]:
         """``game``'s rounds or matches of ``table_id`` in the order they opened, as of now."""
         with self._lock:
+            self._sync()
             return self.models.game_units(game, table_id)
 
     def game_units_where(self, game: str, table_id: str | None, account: str | None = None,
@@ -141,6 +188,7 @@ class ProjectionKeeper:
         opened, those where ``account`` had a step and the one that recorded the event at
         ``position`` (where given), as of now."""
         with self._lock:
+            self._sync()
             units = self.models.game_units(game, table_id)
             view, store = self.models.game_view(game), self.models.projector.store
             if account is not None:
@@ -154,6 +202,7 @@ class ProjectionKeeper:
     def game_reconcile(self, game: str, table_id: str) -> Any:
         """``game``'s reconciliation of ``table_id``, as of the head of the log now."""
         with self._lock:
+            self._sync()
             return self.models.game_reconcile(game, table_id)
 
     def reconcile(self) -> Reconciliation:
@@ -168,6 +217,7 @@ class ProjectionKeeper:
             if self.log is not None:
                 self._reach(before, READ_STORE_WAIT)
             with self._lock:
+                self._sync()
                 result = self.models.reconcile(write_side)
             if self._store_head() == before:
                 break

@@ -178,14 +178,18 @@ FROM_CONFIG = _FromConfig()
 def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
           limits: monitoring.Limits | None = None,
           interval: float = monitoring.INTERVAL,
-          notary: Follower | _FromConfig | None = FROM_CONFIG, *, games: Served) -> Running:
+          notary: Follower | _FromConfig | None = FROM_CONFIG, *, games: Served,
+          read_models_elsewhere: bool = False) -> Running:
     """Start serving ``ledger`` and ``games`` (each game's parts for the API, the read side and
     the regulator) on ``config.listen`` (port 0: a free port, see ``Running.port``),
     its health kept true by a monitor (``services/api/health.py``: every ``interval`` s, with
     ``limits``), and with ``metrics_listen`` (HOST:PORT) the Prometheus metrics and the health
     over HTTP (``services/metrics.py``). ``notary``: the notary the server starts and stops
     (``sabot serve``: ``services.bootstrap.notary``; None: none; not given: the one of
-    ``config.checkpoint_key``). ConfigError for settings that cannot serve (a
+    ``config.checkpoint_key``). ``read_models_elsewhere``: a process of their own keeps the read
+    models up to date (``sabot serve``: a child of the ledger process,
+    ``services.bootstrap.open_ledger_process``); else a thread of this process.
+    ConfigError for settings that cannot serve (a
     plaintext listener beyond loopback without ``insecure``, half a TLS pair, a credentials
     file that does not parse, a metrics address that is not HOST:PORT)."""
     files = _tls_files(config)
@@ -253,11 +257,13 @@ def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
     projections = ProjectionKeeper(ledger, hub, follow=config.projections,
                                    gaming_day=config.gaming_day, read_store=config.read_store,
                                    games=games.read)
-    read_models = ReadModelServicer(*deps, keeper=projections)
+    if read_models_elsewhere:
+        projections.kept_elsewhere()
+    read_model_servicer = ReadModelServicer(*deps, keeper=projections)
     for servicer in played:  # a game's servicer answering from the read models: the server's
         if isinstance(servicer, GameReadModels):
             servicer.use_read_models(projections)
-    reports_pb2_grpc.add_ReadModelServiceServicer_to_server(read_models, server)
+    reports_pb2_grpc.add_ReadModelServiceServicer_to_server(read_model_servicer, server)
     server.add_generic_rpc_handlers((checks,))  # Check on threads of its own
     serve_reflection(server, (*services, health.SERVICE_NAME))
     try:
@@ -298,7 +304,7 @@ def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
                       tls="off" if files is None else (
                           "mtls" if files.client_ca is not None else "on"),
                       credentials=str(config.credentials_file or ""))
-    servicers = (tables, *played, cashier, report, watch, feed, regulator, read_models)
+    servicers = (tables, *played, cashier, report, watch, feed, regulator, read_model_servicer)
     if endpoint is not None:
         get_logger().info("metrics served", listen=metrics_listen, port=endpoint.port)
     return Running(server, port, health_servicer, hub, ledger, threading.Event(), services,
@@ -325,7 +331,7 @@ def _sources(config: Config, ledger: AnyLedger, hub: Hub, projections: Projectio
     views = None
     if config.projections:
         def views() -> dict[str, int]:
-            return dict(projections.models.projector.positions)
+            return projections.positions()
 
     notary_state = None
     if notary is not None:

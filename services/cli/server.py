@@ -115,10 +115,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     writer_name = _writer_name(cfg.listen)  # named to the other servers on the store
     ledger: AnyLedger
     ledger_process: LedgerProcess | None = None
+    # the read models in a process of their own too, a child of the ledger process (with
+    # --single-process, or SABOT_PROJECTIONS=off, none: a thread of this one, or nothing)
+    read_models_elsewhere = cfg.ledger_process and cfg.projections
     if cfg.ledger_process:
         try:  # the same API, forwarded to the writer's own process
             ledger_process = bootstrap.open_ledger_process(
-                settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost)
+                settings, pool_size=pool_size, writer_name=writer_name, on_lost=_ledger_lost,
+                read_models=read_models_elsewhere)
         except OSError as exc:
             raise CliError(str(exc)) from None
         ledger = ledger_process
@@ -131,11 +135,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
     if settings.store.startswith(("postgresql:", "postgres:")):
         _log_connections(pool_size, settings.pg_max_overflow, pools=2 if cfg.ledger_process
-                         else 1)
+                         else 1, read_models=_read_models_connections(settings)
+                         if read_models_elsewhere else 0)
     try:
         running = server.start(cfg, ledger, metrics_listen=metrics_listen,
                                notary=bootstrap.notary(settings, on_error=server.notary_error),
-                               games=bootstrap.SERVED)
+                               games=bootstrap.SERVED,
+                               read_models_elsewhere=read_models_elsewhere)
     except (OSError, api_config.ConfigError) as exc:
         ledger.close()
         raise CliError(str(exc)) from None
@@ -275,13 +281,25 @@ def _start_web(listen: str, target: str, tls: bool) -> None:
 OTHER_CONNECTIONS = 9
 
 
-def _log_connections(pool_size: int, max_overflow: int, pools: int) -> None:
+def _read_models_connections(settings: Settings) -> int:
+    """The most connections the read models' process opens: its pool on the store, and one
+    on the read store when there is one (``services.projections.follower``)."""
+    from services.projections.follower import MAX_OVERFLOW, POOL_SIZE
+
+    return (POOL_SIZE + MAX_OVERFLOW) * (2 if settings.read_store else 1)
+
+
+def _log_connections(pool_size: int, max_overflow: int, pools: int,
+                     read_models: int = 0) -> None:
     """One line at start: the most connections this server opens to PostgreSQL (the writer's
     pool and, with a ledger process, that process's reads: ``pools``; each ``pool_size`` +
-    ``max_overflow``), so that ``max_connections`` can be sized against the servers."""
+    ``max_overflow``; and ``read_models``, the read models' process's, when it runs), so
+    that ``max_connections`` can be sized against the servers."""
     logs.get_logger().info(
-        "store connections", at_most=pools * (pool_size + max_overflow) + OTHER_CONNECTIONS,
+        "store connections",
+        at_most=pools * (pool_size + max_overflow) + OTHER_CONNECTIONS + read_models,
         pools=pools, pool_size=pool_size, max_overflow=max_overflow, others=OTHER_CONNECTIONS,
+        read_models=read_models,
         settings="SABOT_PG_POOL_SIZE / --pg-pool-size, SABOT_PG_MAX_OVERFLOW / "
                  "--pg-max-overflow")
 

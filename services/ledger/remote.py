@@ -14,7 +14,9 @@ secret the ledger process got through its standard input; a connection that does
 Commands are queued to the writer at once (``Ledger.submit``) and answered when their batch is
 stored, so many calls are in flight on one connection; queries run on a small pool of threads.
 Answers that are ready together leave in one frame, with the host's saved log position; the rule
-book's errors keep their class, field, reason and message.
+book's errors keep their class, field, reason and message. The calls made together leave in one
+write (``RemoteLedger._send``), and both ends read the socket in chunks (``wire.Reader``): one
+system call for every frame that came together, the frames themselves unchanged.
 
 If the host goes away, a command fails with ``HostGone`` (a ``Conflict``, ABORTED over gRPC)
 reason OUTCOME_UNKNOWN: one it had received and not answered may have been stored, and one sent
@@ -48,7 +50,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, ParamSpec, TypeVar
@@ -194,9 +197,10 @@ class _Connection:
         ledger = self.host.ledger
         schema = ledger.schema
         commands = schema.commands
+        frames = wire.Reader(self.sock)  # the calls that came together: one read
         try:
             while True:
-                frame = wire.receive(self.sock, wire.MAX_CALL)
+                frame = frames.receive(wire.MAX_CALL)
                 if frame is None:
                     break
                 call_id, method, kwargs = schema.read_call(frame)
@@ -308,7 +312,9 @@ class RemoteLedger:
             env["STORE_TIMEOUT"] = str(store_timeout)
         self.app = LedgerApplication(env=env, transcodings=transcodings_of(games))
         self.bound = self.app.store_timeout  # what a call waits for the ledger at most
-        self._send_lock = threading.Lock()
+        self._send_lock = threading.Lock()  # over the frames waiting to go, and who sends
+        self._pending: list[bytes] = []
+        self._sending = False
         self._lock = threading.Lock()
         self._waiting: dict[int, tuple[Future[Any], str]] = {}
         self._next = 0
@@ -349,8 +355,7 @@ class RemoteLedger:
         with self._lock:
             self._waiting[call_id] = (future, method)
         try:
-            with self._send_lock:
-                wire.send(self._sock, frame)
+            self._send(wire.frame(frame))
         except OSError as exc:  # the frame did not go whole: the host cannot have run it
             with self._lock:
                 self._waiting.pop(call_id, None)
@@ -380,6 +385,37 @@ class RemoteLedger:
                 "cannot be reached)" + ("; the command may be stored later: retry with the "
                                         "same request id" if command else ": retry")) from None
 
+    def _send(self, data: bytes) -> None:
+        """Send a call's frame, with those of the calls made meanwhile: the thread that finds
+        nobody sending sends every frame waiting, in one write, until none is left; the others
+        leave theirs to it (OSError: this call's frame did not go; a frame another thread
+        failed to send fails its call as the host's loss does, ``_lost``)."""
+        with self._send_lock:
+            self._pending.append(data)
+            if self._sending:
+                return
+            self._sending = True
+        own = True  # the first write holds this call's frame
+        while True:
+            with self._send_lock:
+                frames, self._pending = self._pending, []
+                if not frames:
+                    self._sending = False
+                    return
+            try:
+                self._sock.sendall(frames[0] if len(frames) == 1 else b"".join(frames))
+            except OSError:
+                with self._send_lock:
+                    self._sending = False
+                    others = not own or len(frames) > 1 or bool(self._pending)
+                    self._pending = []
+                if others:  # their calls wait for answers that cannot come
+                    self._lost("the ledger process cannot be reached")
+                if own:
+                    raise
+                return
+            own = False
+
     def ask(self, method: str, timeout: float) -> Any:
         """A query waited for at most ``timeout`` seconds (TimeoutError; the answer, if it comes
         later, is dropped)."""
@@ -392,8 +428,7 @@ class RemoteLedger:
             call_id = self._next
             self._waiting[call_id] = (future, method)
         try:
-            with self._send_lock:
-                wire.send(self._sock, self.schema.call_frame(call_id, method, (), {}))
+            self._send(wire.frame(self.schema.call_frame(call_id, method, (), {})))
             return future.result(timeout)
         finally:
             with self._lock:
@@ -413,9 +448,10 @@ class RemoteLedger:
 
     def _read(self) -> None:
         answers_of = self.schema.answer
+        frames = wire.Reader(self._sock)
         try:
             while True:
-                frame = wire.receive(self._sock, wire.MAX_ANSWER)
+                frame = frames.receive(wire.MAX_ANSWER)
                 if frame is None:
                     break
                 saved = frame["saved"]
@@ -530,17 +566,21 @@ class LedgerProcess(RemoteLedger):
     @classmethod
     def of(cls, config: LedgerConfig, *, games: Sequence[LedgerGame], host: str,
            start_timeout: float = 60.0, on_lost: Callable[[int], None] | None = None,
-           otlp_endpoint: str | None = None) -> LedgerProcess:
+           otlp_endpoint: str | None = None,
+           companion: Mapping[str, Any] | None = None) -> LedgerProcess:
         """The ledger process of ``config`` (``services.bootstrap.open_ledger_process``): the
         child (``python -m host``, serving ``games``) builds the same ``LedgerConfig`` from
-        what the pipe carries (``LedgerConfig.to_pipe``/``from_pipe``)."""
+        what the pipe carries (``LedgerConfig.to_pipe``/``from_pipe``); ``companion``: the
+        settings of what the child starts beside its ledger once it is open (``host_main``'s
+        ``companion``: the read models' process), carried by the same pipe."""
         process = cls.__new__(cls)
-        process._start(config, start_timeout, on_lost, otlp_endpoint, games, host)
+        process._start(config, start_timeout, on_lost, otlp_endpoint, games, host, companion)
         return process
 
     def _start(self, config: LedgerConfig, start_timeout: float,
                on_lost: Callable[[int], None] | None, otlp_endpoint: str | None,
-               games: Sequence[LedgerGame], host: str) -> None:
+               games: Sequence[LedgerGame], host: str,
+               companion: Mapping[str, Any] | None = None) -> None:
         self._dir = tempfile.mkdtemp(prefix="sabot-ledger-")  # 0700: this user only
         path = os.path.join(self._dir, "ledger.sock")
         self.process = subprocess.Popen(  # --own-dir: the child removes _dir whenever it ends
@@ -554,6 +594,8 @@ class LedgerProcess(RemoteLedger):
         secret = secrets.token_bytes(32)  # this start's: only this process and the child know it
         settings = {**config.to_pipe(), "secret": secret.hex(),
                     "otlp_endpoint": otlp_endpoint or "", "parent": os.getpid()}
+        if companion is not None:
+            settings["companion"] = dict(companion)
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(settings) + "\n")
@@ -647,8 +689,16 @@ def _readline(stream: Any, timeout: float) -> str:
         return ""
 
 
+class Companion(typing.Protocol):
+    """What a ledger process runs beside its ledger (the read models' process): stopped
+    before the ledger closes."""
+
+    def close(self) -> None: ...
+
+
 def host_main(argv: list[str] | None = None, games: Sequence[LedgerGame] = (),
-              prog: str = "services.ledger.remote") -> int:
+              prog: str = "services.ledger.remote",
+              companion: Callable[[Mapping[str, Any]], Companion] | None = None) -> int:
     """``python -m services.ledger.remote --socket PATH``: a ledger process, whose ledger plays
     ``games`` (``sabot serve`` starts ``python -m services.bootstrap``, which serves this with
     every game; this module's own main, the core alone). Its settings come as one JSON line on
@@ -658,7 +708,9 @@ def host_main(argv: list[str] | None = None, games: Sequence[LedgerGame] = (),
     when its standard input ends, that is when the server stops or dies. Its warnings (a
     refused connection) go to standard error, the server's log. With ``--own-dir`` the socket's
     directory is this process's: removed when it ends, however the server ended (even killed:
-    its end closes our standard input)."""
+    its end closes our standard input). ``companion``: given the settings' ``companion``
+    (``LedgerProcess.of``), what this process starts once its ledger is open and stops
+    before closing it."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--socket", required=True)
     parser.add_argument("--own-dir", action="store_true",
@@ -673,7 +725,7 @@ def host_main(argv: list[str] | None = None, games: Sequence[LedgerGame] = (),
                 os.rmdir(os.path.dirname(os.path.abspath(args.socket)))  # only if empty
 
     try:
-        return _host(args.socket, games, tidy)
+        return _host(args.socket, games, tidy, companion)
     finally:
         tidy()
 
@@ -722,8 +774,8 @@ def exit_grace(config: LedgerConfig) -> float:
     return max(3.0, 2 * store_timeout(config.extra_env))
 
 
-def _host(path: str, games: Sequence[LedgerGame], tidy: Callable[[], None] = lambda: None
-          ) -> int:
+def _host(path: str, games: Sequence[LedgerGame], tidy: Callable[[], None] = lambda: None,
+          companion: Callable[[Mapping[str, Any]], Companion] | None = None) -> int:
     # The writer, the commit thread and the socket's reader and sender hand work to one another
     # many times per batch; each waits for the interpreter lock after every store round trip.
     # Switching every 0.5 ms instead of 5 ms: 528 -> 648 stakes/s (bench.load, 32 clients).
@@ -752,6 +804,10 @@ def _host(path: str, games: Sequence[LedgerGame], tidy: Callable[[], None] = lam
     if settings.get("otlp_endpoint"):
         traces.configure(str(settings["otlp_endpoint"]), service="sabot-ledger")
     host = LedgerHost(ledger, path, secret).start()
+    beside = None
+    wanted = settings.get("companion")
+    if companion is not None and isinstance(wanted, dict):
+        beside = companion(wanted)  # once the ledger is open: its tables are there
     print("ready", flush=True)
     sys.stdout = sys.stderr  # nobody reads our standard output after this line
     try:
@@ -759,6 +815,8 @@ def _host(path: str, games: Sequence[LedgerGame], tidy: Callable[[], None] = lam
             pass
     finally:
         ending.begin("its standard input ended")
+        if beside is not None:
+            beside.close()
         host.close()
         ledger.close()
         traces.shutdown()  # what is buffered is exported

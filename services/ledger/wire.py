@@ -101,8 +101,13 @@ class HostGone(Conflict):
 
 
 def send(sock: socket.socket, message: Any) -> None:
+    sock.sendall(frame(message))
+
+
+def frame(message: Any) -> bytes:
+    """``message`` as one frame: its length, then its JSON."""
     data = orjson.dumps(message)
-    sock.sendall(_HEADER.pack(len(data)) + data)
+    return _HEADER.pack(len(data)) + data
 
 
 def _exact(sock: socket.socket, n: int) -> bytes | None:
@@ -132,6 +137,58 @@ def receive(sock: socket.socket, limit: int) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         raise ProtocolError(f"a frame of {size} bytes that is not JSON") from None
+
+
+class Reader:
+    """The frames of one connection, read in chunks: one ``recv`` takes every frame that came
+    together (many calls, or many answers), where ``receive`` takes two per frame. The same
+    frames, the same checks (``receive``'s)."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buffer = bytearray()
+        self._at = 0  # where the next frame starts in the buffer
+
+    def _fill(self, wanted: int) -> bool:
+        """Read more (at least one byte, up to what ``wanted`` more bytes need); False at the
+        end of the stream."""
+        if self._at:
+            del self._buffer[:self._at]
+            self._at = 0
+        data = self.sock.recv(min(max(self.CHUNK, wanted), 1 << 20))
+        if not data:
+            return False
+        self._buffer += data
+        return True
+
+    def receive(self, limit: int) -> Any:
+        """The next frame's JSON value, or None at the end of the stream; ProtocolError for a
+        frame over ``limit`` bytes or that is not JSON."""
+        buffer = self._buffer
+        while len(buffer) - self._at < _HEADER.size:
+            if not self._fill(_HEADER.size):
+                return None
+            buffer = self._buffer
+        (size,) = _HEADER.unpack_from(buffer, self._at)
+        if size > limit:
+            raise ProtocolError(f"a frame of {size} bytes (at most {limit})")
+        start = self._at + _HEADER.size
+        while len(buffer) < start + size:
+            if not self._fill(start + size - len(buffer)):
+                return None
+            buffer = self._buffer
+            start = self._at + _HEADER.size
+        data = bytes(buffer[start:start + size])
+        self._at = start + size
+        if self._at == len(buffer):
+            buffer.clear()
+            self._at = 0
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise ProtocolError(f"a frame of {size} bytes that is not JSON") from None
 
 
 # --- the handshake ----------------------------------------------------------------------------
