@@ -175,6 +175,26 @@ class _FromConfig:
 FROM_CONFIG = _FromConfig()
 
 
+def _listening(config: Config, metrics_listen: str | None
+               ) -> tuple[tls.ServerFiles | None, grpc.ServerCredentials | None]:
+    """The TLS files and credentials the server listens with (None, None: plaintext, on
+    loopback or with ``insecure`` only); ConfigError for settings that cannot serve."""
+    files = _tls_files(config)
+    if files is None and not config.insecure and not tls.is_loopback(config.listen):
+        raise ConfigError(f"refusing plaintext on {config.listen} (not loopback): give "
+                          "--tls-cert and --tls-private-key, or --insecure")
+    try:
+        server_tls = None if files is None else tls.server_credentials(files, _event)
+    except tls.TlsError as exc:
+        raise ConfigError(str(exc)) from None
+    if metrics_listen is not None:
+        try:
+            series.split_address(metrics_listen)
+        except ValueError as exc:
+            raise ConfigError(f"SABOT_METRICS_LISTEN (--metrics-listen): {exc}") from None
+    return files, server_tls
+
+
 def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
           limits: monitoring.Limits | None = None,
           interval: float = monitoring.INTERVAL,
@@ -192,19 +212,7 @@ def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
     ConfigError for settings that cannot serve (a
     plaintext listener beyond loopback without ``insecure``, half a TLS pair, a credentials
     file that does not parse, a metrics address that is not HOST:PORT)."""
-    files = _tls_files(config)
-    if files is None and not config.insecure and not tls.is_loopback(config.listen):
-        raise ConfigError(f"refusing plaintext on {config.listen} (not loopback): give "
-                          "--tls-cert and --tls-private-key, or --insecure")
-    try:
-        server_tls = None if files is None else tls.server_credentials(files, _event)
-    except tls.TlsError as exc:
-        raise ConfigError(str(exc)) from None
-    if metrics_listen is not None:
-        try:
-            series.split_address(metrics_listen)
-        except ValueError as exc:
-            raise ConfigError(f"SABOT_METRICS_LISTEN (--metrics-listen): {exc}") from None
+    files, server_tls = _listening(config, metrics_listen)
     keyring = keyring_of(config)
     stream_slots = max(1, config.workers // 2)  # unary calls keep the rest
     quota = StreamQuota(config.streams_per_principal, total=stream_slots)

@@ -24,7 +24,6 @@ LONG: dict[str, int] = {
     "services/api/server.py:start": 130,
     "services/projections/shoes.py:apply": 113,
     "ops/sabot_verify/shoes.py:_coup": 99,
-    "services/regulator/export.py:_write_export": 95,
 }
 
 
