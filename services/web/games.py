@@ -194,9 +194,8 @@ def match_rows(moves: list[dict[str, Any]]) -> list[dict[str, Any]]:
             table = [c for c in table if c not in gone]
         elif kind == "hand_scored":
             table = []
-        side = int(mv.get("side", -1))
-        if side in (0, 1) and int(mv.get("total", -1)) >= 0:
-            points[side] = int(mv["total"])
+        if kind in ("captured", "ronda"):  # the side's points after it (0 is left unsaid)
+            points[int(mv.get("side", 0))] = int(mv.get("total", 0))
         totals = mv.get("totals", [])
         if len(totals) == 2:
             points = [int(totals[0]), int(totals[1])]
@@ -221,7 +220,11 @@ async def match_page(request: Request, console: Console, session: Session) -> Re
 async def match_facts(request: Request, console: Console, session: Session) -> Response:
     """What the check needs for a match: each hand's shoe (its seed once closed), the
     commitment the hand published before its deal, and every card played at its position;
-    the cards dealt but never played are counted (their faces are in no record)."""
+    the cards dealt but never played are counted (their faces are in no record). The export
+    of the hands' shoes holds every event of the match (its ranges, widened to whole batches
+    of the evidence chain, run from the command that opened the match and shuffled the first
+    hand's shoe to the one that closed the last and paid the stakes): each event's stored
+    bytes come with its proof, for the page to compare every move it shows with them."""
     name = request.path_params["name"]
     with console.client(session) as client:
         moves = [plain(m) for m in await run_in_threadpool(client.matches.moves, name)]
@@ -239,7 +242,8 @@ async def match_facts(request: Request, console: Console, session: Session) -> R
                 hands[-1]["cards"].append({
                     "position": int(mv.get("position", 0)), "card": mv.get("card", ""),
                     "where": f"move {mv.get('number')}, seat {mv.get('seat', 0)}"})
-        evidence = await _replayed_evidence(client, client.matches.replay, name)
+        evidence = await _replayed_evidence(client, client.matches.replay, name,
+                                            [str(h["name"]) for h in hands])
     for hand in hands:
         unplayed = hand.pop("dealt") - len(hand["cards"])
         hand["unplaced"] = ([f"{unplayed} cards dealt in {hand['label']} were never played: "
@@ -253,7 +257,8 @@ async def _replayed_evidence(client: Client, replay: Callable[[str], Replay],
                              name: str, shoes: Sequence[str] = ()) -> dict[str, Any] | None:
     """The latest signed checkpoint and the inclusion proofs of the events of a round or match
     (their log positions from the regulator's replay: a recall carries none), each with its
-    event's stored bytes when ``shoes`` (a round's own shoe) delimit its events. A role that may
+    event's stored bytes when ``shoes`` (a round's own shoe, a match's hands' shoes) delimit
+    its events. A role that may
     not replay but may read the checkpoint (the back office) gets the checkpoint alone, its
     signature to check: the inclusion proofs are the regulator's (GetInclusionProof), and so
     are the events' positions; None for a role that may read neither."""

@@ -7,6 +7,7 @@ unrevealed seed in any page."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -81,9 +82,82 @@ def test_a_match_is_replayed_and_checks(role: str, browser: Any, console: str,
         hands = len(re.findall(r"PASS hand \d+ \(shoe \w+\): commitment", results))
         assert hands >= 2 and hands == len(re.findall(r"against the shuffle: 0 differ", results))
         if role == "regulator":
-            assert re.search(r"PASS [1-9]\d* events of the match are in the signed log", results)
+            assert re.search(r"PASS [1-9]\d* events of the match are in the signed log, each "
+                             r"leaf computed here from the event's stored bytes", results)
+            assert re.search(rf"PASS {page.locator('tr[data-version]').count()} "
+                             r"moves shown against the stored bytes of the match's events in "
+                             r"the signed log: 0 differ", results), results
     finally:
         page.close()
+
+
+def test_a_match_move_shown_otherwise_fails_at_its_event(browser: Any, console: str,
+                                                        played: Played) -> None:
+    """The match's page shows a capture's card, and a stake's amount, other than their events'
+    stored bytes (the facts and their proofs true): the regulator's check fails at each."""
+    page = sign_in(browser, console, played.tokens["regulator"])
+    true_page = page.goto(f"{console}/match/{played.match}")
+    assert true_page is not None
+    html = true_page.text()
+    row = re.search(r'<tr class="move-captured" data-version="(\d+)".*?data-k="card"[^>]*>'
+                    r'(\w+)</span>', html, re.S)
+    paid = re.search(r'<tr data-version="(\d+)" data-kind="money"><td data-k="kind">stake</td>'
+                     r'.*?<td class="num" data-k="amount">([^<]+)</td>', html, re.S)
+    assert row and paid, html
+    card = "KH" if row.group(2) != "KH" else "QS"
+    lied = html.replace(row.group(0), row.group(0)[:-len(row.group(2)) - 7] + card + "</span>", 1)
+    lied = lied.replace(paid.group(0), paid.group(0)[:-len(paid.group(2)) - 5] + "9.99 EUR</td>",
+                        1)
+
+    def fulfil(route: Any) -> None:
+        route.fulfill(status=200, content_type="text/html; charset=utf-8", body=lied)
+
+    page.route(lambda url: url == f"{console}/match/{played.match}", fulfil)
+    try:
+        page.goto(f"{console}/match/{played.match}")
+        verdict, results = _check(page, "Check this match")
+        shot(page, "cuarenta-match-move-shown-otherwise")
+        assert verdict == "fail", results
+        assert re.search(rf"FAIL event #\d+: shown card={card}, its stored bytes say "
+                         rf"card={row.group(2)}", results), results
+        assert re.search(r"FAIL event #\d+: shown amount=9.99 EUR, its stored bytes say "
+                         r"amount=\d+", results), results
+        assert re.search(r"FAIL \d+ moves shown against the stored bytes of the match's events "
+                         r"in the signed log: 2 differ", results), results
+    finally:
+        page.unroute_all(behavior="wait")
+        page.close()
+
+
+def test_a_valid_proof_of_another_event_fails_at_the_match_event(
+        browser: Any, console: str, played: Played) -> None:
+    """For one event of the match the server hands another event's bytes with that event's own
+    valid inclusion proof: the browser, binding the bytes to the event by the log position
+    they hold, fails at that event, and the move it is shows as proved by no event."""
+    swapped: dict[str, int] = {}
+
+    def other_event(facts: Any) -> None:
+        proofs = [p for p in facts["evidence"]["proofs"] if p.get("leaf")]
+        one, other = proofs[5], proofs[6]
+        swapped.update(shown=one["position"], given=other["position"],
+                       version=json.loads(one["leaf"])["version"])
+        for k in ("leaf", "leaf_index", "path", "notarised"):
+            one[k] = other[k]
+
+    lying = Tampered(sign_in(browser, console, played.tokens["regulator"]), "**/api/match/**",
+                     other_event)
+    try:
+        lying.page.goto(f"{console}/match/{played.match}")
+        verdict, results = _check(lying.page, "Check this match")
+        shot(lying.page, "cuarenta-match-proof-of-another-event")
+        assert not lying.errors, lying.errors
+        assert verdict == "fail", results
+        assert (f"FAIL event #{swapped['shown']}: the bytes given are not this event's (they "
+                f"are of position {swapped['given']})") in results, results
+        assert (f"FAIL move {swapped['version']}: shown, but no event of the match in the "
+                "signed log is it") in results, results
+    finally:
+        lying.close()
 
 
 def test_a_round_step_shown_otherwise_fails_at_its_event(browser: Any, console: str,

@@ -86,7 +86,8 @@
     }
     const ev = await SabotCheck.evidence(facts, say, facts.kind, false);
     bad += ev.bad;
-    if (ev.bound) bad += shownSteps(facts, ev.events, say);
+    if (ev.bound) bad += facts.kind === "match" ? shownMoves(facts, ev.events, say)
+                                                : shownSteps(facts, ev.events, say);
     const verdict = bad ? "fail" : pending ? "pending" : "pass";
     say(bad ? false : pending ? null : true,
         bad ? `the ${facts.kind} does not check: see above`
@@ -120,6 +121,51 @@
       }
     }
     say(bad === 0, `${steps.length} steps shown against the stored bytes of the ${facts.kind}'s events in the signed log: ${bad} differ`);
+    return bad;
+  }
+  // A match's moves as this page shows them (each row: the move's number, the version of the
+  // event it is; its kind; each value it shows, named by the event's field) against the
+  // stored bytes of the match's events in the signed log: the number that differ, each named
+  // at its event. The stakes paid are rows of the same events.
+  const TOPICS = { opened: "Opened", hand_begun: "HandBegun", dealt: "Dealt", ronda: "RondaScored",
+                   four_of_a_kind: "FourDealt", played: "Played", captured: "Captured",
+                   hand_scored: "HandScored", forfeited: "Forfeited", won: "Won", money: "MoneyMoved" };
+  function shownValue(k, text, data) {
+    if (!(k in data)) return "nothing of it";
+    const v = data[k];
+    if (k === "score") return null;
+    if (k === "amount") return String(Number(text.replace(/[^0-9]/g, "") || "NaN")) === String(v) ? null : `${k}=${v}`;
+    const want = Array.isArray(v) ? v.join(" ") : v === null ? "" : String(v);
+    return want === text ? null : `${k}=${want}`;
+  }
+  function shownMoves(facts, events, say) {
+    const unit = facts.name.split("/").pop();
+    const byVersion = new Map();
+    for (const c of events.values()) if (c.originator_id === unit) byVersion.set(c.version, c);
+    const rows = document.querySelectorAll("tr[data-version]");
+    let bad = 0;
+    const fail = (t) => { bad += 1; say(false, t); };
+    for (const row of rows) {
+      const version = Number(row.dataset.version), kind = row.dataset.kind;
+      const c = byVersion.get(version);
+      if (!c) { fail(`move ${version}: shown, but no event of the match in the signed log is it`); continue; }
+      if (!c.topic.endsWith(`.${TOPICS[kind] || "?"}`)) { fail(`event #${c.position}: shown as ${kind}, its stored bytes say ${c.topic}`); continue; }
+      const data = V.unwrapped(c.state || {});
+      for (const cell of row.querySelectorAll("[data-k]")) {
+        const k = cell.dataset.k, text = cell.textContent.trim();
+        let differs;
+        if (k === "score") {
+          const shown = text.split("–");
+          differs = Array.isArray(data.totals) ? (shown.join(" ") === data.totals.join(" ") ? null : `totals=${data.totals.join("–")}`)
+            : "total" in data ? (shown[data.side || 0] === String(data.total) ? null : `side ${data.side || 0}'s total=${data.total}`)
+            : "nothing of it";
+        } else {
+          differs = shownValue(k, text, data);
+        }
+        if (differs) fail(`event #${c.position}: shown ${k}=${text}, its stored bytes say ${differs}`);
+      }
+    }
+    say(bad === 0, `${rows.length} moves shown against the stored bytes of the match's events in the signed log: ${bad} differ`);
     return bad;
   }
   SabotCheck.wire(section, "run-game-check", check);
