@@ -412,8 +412,8 @@ async def _evidence(client: Client, positions: list[int], shoes: Sequence[str] =
     canonical export (``ExportEvents``, SABOT-EXPORT-1) holds the events: each proof then
     carries its event's stored bytes (the canonical content the Merkle log hashes into the
     leaf), and the checkpoint is the export's anchor, so the browser computes each leaf from
-    the event itself; without shoes (a match: its hands' shoes do not delimit its events) the
-    notary's leaf hash is given, as the notary recorded it. ``originators``: aggregates (a
+    the event itself; without shoes (no shoe dealt yet) the notary's leaf hash is given, as
+    the notary recorded it. ``originators``: aggregates (a
     coup) every event of which in the export is given too, whether the page shows it or not
     (a recall refused shows none)."""
     try:
