@@ -40,6 +40,12 @@ class Served:
 
 @pytest.fixture(scope="package")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    yield from serving(tmp_path_factory)
+
+
+def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The server of ``Served`` started, yielded, stopped (a test module whose movements would
+    change the shared one's balances, which other tests read exactly, starts its own)."""
     logs.configure(stream=io.StringIO())  # the server's lines, not the commands' output
     store = f"sqlite:///{Path(tmp_path_factory.mktemp('cli')) / 'sabot.db'}"
     ledger = Ledger(LedgerConfig(store_url=store, seal_key=KEY), batching=True, games=LEDGER_GAMES)
