@@ -292,33 +292,22 @@ class EventTable:
         """Several aggregates' events (by hyphenated id), each in version order, in few
         queries."""
         out: dict[str, list[RawEvent]] = {str(o): [] for o in originator_ids}
-        if not originator_ids or not self._exists():
-            return out
-        ids = list(dict.fromkeys(originator_ids))
-        for c in range(0, len(ids), 250):
-            chunk = ids[c : c + 250]
-            params: list[Any]
-            if self.db.is_postgres:
-                params = list(chunk)
-            else:  # both spellings, as in by_originator
-                params = [x for o in chunk for x in (o.hex, str(o))]
-            marks = ",".join("?" * len(params))
-            rows = self.db.rows(
-                f"SELECT {self._pos}, originator_id, originator_version, topic, state "
-                f"FROM {self.table} WHERE originator_id IN ({marks}) "
-                "ORDER BY originator_id, originator_version",
-                params,
-            )
-            for r in rows:
-                ev = _raw(r)
-                out.setdefault(ev.originator_id, []).append(ev)
+        for ev in self._of_originators(originator_ids, "",
+                                       " ORDER BY originator_id, originator_version"):
+            out.setdefault(ev.originator_id, []).append(ev)
         return out
 
     def first_events(self, originator_ids: Sequence[UUID]) -> dict[str, RawEvent]:
         """Several aggregates' first events (version 1), by hyphenated id, in few queries."""
-        out: dict[str, RawEvent] = {}
+        return {ev.originator_id: ev for ev in self._of_originators(
+            originator_ids, " AND originator_version = 1", "")}
+
+    def _of_originators(self, originator_ids: Sequence[UUID], where: str, order: str
+                        ) -> Iterator[RawEvent]:
+        """The events of ``originator_ids`` (``where``: more conditions, ``order``: the
+        rows' order within each query), 250 aggregates a query."""
         if not originator_ids or not self._exists():
-            return out
+            return
         ids = list(dict.fromkeys(originator_ids))
         for c in range(0, len(ids), 250):
             chunk = ids[c : c + 250]
@@ -330,13 +319,10 @@ class EventTable:
             marks = ",".join("?" * len(params))
             rows = self.db.rows(
                 f"SELECT {self._pos}, originator_id, originator_version, topic, state "
-                f"FROM {self.table} WHERE originator_id IN ({marks}) AND originator_version = 1",
+                f"FROM {self.table} WHERE originator_id IN ({marks}){where}{order}",
                 params,
             )
-            for r in rows:
-                ev = _raw(r)
-                out[ev.originator_id] = ev
-        return out
+            yield from map(_raw, rows)
 
     def by_topic(self, topic: str) -> list[RawEvent]:
         """Every event of one topic, in log order (a scan of the table)."""
