@@ -306,10 +306,15 @@ async def table_now(request: Request, console: Console, session: Session) -> Res
 
 
 def mine_in_steps(account: str, steps: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether ``account`` had a step (a stake, a movement...) among a coup's recalled steps,
-    as the recall shows them to the user (a player reads other players' accounts blank)."""
-    return any(account in (d.get("account_id"), d.get("player"))
-               for d in (json.loads(s.get("data_json") or "{}") for s in steps))
+    """Whether ``account`` had a step (a stake, a movement, a stake carried over to the coup:
+    its ``stake.player``) among a coup's recalled steps, as the read models' search counts them
+    and as the recall shows them to the user (a player reads other players' accounts blank)."""
+    def names(d: Mapping[str, Any]) -> bool:
+        stake = d.get("stake")
+        carried = stake.get("player") if isinstance(stake, Mapping) else None
+        return account in (d.get("account_id"), d.get("player"), carried)
+
+    return any(names(json.loads(s.get("data_json") or "{}")) for s in steps)
 
 
 async def _recalled(client: Client, table_name: str, page: str, size: int = 10

@@ -65,8 +65,15 @@ def _staked(played: Played, coup: str, account: str) -> bool:
     finally:
         client.close()
     steps = next(c.steps for c in found.coups if c.coup.name == coup)
-    return any(account in (d.get("account_id"), d.get("player"))
-               for d in (json.loads(s.data_json or "{}") for s in steps))
+    return any(_names(json.loads(s.data_json or "{}"), account) for s in steps)
+
+
+def _names(data: dict[str, Any], account: str) -> bool:
+    """Whether a step's data names ``account`` as the read model's search does: its account or
+    player, or the player of a stake carried over to the coup (``stake.player``)."""
+    stake = data.get("stake")
+    carried = stake.get("player") if isinstance(stake, dict) else None
+    return account in (data.get("account_id"), data.get("player"), carried)
 
 
 def _window() -> tuple[str, str]:
