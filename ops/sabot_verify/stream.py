@@ -62,8 +62,12 @@ class Unsure(Exception):
     """The stream cannot vouch for the export: verify it the buffered way."""
 
 
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Canonical JSON text (``proofs.canonical``, as text), an int without the encoder."""
+    return str(value) if type(value) is int else _ENCODE(value)
 
 
 def cut(line: str, r: dict[str, Any]) -> tuple[bytes, bytes | None] | None:
@@ -214,7 +218,8 @@ class _Money:
             self._actors(position, state, actor)
 
     def _actors(self, position: int, state: dict[str, Any], actor: Any) -> None:
-        st = plain(state)
+        st = plain(state) if set(state) == {"_type_", "_data_"} else {
+            k: plain(state.get(k)) for k in ("actor", "effects")}  # the two it reads
         own = st.get("actor")
         if own is None:
             return
