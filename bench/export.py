@@ -68,7 +68,7 @@ DAY_SHOES = 6  # per table (about 9,000 events a table)
 def _history(size: int) -> Callable[[str], dict[str, Any]]:
     """``bench.replay_sizes``' history of ``size`` events (its builder, its cache)."""
     def build(url: str) -> dict[str, Any]:
-        Ledger(LedgerConfig(store_url=url, seal_key=bytes(32))).close()  # creates the table
+        Ledger(LedgerConfig(store_url=url, seal_key=bytes(32)), games=LEDGER_GAMES).close()
         _filler(url.removeprefix("sqlite:///"), max(0, size - SHOE_EVENTS))
         shoe_id, coups = _play_shoe(url)
         return {"shoe_id": shoe_id, "coups": coups, "events": _notarise(url)}

@@ -31,10 +31,11 @@ import io
 import itertools
 import json
 import sys
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
-from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -43,19 +44,20 @@ from sabot_verify import actors, unit
 from sabot_verify.chain import key_id, load_head, walk_export
 from sabot_verify.cuarenta import verify_matches
 from sabot_verify.integrity import Export, Problem, check, parse
-from sabot_verify.money import check_money
-from sabot_verify.proofs import Bad, check_checkpoint, load_x25519, open_escrow
-from sabot_verify.shoe import commitment
+from sabot_verify.money import MoneyFinding, check_money
+from sabot_verify.proofs import Bad, check_checkpoint, load_x25519
+from sabot_verify.seeds import seeds
 from sabot_verify.shoes import (
     GAMES,
     IN_PLAY,
+    Pending,
     ShoeContext,
     Verdict,
     check_shoes,
     register_game,
 )
-from sabot_verify.site import check_site, site_id
-from sabot_verify.topics import SHOE_CLOSED
+from sabot_verify.site import SiteCheck, check_site, site_id
+from sabot_verify.stream import Unsure, verify_log
 from sabot_verify.treinta_y_una import verify_rounds
 from sabot_verify.trust import (
     NOT_VERIFIED,
@@ -63,6 +65,7 @@ from sabot_verify.trust import (
     UNVERIFIABLE,
     USAGE,
     VERIFIED,
+    KnownResult,
     Trust,
     Unreadable,
     check_known,
@@ -115,38 +118,226 @@ def _chain(exp: Export, chain_keys: list[bytes] | None, head: dict[str, Any] | N
     return problems, walk
 
 
-def _seeds(exp: Export, reg: X25519PrivateKey | None
-           ) -> Callable[[str, dict[str, Any]], bytes | None]:
-    """How a shoe's seed is found: revealed by its ``Shoe.Closed``, else opened from its
-    escrow with the regulator's key ``reg`` (None: not pinned, the shoe stays pending)."""
+@dataclass
+class _Found:
+    """What the verdict is made of, read buffered (``_buffered``) or as a stream
+    (``sabot_verify.stream``)."""
 
-    def seed_of(shoe_id: str, shuffled: dict[str, Any]) -> bytes | None:
-        closed = [
-            r["event"]["state"].get("seed")
-            for r in exp.events
-            if r.get("event") and r["event"]["originator_id"] == shoe_id
-            and r["event"]["topic"] == SHOE_CLOSED
-        ]
-        if closed and closed[0]:
-            return bytes.fromhex(closed[0])
-        if reg is None:
-            return None
-        sealed = shuffled.get("escrowed_seed")  # Shoe.Shuffled v2: sealed with the shoe id
-        if sealed:
-            try:
-                return open_escrow(bytes.fromhex(sealed), UUID(shoe_id), reg)
-            except Bad:
-                pass  # another regulator's key, or altered: the commitment check fails below
-        for candidate in exp.escrow:  # legacy escrow records: the commitment picks the seed
-            try:
-                seed = open_escrow(candidate, UUID(int=0), reg)
-            except Bad:
-                continue
-            if commitment(seed, UUID(shoe_id)) == shuffled.get("commitment"):
-                return seed
-        return None
+    header: dict[str, Any]
+    events: int
+    checkpoints: int
+    links: int
+    verdicts: list[Verdict]
+    pending: list[Pending]
+    sited: SiteCheck
+    problems: list[Problem] = field(default_factory=list)
+    money: list[MoneyFinding] = field(default_factory=list)
+    accounts: int | None = None  # accounts re-derived (the whole log)
+    chain_ok: bool = True
+    against: KnownResult = field(default_factory=KnownResult)
+    who: list[str] = field(default_factory=list)  # who did what (``actors``)
 
-    return seed_of
+    @property
+    def coups(self) -> int:
+        return sum(1 for v in self.verdicts if v.what.startswith("coup"))
+
+
+def _earlier(known: list[dict[str, Any]], key: bytes, problems: list[Problem]
+             ) -> list[dict[str, Any]]:
+    """The checkpoints the regulator received earlier that the operator's key signed."""
+    earlier = []
+    for cp in known:
+        try:
+            check_checkpoint(cp, key)
+            earlier.append(cp)
+        except Bad as exc:
+            problems.append(Problem(None, f"the checkpoint received earlier ({cp.get('file')}):"
+                                          f" {exc}"))
+    return earlier
+
+
+def _buffered(exp: Export, key: bytes, reg: X25519PrivateKey | None,
+              chain_keys: list[bytes] | None, chain_head: dict[str, Any] | None,
+              known: list[dict[str, Any]], site: str | None, detail: Any) -> _Found:
+    """Every check over the export held in memory (any export; SABOT-EXPORT-1 too)."""
+    problems, checkpoints = check(exp, key)
+    problems += actors.problems(exp.events)  # each event's actor is its command's
+    problems += unit.problems(exp)  # nothing of a unit left out of its export
+    chain_found, walk = _chain(exp, chain_keys, chain_head, detail)
+    problems += chain_found
+    sited = check_site(exp, site)  # whose log: the site its signed links and checkpoints name
+    problems += sited.problems
+    whole = exp.header.get("coverage") == "log"
+    earlier = _earlier(known, key, problems)
+    positions = [r["position"] for r in exp.events + exp.unnotarised + exp.tail
+                 if isinstance(r.get("position"), int)]
+    exported = [c for c in exp.checkpoints if isinstance(c.get("size"), int)]
+    against = check_known(earlier, exp.events, exported, whole,
+                          max(positions) if positions else None)
+    problems += [Problem(at, message) for at, message in against.failures]
+    contents = [r["event"] for r in exp.events if r.get("event")]
+    contents += [r["event"] for r in exp.unnotarised + exp.tail if r.get("event")]
+    contents.sort(key=lambda e: e["position"])
+    money, accounts = check_money(contents, walk.after or 0, whole, exp.snapshots, walk.links)
+    seed_of = seeds(exp.events, exp.escrow, reg)
+    listed = exp.header.get("selection", {}).get("shoes")
+    claimed = [str(p.get("shoe_id")) for p in exp.header.get("pending") or []
+               if isinstance(p, dict)]
+    # the whole log: every shoe shuffled in it (closed ones replayed, the others pending);
+    # ranges: the shoes the header lists, closed or pending
+    shoes = None if whole else [*(listed or []), *claimed]
+    index_of = {r["position"]: r["index"] for r in exp.events}
+    verdicts, pending = check_shoes(exp.events, shoes, seed_of, checkpoints, index_of)
+    verdicts += verify_rounds(exp.events, seed_of)  # Treinta y Una's rounds
+    verdicts += verify_matches(exp.events, seed_of)  # Cuarenta's matches
+    return _Found(exp.header, len(exp.events), len(exp.checkpoints), len(walk.links), verdicts,
+                  pending, sited, problems, money,
+                  len(accounts.balances) if accounts is not None else None,
+                  not chain_found, against, actors.report(exp.events))
+
+
+def _streamed(lines: Iterable[str], key: bytes | None, reg: X25519PrivateKey | None,
+              chain_keys: list[bytes] | None, chain_head: dict[str, Any] | None,
+              site: str | None) -> _Found:
+    """A whole log's export verified as it is read (``sabot_verify.stream``)."""
+    got = verify_log(lines, key, chain_keys, chain_head, site, reg)
+    return _Found(got.header, got.events, len(got.checkpoints), got.links, got.verdicts,
+                  got.pending, got.sited, accounts=got.accounts, who=got.who)
+
+
+def _detail(f: _Found, reg: X25519PrivateKey | None, detail: Any) -> None:
+    """The lines before the verdict: a line per shoe and coup, who did what, the chain, the
+    site, the money, the shoes pending, the earlier checkpoints, every failure."""
+    claimed = [str(p.get("shoe_id")) for p in f.header.get("pending") or []
+               if isinstance(p, dict)]
+    if reg is not None:
+        for pend in f.pending:
+            if pend.reason == IN_PLAY:
+                pend.reason = "in play: its escrowed seed does not open with this regulator key"
+    for v in f.verdicts:
+        print(f"{'OK  ' if v.ok else 'FAIL'} {v.what}: {v.detail}", file=detail)
+    for line in f.who:
+        print(line, file=detail)
+    if f.chain_ok:
+        print(f"OK   evidence chain: {f.links} links verified", file=detail)
+    if f.sited.site is not None and not f.sited.problems:
+        print(f"OK   site {f.sited.site}: named by the export's signed links and checkpoints"
+              f"{' (pinned)' if f.sited.pinned == f.sited.site else ''}", file=detail)
+    if not f.money:
+        derived = (f"; {f.accounts} accounts re-derived, sum 0"
+                   if f.accounts is not None else "")
+        print(f"OK   money: every posting belongs to one command, each balanced{derived}",
+              file=detail)
+    unsaid = sorted({p.shoe_id for p in f.pending} - set(claimed))
+    if unsaid:  # an export of an older format, or a header edited (it is not notarised)
+        print(f"note: shoes in play the export's header does not list as pending: {unsaid}",
+              file=detail)
+    for pend in f.pending:  # held, chained and in the money; its cards not checked yet
+        print(f"PENDING shoe {pend.shoe_id} (table {pend.table_id}, {pend.game}): "
+              f"{pend.coups} coups so far ({pend.settled} settled); {pend.reason}", file=detail)
+    for size in f.against.proven:
+        print(f"OK   the checkpoint of size {size} received earlier: the export's log holds it",
+              file=detail)
+    for why in f.against.unchecked:
+        print(f"UNCHECKED {why}", file=detail)
+    for p in f.problems:
+        print(f"FAIL {p.message}", file=detail)
+    for m in f.money:
+        where = f"position {m.position}: " if m.position is not None else ""
+        print(f"FAIL money: {where}{m.message}", file=detail)
+
+
+def _verdict(f: _Found, unpinned: list[str]) -> tuple[str, int, str, int | None]:
+    """The verdict, its exit code, its line and the first tampered position."""
+    # the log's own integrity first (notarised, chained); then what it records
+    failed_at = [p.position for p in f.problems if p.position is not None]
+    if not failed_at:
+        failed_at = [v.position for v in f.verdicts if not v.ok and v.position is not None]
+        failed_at += [m.position for m in f.money if m.position is not None]
+    bad = bool(f.problems) or bool(f.money) or any(not v.ok for v in f.verdicts)
+    first_at = min(failed_at) if bad and failed_at else None
+    sited = f.sited
+    counts = (f"{f.events} events, {f.checkpoints} checkpoints, {f.coups} coups, "
+              f"{f.links} links" + (f"; site {sited.site}" if sited.site else ""))
+    held = (f"; {len(f.pending)} shoe(s) pending: card checks deferred, listed above"
+            if f.pending else "")
+    if bad:
+        first = f"; first tampered position {first_at}" if first_at is not None else ""
+        line = f"NOT VERIFIED{first}" + (f"; {sited.mismatch}" if sited.mismatch else "")
+        return "NOT VERIFIED", NOT_VERIFIED, line, first_at
+    if unpinned or f.against.unchecked or sited.unverifiable:
+        reasons: list[str] = []
+        if unpinned:
+            reasons.append(f"not pinned: {' and '.join(unpinned)} (or --trust FILE); the "
+                           "export's own keys vouch for nothing")
+        if f.against.unchecked:
+            reasons.append(f"{len(f.against.unchecked)} checkpoint(s) received earlier not "
+                           "checked")
+        if sited.unverifiable:
+            reasons.append(sited.unverifiable)
+        line = f"UNVERIFIABLE: nothing failed ({counts}{held}); " + "; ".join(reasons)
+        return "UNVERIFIABLE", UNVERIFIABLE, line, None
+    return "VERIFIED", VERIFIED, f"VERIFIED: {counts}{held}", None
+
+
+def _summary(f: _Found, verdict: str, code: int, first_at: int | None,
+             unpinned: list[str]) -> dict[str, Any]:
+    """The verdict as data (docs/export-format.md, "sabot-verify --format json")."""
+    return {
+        "verdict": verdict,
+        "exit": code,
+        "first_tampered_position": first_at,
+        "events": f.events, "checkpoints": f.checkpoints, "coups": f.coups,
+        "links": f.links,
+        "unpinned": unpinned,
+        "site": f.sited.to_json(),
+        "known_checkpoints": {"proven": f.against.proven, "unchecked": f.against.unchecked},
+        "shoes": [{"what": v.what, "ok": v.ok, "position": v.position, "detail": v.detail}
+                  for v in f.verdicts if v.what.startswith("shoe")],
+        "pending": [pend.to_json() for pend in f.pending],
+        "failures": [
+            *({"position": p.position, "message": p.message} for p in f.problems),
+            *({"position": m.position, "message": f"money: {m.message}"} for m in f.money),
+            *({"position": v.position, "message": f"{v.what}: {v.detail}"}
+              for v in f.verdicts if not v.ok),
+        ],
+    }
+
+
+class _Replay:
+    """``lines`` read once as a stream (``first``), and again when needed (``again``): a list
+    as it is; anything else spooled to a temporary file as it is read, never held in memory."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.lines = lines
+        self.listed = isinstance(lines, (list, tuple))
+        self.spool: TextIO | None = None
+        self.source = iter(lines)
+
+    def __enter__(self) -> _Replay:
+        if not self.listed:
+            self.spool = tempfile.TemporaryFile("w+", encoding="utf-8")
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.spool is not None:
+            self.spool.close()
+
+    def _kept(self, line: str) -> str:
+        if self.spool is not None:
+            self.spool.write(line if line.endswith("\n") else line + "\n")
+        return line
+
+    def first(self) -> Iterator[str]:
+        return self.source if self.listed else map(self._kept, self.source)
+
+    def again(self) -> Iterable[str]:
+        if self.spool is None:
+            return self.lines
+        for line in self.source:  # what the stream left unread
+            self._kept(line)
+        self.spool.seek(0)
+        return self.spool
 
 
 def run(
@@ -162,142 +353,33 @@ def run(
     failure, but a key not pinned or an earlier checkpoint in ``known`` not checkable);
     ``summary``, when given, is filled with the same as data (docs/export-format.md,
     "sabot-verify --format json"). ``site``: the site whose log it must be (pinned;
-    ``sabot_verify.site``)."""
+    ``sabot_verify.site``). A whole log's export is verified as it is read
+    (``sabot_verify.stream``); anything the stream cannot vouch for is verified again from
+    the export held in memory, whose verdict stands."""
     detail = out if verbose else io.StringIO()
-    exp = parse(lines)
     unpinned = []
-    key = checkpoint_key
-    if key is None:
-        key = bytes.fromhex(exp.header["checkpoint_key"])
+    if checkpoint_key is None:
         unpinned.append("the checkpoint key (--checkpoint-public-key)")
     if not chain_keys:
         unpinned.append("the chain key (--chain-public-key)")
-    problems, checkpoints = check(exp, key)
-    problems += actors.problems(exp.events)  # each event's actor is its command's
-    problems += unit.problems(exp)  # nothing of a unit left out of its export
-    chain_found, walk = _chain(exp, chain_keys, chain_head, detail)
-    problems += chain_found
-    sited = check_site(exp, site)  # whose log: the site its signed links and checkpoints name
-    problems += sited.problems
-    whole = exp.header.get("coverage") == "log"
-    earlier = []
-    for cp in known or []:  # checkpoints the regulator received earlier: the operator's?
-        try:
-            check_checkpoint(cp, key)
-            earlier.append(cp)
-        except Bad as exc:
-            problems.append(Problem(None, f"the checkpoint received earlier ({cp.get('file')}):"
-                                          f" {exc}"))
-    positions = [r["position"] for r in exp.events + exp.unnotarised + exp.tail
-                 if isinstance(r.get("position"), int)]
-    exported = [c for c in exp.checkpoints if isinstance(c.get("size"), int)]
-    against = check_known(earlier, exp.events, exported, whole,
-                          max(positions) if positions else None)
-    problems += [Problem(at, message) for at, message in against.failures]
-    contents = [r["event"] for r in exp.events if r.get("event")]
-    contents += [r["event"] for r in exp.unnotarised + exp.tail if r.get("event")]
-    contents.sort(key=lambda e: e["position"])
-    money, accounts = check_money(contents, walk.after or 0, whole, exp.snapshots, walk.links)
     reg = load_x25519(regulator_key) if regulator_key is not None else None
-
-    seed_of = _seeds(exp, reg)
-
-    listed = exp.header.get("selection", {}).get("shoes")
-    claimed = [str(p.get("shoe_id")) for p in exp.header.get("pending") or []
-               if isinstance(p, dict)]
-    # the whole log: every shoe shuffled in it (closed ones replayed, the others pending);
-    # ranges: the shoes the header lists, closed or pending
-    shoes = None if whole else [*(listed or []), *claimed]
-    index_of = {r["position"]: r["index"] for r in exp.events}
-    verdicts, pending = check_shoes(exp.events, shoes, seed_of, checkpoints, index_of)
-    verdicts += verify_rounds(exp.events, seed_of)  # Treinta y Una's rounds
-    verdicts += verify_matches(exp.events, seed_of)  # Cuarenta's matches
-    if reg is not None:
-        for pend in pending:
-            if pend.reason == IN_PLAY:
-                pend.reason = "in play: its escrowed seed does not open with this regulator key"
-    for v in verdicts:
-        print(f"{'OK  ' if v.ok else 'FAIL'} {v.what}: {v.detail}", file=detail)
-    for line in actors.report(exp.events):  # who did what
-        print(line, file=detail)
-    if not chain_found:
-        print(f"OK   evidence chain: {len(walk.links)} links verified", file=detail)
-    if sited.site is not None and not sited.problems:
-        print(f"OK   site {sited.site}: named by the export's signed links and checkpoints"
-              f"{' (pinned)' if sited.pinned == sited.site else ''}", file=detail)
-    if not money:
-        derived = (f"; {len(accounts.balances)} accounts re-derived, sum 0"
-                   if accounts is not None else "")
-        print(f"OK   money: every posting belongs to one command, each balanced{derived}",
-              file=detail)
-    unsaid = sorted({p.shoe_id for p in pending} - set(claimed))
-    if unsaid:  # an export of an older format, or a header edited (it is not notarised)
-        print(f"note: shoes in play the export's header does not list as pending: {unsaid}",
-              file=detail)
-    for pend in pending:  # held, chained and in the money; its cards not checked yet
-        print(f"PENDING shoe {pend.shoe_id} (table {pend.table_id}, {pend.game}): "
-              f"{pend.coups} coups so far ({pend.settled} settled); {pend.reason}", file=detail)
-    for size in against.proven:
-        print(f"OK   the checkpoint of size {size} received earlier: the export's log holds it",
-              file=detail)
-    for why in against.unchecked:
-        print(f"UNCHECKED {why}", file=detail)
-    for p in problems:
-        print(f"FAIL {p.message}", file=detail)
-    for m in money:
-        where = f"position {m.position}: " if m.position is not None else ""
-        print(f"FAIL money: {where}{m.message}", file=detail)
-    # the log's own integrity first (notarised, chained); then what it records
-    failed_at = [p.position for p in problems if p.position is not None]
-    if not failed_at:
-        failed_at = [v.position for v in verdicts if not v.ok and v.position is not None]
-        failed_at += [m.position for m in money if m.position is not None]
-    bad = bool(problems) or bool(money) or any(not v.ok for v in verdicts)
-    coups = sum(1 for v in verdicts if v.what.startswith("coup"))
-    first_at = min(failed_at) if bad and failed_at else None
-    counts = (f"{len(exp.events)} events, {len(exp.checkpoints)} checkpoints, {coups} coups, "
-              f"{len(walk.links)} links" + (f"; site {sited.site}" if sited.site else ""))
-    held = (f"; {len(pending)} shoe(s) pending: card checks deferred, listed above"
-            if pending else "")
-    if bad:
-        verdict, code = "NOT VERIFIED", NOT_VERIFIED
-        first = f"; first tampered position {first_at}" if first_at is not None else ""
-        line = f"NOT VERIFIED{first}" + (f"; {sited.mismatch}" if sited.mismatch else "")
-    elif unpinned or against.unchecked or sited.unverifiable:
-        verdict, code = "UNVERIFIABLE", UNVERIFIABLE
-        reasons: list[str] = []
-        if unpinned:
-            reasons.append(f"not pinned: {' and '.join(unpinned)} (or --trust FILE); the "
-                           "export's own keys vouch for nothing")
-        if against.unchecked:
-            reasons.append(f"{len(against.unchecked)} checkpoint(s) received earlier not "
-                           "checked")
-        if sited.unverifiable:
-            reasons.append(sited.unverifiable)
-        line = f"UNVERIFIABLE: nothing failed ({counts}{held}); " + "; ".join(reasons)
-    else:
-        verdict, code = "VERIFIED", VERIFIED
-        line = f"VERIFIED: {counts}{held}"
+    with _Replay(lines) as replay:
+        found: _Found | None = None
+        if not known:
+            try:
+                found = _streamed(replay.first(), checkpoint_key, reg, chain_keys, chain_head,
+                                  site)
+            except Unsure:
+                found = None
+        if found is None:
+            exp = parse(replay.again())
+            key = checkpoint_key if checkpoint_key is not None else bytes.fromhex(
+                exp.header["checkpoint_key"])
+            found = _buffered(exp, key, reg, chain_keys, chain_head, known or [], site, detail)
+    _detail(found, reg, detail)
+    verdict, code, line, first_at = _verdict(found, unpinned)
     if summary is not None:
-        summary.update({
-            "verdict": verdict,
-            "exit": code,
-            "first_tampered_position": first_at,
-            "events": len(exp.events), "checkpoints": len(exp.checkpoints), "coups": coups,
-            "links": len(walk.links),
-            "unpinned": unpinned,
-            "site": sited.to_json(),
-            "known_checkpoints": {"proven": against.proven, "unchecked": against.unchecked},
-            "shoes": [{"what": v.what, "ok": v.ok, "position": v.position, "detail": v.detail}
-                      for v in verdicts if v.what.startswith("shoe")],
-            "pending": [pend.to_json() for pend in pending],
-            "failures": [
-                *({"position": p.position, "message": p.message} for p in problems),
-                *({"position": m.position, "message": f"money: {m.message}"} for m in money),
-                *({"position": v.position, "message": f"{v.what}: {v.detail}"}
-                  for v in verdicts if not v.ok),
-            ],
-        })
+        summary.update(_summary(found, verdict, code, first_at, unpinned))
     if not verbose:
         line = line.replace("listed above", "-v lists them")
         if code != VERIFIED:

@@ -77,38 +77,57 @@ def problems(records: list[dict[str, Any]]) -> list[Problem]:
     return out
 
 
-def report(records: list[dict[str, Any]]) -> list[str]:
-    """Lines saying who did what (``WHO ...``), in the order the shoes and coups appear."""
-    lines: list[str] = []
-    steps: dict[str, dict[str, str]] = {}  # shoe or coup id -> step -> who
-    order: list[tuple[str, str]] = []  # (kind, id) in export order
-    stakes: dict[str, Counter[str]] = {}  # coup id -> who placed stakes
-    commands: Counter[str] = Counter()
-    for r in records:
+class Reporter:
+    """Who did what, read record by record (a whole log's export streams through it): the
+    steps of each shoe and coup and the stakes placed (by unit), and the commands counted."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, dict[str, str]] = {}  # shoe or coup id -> step -> who
+        self.order: list[tuple[str, str]] = []  # (kind, id) in export order
+        self.stakes: dict[str, Counter[str]] = {}  # coup id -> who placed stakes
+        self.commands: Counter[str] = Counter()
+
+    def feed(self, r: dict[str, Any]) -> None:
         ev = r.get("event")
         if not isinstance(ev, dict):
-            continue
+            return
         topic = str(ev.get("topic", ""))
-        oid = str(ev.get("originator_id"))
         if topic == REQUEST_RECORDED:
-            commands[_who(r.get("actor"))] += 1
-            continue
-        for step_topic, word in (*_SHOE_STEPS, *_COUP_STEPS):
-            if topic == step_topic:
-                if oid not in steps:
-                    steps[oid] = {}
-                    order.append(("shoe" if topic in _SHOE_TOPICS else "coup", oid))
-                steps[oid][word] = _who(r.get("actor"))
+            self.commands[_who(r.get("actor"))] += 1
+            return
+        word = _STEP.get(topic)
+        oid = str(ev.get("originator_id"))
+        if word is not None:
+            if oid not in self.steps:
+                self.steps[oid] = {}
+                self.order.append(("shoe" if topic in _SHOE_TOPICS else "coup", oid))
+            self.steps[oid][word] = _who(r.get("actor"))
         if topic == COUP_STAKE_PLACED:
-            stakes.setdefault(oid, Counter())[_who(r.get("actor"))] += 1
-    for kind, oid in order:
-        done = "; ".join(f"{word} by {who}" for word, who in steps[oid].items())
-        placed = stakes.get(oid)
-        if placed:
-            done += "; stakes placed by " + ", ".join(
-                f"{who} x{n}" for who, n in sorted(placed.items()))
-        lines.append(f"WHO  {kind} {oid}: {done}")
-    if commands:
-        lines.append("WHO  commands: " + ", ".join(
-            f"{who} {n}" for who, n in sorted(commands.items(), key=lambda kv: (-kv[1], kv[0]))))
-    return lines
+            self.stakes.setdefault(oid, Counter())[_who(r.get("actor"))] += 1
+
+    def lines(self) -> list[str]:
+        """Lines saying who did what (``WHO ...``), in the order the shoes and coups appear."""
+        lines: list[str] = []
+        for kind, oid in self.order:
+            done = "; ".join(f"{word} by {who}" for word, who in self.steps[oid].items())
+            placed = self.stakes.get(oid)
+            if placed:
+                done += "; stakes placed by " + ", ".join(
+                    f"{who} x{n}" for who, n in sorted(placed.items()))
+            lines.append(f"WHO  {kind} {oid}: {done}")
+        if self.commands:
+            lines.append("WHO  commands: " + ", ".join(
+                f"{who} {n}" for who, n in sorted(self.commands.items(),
+                                                  key=lambda kv: (-kv[1], kv[0]))))
+        return lines
+
+
+_STEP = {t: w for t, w in (*_SHOE_STEPS, *_COUP_STEPS)}
+
+
+def report(records: list[dict[str, Any]]) -> list[str]:
+    """Lines saying who did what (``WHO ...``), in the order the shoes and coups appear."""
+    reporter = Reporter()
+    for r in records:
+        reporter.feed(r)
+    return reporter.lines()

@@ -35,9 +35,23 @@ def key_id(public: bytes) -> str:
     return hashlib.sha256(public).hexdigest()[:16]
 
 
+class Slot(dict[str, Any]):
+    """An event's content as the chain needs it (originator, version, topic), with its state's
+    canonical bytes already at hand (``raw``: cut from the export's line, proven by its leaf
+    hash), so they are not serialised again."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, content: dict[str, Any], raw: bytes) -> None:
+        super().__init__(content)
+        self.raw = raw
+
+
 def state_bytes(content: dict[str, Any]) -> bytes:
     """The stored state's bytes: its canonical JSON (the ledger writes keys sorted), or the
     bytes given in ``state_b64``."""
+    if isinstance(content, Slot):
+        return content.raw
     if "state_b64" in content:
         import base64
 

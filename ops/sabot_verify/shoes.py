@@ -342,96 +342,137 @@ def _coup(
     number: int,
     closes_table: bool = False,
 ) -> tuple[int, list[Stake]]:
+    """One coup replayed from its events: where its next coup starts, and the stakes it leaves
+    (carried over, or the layout while still betting)."""
+    _opening(evs, expected_start, carried)
+    play = _Play(options, deal(sabot, expected_start, options["cut_card"]), closes_table)
+    for e in evs[1:]:
+        play.step(e)
+    return play.end(expected_start)
+
+
+def _opening(evs: list[Ev], expected_start: int, carried: list[Stake] | None) -> None:
+    """The coup opens where the shoe stands, with the stakes the coup before it left."""
     opened = evs[0]
     if opened.topic != COUP_OPENED:
         raise Mismatch(opened.position, "first event", opened.topic, "Coup.Opened")
     if opened.state["start_position"] != expected_start:
         raise Mismatch(opened.position, "start position", opened.state["start_position"],
                        expected_start)
-    layout: list[Stake] = []
     carried_in = [_stake(e.state["stake"]) for e in evs if e.topic == COUP_STAKE_CARRIED_OVER]
     if carried is not None and sorted(map(_key, carried_in)) != sorted(map(_key, carried)):
         pos = next((e.position for e in evs if e.topic == COUP_STAKE_CARRIED_OVER),
                    opened.position)
         raise Mismatch(pos, "stakes carried over", sorted(map(_key, carried_in)),
                        sorted(map(_key, carried)))
-    d: Deal = deal(sabot, expected_start, options["cut_card"])
-    outcome = judge(d)
-    cards = iter(d.cards)
-    phase = "betting"
-    moves: list[tuple[int, tuple[str, str, int]]] = []
-    fates: list[tuple[int, str, str]] = []
-    expected_moves: list[tuple[str, str, int]] = []
-    expected_fates: dict[str, str] = {}
-    left: list[Stake] = []
-    for e in evs[1:]:
-        st = e.state
+
+
+class _Play:
+    """A coup's events after its opening, phase by phase: betting (the layout), the cards
+    dealt against the shoe, the outcome, the settlement, and what the shoe's end or the
+    table's close moved after it."""
+
+    def __init__(self, options: dict[str, str], d: Deal, closes_table: bool) -> None:
+        self.options, self.d, self.closes_table = options, d, closes_table
+        self.outcome = judge(d)
+        self.cards = iter(d.cards)
+        self.phase = "betting"
+        self.layout: list[Stake] = []
+        self.moves: list[tuple[int, tuple[str, str, int]]] = []
+        self.fates: list[tuple[int, str, str]] = []
+        self.expected_moves: list[tuple[str, str, int]] = []
+        self.expected_fates: dict[str, str] = {}
+        self.left: list[Stake] = []
+
+    def step(self, e: Ev) -> None:
+        st, phase = e.state, self.phase
         if e.topic == COUP_STAKE_CARRIED_OVER:
-            layout.append(_stake(st["stake"]))
+            self.layout.append(_stake(st["stake"]))
         elif e.topic == COUP_LAYOUT_RESTATED:
-            restated = sorted(map(_key, (_stake(x) for x in st["stakes"])))
-            if phase == "betting":
-                layout = [_stake(x) for x in st["stakes"]]
-            elif phase == "settling" and restated != sorted(map(_key, left)):
-                raise Mismatch(e.position, "layout after settlement", restated,
-                               sorted(map(_key, left)))
-        elif e.topic in STAKE_EVENTS and phase == "settling":
-            fates.append((e.position, st["stake_id"], st["fate"]))
+            self._restated(e)
+        elif e.topic in STAKE_EVENTS and phase in ("settling", "settled"):
+            self.fates.append((e.position, st["stake_id"], st["fate"]))
         elif e.topic in STAKE_EVENTS and phase == "betting":
-            new = _stake(st["stake"]) if st.get("stake") else None
-            idx = next((i for i, s in enumerate(layout) if s.stake_id == st["stake_id"]), None)
-            if idx is None and new is not None:
-                layout.append(new)
-            elif idx is not None and new is None:
-                layout.pop(idx)
-            elif idx is not None and new is not None:
-                layout[idx] = new
+            self._staked(st)
         elif e.topic == COUP_CARD_DEALT:
-            want = next(cards, None)
+            want = next(self.cards, None)
             got = (st["row"], st["code"], st["position"], st["running_total"])
             if got != want:
                 raise Mismatch(e.position, "card dealt", list(got), want and list(want))
         elif e.topic == COUP_RESOLVED:
-            extra = next(cards, None)
-            if extra is not None:
-                raise Mismatch(e.position, "card dealt", None, list(extra))
-            mine = {
-                "noir_total": d.noir, "rouge_total": d.rouge, "result": outcome.result,
-                "refait_total": d.noir if outcome.result == "refait" else None,
-                "couleur": outcome.couleur, "winning_chances": sorted(outcome.winners()),
-                "cut_card_reached": d.cut_card_reached, "next_position": d.next_position,
-            }
-            for k, v in mine.items():
-                got_v = sorted(st[k]) if k == "winning_chances" else st[k]
-                if got_v != v:
-                    raise Mismatch(e.position, f"outcome {k}", got_v, v)
-            left, expected_moves, expected_fates = _settle(options, layout, outcome)
-            phase = "settling"
-        elif e.topic == COUP_MONEY_MOVED and phase == "settling":
-            moves.append((e.position, (st["kind"], st["stake_id"], int(st["amount"]))))
+            self._resolved(e)
+        elif e.topic == COUP_MONEY_MOVED and phase in ("settling", "settled"):
+            self.moves.append((e.position, (st["kind"], st["stake_id"], int(st["amount"]))))
         elif e.topic == COUP_SETTLED:
-            _compare_settlement(e.position, moves, expected_moves, fates, expected_fates)
-            phase = "settled"
-            # anything after is the shoe's end: every free stake goes back, whole
-            expected_moves = [("return", s.stake_id, s.amount) for s in left if s.status == "free"]
-            expected_fates = {s.stake_id: "returned" for s in left if s.status == "free"}
-            if closes_table:  # then the table's close: the prisoners leave too
-                more, more_fates = close_table(options, [s for s in left if s.status != "free"])
-                expected_moves += more
-                expected_fates.update(more_fates)
-            moves, fates = [], []
-        elif phase == "settled" and e.topic == COUP_MONEY_MOVED:
-            moves.append((e.position, (st["kind"], st["stake_id"], int(st["amount"]))))
-        elif phase == "settled" and e.topic in STAKE_EVENTS:
-            fates.append((e.position, st["stake_id"], st["fate"]))
-    if phase == "settling":  # resolved, not yet settled: compare what is there
-        _compare_settlement(None, moves, expected_moves[: len(moves)], fates, expected_fates)
-    if phase == "settled" and (moves or fates):
-        _compare_settlement(None, moves, expected_moves, fates, expected_fates)
-        left = [] if closes_table else [s for s in left if s.status != "free"]
-    if phase == "betting":
-        return expected_start, layout
-    return d.next_position, left
+            self._settled(e)
+
+    def _restated(self, e: Ev) -> None:
+        restated = sorted(map(_key, (_stake(x) for x in e.state["stakes"])))
+        if self.phase == "betting":
+            self.layout = [_stake(x) for x in e.state["stakes"]]
+        elif self.phase == "settling" and restated != sorted(map(_key, self.left)):
+            raise Mismatch(e.position, "layout after settlement", restated,
+                           sorted(map(_key, self.left)))
+
+    def _staked(self, st: dict[str, Any]) -> None:
+        layout = self.layout
+        new = _stake(st["stake"]) if st.get("stake") else None
+        idx = next((i for i, s in enumerate(layout) if s.stake_id == st["stake_id"]), None)
+        if idx is None and new is not None:
+            layout.append(new)
+        elif idx is not None and new is None:
+            layout.pop(idx)
+        elif idx is not None and new is not None:
+            layout[idx] = new
+
+    def _resolved(self, e: Ev) -> None:
+        st, d, outcome = e.state, self.d, self.outcome
+        extra = next(self.cards, None)
+        if extra is not None:
+            raise Mismatch(e.position, "card dealt", None, list(extra))
+        mine = {
+            "noir_total": d.noir, "rouge_total": d.rouge, "result": outcome.result,
+            "refait_total": d.noir if outcome.result == "refait" else None,
+            "couleur": outcome.couleur, "winning_chances": sorted(outcome.winners()),
+            "cut_card_reached": d.cut_card_reached, "next_position": d.next_position,
+        }
+        for k, v in mine.items():
+            got_v = sorted(st[k]) if k == "winning_chances" else st[k]
+            if got_v != v:
+                raise Mismatch(e.position, f"outcome {k}", got_v, v)
+        self.left, self.expected_moves, self.expected_fates = _settle(
+            self.options, self.layout, outcome)
+        self.phase = "settling"
+
+    def _settled(self, e: Ev) -> None:
+        _compare_settlement(e.position, self.moves, self.expected_moves, self.fates,
+                            self.expected_fates)
+        self.phase = "settled"
+        left = self.left
+        # anything after is the shoe's end: every free stake goes back, whole
+        self.expected_moves = [("return", s.stake_id, s.amount) for s in left
+                               if s.status == "free"]
+        self.expected_fates = {s.stake_id: "returned" for s in left if s.status == "free"}
+        if self.closes_table:  # then the table's close: the prisoners leave too
+            more, more_fates = close_table(self.options,
+                                           [s for s in left if s.status != "free"])
+            self.expected_moves += more
+            self.expected_fates.update(more_fates)
+        self.moves, self.fates = [], []
+
+    def end(self, expected_start: int) -> tuple[int, list[Stake]]:
+        """Where the next coup starts and the stakes left, once every event is read."""
+        if self.phase == "settling":  # resolved, not yet settled: compare what is there
+            _compare_settlement(None, self.moves, self.expected_moves[: len(self.moves)],
+                                self.fates, self.expected_fates)
+        if self.phase == "settled" and (self.moves or self.fates):
+            _compare_settlement(None, self.moves, self.expected_moves, self.fates,
+                                self.expected_fates)
+            self.left = [] if self.closes_table else [s for s in self.left
+                                                      if s.status != "free"]
+        if self.phase == "betting":
+            return expected_start, self.layout
+        return self.d.next_position, self.left
 
 
 def _settle(
