@@ -128,7 +128,7 @@ def test_an_rpc_calling_commands_of_one_role_takes_it() -> None:
 def test_an_rpc_calling_commands_of_different_roles_is_refused() -> None:
     face = _face({"roles": (Role.CROUPIER,), "rpcs": (RPC + "Play",)},
                  {"roles": (Role.CROUPIER, Role.PLAYER), "rpcs": (RPC + "Play",)})
-    with pytest.raises(RoleError, match="toy_one.*toy_two.*commands of different roles"):
+    with pytest.raises(RoleError, match=r"toy_one.*toy_two.*commands of different roles"):
         _table(face)
 
 
