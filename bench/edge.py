@@ -24,6 +24,7 @@ from services import metrics
 from services.api import credentials, interceptor, logs
 from services.api.gen.sabot.v1 import betting_pb2, common_pb2
 from services.api.roles import Role
+from services.bootstrap import ROLE_TABLE
 
 Row = tuple[str, float]
 ROUNDS = 15
@@ -81,7 +82,7 @@ def run() -> list[Row]:
         amount=common_pb2.Money(amount_minor=100, currency_code="EUR")).SerializeToString()
     token = credentials.new_token()
     principal = credentials.principal_of("anne", Role.PLAYER, None, "bench")
-    api = interceptor.ApiInterceptor({token: principal})
+    api = interceptor.ApiInterceptor({token: principal}, table=ROLE_TABLE)
     details = _Details(f"Bearer {token}")
     context = _Context()
 
@@ -93,7 +94,7 @@ def run() -> list[Row]:
         contextvars.Context().run(h.unary_unary, h.request_deserializer(data), context)
 
     fresh = [_Details(f"Bearer {token}" + " " * (n % 7)) for n in range(CALLS)]
-    many = interceptor.ApiInterceptor({token: principal})
+    many = interceptor.ApiInterceptor({token: principal}, table=ROLE_TABLE)
     turn = iter(range(1 << 62))
 
     def miss() -> None:

@@ -4,7 +4,9 @@ built in one place from what a command was given (``services.settings.Settings``
 ``GAMES`` is the list of games, one line per game (``services.games.Game``: its port of each
 layer); every layer is handed its part of each from here, as constructor arguments: the ledger
 ``LEDGER_GAMES``, the gRPC server ``SERVED`` (the API's, the read side's and the regulator's
-parts), the read models ``READ_GAMES``, the regulator's replays ``REGULATOR_GAMES``, the notary
+parts, and the games' commands' declarations, from which the server derives its role table:
+``ROLE_TABLE``, made here too, so that a declaration the table refuses fails every command at
+start), the read models ``READ_GAMES``, the regulator's replays ``REGULATOR_GAMES``, the notary
 ``ROUND_END`` (where every game's rounds end), the turn clock ``TURN_GAMES``. Importing the
 games' modules here also registers their events' topics for decoding.
 
@@ -62,6 +64,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from services.api.game import Served
+from services.api.roles import role_table
 from services.cuarenta.game import GAME as CUARENTA
 from services.games import Game
 from services.ledger.api import Ledger
@@ -97,9 +100,10 @@ def ledger_games(games: Sequence[Game] = GAMES) -> tuple[LedgerGame, ...]:
 
 def served(games: Sequence[Game] = GAMES) -> Served:
     """What the gRPC server is handed of ``games``: the API's, the read side's and the
-    regulator's parts."""
+    regulator's parts, and their commands' declarations (who may call them, by which RPCs)."""
     return Served(api=tuple(g.api for g in games), read=tuple(g.read for g in games),
-                  regulator=tuple(g.regulator for g in games))
+                  regulator=tuple(g.regulator for g in games),
+                  commands=tuple(d for g in games for d in g.ledger.face.declared().values()))
 
 
 def round_end(games: Sequence[Game] = GAMES) -> RoundEnds:
@@ -110,6 +114,7 @@ def round_end(games: Sequence[Game] = GAMES) -> RoundEnds:
 LEDGER_GAMES = ledger_games()
 TRANSCODINGS = tuple(t for game in LEDGER_GAMES for t in game.transcodings)
 SERVED = served()
+ROLE_TABLE = role_table(SERVED.commands)  # who may call which RPC; a disagreement fails here
 READ_GAMES = SERVED.read
 REGULATOR_GAMES = SERVED.regulator
 TURN_GAMES = tuple(game.turns for game in GAMES if game.turns is not None)
@@ -430,7 +435,7 @@ def store_notary(settings: Settings, db: Database | None = None, *, sign: bool =
 
 
 __all__ = ["GAMES", "LEDGER_GAMES", "READ_GAMES", "READ_ONLY_KEY", "REGULATOR_GAMES",
-           "ROUND_END", "SERVED", "TRANSCODINGS", "TURN_GAMES", "host_main",
+           "ROLE_TABLE", "ROUND_END", "SERVED", "TRANSCODINGS", "TURN_GAMES", "host_main",
            "ledger_config", "ledger_games", "log_application", "log_env", "notary",
            "open_ledger", "open_ledger_process", "open_log", "projector",
            "read_database", "read_lag", "read_log", "read_models", "read_models_fields",

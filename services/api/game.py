@@ -33,6 +33,7 @@ from domain.errors import InvalidArgument
 from domain.options import OptionTable
 
 if TYPE_CHECKING:
+    from services.ledger.methods import Declared
     from services.ledger.views import StoredEvent
     from services.projections.games import ReadGame
     from services.regulator.replay import RegulatorGame
@@ -117,9 +118,11 @@ class Played:
 @dataclass(frozen=True)
 class Served:
     """What a server is handed of the games (``services.api.server.start``): the API's part of
-    each, the read side's (the read models it keeps) and the regulator's (replays, the end of a
-    round for its notary)."""
+    each, the read side's (the read models it keeps), the regulator's (replays, the end of a
+    round for its notary) and every game's commands' declarations (``commands``: the role
+    table's rows of the RPCs that call them, ``services.api.roles.role_table``)."""
 
     api: tuple[ApiGame, ...] = ()
     read: tuple[ReadGame, ...] = ()
     regulator: tuple[RegulatorGame, ...] = ()
+    commands: tuple[Declared[Any, Any], ...] = ()

@@ -1,5 +1,6 @@
 """The server interceptor: authenticates the caller (a bearer token, or on the mTLS listener a
-client certificate named in the credentials), checks the role against the table in ``roles``,
+client certificate named in the credentials), checks the role against its role table
+(``roles.RoleTable``: the server's, built from the games' commands' declarations),
 limits each principal's streams, answers malformed requests INVALID_ARGUMENT, maps errors to
 rich statuses and writes one JSON log line per RPC: ``info`` for answered calls, ``warning``
 with the peer and the principal for security events (unauthenticated, refused, rate-limited or
@@ -160,9 +161,10 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
     """Authentication, authorization, stream shares, error mapping and the per-RPC log line."""
 
     def __init__(self, credentials: Mapping[str, Principal] | Keyring,
-                 streams: StreamQuota | None = None) -> None:
+                 streams: StreamQuota | None = None, *, table: roles.RoleTable) -> None:
         self.keyring = (credentials if isinstance(credentials, Keyring)
                         else Keyring.of_tokens(credentials))
+        self.table = table  # who may call which RPC (``roles.role_table``)
         self.streams = streams or StreamQuota(per_principal=1 << 30)
         self._log = get_logger()
         # (method, header) -> (the servicer's handler, the wrapped one, keyring generation,
@@ -187,9 +189,9 @@ class ApiInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         until = credential.until
         return self._allowed(method, who, credential.id), _FOREVER if until == _FOREVER else until
 
-    @staticmethod
-    def _allowed(method: str, principal: Principal, credential: str) -> Principal | Refused:
-        if not roles.allowed(method, principal.role):
+    def _allowed(self, method: str, principal: Principal, credential: str
+                 ) -> Principal | Refused:
+        if not self.table.allowed(method, principal.role):
             return Refused(errors.permission_denied(
                 "authorization", f"role {principal.role.value} may not call {method}"),
                 principal, credential)

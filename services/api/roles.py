@@ -2,12 +2,29 @@
 
 The regulator reads everything and writes nothing; the admin may call everything. A player
 token is bound to one account: the servicers refuse another player's account or stake.
+
+The table (``RoleTable``, built by ``role_table`` when the server starts, from what the
+composition root hands it) has two sources:
+
+- ``CORE_ROLES``, written here: the read-only RPCs, and the RPCs that call the core's commands
+  (tables, shoes, accounts, cash: ``services.ledger.methods.CORE_METHODS``), whichever service
+  serves them (Trente et Quarante's OpenShoe, Treinta y Una's OpenTable);
+- the rows of the RPCs that call a game's commands, derived from the commands' declarations
+  (``services.ledger.methods.command(..., roles=..., rpcs=...)``: each names the roles that may
+  call it and the RPCs that do): an RPC that calls commands of different roles, or that is
+  both declared and in ``CORE_ROLES``, or a role that is not one of ``Role`` (or the admin's
+  or the regulator's, who are not granted writes row by row) is a ``RoleError`` at start.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # (the commands' declarations are handed in: a principal's module stays light)
+    from services.ledger.methods import Declared
 
 
 class Role(StrEnum):
@@ -37,30 +54,21 @@ class Principal:
 C, K, P, B = Role.CROUPIER, Role.CASHIER, Role.PLAYER, Role.BACK_OFFICE
 _READERS = frozenset({C, P, B})
 
-# method -> (writes?, roles allowed besides admin, and the regulator for reads)
-RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
+Row = tuple[bool, frozenset[Role]]  # (writes?, roles allowed besides admin; the regulator reads)
+
+# method -> its row: the core's RPCs and the read-only ones (the games' commands' RPCs: their
+# declarations)
+CORE_ROLES: dict[str, Row] = {
     "/sabot.v1.TableService/OpenTable": (True, frozenset({C})),
     "/sabot.v1.TableService/OpenShoe": (True, frozenset({C})),
     "/sabot.v1.TableService/CutShoe": (True, frozenset({C})),
     "/sabot.v1.TableService/CloseShoe": (True, frozenset({C})),
-    "/sabot.v1.TableService/OpenCoup": (True, frozenset({C})),
-    "/sabot.v1.TableService/CloseBetting": (True, frozenset({C})),
-    "/sabot.v1.TableService/DealCoup": (True, frozenset({C})),
-    "/sabot.v1.TableService/SettleCoup": (True, frozenset({C})),
     "/sabot.v1.TableService/CloseTable": (True, frozenset({C})),
     "/sabot.v1.TableService/GetTable": (False, _READERS),
     "/sabot.v1.TableService/ListTables": (False, _READERS),
     "/sabot.v1.TableService/GetShoe": (False, _READERS),
     "/sabot.v1.TableService/GetCoup": (False, _READERS),
     "/sabot.v1.TableService/ListCoups": (False, _READERS),
-    "/sabot.v1.BettingService/PlaceStake": (True, frozenset({P})),
-    "/sabot.v1.BettingService/RaiseStake": (True, frozenset({P})),
-    "/sabot.v1.BettingService/WithdrawStake": (True, frozenset({P})),
-    "/sabot.v1.BettingService/InsureStake": (True, frozenset({P})),
-    "/sabot.v1.BettingService/ChooseRefait31": (True, frozenset({P})),
-    "/sabot.v1.BettingService/MoveStake": (True, frozenset({P})),
-    "/sabot.v1.BettingService/HalfWithdrawStake": (True, frozenset({P})),
-    "/sabot.v1.BettingService/BatchStakes": (True, frozenset({P})),
     "/sabot.v1.BettingService/GetStake": (False, _READERS),
     "/sabot.v1.BettingService/ListStakes": (False, _READERS),
     "/sabot.v1.CashierService/OpenAccount": (True, frozenset({K})),
@@ -92,31 +100,17 @@ RPC_ROLES: dict[str, tuple[bool, frozenset[Role]]] = {
     "/sabot.v1.ReadModelService/RecallCoups": (False, frozenset({B})),
     "/sabot.v1.ReadModelService/Reconcile": (False, frozenset({B})),
     "/sabot.v1.ReadModelService/GetProjectionLag": (False, frozenset({B})),
-    # Cuarenta (issue 14): the croupier opens and deals; a player plays (its own seat: the
-    # ledger decides) and abandons; the croupier or an opponent claims the turn time; a hand's
-    # faces are its holder's only (GetHand: the ledger refuses anyone else)
-    "/sabot.cuarenta.v1.CuarentaService/OpenMatch": (True, frozenset({C})),
-    "/sabot.cuarenta.v1.CuarentaService/Deal": (True, frozenset({C})),
-    "/sabot.cuarenta.v1.CuarentaService/PlayCard": (True, frozenset({P})),
-    "/sabot.cuarenta.v1.CuarentaService/Forfeit": (True, frozenset({C, P})),
+    # Cuarenta (issue 14; who plays: its commands' declarations): a hand's faces are its
+    # holder's only (GetHand: the ledger refuses anyone else)
     "/sabot.cuarenta.v1.CuarentaService/GetMatch": (False, _READERS),
     "/sabot.cuarenta.v1.CuarentaService/GetHand": (False, frozenset({P})),
     "/sabot.cuarenta.v1.CuarentaService/ListMoves": (False, _READERS),
     "/sabot.cuarenta.v1.CuarentaService/WatchMatch": (False, _READERS),
     "/sabot.cuarenta.v1.CuarentaService/ListMatches": (False, _READERS),
     "/sabot.cuarenta.v1.CuarentaService/GetReconciliation": (False, frozenset({B})),
-    # Treinta y Una (issue 13): the croupier opens, deals, stands for an absent player and
-    # settles; a player stakes and says "carta" or "me planto" (its own hand, in its turn: the
-    # ledger decides); a hand's face-down cards are its holder's only (GetMyHand)
+    # Treinta y Una (issue 13; who plays: its commands' declarations): the croupier opens a
+    # table (the core's open_table); a hand's face-down cards are its holder's only (GetMyHand)
     "/sabot.treinta_y_una.v1.TreintaYUnaService/OpenTable": (True, frozenset({C})),
-    "/sabot.treinta_y_una.v1.TreintaYUnaService/OpenRound": (True, frozenset({C})),
-    "/sabot.treinta_y_una.v1.TreintaYUnaService/PlaceStake": (True, frozenset({P})),
-    "/sabot.treinta_y_una.v1.TreintaYUnaService/Deal": (True, frozenset({C})),
-    "/sabot.treinta_y_una.v1.TreintaYUnaService/Carta": (True, frozenset({P})),
-    "/sabot.treinta_y_una.v1.TreintaYUnaService/MePlanto": (True, frozenset({P})),
-    "/sabot.treinta_y_una.v1.TreintaYUnaService/StandForAbsent": (True, frozenset({C})),
-    "/sabot.treinta_y_una.v1.TreintaYUnaService/SettleRound": (True, frozenset({C})),
-    "/sabot.treinta_y_una.v1.TreintaYUnaService/CancelRound": (True, frozenset({C})),
     "/sabot.treinta_y_una.v1.TreintaYUnaService/GetRound": (False, _READERS),
     "/sabot.treinta_y_una.v1.TreintaYUnaService/GetLatestRound": (False, _READERS),
     "/sabot.treinta_y_una.v1.TreintaYUnaService/GetMyHand": (False, frozenset({P})),
@@ -132,17 +126,72 @@ PUBLIC_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.v1alpha.ServerRe
                    "/grpc.reflection.v1.ServerReflection/")
 
 
-def allowed(method: str, role: Role) -> bool:
-    """Whether ``role`` may call ``method`` (an unknown method is refused to all but admin)."""
-    if role is Role.ADMIN:
-        return True
-    entry = RPC_ROLES.get(method)
-    if entry is None:
-        return False
-    writes, roles = entry
-    if role is Role.REGULATOR:
-        return not writes
-    return role in roles
+class RoleError(ValueError):
+    """A role table the declarations and ``CORE_ROLES`` cannot make (see the module's text)."""
+
+
+class RoleTable:
+    """Which role may call which RPC: ``rows``, method -> (writes?, roles allowed besides the
+    admin; the regulator reads everything and writes nothing). Immutable: read by every
+    call's interceptor without a lock."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Mapping[str, Row]) -> None:
+        self.rows: Mapping[str, Row] = dict(rows)
+
+    def allowed(self, method: str, role: Role) -> bool:
+        """Whether ``role`` may call ``method`` (an unknown method is refused to all but
+        admin)."""
+        if role is Role.ADMIN:
+            return True
+        entry = self.rows.get(method)
+        if entry is None:
+            return False
+        writes, roles = entry
+        if role is Role.REGULATOR:
+            return not writes
+        return role in roles
+
+
+def _declared_roles(declared: Declared[Any, Any]) -> frozenset[Role]:
+    try:
+        found = frozenset(Role(name) for name in declared.roles)
+    except ValueError:
+        raise RoleError(f"{declared.stored}: roles {sorted(declared.roles)} are not all among "
+                        f"{[r.value for r in Role]}") from None
+    if found & {Role.ADMIN, Role.REGULATOR}:
+        raise RoleError(f"{declared.stored}: the admin calls everything and the regulator "
+                        "writes nothing: neither is declared")
+    return found
+
+
+def role_table(commands: Iterable[Declared[Any, Any]] = (),
+               core: Mapping[str, Row] = CORE_ROLES) -> RoleTable:
+    """The role table: ``core``'s rows and those of the RPCs that call ``commands`` (the games'
+    declarations, ``services.api.game.Served.commands``), each a writing row of its command's
+    roles; ``RoleError`` for an RPC calling commands of different roles or one named both by
+    a declaration and by ``core``, or a declared role that is not one (see the module's
+    text)."""
+    from services.ledger.methods import COMMAND
+
+    derived: dict[str, Row] = {}
+    caller: dict[str, str] = {}  # RPC -> the first command declared as called by it
+    for declared in commands:
+        if declared.kind != COMMAND or not declared.rpcs:
+            continue
+        row = (True, _declared_roles(declared))
+        for rpc in declared.rpcs:
+            if rpc in core:
+                raise RoleError(f"{rpc}: its row is the core's and {declared.stored}'s "
+                                "declaration's (one source only)")
+            if rpc in derived and derived[rpc] != row:
+                raise RoleError(
+                    f"{rpc} calls {caller[rpc]} ({sorted(derived[rpc][1])}) and "
+                    f"{declared.stored} ({sorted(row[1])}): commands of different roles")
+            derived[rpc] = row
+            caller.setdefault(rpc, declared.stored)
+    return RoleTable({**core, **derived})
 
 
 def is_public(method: str) -> bool:

@@ -47,7 +47,7 @@ from services.api.interceptor import ApiInterceptor, current_principal
 from services.api.logs import get_logger
 from services.api.regulator import RegulatorServicer
 from services.api.reports import GameReadModels, ProjectionKeeper, ReadModelServicer
-from services.api.roles import Principal
+from services.api.roles import Principal, RoleTable, role_table
 from services.api.stream_quota import StreamQuota
 from services.api.streams import FeedServicer, WatchServicer
 from services.ledger.remote import AnyLedger, observer
@@ -201,7 +201,8 @@ def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
           notary: Follower | _FromConfig | None = FROM_CONFIG, *, games: Served,
           read_models_elsewhere: bool = False) -> Running:
     """Start serving ``ledger`` and ``games`` (each game's parts for the API, the read side and
-    the regulator) on ``config.listen`` (port 0: a free port, see ``Running.port``),
+    the regulator, and its commands' declarations: the role table's rows of their RPCs) on
+    ``config.listen`` (port 0: a free port, see ``Running.port``),
     its health kept true by a monitor (``services/api/health.py``: every ``interval`` s, with
     ``limits``), and with ``metrics_listen`` (HOST:PORT) the Prometheus metrics and the health
     over HTTP (``services/metrics.py``). ``notary``: the notary the server starts and stops
@@ -211,26 +212,72 @@ def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
     ``services.bootstrap.open_ledger_process``); else a thread of this process.
     ConfigError for settings that cannot serve (a
     plaintext listener beyond loopback without ``insecure``, half a TLS pair, a credentials
-    file that does not parse, a metrics address that is not HOST:PORT)."""
+    file that does not parse, a metrics address that is not HOST:PORT); ``roles.RoleError``
+    for declarations the role table refuses (``roles.role_table``)."""
     files, server_tls = _listening(config, metrics_listen)
+    table = role_table(games.commands)  # before anything starts
     keyring = keyring_of(config)
     stream_slots = max(1, config.workers // 2)  # unary calls keep the rest
     quota = StreamQuota(config.streams_per_principal, total=stream_slots)
+    hub = _hub(ledger, stream_slots)
+    metrics = series.ServerMetrics()
+    metrics.stream_slots.set(stream_slots)
+    health_servicer = health.HealthServicer()
+    checks, check_pool = monitoring.serve_checks(health_servicer)
+    server = _grpc_server(config, _interceptors(metrics, check_pool, keyring, quota, table))
+    if isinstance(notary, _FromConfig):
+        notary = _notary(config, games)
+    added = _add_servicers(server, config, ledger, hub, games, notary, read_models_elsewhere)
+    server.add_generic_rpc_handlers((checks,))  # Check on threads of its own
+    serve_reflection(server, (*added.services, health.SERVICE_NAME))
+    port = _bind(server, config, server_tls, (hub, check_pool))
+    state, writer_series = observer(ledger)
+    metrics.registry.register(series.RemoteSeries(writer_series))
+    monitor = monitoring.HealthMonitor(
+        health_servicer, added.services,
+        _sources(config, ledger, hub, added.projections, notary, state),
+        metrics, limits=limits or monitoring.Limits(), interval=interval,
+        commands=(*monitoring.COMMAND_SERVICES,  # and every game's: they take commands
+                  *added.played.services()))
+    endpoint = _endpoint(metrics_listen, metrics, monitor, (hub, check_pool))
+    keyring.watch()
+    if notary is not None:
+        notary.start()
+    added.projections.start()
+    server.start()
+    monitor.start()  # its first look sets every status before it returns
+    _log_started(config, files, port, metrics_listen, endpoint)
+    return Running(server, port, health_servicer, hub, ledger, threading.Event(),
+                   added.services, notary, added.regulator, added.projections,
+                   tuple(s for s in added.servicers if isinstance(s, Base)), keyring, quota,
+                   files is not None, monitor, metrics, endpoint, (check_pool,))
+
+
+def _hub(ledger: AnyLedger, stream_slots: int) -> Hub:
+    """The hub of the server's streams, started, from the log's end the ledger knows."""
     recorder = getattr(getattr(ledger, "app", None), "recorder", None)
     end = getattr(recorder, "max_notification_id", None)
     saved = getattr(ledger, "saved_position", None)
     hub = Hub(ledger, streams=stream_slots, end=end, saved=saved)
     hub.start()
-    metrics = series.ServerMetrics()
-    metrics.stream_slots.set(stream_slots)
-    health_servicer = health.HealthServicer()
-    checks, check_pool = monitoring.serve_checks(health_servicer)
+    return hub
+
+
+def _interceptors(metrics: series.ServerMetrics, check_pool: ThreadPoolExecutor,
+                  keyring: credentials.Keyring, quota: StreamQuota, table: RoleTable
+                  ) -> list[Any]:
+    """The server's interceptors, outermost first: the traces' (when enabled), the metrics'
+    (and deadlines'), then authentication and authorization against ``table``."""
     pools = {f"/{health.SERVICE_NAME}/Check": check_pool}
     interceptors: list[Any] = [series.MetricsInterceptor(metrics, call_deadline, pools),
-                               ApiInterceptor(keyring, quota)]
+                               ApiInterceptor(keyring, quota, table=table)]
     if traces.enabled():  # off by default: no interceptor at all
         interceptors.insert(0, traces.TraceInterceptor(current_principal.get))
-    server = grpc.server(
+    return interceptors
+
+
+def _grpc_server(config: Config, interceptors: list[Any]) -> grpc.Server:
+    return grpc.server(
         ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="sabot-rpc"),
         interceptors=interceptors,
         options=[
@@ -239,9 +286,25 @@ def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
         ],
         maximum_concurrent_rpcs=config.workers * 8,
     )
+
+
+@dataclass(frozen=True)
+class _Added:
+    """The servicers ``_add_servicers`` added, and what the server keeps of them."""
+
+    played: Played  # the games served
+    services: tuple[str, ...]  # every service served (the games' included)
+    regulator: RegulatorServicer
+    projections: ProjectionKeeper  # not started yet
+    servicers: tuple[Any, ...]
+
+
+def _add_servicers(server: grpc.Server, config: Config, ledger: AnyLedger, hub: Hub,
+                   games: Served, notary: Follower | None, read_models_elsewhere: bool
+                   ) -> _Added:
+    """Every servicer, the game-neutral ones and each game's, added to ``server``."""
     no_tokens: dict[str, Principal] = {}  # the interceptor authenticates: servicers hold none
     served = Played(games.api)
-    services = (*SERVICES, *served.services())
     deps = (ledger, no_tokens, hub, served)
     tables = table_service.servicer(ledger, no_tokens, hub, games=served)  # each game's too
     cashier, report = CashierServicer(*deps), ReportServicer(*deps)
@@ -253,8 +316,6 @@ def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
     cashier_pb2_grpc.add_ReportServiceServicer_to_server(report, server)
     events_pb2_grpc.add_WatchServiceServicer_to_server(watch, server)
     events_pb2_grpc.add_FeedServiceServicer_to_server(feed, server)
-    if isinstance(notary, _FromConfig):
-        notary = _notary(config, games)
     regulator = regulator_service.servicer(  # its game-neutral RPCs and each game's; they
         ledger, no_tokens, hub, games=served,
         store=config.read_store or config.store,  # they read the read store, if any
@@ -272,8 +333,22 @@ def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
         if isinstance(servicer, GameReadModels):
             servicer.use_read_models(projections)
     reports_pb2_grpc.add_ReadModelServiceServicer_to_server(read_model_servicer, server)
-    server.add_generic_rpc_handlers((checks,))  # Check on threads of its own
-    serve_reflection(server, (*services, health.SERVICE_NAME))
+    return _Added(served, (*SERVICES, *served.services()), regulator, projections,
+                  (tables, *played, cashier, report, watch, feed, regulator,
+                   read_model_servicer))
+
+
+def _given_up(started: tuple[Hub, ThreadPoolExecutor]) -> None:
+    """What a server that cannot listen had started: its hub and its checks' threads."""
+    hub, check_pool = started
+    hub.close()
+    check_pool.shutdown(wait=False)
+
+
+def _bind(server: grpc.Server, config: Config, server_tls: grpc.ServerCredentials | None,
+          started: tuple[Hub, ThreadPoolExecutor]) -> int:
+    """The port ``server`` listens on at ``config.listen``; OSError (``started`` stopped) when
+    it cannot."""
     try:
         if server_tls is None:
             port = server.add_insecure_port(config.listen)
@@ -282,43 +357,35 @@ def start(config: Config, ledger: AnyLedger, metrics_listen: str | None = None,
     except RuntimeError:  # grpcio >= 1.6x: "Failed to bind to address ..." (was: port 0)
         port = 0
     if port == 0:
-        hub.close()
-        check_pool.shutdown(wait=False)
+        _given_up(started)
         raise OSError(f"cannot listen on {config.listen} (in use, or not an address here)")
-    state, writer_series = observer(ledger)
-    metrics.registry.register(series.RemoteSeries(writer_series))
-    monitor = monitoring.HealthMonitor(
-        health_servicer, services, _sources(config, ledger, hub, projections, notary, state),
-        metrics, limits=limits or monitoring.Limits(), interval=interval,
-        commands=(*monitoring.COMMAND_SERVICES,  # and every game's: they take commands
-                  *served.services()))
-    endpoint = None
-    if metrics_listen is not None:
-        try:
-            endpoint = series.Endpoint(metrics_listen, metrics.registry, monitor.check).start()
-        except OSError as exc:
-            hub.close()
-            check_pool.shutdown(wait=False)
-            raise OSError(f"--metrics-listen {metrics_listen}: cannot listen: "
-                          f"{exc.strerror or exc}") from None
-    keyring.watch()
-    if notary is not None:
-        notary.start()
-    projections.start()
-    server.start()
-    monitor.start()  # its first look sets every status before it returns
+    return port
+
+
+def _endpoint(metrics_listen: str | None, metrics: series.ServerMetrics,
+              monitor: monitoring.HealthMonitor, started: tuple[Hub, ThreadPoolExecutor]
+              ) -> series.Endpoint | None:
+    """The metrics and health over HTTP on ``metrics_listen``, started (None: not asked);
+    OSError (``started`` stopped) when it cannot listen."""
+    if metrics_listen is None:
+        return None
+    try:
+        return series.Endpoint(metrics_listen, metrics.registry, monitor.check).start()
+    except OSError as exc:
+        _given_up(started)
+        raise OSError(f"--metrics-listen {metrics_listen}: cannot listen: "
+                      f"{exc.strerror or exc}") from None
+
+
+def _log_started(config: Config, files: tls.ServerFiles | None, port: int,
+                 metrics_listen: str | None, endpoint: series.Endpoint | None) -> None:
     get_logger().info("server started", version=version(), listen=config.listen, port=port,
                       store=_safe(config.store),
                       tls="off" if files is None else (
                           "mtls" if files.client_ca is not None else "on"),
                       credentials=str(config.credentials_file or ""))
-    servicers = (tables, *played, cashier, report, watch, feed, regulator, read_model_servicer)
     if endpoint is not None:
         get_logger().info("metrics served", listen=metrics_listen, port=endpoint.port)
-    return Running(server, port, health_servicer, hub, ledger, threading.Event(), services,
-                   notary, regulator, projections,
-                   tuple(s for s in servicers if isinstance(s, Base)), keyring, quota,
-                   files is not None, monitor, metrics, endpoint, (check_pool,))
 
 
 def _sources(config: Config, ledger: AnyLedger, hub: Hub, projections: ProjectionKeeper,

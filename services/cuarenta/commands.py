@@ -35,6 +35,7 @@ from domain.cuarenta.rules import CuarentaRules, cuarenta_rules
 from domain.cuarenta.stakes import Movement, Role
 from domain.errors import FailedPrecondition, InvalidArgument
 from services import topics
+from services.api.roles import Role as Caller
 from services.cuarenta.match import CuarentaMatch
 from services.cuarenta.reconcile import Reconciliation, reconcile
 from services.cuarenta.views import (
@@ -592,16 +593,26 @@ class Cuarenta(GameCommands):
         return reconcile(events, table_id)
 
 
+_RPC = "/sabot.cuarenta.v1.CuarentaService/"  # the RPCs that call its commands
+_CROUPIER = (Caller.CROUPIER,)
+
+
 class CuarentaLedger(Face):
     """The game's commands and queries as the ledger declares them, each once: its stored name
     (the ledger's method, the socket's: frozen) and the method above that decides it (its
-    arguments and answer: ``services.ledger.methods``). Servicers, the CLI and the turn clock
-    call them through ``ledger.game(CuarentaLedger)``."""
+    arguments and answer: ``services.ledger.methods``), and for a command who may call it
+    through which RPCs (the role table's rows: ``services.api.roles.role_table``). Servicers,
+    the CLI and the turn clock call them through ``ledger.game(CuarentaLedger)``."""
 
-    open_match = command("cuarenta_open_match", Cuarenta.open_match)
-    deal = command("cuarenta_deal", Cuarenta.deal)
-    play = command("cuarenta_play", Cuarenta.play)
-    forfeit = command("cuarenta_forfeit", Cuarenta.forfeit)
+    # the croupier opens and deals; a player plays (its own seat: the ledger decides) and
+    # abandons; the croupier or an opponent claims the turn time
+    open_match = command("cuarenta_open_match", Cuarenta.open_match, roles=_CROUPIER,
+                         rpcs=(_RPC + "OpenMatch",))
+    deal = command("cuarenta_deal", Cuarenta.deal, roles=_CROUPIER, rpcs=(_RPC + "Deal",))
+    play = command("cuarenta_play", Cuarenta.play, roles=(Caller.PLAYER,),
+                   rpcs=(_RPC + "PlayCard",))
+    forfeit = command("cuarenta_forfeit", Cuarenta.forfeit,
+                      roles=(Caller.CROUPIER, Caller.PLAYER), rpcs=(_RPC + "Forfeit",))
     turn = query("cuarenta_turn", Cuarenta.turn)
     get_match = query("cuarenta_match", Cuarenta.get_match)
     hand = query("cuarenta_hand", Cuarenta.hand)

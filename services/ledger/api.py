@@ -249,7 +249,7 @@ class Ledger:
         self,
         request_id: str,
         table_id: str,
-        preset: str | None = None,
+        preset: str = "",
         overrides: Mapping[str, str] | None = None,
         game: str | None = None,
         *,
@@ -257,13 +257,14 @@ class Ledger:
     ) -> TableView:
         """Open a table to play ``game`` (the name of a game the ledger plays; default
         ``UNRECORDED_GAME``, what a table that records none plays; INVALID_ARGUMENT
-        ``UNKNOWN_GAME`` otherwise) under a preset of its rule book (default: the rule book's)
+        ``UNKNOWN_GAME`` otherwise) under a preset of its rule book (default, or "": the rule
+        book's, as the socket's ``preset:str`` and the gRPC field say it; stored by its name)
         with options overridden; records the game and the whole ruleset. Also opens the game's
         table accounts (bank, layout, house, ...). ALREADY_EXISTS if it exists."""
         overrides_d = dict(overrides or {})
         self.core.game_named(UNRECORDED_GAME if game is None else game)  # UNKNOWN_GAME
         played = self.games[UNRECORDED_GAME if game is None else game]
-        chosen = played.options.default_preset if preset is None else preset
+        chosen = preset or played.options.default_preset
 
         def decide(unit: UnitOfWork) -> TableView:
             check_name(table_id, "table_id")

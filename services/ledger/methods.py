@@ -30,7 +30,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, Union, overload
 
@@ -174,14 +174,26 @@ class Declared(Generic[P, R]):
     """One command or query of a game, declared once (see the module's text): its ``kind``,
     its ``stored`` name (the request's ``command``, the socket's method: frozen) and ``impl``,
     the method of the game's commands object that decides it, whose signature is the
-    declaration's (``method``: its ``Method`` on the socket)."""
+    declaration's (``method``: its ``Method`` on the socket); for a command, ``roles``, the
+    names of the roles that may call it (besides the admin), and ``rpcs``, the gRPC methods
+    that call it (both or neither: TypeError; a query names neither, its RPCs are read-only
+    rows of the role table)."""
 
-    def __init__(self, kind: str, stored: str, impl: Callable[Concatenate[Any, P], R]) -> None:
+    def __init__(self, kind: str, stored: str, impl: Callable[Concatenate[Any, P], R],
+                 roles: Iterable[str] = (), rpcs: Iterable[str] = ()) -> None:
         self.kind = kind
         self.stored = stored
         self.impl = impl
         self.attr = impl.__name__
+        self.roles = frozenset(str(role) for role in roles)
+        self.rpcs = tuple(rpcs)
         self._method: Method | None = None
+        if kind == QUERY and (self.roles or self.rpcs):
+            raise TypeError(f"{stored}: a query declares no roles nor RPCs (read-only rows "
+                            "of the role table)")
+        if bool(self.roles) != bool(self.rpcs) or len(set(self.rpcs)) != len(self.rpcs):
+            raise TypeError(f"{stored}: a command declares the roles that may call it with "
+                            "the RPCs that call it (both or neither, each RPC once)")
 
     def __set_name__(self, owner: type[Any], name: str) -> None:
         self.attr = name
@@ -208,10 +220,11 @@ class Declared(Generic[P, R]):
         return bound
 
 
-def command(stored: str, impl: Callable[Concatenate[Any, P], R]) -> Declared[P, R]:
+def command(stored: str, impl: Callable[Concatenate[Any, P], R], *, roles: Iterable[str] = (),
+            rpcs: Iterable[str] = ()) -> Declared[P, R]:
     """A command (stored with its request id and actor) named ``stored``, decided by
-    ``impl``."""
-    return Declared(COMMAND, stored, impl)
+    ``impl``, that ``roles`` may call through the gRPC methods ``rpcs``."""
+    return Declared(COMMAND, stored, impl, roles, rpcs)
 
 
 def query(stored: str, impl: Callable[Concatenate[Any, P], R]) -> Declared[P, R]:

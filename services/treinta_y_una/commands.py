@@ -34,6 +34,7 @@ from domain.treinta_y_una.movements import Movement
 from domain.treinta_y_una.rules import RULING, TableRules
 from domain.treinta_y_una.stakes import Stake
 from services import topics
+from services.api.roles import Role as Caller
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import Core, Transfer
@@ -548,21 +549,34 @@ class TreintaYUna(GameCommands):
         return reconcile(events, table_id)
 
 
+_RPC = "/sabot.treinta_y_una.v1.TreintaYUnaService/"  # the RPCs that call its commands
+_CROUPIER, _PLAYER = (Caller.CROUPIER,), (Caller.PLAYER,)
+
+
 class TreintaYUnaLedger(Face):
     """The game's commands and queries as the ledger declares them, each once: its stored name
     (the ledger's method, the socket's: frozen) and the method above that decides it (its
-    arguments and answer: ``services.ledger.methods``). Servicers, the CLI and the turn clock
-    call them through ``ledger.game(TreintaYUnaLedger)``."""
+    arguments and answer: ``services.ledger.methods``), and for a command who may call it
+    through which RPCs (the role table's rows: ``services.api.roles.role_table``). Servicers,
+    the CLI and the turn clock call them through ``ledger.game(TreintaYUnaLedger)``."""
 
-    open_round = command("tyu_open_round", TreintaYUna.open_round)
-    place_stake = command("tyu_place_stake", TreintaYUna.place_stake)
-    deal = command("tyu_deal", TreintaYUna.deal)
-    carta = command("tyu_carta", TreintaYUna.carta)
-    me_planto = command("tyu_me_planto", TreintaYUna.me_planto)
-    stand_for_absent = command("tyu_stand_for_absent", TreintaYUna.stand_for_absent)
+    # the croupier opens, deals, stands for an absent player and settles; a player stakes and
+    # says "carta" or "me planto" (its own hand, in its turn: the ledger decides)
+    open_round = command("tyu_open_round", TreintaYUna.open_round, roles=_CROUPIER,
+                         rpcs=(_RPC + "OpenRound",))
+    place_stake = command("tyu_place_stake", TreintaYUna.place_stake, roles=_PLAYER,
+                          rpcs=(_RPC + "PlaceStake",))
+    deal = command("tyu_deal", TreintaYUna.deal, roles=_CROUPIER, rpcs=(_RPC + "Deal",))
+    carta = command("tyu_carta", TreintaYUna.carta, roles=_PLAYER, rpcs=(_RPC + "Carta",))
+    me_planto = command("tyu_me_planto", TreintaYUna.me_planto, roles=_PLAYER,
+                        rpcs=(_RPC + "MePlanto",))
+    stand_for_absent = command("tyu_stand_for_absent", TreintaYUna.stand_for_absent,
+                               roles=_CROUPIER, rpcs=(_RPC + "StandForAbsent",))
     turn = query("tyu_turn", TreintaYUna.turn)
-    settle = command("tyu_settle", TreintaYUna.settle)
-    cancel_round = command("tyu_cancel_round", TreintaYUna.cancel_round)
+    settle = command("tyu_settle", TreintaYUna.settle, roles=_CROUPIER,
+                     rpcs=(_RPC + "SettleRound",))
+    cancel_round = command("tyu_cancel_round", TreintaYUna.cancel_round, roles=_CROUPIER,
+                           rpcs=(_RPC + "CancelRound",))
     get_round = query("tyu_get_round", TreintaYUna.get_round)
     latest_round = query("tyu_latest_round", TreintaYUna.latest_round)
     list_rounds = query("tyu_list_rounds", TreintaYUna.list_rounds)

@@ -43,6 +43,7 @@ from domain.trente_et_quarante.layout import choose_refait31 as choose_refait31_
 from domain.trente_et_quarante.outcome import Outcome, Result, judge
 from domain.trente_et_quarante.rules import HouseRules
 from domain.trente_et_quarante.settlement import settle
+from services.api.roles import Role as Caller
 from services.ledger.account import Account
 from services.ledger.actor import SYSTEM, Actor
 from services.ledger.core import (
@@ -631,24 +632,43 @@ class TrenteEtQuarante(GameCommands):
         return [row.stored() for row in rows]
 
 
+# the RPCs that call its commands (the frozen sabot.v1 services')
+_TABLE, _BETTING = "/sabot.v1.TableService/", "/sabot.v1.BettingService/"
+_CROUPIER, _PLAYER = (Caller.CROUPIER,), (Caller.PLAYER,)
+
+
 class TrenteEtQuaranteLedger(Face):
     """The game's commands and queries as the ledger declares them, each once: its stored name
     (the ledger's method, the socket's: frozen) and the method above that decides it (its
-    arguments and answer: ``services.ledger.methods``). Its servicers call them through
-    ``ledger.game(TrenteEtQuaranteLedger)``."""
+    arguments and answer: ``services.ledger.methods``), and for a command who may call it
+    through which RPCs (the role table's rows: ``services.api.roles.role_table``). Its
+    servicers call them through ``ledger.game(TrenteEtQuaranteLedger)``."""
 
-    open_coup = command("open_coup", TrenteEtQuarante.open_coup)
-    place_stake = command("place_stake", TrenteEtQuarante.place_stake)
-    raise_stake = command("raise_stake", TrenteEtQuarante.raise_stake)
-    withdraw_stake = command("withdraw_stake", TrenteEtQuarante.withdraw_stake)
-    insure = command("insure", TrenteEtQuarante.insure)
-    choose_refait31 = command("choose_refait31", TrenteEtQuarante.choose_refait31)
-    half_withdraw = command("half_withdraw", TrenteEtQuarante.half_withdraw)
-    move_imprisoned = command("move_imprisoned", TrenteEtQuarante.move_imprisoned)
-    stake_batch = command("stake_batch", TrenteEtQuarante.stake_batch)
-    close_betting = command("close_betting", TrenteEtQuarante.close_betting)
-    deal = command("deal", TrenteEtQuarante.deal)
-    settle = command("settle", TrenteEtQuarante.settle)
+    # the croupier runs the coup (sabot.v1.TableService); a player stakes (its own account:
+    # the ledger decides; sabot.v1.BettingService)
+    open_coup = command("open_coup", TrenteEtQuarante.open_coup, roles=_CROUPIER,
+                        rpcs=(_TABLE + "OpenCoup",))
+    place_stake = command("place_stake", TrenteEtQuarante.place_stake, roles=_PLAYER,
+                          rpcs=(_BETTING + "PlaceStake",))
+    raise_stake = command("raise_stake", TrenteEtQuarante.raise_stake, roles=_PLAYER,
+                          rpcs=(_BETTING + "RaiseStake",))
+    withdraw_stake = command("withdraw_stake", TrenteEtQuarante.withdraw_stake, roles=_PLAYER,
+                             rpcs=(_BETTING + "WithdrawStake",))
+    insure = command("insure", TrenteEtQuarante.insure, roles=_PLAYER,
+                     rpcs=(_BETTING + "InsureStake",))
+    choose_refait31 = command("choose_refait31", TrenteEtQuarante.choose_refait31,
+                              roles=_PLAYER, rpcs=(_BETTING + "ChooseRefait31",))
+    half_withdraw = command("half_withdraw", TrenteEtQuarante.half_withdraw, roles=_PLAYER,
+                            rpcs=(_BETTING + "HalfWithdrawStake",))
+    move_imprisoned = command("move_imprisoned", TrenteEtQuarante.move_imprisoned,
+                              roles=_PLAYER, rpcs=(_BETTING + "MoveStake",))
+    stake_batch = command("stake_batch", TrenteEtQuarante.stake_batch, roles=_PLAYER,
+                          rpcs=(_BETTING + "BatchStakes",))
+    close_betting = command("close_betting", TrenteEtQuarante.close_betting, roles=_CROUPIER,
+                            rpcs=(_TABLE + "CloseBetting",))
+    deal = command("deal", TrenteEtQuarante.deal, roles=_CROUPIER, rpcs=(_TABLE + "DealCoup",))
+    settle = command("settle", TrenteEtQuarante.settle, roles=_CROUPIER,
+                     rpcs=(_TABLE + "SettleCoup",))
     get_coup = query("get_coup", TrenteEtQuarante.get_coup)
     stake_account = query("stake_account", TrenteEtQuarante.stake_account)
     list_coups = query("list_coups", TrenteEtQuarante.list_coups)

@@ -12,9 +12,12 @@ from services.api import names
 from services.api.config import Config, ConfigError, format_tokens, parse_tokens
 from services.api.credentials import new_token, token_hash
 from services.api.errors import ApiError
-from services.api.roles import RPC_ROLES, Role, allowed
+from services.api.roles import Role
 from services.api.server import keyring_of
+from services.bootstrap import ROLE_TABLE
 from services.settings import Settings
+
+RPC_ROLES, allowed = ROLE_TABLE.rows, ROLE_TABLE.allowed  # the server's role table
 
 
 def load(env: dict[str, str], dotenv: Path | None, **flags: str) -> Settings:

@@ -16,6 +16,7 @@ from services.api import interceptor, logs, names
 from services.api.errors import ApiError
 from services.api.gen.sabot.v1 import betting_pb2, table_pb2
 from services.api.roles import Principal, Role
+from services.bootstrap import ROLE_TABLE
 
 ANNE = Principal(Role.PLAYER, "anne", "player:anne")
 
@@ -91,7 +92,7 @@ def test_the_interceptor_keeps_the_wrapped_handler_and_passes_the_principal() ->
         return "answer"
 
     handler = grpc.unary_unary_rpc_method_handler(behavior)
-    api = interceptor.ApiInterceptor({"tok": ANNE})
+    api = interceptor.ApiInterceptor({"tok": ANNE}, table=ROLE_TABLE)
     method = "/sabot.v1.BettingService/PlaceStake"
     first = api.intercept_service(lambda d: handler, _Details(method, "tok"))
     again = api.intercept_service(lambda d: handler, _Details(method, "tok"))

@@ -39,10 +39,12 @@ from services.api.gen.sabot.v1 import (
     table_pb2,
 )
 from services.api.interceptor import MALFORMED
-from services.api.roles import RPC_ROLES, Role, allowed, is_public
+from services.api.roles import Role, is_public
+from services.bootstrap import ROLE_TABLE
 
 from .support import Api, open_coup, open_shoe, open_table
 
+RPC_ROLES, allowed = ROLE_TABLE.rows, ROLE_TABLE.allowed  # the server's role table
 TOTAL = 10_000
 SEED = 20261201
 MODULES = (table_pb2, betting_pb2, cashier_pb2, events_pb2, regulator_pb2, reports_pb2,

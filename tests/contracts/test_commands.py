@@ -142,3 +142,47 @@ def test_a_face_calls_the_same_command_locally_and_over_the_socket(tmp_path: Pat
         remote.close()
         host.close()
         ledger.close()
+
+
+def test_every_core_methods_typed_signature_is_its_wire_method() -> None:
+    """The socket's core table (``CORE_METHODS``, written by hand, frozen) and the ledger's
+    typed signatures (what mypy checks a call against, locally and through ``RemoteLedger``)
+    say the same: no call mypy passes is refused on the socket (``open_table``'s preset was
+    ``str | None`` against the wire's ``str``)."""
+    for v in vars(RemoteLedger).values():
+        if isinstance(v, Declared):
+            made = method_of(v.kind, v.impl)
+            assert made.params == CORE_METHODS[v.stored].params, v.stored
+            assert made.answer == CORE_METHODS[v.stored].answer, v.stored
+    assert dict(CORE_METHODS["open_table"].params)["preset"] == "str"  # frozen: unchanged
+    assert inspect.signature(Ledger.open_table).parameters["preset"].default == ""
+
+
+def test_a_table_opened_with_no_preset_plays_the_rule_books_default_on_both_sides(
+        tmp_path: Path) -> None:
+    """``preset`` omitted or "" (the wire's and the gRPC field's empty text): the rule book's
+    default, stored by its name, locally and over the socket alike; a retry with the default's
+    name is the same command (its first answer); None is refused before the socket."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True,
+                    games=LEDGER_GAMES)
+    host = LedgerHost(ledger, str(tmp_path / "ledger.sock")).start()
+    remote = RemoteLedger(str(tmp_path / "ledger.sock"), url, secret=host.secret,
+                          games=LEDGER_GAMES)
+    default = TYU_TABLE.default_preset
+    try:
+        for side, where in ((ledger, "here"), (remote, "there")):
+            empty = side.open_table(f"r-{where}-1", f"t-{where}-1", "", None, "treinta-y-una")
+            omitted = side.open_table(f"r-{where}-2", f"t-{where}-2", game="treinta-y-una")
+            assert empty.preset == omitted.preset == default, where
+            again = side.open_table(f"r-{where}-1", f"t-{where}-1", default, None,
+                                    "treinta-y-una")
+            assert again == empty, where
+        with pytest.raises(TypeError, match="preset must be str"):
+            remote.open_table("r-none", "t-none", None, None, "treinta-y-una")  # type: ignore[arg-type]
+        assert [t.table_id for t in ledger.list_tables(50, "")[0]] == [
+            "t-here-1", "t-here-2", "t-there-1", "t-there-2"]
+    finally:
+        remote.close()
+        host.close()
+        ledger.close()

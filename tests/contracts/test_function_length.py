@@ -20,7 +20,6 @@ LIMIT = 80
 LONG: dict[str, int] = {
     "services/projections/reconciliation.py:apply": 197,
     "services/projections/recall.py:apply": 147,
-    "services/api/server.py:start": 130,
     "services/projections/shoes.py:apply": 113,
 }
 
