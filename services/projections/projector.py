@@ -89,6 +89,17 @@ def apply_batch(
     return new
 
 
+def partial_reads(views: Sequence[View]) -> dict[str, frozenset[str]]:
+    """Topic -> the fields its events are read for, where every view that wants the topic
+    names the fields it reads (``View.reads``): the decoder builds only those."""
+    out: dict[str, frozenset[str]] = {}
+    for topic in {t for v in views for t in v.reads}:
+        readers = [v for v in views if v.wants(topic)]
+        if all(topic in v.reads for v in readers):
+            out[topic] = frozenset().union(*(v.reads[topic] for v in readers))
+    return out
+
+
 SETUP_ATTEMPTS = 6  # the read models' set-up, tried again after a lock not got in time
 
 
@@ -180,7 +191,7 @@ class Projector:
             if adopt is not None:
                 adopt(self.store)
         self.positions: dict[str, int] = {}
-        self._decode, self._decode_row = decoders(app)
+        self._decode, self._decode_row = decoders(app, partial_reads(self.views))
         self._select = _row_reader(app) if self._decode_row is not None else None
         if setup:
             self.setup()

@@ -12,15 +12,21 @@ Queryable by table, shoe, coup, player (account) and time range: see :func:`reca
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from domain.errors import InvalidArgument
 from services import topics as T
 from services.ledger.ids import account_uuid
-from services.projections.actors import ActorColumn, Batch, Key, unattributed_index
+from services.projections.actors import (
+    REQUEST_FIELDS,
+    ActorColumn,
+    Batch,
+    Key,
+    unattributed_index,
+)
 from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View
 
@@ -88,6 +94,8 @@ class RecallView(View):
     version = 2  # v2: each step's event and actor
     tables = (COUP, STEP, ACCOUNT_NAME, RECALL_ACTOR)
     topics = T.COUP_EVENTS | {T.ACCOUNT_OPENED, T.ACCOUNT_CREDITED, T.REQUEST_RECORDED}
+    # of a request: its actor and effects only
+    reads: ClassVar[Mapping[str, frozenset[str]]] = {T.REQUEST_RECORDED: REQUEST_FIELDS}
 
     def __init__(self) -> None:
         self._actors = ActorColumn("rm_coup_step", STEP.key, _ACTOR, lambda r: (r[0], r[1]),
