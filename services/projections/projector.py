@@ -242,11 +242,15 @@ class Projector:
         out: list[Envelope] = []
         if self._select is not None and self._decode_row is not None:
             decode_row = self._decode_row
+            if wanted is None:
+                return [decode_row(r) for r in self._select(start, limit)]
+            append = out.append
+            make = tuple.__new__  # an Envelope without its generated (Python) __new__
             for r in self._select(start, limit):
-                if wanted is None or r[3] in wanted:
-                    out.append(decode_row(r))
+                if r[3] in wanted:
+                    append(decode_row(r))
                 else:
-                    out.append(Envelope(r[0], r[3], None, _EPOCH, "", ""))
+                    append(make(Envelope, (r[0], r[3], None, _EPOCH, "", "")))
             return out
         notifications = self.app.recorder.select_notifications(
             start + 1, limit, inclusive_of_start=True

@@ -53,6 +53,7 @@ PRISON_STATUSES = frozenset({"prison", "second_prison"})
 CHOSEN_TAKES = frozenset({"partage", "half_withdrawn", "moved", "half_returned"})
 _HALF_TAKEN = frozenset({"half_withdrawn", "half_returned"})  # the stake leaves: half is taken
 OVERWRITTEN = frozenset({"prison_outstanding"})
+_ENTRIES = frozenset({T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED})
 HOUSE_METRIC = {
     "bank": "bank_net",
     "house_insurance": "premiums",
@@ -200,7 +201,7 @@ class _ReconBatch:
             for r in tx.query_in(
                 "SELECT originator_id, account_id, kind, table_id FROM {s}rm_recon_account "
                 "WHERE originator_id",
-                {e.oid for e in batch if e.topic in (T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED)},
+                {e.oid for e in batch if e.topic in _ENTRIES},
             )
         }
         self.new_accounts: list[tuple[Any, ...]] = []
