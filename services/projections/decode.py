@@ -95,6 +95,36 @@ def _fields_decoder(fields: frozenset[str]) -> Callable[[bytes], Any]:
     return msgspec.json.Decoder(struct).decode
 
 
+_Few = dict[str, tuple[Callable[[bytes], Any], tuple[str, ...]]]
+
+
+def _few(few: _Few, versions: dict[str, int], version_of: Callable[[str], int],
+         decode_all: Callable[[Row], Envelope]) -> Callable[[Row], Envelope]:
+    """The decoder of the topics of ``few``: their fields only (see the module's text)."""
+    fromiso = datetime.fromisoformat
+    new = object.__new__
+    make = tuple.__new__
+
+    def decode_few(row: Row) -> Envelope:
+        nid, oid, over, topic, state = row
+        version = versions.get(topic) or version_of(topic)
+        fields, names = few[topic]
+        s = fields(state)
+        if s.class_version != version:
+            return decode_all(row)  # an older version: upcast the whole of it
+        at = s.timestamp.data
+        time = fromiso(at)
+        d = {"timestamp": time, "originator_id": oid, "originator_version": over}
+        for name in names:
+            v = getattr(s, name)
+            d[name] = _unwrap(v) if type(v) is dict and "_type_" in v else v
+        ev = new(StoredEvent)
+        ev.__dict__ = d
+        return make(Envelope, (nid, topic, ev, time, at, oid))
+
+    return decode_few
+
+
 def decoders(app: Any, partial: Mapping[str, frozenset[str]] | None = None,
              ) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envelope] | None]:
     """For ``app``'s log: a function from a notification to its envelope, and one from a raw
@@ -118,33 +148,17 @@ def decoders(app: Any, partial: Mapping[str, frozenset[str]] | None = None,
                          state=state)
         return envelope(nid, mapper.to_domain_event(n), topic)  # needs upcasting
 
-    few = {topic: (_fields_decoder(fields), tuple(sorted(fields)))
+    few: _Few = {topic: (_fields_decoder(fields), tuple(sorted(fields)))
            for topic, fields in (partial or {}).items()}
 
     def version_of(topic: str) -> int:
         version = versions[topic] = getattr(resolve_topic(topic), "class_version", 1)
         return version
 
-    def decode_few(row: Row) -> Envelope:
-        """The fields of ``few[topic]`` only (see the module's text)."""
-        nid, oid, over, topic, state = row
-        version = versions.get(topic) or version_of(topic)
-        fields, names = few[topic]
-        s = fields(state)
-        if s.class_version != version:
-            return decode_all(row)  # an older version: upcast the whole of it
-        at = s.timestamp.data
-        time = fromiso(at)
-        d = {"timestamp": time, "originator_id": oid, "originator_version": over}
-        for name in names:
-            v = getattr(s, name)
-            d[name] = _unwrap(v) if type(v) is dict and "_type_" in v else v
-        ev = new(StoredEvent)
-        ev.__dict__ = d
-        return make(Envelope, (nid, topic, ev, time, at, oid))
-
     def decode_row(row: Row) -> Envelope:
         return decode_few(row) if row[3] in few else decode_all(row)
+
+    decode_few = _few(few, versions, version_of, lambda row: decode_all(row))
 
     def decode_all(row: Row) -> Envelope:
         nid, oid, over, topic, state = row
