@@ -38,6 +38,8 @@ except ImportError:  # pragma: no cover - orjson is a dependency
         return json.dumps(actor, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+# The fields of a ``Request.Recorded`` that an actor column reads (a view's ``reads``).
+REQUEST_FIELDS = frozenset({"actor", "effects"})
 UNRECORDED = {"principal": "unrecorded", "role": "unrecorded", "peer": ""}
 MAX_WAITING = 100_000  # rows kept waiting for their request, at most
 Key = tuple[str, int]  # (originator id, version) of a row's event

@@ -9,11 +9,11 @@ that posted it (from its ``Request.Recorded``: see ``actors.ActorColumn``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from services import topics as T
-from services.projections.actors import ActorColumn, Key, unattributed_index
+from services.projections.actors import REQUEST_FIELDS, ActorColumn, Key, unattributed_index
 from services.projections.store import Tx
 from services.projections.view import Envelope, Table, View
 
@@ -73,6 +73,8 @@ class BankrollView(View):
     version = 2  # v2: each entry's event and actor
     tables = (ACCOUNT, STATEMENT, BANKROLL_ACTOR)
     topics = frozenset({T.ACCOUNT_OPENED, T.REQUEST_RECORDED}) | T.ACCOUNT_ENTRIES
+    # of a request: its actor and effects only
+    reads: ClassVar[Mapping[str, frozenset[str]]] = {T.REQUEST_RECORDED: REQUEST_FIELDS}
 
     def __init__(self) -> None:
         self._actors = ActorColumn("rm_statement", STATEMENT.key, 10, lambda r: (r[0], r[1]),

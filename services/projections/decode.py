@@ -6,16 +6,24 @@ Events whose stored ``class_version`` differs from their class's (they need upca
 stores with a cipher or compressor, go through the application's mapper instead; but for a
 class whose upcasters read and write JSON values only (``plain_upcasts``: an old
 ``Request.Recorded``), applied here to the decoded JSON.
+
+A topic whose events every view that wants it reads only a few fields of (``View.reads``: a
+request's ``actor`` and ``effects``, 2 of its 9) is decoded into those fields only (and the
+timestamp), by a ``msgspec`` decoder that parses the rest of the JSON without building it:
+a ``Request.Recorded`` of ~1.7 KB (its arguments and its result, a view) in ~3 µs instead of
+~11 µs. A field the JSON lacks is ``None``; a stored version that needs upcasting goes the
+whole way.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+import msgspec
 from eventsourcing.persistence import Notification
 from eventsourcing.utils import get_topic, resolve_topic
 
@@ -73,9 +81,56 @@ def decoder(app: Any) -> Callable[[Any], Envelope]:
     return decoders(app)[0]
 
 
-def decoders(app: Any) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envelope] | None]:
+_Stamp = msgspec.defstruct("Stamp", [("data", str)], rename={"data": "_data_"})
+
+
+def _fields_decoder(fields: frozenset[str]) -> Callable[[bytes], Any]:
+    """A JSON decoder of an event's state into ``fields`` (None when absent), its timestamp's
+    text and its ``class_version`` (1 when absent); the other keys are parsed, not built."""
+    struct = msgspec.defstruct(
+        "Fields",
+        [("timestamp", _Stamp), ("class_version", int, 1),
+         *((name, Any, None) for name in sorted(fields))],
+    )
+    return msgspec.json.Decoder(struct).decode
+
+
+_Few = dict[str, tuple[Callable[[bytes], Any], tuple[str, ...]]]
+
+
+def _few(few: _Few, versions: dict[str, int], version_of: Callable[[str], int],
+         decode_all: Callable[[Row], Envelope]) -> Callable[[Row], Envelope]:
+    """The decoder of the topics of ``few``: their fields only (see the module's text)."""
+    fromiso = datetime.fromisoformat
+    new = object.__new__
+    make = tuple.__new__
+
+    def decode_few(row: Row) -> Envelope:
+        nid, oid, over, topic, state = row
+        version = versions.get(topic) or version_of(topic)
+        fields, names = few[topic]
+        s = fields(state)
+        if s.class_version != version:
+            return decode_all(row)  # an older version: upcast the whole of it
+        at = s.timestamp.data
+        time = fromiso(at)
+        d = {"timestamp": time, "originator_id": oid, "originator_version": over}
+        for name in names:
+            v = getattr(s, name)
+            d[name] = _unwrap(v) if type(v) is dict and "_type_" in v else v
+        ev = new(StoredEvent)
+        ev.__dict__ = d
+        return make(Envelope, (nid, topic, ev, time, at, oid))
+
+    return decode_few
+
+
+def decoders(app: Any, partial: Mapping[str, frozenset[str]] | None = None,
+             ) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envelope] | None]:
     """For ``app``'s log: a function from a notification to its envelope, and one from a raw
-    row (see :data:`Row`; ``None`` when the store has a cipher or compressor)."""
+    row (see :data:`Row`; ``None`` when the store has a cipher or compressor). ``partial``:
+    topic -> the only fields its readers read (see the module's text); the notifications'
+    function decodes every field still."""
     mapper = app.mapper
     if getattr(mapper, "cipher", None) or getattr(mapper, "compressor", None):
         return lambda n: envelope(n.id, mapper.to_domain_event(n), n.topic), None
@@ -83,6 +138,7 @@ def decoders(app: Any) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envel
     versions: dict[str, int] = {}
     fromiso = datetime.fromisoformat
     new = object.__new__
+    make = tuple.__new__  # an Envelope without its generated (Python) __new__
     marker = b'"_type_"'
     texts: dict[Any, str] = {}  # originator id -> its text (an aggregate has many events)
 
@@ -92,11 +148,21 @@ def decoders(app: Any) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envel
                          state=state)
         return envelope(nid, mapper.to_domain_event(n), topic)  # needs upcasting
 
+    few: _Few = {topic: (_fields_decoder(fields), tuple(sorted(fields)))
+           for topic, fields in (partial or {}).items()}
+
+    def version_of(topic: str) -> int:
+        version = versions[topic] = getattr(resolve_topic(topic), "class_version", 1)
+        return version
+
     def decode_row(row: Row) -> Envelope:
+        return decode_few(row) if row[3] in few else decode_all(row)
+
+    decode_few = _few(few, versions, version_of, lambda row: decode_all(row))
+
+    def decode_all(row: Row) -> Envelope:
         nid, oid, over, topic, state = row
-        version = versions.get(topic)
-        if version is None:
-            version = versions[topic] = getattr(resolve_topic(topic), "class_version", 1)
+        version = versions.get(topic) or version_of(topic)
         d = loads(state)
         stored_version = d.pop("class_version", 1) if version != 1 or "class_version" in d else 1
         if stored_version != version:
@@ -120,7 +186,7 @@ def decoders(app: Any) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envel
         d["originator_version"] = over
         ev = new(StoredEvent)  # _obj, inlined
         ev.__dict__ = d
-        return Envelope(nid, topic, ev, time, at, oid)
+        return make(Envelope, (nid, topic, ev, time, at, oid))
 
     def decode(n: Any) -> Envelope:
         oid = n.originator_id
@@ -129,6 +195,8 @@ def decoders(app: Any) -> tuple[Callable[[Any], Envelope], Callable[[Row], Envel
             if len(texts) > 100_000:
                 texts.clear()
             text = texts[oid] = str(oid)
-        return decode_row((n.id, text, n.originator_version, n.topic, n.state))
+        return decode_all((n.id, text, n.originator_version, n.topic, n.state))
 
+    if not few:
+        return decode, decode_all
     return decode, decode_row

@@ -89,6 +89,17 @@ def apply_batch(
     return new
 
 
+def partial_reads(views: Sequence[View]) -> dict[str, frozenset[str]]:
+    """Topic -> the fields its events are read for, where every view that wants the topic
+    names the fields it reads (``View.reads``): the decoder builds only those."""
+    out: dict[str, frozenset[str]] = {}
+    for topic in {t for v in views for t in v.reads}:
+        readers = [v for v in views if v.wants(topic)]
+        if all(topic in v.reads for v in readers):
+            out[topic] = frozenset().union(*(v.reads[topic] for v in readers))
+    return out
+
+
 SETUP_ATTEMPTS = 6  # the read models' set-up, tried again after a lock not got in time
 
 
@@ -180,7 +191,7 @@ class Projector:
             if adopt is not None:
                 adopt(self.store)
         self.positions: dict[str, int] = {}
-        self._decode, self._decode_row = decoders(app)
+        self._decode, self._decode_row = decoders(app, partial_reads(self.views))
         self._select = _row_reader(app) if self._decode_row is not None else None
         if setup:
             self.setup()
@@ -231,11 +242,15 @@ class Projector:
         out: list[Envelope] = []
         if self._select is not None and self._decode_row is not None:
             decode_row = self._decode_row
+            if wanted is None:
+                return [decode_row(r) for r in self._select(start, limit)]
+            append = out.append
+            make = tuple.__new__  # an Envelope without its generated (Python) __new__
             for r in self._select(start, limit):
-                if wanted is None or r[3] in wanted:
-                    out.append(decode_row(r))
+                if r[3] in wanted:
+                    append(decode_row(r))
                 else:
-                    out.append(Envelope(r[0], r[3], None, _EPOCH, "", ""))
+                    append(make(Envelope, (r[0], r[3], None, _EPOCH, "", "")))
             return out
         notifications = self.app.recorder.select_notifications(
             start + 1, limit, inclusive_of_start=True

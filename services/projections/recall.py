@@ -12,15 +12,21 @@ Queryable by table, shoe, coup, player (account) and time range: see :func:`reca
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from domain.errors import InvalidArgument
 from services import topics as T
 from services.ledger.ids import account_uuid
-from services.projections.actors import ActorColumn, Key, unattributed_index
+from services.projections.actors import (
+    REQUEST_FIELDS,
+    ActorColumn,
+    Batch,
+    Key,
+    unattributed_index,
+)
 from services.projections.store import ReadStore, Tx
 from services.projections.view import Envelope, Table, View
 
@@ -88,6 +94,8 @@ class RecallView(View):
     version = 2  # v2: each step's event and actor
     tables = (COUP, STEP, ACCOUNT_NAME, RECALL_ACTOR)
     topics = T.COUP_EVENTS | {T.ACCOUNT_OPENED, T.ACCOUNT_CREDITED, T.REQUEST_RECORDED}
+    # of a request: its actor and effects only
+    reads: ClassVar[Mapping[str, frozenset[str]]] = {T.REQUEST_RECORDED: REQUEST_FIELDS}
 
     def __init__(self) -> None:
         self._actors = ActorColumn("rm_coup_step", STEP.key, _ACTOR, lambda r: (r[0], r[1]),
@@ -97,152 +105,208 @@ class RecallView(View):
         return [*super().create_sql(), unattributed_index("rm_coup_step", "coup_id")]
 
     def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
-        pending = self._actors.batch()
+        coups = _RecallBatch(tx, batch, self._actors.batch())
+        handlers = coups.handlers
+        pending = coups.pending
+        for e in batch:
+            t = e.topic
+            if t == T.REQUEST_RECORDED:
+                pending.request(e.event, e.position)
+                continue
+            pending.event(e.position)
+            handler = handlers.get(t)
+            if handler is not None:
+                handler(e)
+            else:
+                coups.step_of(e)
+        coups.write()
+
+
+_Row = list[Any]
+
+
+class _RecallBatch:
+    """One batch's coups and account names (read once, then kept) and the steps its events add:
+    one handler per event kind (a coup's steps: :meth:`step_of`), then written back."""
+
+    def __init__(self, tx: Tx, batch: Sequence[Envelope], pending: Batch) -> None:
+        self.tx = tx
+        self.pending = pending
         credited = [e for e in batch if e.topic == T.ACCOUNT_CREDITED]
         wanted = {e.oid for e in batch if e.topic in T.COUP_EVENTS}
         wanted |= {_coup_of_cause(e.event.cause) or "" for e in credited}
-        coups: dict[str, list[Any]] = {
+        self.coups: dict[str, _Row] = {
             r[0]: list(r)
             for r in tx.query_in(f"SELECT {', '.join(_CC)} FROM {{s}}rm_coup WHERE coup_id",
                                  wanted)
         }
-        steps: list[list[Any]] = []
-        names: dict[str, str] = {
+        self.steps: list[_Row] = []
+        self.names: dict[str, str] = {
             str(r[0]): str(r[1])
             for r in tx.query_in(
                 "SELECT originator_id, account_id FROM {s}rm_recall_account WHERE originator_id",
                 {e.oid for e in credited},
             )
         }
-        new_names: list[tuple[str, str]] = []
+        self.new_names: list[tuple[str, str]] = []
+        self.handlers: dict[str, Callable[[Envelope], None]] = {
+            T.ACCOUNT_OPENED: self.account_opened,
+            T.ACCOUNT_CREDITED: self.money,
+            T.COUP_OPENED: self.coup_opened,
+        }
+        stake = self.stake
+        self.coup_steps: dict[str, Callable[[_Row, Envelope, str], None]] = {
+            **{t: stake for t in T.STAKE_EVENTS},
+            T.COUP_STAKE_CARRIED_OVER: self.carried_over,
+            T.COUP_MONEY_MOVED: self.money_moved,
+            T.COUP_CARD_DEALT: self.card_dealt,
+            T.COUP_RESOLVED: self.resolved,
+            T.COUP_BETTING_CLOSED: self.betting_closed,
+            T.COUP_SETTLED: self.settled,
+            T.COUP_LAYOUT_RESTATED: self.layout_restated,
+        }
 
-        def name(oid: str) -> str:
-            found = names.get(oid)
+    def name(self, oid: str) -> str:
+        found = self.names.get(oid)
+        if found is None:
+            row = self.tx.one(
+                "SELECT account_id FROM {s}rm_recall_account WHERE originator_id = ?", (oid,)
+            )
+            found = self.names[oid] = str(row[0]) if row else oid
+        return found
+
+    def coup(self, coup_id: str) -> _Row | None:
+        row = self.coups.get(coup_id)
+        if row is None:
+            found = self.tx.one(f"SELECT {', '.join(_CC)} FROM {{s}}rm_coup WHERE coup_id = ?",
+                                (coup_id,))
             if found is None:
-                row = tx.one(
-                    "SELECT account_id FROM {s}rm_recall_account WHERE originator_id = ?", (oid,)
-                )
-                found = names[oid] = str(row[0]) if row else oid
-            return found
+                return None
+            row = self.coups[coup_id] = list(found)
+        return row
 
-        def coup(coup_id: str) -> list[Any] | None:
-            row = coups.get(coup_id)
-            if row is None:
-                found = tx.one(f"SELECT {', '.join(_CC)} FROM {{s}}rm_coup WHERE coup_id = ?",
-                               (coup_id,))
-                if found is None:
-                    return None
-                row = coups[coup_id] = list(found)
-            return row
+    def add(self, row: _Row, e: Envelope, kind: str, account: Any, stake: Any, chance: Any,
+            amount: Any, detail: dict[str, Any]) -> None:
+        """The coup's next step (its actor to come from its command's request)."""
+        n = row[_STEPS] = int(row[_STEPS]) + 1
+        version = e.event.originator_version
+        step = [row[0], n, e.position, e.at, kind, account, stake, chance, amount,
+                _json(detail), version, None]
+        self.pending.add(e.oid, version, step, e.position)
+        self.steps.append(step)
 
-        append = steps.append
-        dumps = _json
+    def account_opened(self, e: Envelope) -> None:
+        self.names[e.oid] = e.event.account_id
+        self.new_names.append((e.oid, e.event.account_id))
 
-        track = pending.add
+    def money(self, e: Envelope) -> None:
+        """Money a betting command moved (a stake, a premium, a withdrawal), from the entry of
+        the account credited whose cause names the coup, before the coup is dealt."""
+        ev = e.event
+        cid = _coup_of_cause(ev.cause)
+        row = self.coup(cid) if cid else None
+        if row is None or row[_I["phase"]] not in ("betting", "closed"):
+            return  # settlement money is recorded by the coup's own movements
+        source, dest = ev.counter_account, self.name(e.oid)
+        player = dest if source.startswith(_HOUSE) else source
+        self.add(row, e, "Money." + ev.kind, player, ev.stake_id, None, ev.amount,
+                 {"kind": ev.kind, "debit": source, "credit": dest})
 
-        def add(row: list[Any], e: Envelope, kind: str, account: Any, stake: Any, chance: Any,
-                amount: Any, detail: dict[str, Any]) -> None:
-            n = row[_STEPS] = int(row[_STEPS]) + 1
-            version = e.event.originator_version
-            step = [row[0], n, e.position, e.at, kind, account, stake, chance, amount,
-                    dumps(detail), version, None]
-            track(e.oid, version, step, e.position)
-            append(step)
+    def coup_opened(self, e: Envelope) -> None:
+        ev, oid = e.event, e.oid
+        row = self.coups[oid] = [
+            oid, ev.table_id, ev.shoe_id, int(ev.number), int(ev.number_in_shoe),
+            int(ev.start_position), e.at, None, "betting", None, None, None,
+            None, None, "", None, 0, 0,
+        ]
+        self.add(row, e, "Coup.Opened", None, None, None, None,
+                 {"number": ev.number, "number_in_shoe": ev.number_in_shoe,
+                  "start_position": ev.start_position})
 
-        for e in batch:
-            ev = e.event
-            t = e.topic
-            if t == T.REQUEST_RECORDED:
-                pending.request(ev, e.position)
-                continue
-            pending.event(e.position)
-            if t == T.ACCOUNT_OPENED:
-                names[e.oid] = ev.account_id
-                new_names.append((e.oid, ev.account_id))
-                continue
-            if t == T.ACCOUNT_CREDITED:
-                cid = _coup_of_cause(ev.cause)
-                row = coup(cid) if cid else None
-                if row is None or row[_I["phase"]] not in ("betting", "closed"):
-                    continue  # settlement money is recorded by the coup's own movements
-                source, dest = ev.counter_account, name(e.oid)
-                player = dest if source.startswith(_HOUSE) else source
-                add(row, e, "Money." + ev.kind, player, ev.stake_id, None, ev.amount,
-                    {"kind": ev.kind, "debit": source, "credit": dest})
-                continue
-            oid = e.oid
-            if t == T.COUP_OPENED:
-                row = coups[oid] = [
-                    oid, ev.table_id, ev.shoe_id, int(ev.number), int(ev.number_in_shoe),
-                    int(ev.start_position), e.at, None, "betting", None, None, None,
-                    None, None, "", None, 0, 0,
-                ]
-                add(row, e, "Coup.Opened", None, None, None, None,
-                    {"number": ev.number, "number_in_shoe": ev.number_in_shoe,
-                     "start_position": ev.start_position})
-                continue
-            found = coup(oid)
-            if found is None:
-                raise LookupError(f"event {t} of unknown coup {oid} at {e.position}")
-            row = found
-            kind = _SHORT.get(t) or T.short(t)
-            if t in T.STAKE_EVENTS:
-                add(row, e, kind, ev.account_id, ev.stake_id, ev.chance, ev.amount_after,
-                    {"fate": ev.fate, "amount_before": ev.amount_before,
-                     "amount_after": ev.amount_after, "status_after": ev.status_after})
-            elif t == T.COUP_STAKE_CARRIED_OVER:
-                s = ev.stake
-                add(row, e, kind, s.player, s.stake_id, _v(s.chance), s.amount,
-                    {"from_coup_id": ev.from_coup_id, "status": _v(s.status)})
-            elif t == T.COUP_MONEY_MOVED:
-                add(row, e, kind, ev.account_id, ev.stake_id, ev.chance, ev.amount,
-                    {"seq": ev.seq, "kind": ev.kind, "debit": ev.debit_account,
-                     "credit": ev.credit_account})
-            elif t == T.COUP_CARD_DEALT:
-                add(row, e, kind, None, None, None, None,
-                    {"row": ev.row, "code": ev.code, "position": ev.position,
-                     "running_total": ev.running_total})
-            elif t == T.COUP_RESOLVED:
-                row[_I["resolved_at"]] = e.at
-                row[_I["phase"]] = "dealt"
-                row[_I["result"]] = _v(ev.result)
-                row[_I["noir_total"]] = ev.noir_total
-                row[_I["rouge_total"]] = ev.rouge_total
-                row[_I["refait_total"]] = ev.refait_total
-                row[_I["couleur"]] = (
-                    None if ev.couleur is None else ("couleur" if ev.couleur else "inverse")
-                )
-                row[_I["winning"]] = ",".join(sorted(_v(c) for c in ev.winning_chances))
-                row[_I["announcement"]] = ev.announcement
-                row[_I["cut_card_reached"]] = int(bool(ev.cut_card_reached))
-                add(row, e, kind, None, None, None, None,
-                    {"result": _v(ev.result), "noir_total": ev.noir_total,
-                     "rouge_total": ev.rouge_total, "announcement": ev.announcement})
-            elif t == T.COUP_BETTING_CLOSED:
-                row[_I["phase"]] = "closed"
-                add(row, e, kind, None, None, None, None, {})
-            elif t == T.COUP_SETTLED:
-                row[_I["phase"]] = "settled"
-                add(row, e, kind, None, None, None, None, {})
-            elif t == T.COUP_LAYOUT_RESTATED:
-                add(row, e, kind, None, None, None, None,
-                    {"stakes": [[s.stake_id, s.player, _v(s.chance), s.amount, _v(s.status)]
-                                for s in ev.stakes]})
+    def step_of(self, e: Envelope) -> None:
+        """Any other event of a coup: the step its kind records (of a coup already opened)."""
+        t = e.topic
+        row = self.coup(e.oid)
+        if row is None:
+            raise LookupError(f"event {t} of unknown coup {e.oid} at {e.position}")
+        step = self.coup_steps.get(t)
+        if step is not None:
+            step(row, e, _SHORT.get(t) or T.short(t))
+
+    def stake(self, row: _Row, e: Envelope, kind: str) -> None:
+        ev = e.event
+        self.add(row, e, kind, ev.account_id, ev.stake_id, ev.chance, ev.amount_after,
+                 {"fate": ev.fate, "amount_before": ev.amount_before,
+                  "amount_after": ev.amount_after, "status_after": ev.status_after})
+
+    def carried_over(self, row: _Row, e: Envelope, kind: str) -> None:
+        s = e.event.stake
+        self.add(row, e, kind, s.player, s.stake_id, _v(s.chance), s.amount,
+                 {"from_coup_id": e.event.from_coup_id, "status": _v(s.status)})
+
+    def money_moved(self, row: _Row, e: Envelope, kind: str) -> None:
+        ev = e.event
+        self.add(row, e, kind, ev.account_id, ev.stake_id, ev.chance, ev.amount,
+                 {"seq": ev.seq, "kind": ev.kind, "debit": ev.debit_account,
+                  "credit": ev.credit_account})
+
+    def card_dealt(self, row: _Row, e: Envelope, kind: str) -> None:
+        ev = e.event
+        self.add(row, e, kind, None, None, None, None,
+                 {"row": ev.row, "code": ev.code, "position": ev.position,
+                  "running_total": ev.running_total})
+
+    def resolved(self, row: _Row, e: Envelope, kind: str) -> None:
+        """The coup dealt: its result, the rows' totals (a refait's too), couleur or inverse,
+        the chances that won and the croupier's announcement."""
+        ev = e.event
+        row[_I["resolved_at"]] = e.at
+        row[_I["phase"]] = "dealt"
+        row[_I["result"]] = _v(ev.result)
+        row[_I["noir_total"]] = ev.noir_total
+        row[_I["rouge_total"]] = ev.rouge_total
+        row[_I["refait_total"]] = ev.refait_total
+        row[_I["couleur"]] = (
+            None if ev.couleur is None else ("couleur" if ev.couleur else "inverse")
+        )
+        row[_I["winning"]] = ",".join(sorted(_v(c) for c in ev.winning_chances))
+        row[_I["announcement"]] = ev.announcement
+        row[_I["cut_card_reached"]] = int(bool(ev.cut_card_reached))
+        self.add(row, e, kind, None, None, None, None,
+                 {"result": _v(ev.result), "noir_total": ev.noir_total,
+                  "rouge_total": ev.rouge_total, "announcement": ev.announcement})
+
+    def betting_closed(self, row: _Row, e: Envelope, kind: str) -> None:
+        row[_I["phase"]] = "closed"
+        self.add(row, e, kind, None, None, None, None, {})
+
+    def settled(self, row: _Row, e: Envelope, kind: str) -> None:
+        row[_I["phase"]] = "settled"
+        self.add(row, e, kind, None, None, None, None, {})
+
+    def layout_restated(self, row: _Row, e: Envelope, kind: str) -> None:
+        self.add(row, e, kind, None, None, None, None,
+                 {"stakes": [[s.stake_id, s.player, _v(s.chance), s.amount, _v(s.status)]
+                             for s in e.event.stakes]})
+
+    def write(self) -> None:
+        tx = self.tx
         tx.executemany(
             f"INSERT INTO {{s}}rm_coup ({', '.join(_CC)}) VALUES ({', '.join('?' * len(_CC))}) "
             "ON CONFLICT (coup_id) DO UPDATE SET "
             + ", ".join(f"{c} = excluded.{c}" for c in _CC[1:]),
-            list(coups.values()),
+            list(self.coups.values()),
         )
         tx.executemany(
-            "INSERT INTO {s}rm_recall_account (originator_id, account_id) VALUES (?, ?)", new_names
+            "INSERT INTO {s}rm_recall_account (originator_id, account_id) VALUES (?, ?)",
+            self.new_names,
         )
         tx.executemany(
             f"INSERT INTO {{s}}rm_coup_step ({', '.join(STEP.column_names)}) "
             f"VALUES ({', '.join('?' * len(STEP.columns))})",
-            steps,
+            self.steps,
         )
-        pending.finish(tx)  # steps of earlier batches whose command's request came in this one
+        self.pending.finish(tx)  # steps of earlier batches whose command's request came now
 
 
 def _unattributed(tx: Tx) -> list[tuple[Key, tuple[Any, ...]]]:

@@ -53,6 +53,7 @@ PRISON_STATUSES = frozenset({"prison", "second_prison"})
 CHOSEN_TAKES = frozenset({"partage", "half_withdrawn", "moved", "half_returned"})
 _HALF_TAKEN = frozenset({"half_withdrawn", "half_returned"})  # the stake leaves: half is taken
 OVERWRITTEN = frozenset({"prison_outstanding"})
+_ENTRIES = frozenset({T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED})
 HOUSE_METRIC = {
     "bank": "bank_net",
     "house_insurance": "premiums",
@@ -177,197 +178,261 @@ class ReconciliationView(View):
         return hashlib.sha256(f"{digest}{setting}".encode()).hexdigest()[:16] + setting
 
     def apply(self, tx: Tx, batch: Sequence[Envelope]) -> None:
-        sums: dict[Key, int] = {}
-        overwrite: dict[Key, int] = {}
-        accounts: dict[str, tuple[str, str, str | None]] = {
+        figures = _ReconBatch(tx, batch, self._of)
+        handlers = figures.handlers
+        stake = figures.stake
+        for e in batch:
+            handlers.get(e.topic, stake)(e)
+        figures.write()
+
+
+class _ReconBatch:
+    """One batch's figures: the accounts, coups and layouts it touches (read once, then kept),
+    the sums it adds and the prisons outstanding it overwrites, one handler per event kind;
+    then written back."""
+
+    def __init__(self, tx: Tx, batch: Sequence[Envelope],
+                 of: Callable[[datetime], tuple[str, int]]) -> None:
+        self.tx = tx
+        self.of = of
+        self.sums: dict[Key, int] = {}
+        self.accounts: dict[str, tuple[str, str, str | None]] = {
             str(r[0]): (str(r[1]), str(r[2]), r[3])
             for r in tx.query_in(
                 "SELECT originator_id, account_id, kind, table_id FROM {s}rm_recon_account "
                 "WHERE originator_id",
-                {e.oid for e in batch if e.topic in (T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED)},
+                {e.oid for e in batch if e.topic in _ENTRIES},
             )
         }
-        new_accounts: list[tuple[Any, ...]] = []
-        coups: dict[str, list[Any]] = {
+        self.new_accounts: list[tuple[Any, ...]] = []
+        self.coups: dict[str, list[Any]] = {
             str(r[0]): list(r)
             for r in tx.query_in(
                 "SELECT coup_id, table_id, phase, result FROM {s}rm_recon_coup WHERE coup_id",
                 {e.oid for e in batch if e.topic in T.COUP_EVENTS},
             )
         }
-        prisons: dict[str, dict[str, int]] = {}
-        states: dict[str, dict[str, str]] = {}
-        states_changed: set[str] = set()
-        prison_changed: dict[str, Envelope] = {}
-        new_tables: list[tuple[Any, ...]] = []
+        self.prisons: dict[str, dict[str, int]] = {}
+        self.states: dict[str, dict[str, str]] = {}
+        self.states_changed: set[str] = set()
+        self.prison_changed: dict[str, Envelope] = {}
+        self.new_tables: list[tuple[Any, ...]] = []
+        self.shifts: dict[str, tuple[str, int]] = {}
+        self.handlers: dict[str, Callable[[Envelope], None]] = {
+            T.TABLE_OPENED: self.table_opened,
+            T.ACCOUNT_OPENED: self.account_opened,
+            T.ACCOUNT_DEBITED: self.entry,
+            T.ACCOUNT_CREDITED: self.entry,
+            T.COUP_OPENED: self.coup_opened,
+            T.COUP_RESOLVED: self.resolved,
+            T.COUP_SETTLED: self.settled,
+            T.COUP_MONEY_MOVED: self.money_moved,
+            T.COUP_LAYOUT_RESTATED: self.layout_restated,
+        }
 
-        shifts: dict[str, tuple[str, int]] = {}
-        of = self._of
+    def add(self, table: str, e: Envelope, metric: str, amount: int, chance: str = "") -> None:
+        """``amount`` more of ``metric`` at ``table`` in the gaming day and shift of ``e``."""
+        ds = self.shifts.get(e.at)
+        if ds is None:
+            ds = self.shifts[e.at] = self.of(e.time)
+        day, shift = ds
+        key = (table, day, shift, metric, chance)
+        self.sums[key] = self.sums.get(key, 0) + amount
 
-        def add(table: str, e: Envelope, metric: str, amount: int, chance: str = "") -> None:
-            ds = shifts.get(e.at)
-            if ds is None:
-                ds = shifts[e.at] = of(e.time)
-            day, shift = ds
-            key = (table, day, shift, metric, chance)
-            sums[key] = sums.get(key, 0) + amount
-
-        def account(oid: str) -> tuple[str, str, str | None]:
-            found = accounts.get(oid)
-            if found is None:
-                row = tx.one(
-                    "SELECT account_id, kind, table_id FROM {s}rm_recon_account "
-                    "WHERE originator_id = ?",
-                    (oid,),
-                )
-                if row is None:
-                    raise LookupError(f"movement on unknown account {oid}")
-                found = accounts[oid] = (str(row[0]), str(row[1]), row[2])
-            return found
-
-        def coup(oid: str) -> list[Any]:
-            row = coups.get(oid)
+    def account(self, oid: str) -> tuple[str, str, str | None]:
+        found = self.accounts.get(oid)
+        if found is None:
+            row = self.tx.one(
+                "SELECT account_id, kind, table_id FROM {s}rm_recon_account "
+                "WHERE originator_id = ?",
+                (oid,),
+            )
             if row is None:
-                found = tx.one(
-                    "SELECT coup_id, table_id, phase, result FROM {s}rm_recon_coup "
-                    "WHERE coup_id = ?",
-                    (oid,),
-                )
-                if found is None:
-                    raise LookupError(f"event of unknown coup {oid}")
-                row = coups[oid] = list(found)
-            return row
+                raise LookupError(f"movement on unknown account {oid}")
+            found = self.accounts[oid] = (str(row[0]), str(row[1]), row[2])
+        return found
 
-        def prison(table: str) -> dict[str, int]:
-            return _per_stake(tx, prisons, table, "amount", "rm_recon_prison", int)
+    def coup(self, oid: str) -> list[Any]:
+        row = self.coups.get(oid)
+        if row is None:
+            found = self.tx.one(
+                "SELECT coup_id, table_id, phase, result FROM {s}rm_recon_coup "
+                "WHERE coup_id = ?",
+                (oid,),
+            )
+            if found is None:
+                raise LookupError(f"event of unknown coup {oid}")
+            row = self.coups[oid] = list(found)
+        return row
 
-        def state(table: str) -> dict[str, str]:
-            return _per_stake(tx, states, table, "state", "rm_recon_stake", str)
+    def prison(self, table: str) -> dict[str, int]:
+        """The imprisoned stakes on ``table``'s layout: stake id -> amount."""
+        return _per_stake(self.tx, self.prisons, table, "amount", "rm_recon_prison", int)
 
-        for e in batch:
-            ev = e.event
-            t = e.topic
-            oid = e.oid
-            if t == T.TABLE_OPENED:
-                new_tables.append(
-                    (ev.table_id, ev.preset, ev.options.get("currency", ""),
-                     json.dumps(dict(ev.options), sort_keys=True))
-                )
-            elif t == T.ACCOUNT_OPENED:
-                accounts[oid] = (ev.account_id, ev.kind, ev.table_id)
-                new_accounts.append((oid, ev.account_id, ev.kind, ev.table_id))
-            elif t in (T.ACCOUNT_DEBITED, T.ACCOUNT_CREDITED):
-                name, kind, table = account(oid)
-                credit = t == T.ACCOUNT_CREDITED
-                if kind in HOUSE_METRIC and table is not None:
-                    add(table, e, HOUSE_METRIC[kind], ev.amount if credit else -ev.amount)
-                elif kind == "cage":
-                    add(name, e, "cash_out" if credit else "cash_in", ev.amount)
-            elif t == T.COUP_OPENED:
-                coups[oid] = [oid, ev.table_id, "open", None]
-            elif t == T.COUP_RESOLVED:
-                row = coup(oid)
-                row[2], row[3] = "dealt", str(getattr(ev.result, "value", ev.result))
-                add(row[1], e, "void_coups" if row[3] == "void" else "coups", 1)
-            elif t == T.COUP_SETTLED:
-                coup(oid)[2] = "settled"
-            elif t == T.COUP_MONEY_MOVED:
-                row = coup(oid)
-                if row[2] != "dealt":
-                    continue  # the shoe's end: free stakes going back, no game result
-                bank = f"table:{row[1]}:bank"
-                if ev.kind in ("collection", "payment"):
-                    add(row[1], e, ev.kind + "s", ev.amount)
-                if ev.credit_account == bank:
-                    add(row[1], e, "coup_result", ev.amount)
-                if ev.debit_account == bank:
-                    add(row[1], e, "coup_result", -ev.amount)
-            elif t == T.COUP_LAYOUT_RESTATED:
-                row = coup(oid)
-                held = prison(row[1])
-                held.clear()
-                for s in ev.stakes:
-                    if getattr(s.status, "value", s.status) in PRISON_STATUSES:
-                        held[s.stake_id] = s.amount
-                prison_changed[row[1]] = e
-                kept = state(row[1])
-                now = {s.stake_id: stake_state(s) for s in ev.stakes}
-                now = {k: v for k, v in now.items() if v != "free"}
-                if now != kept:
-                    kept.clear()
-                    kept.update(now)
-                    states_changed.add(row[1])
-            else:  # a stake event
-                row = coup(oid)
-                kept = state(row[1])
-                if row[2] == "dealt" and row[3] != "void" and ev.fate in SETTLEMENT_FATES:
-                    before = kept.get(ev.stake_id, "free")
-                    sq = ev.amount_before * ev.amount_before
-                    add(row[1], e, "handle", ev.amount_before, ev.chance)
-                    add(row[1], e, "handle_sq", sq, ev.chance)
-                    add(row[1], e, "handle." + before, ev.amount_before, ev.chance)
-                    add(row[1], e, "handle_sq." + before, sq, ev.chance)
-                elif ev.fate in CHOSEN_TAKES:
-                    taken = (ev.amount_before // 2 if ev.fate in _HALF_TAKEN
-                             else ev.amount_before - ev.amount_after)
-                    if taken:
-                        add(row[1], e, "partage_chosen", taken)
-                st = ev.stake
-                after = ("free" if st is None or (
-                    st.status == "free" and not st.insured and not st.choice) else stake_state(st))
-                if after != kept.get(ev.stake_id, "free"):
-                    if after == "free":
-                        del kept[ev.stake_id]
-                    else:
-                        kept[ev.stake_id] = after
-                    states_changed.add(row[1])
-                held = prison(row[1])
-                was = held.get(ev.stake_id)
-                if ev.status_after in PRISON_STATUSES:
-                    held[ev.stake_id] = ev.amount_after
-                else:
-                    held.pop(ev.stake_id, None)
-                if held.get(ev.stake_id) != was:
-                    prison_changed[row[1]] = e
+    def state(self, table: str) -> dict[str, str]:
+        """The stakes on ``table``'s layout not plain ``free``: stake id -> state."""
+        return _per_stake(self.tx, self.states, table, "state", "rm_recon_stake", str)
 
-        for table, e in prison_changed.items():
-            day, shift = of(e.time)
-            overwrite[(table, day, shift, "prison_outstanding", "")] = sum(prisons[table].values())
+    def table_opened(self, e: Envelope) -> None:
+        ev = e.event
+        self.new_tables.append(
+            (ev.table_id, ev.preset, ev.options.get("currency", ""),
+             json.dumps(dict(ev.options), sort_keys=True))
+        )
 
+    def account_opened(self, e: Envelope) -> None:
+        ev = e.event
+        self.accounts[e.oid] = (ev.account_id, ev.kind, ev.table_id)
+        self.new_accounts.append((e.oid, ev.account_id, ev.kind, ev.table_id))
+
+    def entry(self, e: Envelope) -> None:
+        """An entry of an account: the net of the table's bank and house accounts, the cash
+        in and out at the cage."""
+        ev = e.event
+        name, kind, table = self.account(e.oid)
+        credit = e.topic == T.ACCOUNT_CREDITED
+        if kind in HOUSE_METRIC and table is not None:
+            self.add(table, e, HOUSE_METRIC[kind], ev.amount if credit else -ev.amount)
+        elif kind == "cage":
+            self.add(name, e, "cash_out" if credit else "cash_in", ev.amount)
+
+    def coup_opened(self, e: Envelope) -> None:
+        self.coups[e.oid] = [e.oid, e.event.table_id, "open", None]
+
+    def resolved(self, e: Envelope) -> None:
+        """The coup dealt: one more coup, or void coup, in the shift."""
+        ev = e.event
+        row = self.coup(e.oid)
+        row[2], row[3] = "dealt", str(getattr(ev.result, "value", ev.result))
+        self.add(row[1], e, "void_coups" if row[3] == "void" else "coups", 1)
+
+    def settled(self, e: Envelope) -> None:
+        self.coup(e.oid)[2] = "settled"
+
+    def money_moved(self, e: Envelope) -> None:
+        """A settlement movement of a dealt coup: collections, payments, the coup's result."""
+        ev = e.event
+        row = self.coup(e.oid)
+        if row[2] != "dealt":
+            return  # the shoe's end: free stakes going back, no game result
+        bank = f"table:{row[1]}:bank"
+        if ev.kind in ("collection", "payment"):
+            self.add(row[1], e, ev.kind + "s", ev.amount)
+        if ev.credit_account == bank:
+            self.add(row[1], e, "coup_result", ev.amount)
+        if ev.debit_account == bank:
+            self.add(row[1], e, "coup_result", -ev.amount)
+
+    def layout_restated(self, e: Envelope) -> None:
+        """The layout as a whole (carried over to the next coup): its prisoners and the
+        states of its stakes, replaced."""
+        ev = e.event
+        row = self.coup(e.oid)
+        held = self.prison(row[1])
+        held.clear()
+        for s in ev.stakes:
+            if getattr(s.status, "value", s.status) in PRISON_STATUSES:
+                held[s.stake_id] = s.amount
+        self.prison_changed[row[1]] = e
+        kept = self.state(row[1])
+        now = {s.stake_id: stake_state(s) for s in ev.stakes}
+        now = {k: v for k, v in now.items() if v != "free"}
+        if now != kept:
+            kept.clear()
+            kept.update(now)
+            self.states_changed.add(row[1])
+
+    def stake(self, e: Envelope) -> None:
+        """A stake's fate: its handle at a decided coup (by its state before it) or what a
+        partage chosen took; then its state and its prison after it."""
+        ev = e.event
+        row = self.coup(e.oid)
+        kept = self.state(row[1])
+        if row[2] == "dealt" and row[3] != "void" and ev.fate in SETTLEMENT_FATES:
+            before = kept.get(ev.stake_id, "free")
+            sq = ev.amount_before * ev.amount_before
+            self.add(row[1], e, "handle", ev.amount_before, ev.chance)
+            self.add(row[1], e, "handle_sq", sq, ev.chance)
+            self.add(row[1], e, "handle." + before, ev.amount_before, ev.chance)
+            self.add(row[1], e, "handle_sq." + before, sq, ev.chance)
+        elif ev.fate in CHOSEN_TAKES:
+            taken = (ev.amount_before // 2 if ev.fate in _HALF_TAKEN
+                     else ev.amount_before - ev.amount_after)
+            if taken:
+                self.add(row[1], e, "partage_chosen", taken)
+        self.stake_after(row[1], e, kept)
+
+    def stake_after(self, table: str, e: Envelope, kept: dict[str, str]) -> None:
+        """The stake's state after its fate (gone when plain ``free``) and its prison."""
+        ev = e.event
+        st = ev.stake
+        after = ("free" if st is None or (
+            st.status == "free" and not st.insured and not st.choice) else stake_state(st))
+        if after != kept.get(ev.stake_id, "free"):
+            if after == "free":
+                del kept[ev.stake_id]
+            else:
+                kept[ev.stake_id] = after
+            self.states_changed.add(table)
+        held = self.prison(table)
+        was = held.get(ev.stake_id)
+        if ev.status_after in PRISON_STATUSES:
+            held[ev.stake_id] = ev.amount_after
+        else:
+            held.pop(ev.stake_id, None)
+        if held.get(ev.stake_id) != was:
+            self.prison_changed[table] = e
+
+    def write(self) -> None:
+        tx = self.tx
         tx.executemany(
             "INSERT INTO {s}rm_recon_table (table_id, preset, currency, options) "
             "VALUES (?, ?, ?, ?) ON CONFLICT (table_id) DO NOTHING",
-            new_tables,
+            self.new_tables,
         )
         tx.executemany(
             "INSERT INTO {s}rm_recon_account (originator_id, account_id, kind, table_id) "
             "VALUES (?, ?, ?, ?)",
-            new_accounts,
+            self.new_accounts,
         )
         tx.executemany(
             "INSERT INTO {s}rm_recon_coup (coup_id, table_id, phase, result) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (coup_id) DO UPDATE SET phase = excluded.phase, result = excluded.result",
-            list(coups.values()),
+            list(self.coups.values()),
         )
-        for table, held in prisons.items():
+        self.write_layouts()
+        self.write_figures()
+
+    def write_layouts(self) -> None:
+        """The prisoners and stake states of every layout touched, replaced."""
+        tx = self.tx
+        for table, held in self.prisons.items():
             tx.execute("DELETE FROM {s}rm_recon_prison WHERE table_id = ?", (table,))
             tx.executemany(
                 "INSERT INTO {s}rm_recon_prison (table_id, stake_id, amount) VALUES (?, ?, ?)",
                 [(table, k, v) for k, v in held.items()],
             )
-        for table in states_changed:
+        for table in self.states_changed:
             tx.execute("DELETE FROM {s}rm_recon_stake WHERE table_id = ?", (table,))
             tx.executemany(
                 "INSERT INTO {s}rm_recon_stake (table_id, stake_id, state) VALUES (?, ?, ?)",
-                [(table, k, v) for k, v in states[table].items()],
+                [(table, k, v) for k, v in self.states[table].items()],
             )
-        tx.executemany(
+
+    def write_figures(self) -> None:
+        """The sums added to the figures; the prisons outstanding in their last shift."""
+        overwrite: dict[Key, int] = {}
+        for table, e in self.prison_changed.items():
+            day, shift = self.of(e.time)
+            overwrite[(table, day, shift, "prison_outstanding", "")] = sum(
+                self.prisons[table].values())
+        self.tx.executemany(
             "INSERT INTO {s}rm_recon AS r (table_id, gaming_day, shift, metric, chance, amount) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (table_id, gaming_day, shift, metric, chance) "
             "DO UPDATE SET amount = r.amount + excluded.amount",
-            [(*k, v) for k, v in sums.items()],
+            [(*k, v) for k, v in self.sums.items()],
         )
-        tx.executemany(
+        self.tx.executemany(
             "INSERT INTO {s}rm_recon (table_id, gaming_day, shift, metric, chance, amount) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (table_id, gaming_day, shift, metric, chance) "
             "DO UPDATE SET amount = excluded.amount",

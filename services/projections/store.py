@@ -53,7 +53,10 @@ class Tx:
         and one round trip for the whole batch instead of one per row."""
         if not rows:
             return
-        values = _VALUES.search(sql) if self._store.dialect == "postgres" else None
+        if self._store.dialect == "sqlite":  # sqlite3 binds any sequence: lists as they are
+            self._cursor.executemany(self._store.sql(sql), rows)
+            return
+        values = _VALUES.search(sql)
         if values is None:
             self._cursor.executemany(self._store.sql(sql), [tuple(r) for r in rows])
             return

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, NamedTuple
@@ -85,6 +85,9 @@ class View(ABC):
     tables: ClassVar[tuple[Table, ...]]
     topics: ClassVar[frozenset[str] | None] = None  # None: every event
     version: ClassVar[int] = 1  # raise it when the rows a view writes change meaning
+    # Per topic, the only fields of its events ``apply`` reads (getattr, None when absent): the
+    # projector's decoder may leave the others out (``decode``). A topic not named: all fields.
+    reads: ClassVar[Mapping[str, frozenset[str]]] = {}
 
     def schema_digest(self) -> str:
         """Digest of the tables' DDL (but their lookups') and ``version``: when it changes,
