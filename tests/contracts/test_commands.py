@@ -14,6 +14,7 @@ import inspect
 import types
 import typing
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Union
 
@@ -116,7 +117,9 @@ def test_no_getattr_on_a_game_commands_path() -> None:
         assert "cast(" not in (ROOT / path).read_text(), path
 
 
-def test_a_face_calls_the_same_command_locally_and_over_the_socket(tmp_path: Path) -> None:
+@contextmanager
+def _both_sides(tmp_path: Path) -> Iterator[tuple[Ledger, RemoteLedger]]:
+    """A ledger on a SQLite file, and the socket client of its host."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True,
                     games=LEDGER_GAMES)
@@ -124,6 +127,15 @@ def test_a_face_calls_the_same_command_locally_and_over_the_socket(tmp_path: Pat
     remote = RemoteLedger(str(tmp_path / "ledger.sock"), url, secret=host.secret,
                           games=LEDGER_GAMES)
     try:
+        yield ledger, remote
+    finally:
+        remote.close()
+        host.close()
+        ledger.close()
+
+
+def test_a_face_calls_the_same_command_locally_and_over_the_socket(tmp_path: Path) -> None:
+    with _both_sides(tmp_path) as (ledger, remote):
         for side, table_id in ((ledger, "t-here"), (remote, "t-there")):
             rounds = side.game(TreintaYUnaLedger)
             assert rounds.list_rounds is rounds.list_rounds  # bound once
@@ -138,10 +150,6 @@ def test_a_face_calls_the_same_command_locally_and_over_the_socket(tmp_path: Pat
             ledger.game(Face)
         with pytest.raises(ValueError, match="plays no game"):
             remote.game(Face)
-    finally:
-        remote.close()
-        host.close()
-        ledger.close()
 
 
 def test_every_core_methods_typed_signature_is_its_wire_method() -> None:
@@ -163,14 +171,8 @@ def test_a_table_opened_with_no_preset_plays_the_rule_books_default_on_both_side
     """``preset`` omitted or "" (the wire's and the gRPC field's empty text): the rule book's
     default, stored by its name, locally and over the socket alike; a retry with the default's
     name is the same command (its first answer); None is refused before the socket."""
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), batching=True,
-                    games=LEDGER_GAMES)
-    host = LedgerHost(ledger, str(tmp_path / "ledger.sock")).start()
-    remote = RemoteLedger(str(tmp_path / "ledger.sock"), url, secret=host.secret,
-                          games=LEDGER_GAMES)
     default = TYU_TABLE.default_preset
-    try:
+    with _both_sides(tmp_path) as (ledger, remote):
         for side, where in ((ledger, "here"), (remote, "there")):
             empty = side.open_table(f"r-{where}-1", f"t-{where}-1", "", None, "treinta-y-una")
             omitted = side.open_table(f"r-{where}-2", f"t-{where}-2", game="treinta-y-una")
@@ -182,7 +184,3 @@ def test_a_table_opened_with_no_preset_plays_the_rule_books_default_on_both_side
             remote.open_table("r-none", "t-none", None, None, "treinta-y-una")  # type: ignore[arg-type]
         assert [t.table_id for t in ledger.list_tables(50, "")[0]] == [
             "t-here-1", "t-here-2", "t-there-1", "t-there-2"]
-    finally:
-        remote.close()
-        host.close()
-        ledger.close()

@@ -12,8 +12,6 @@ imported, ``server.start`` before anything starts.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any
 
 import pytest
@@ -24,6 +22,7 @@ from services.api.roles import CORE_ROLES, Role, RoleError, role_table
 from services.bootstrap import GAMES, ROLE_TABLE, SERVED
 from services.ledger.methods import COMMAND, Declared, Face, command, query
 from tests.contracts import frozen
+from tests.contracts.test_frozen_names import _served_methods
 
 
 def _sorted(rows: Any) -> dict[str, tuple[bool, tuple[str, ...]]]:
@@ -33,17 +32,6 @@ def _sorted(rows: Any) -> dict[str, tuple[bool, tuple[str, ...]]]:
 
 def test_the_role_table_is_the_frozen_one_exactly() -> None:
     assert _sorted(ROLE_TABLE.rows) == _sorted(frozen.RPC_ROLES)
-
-
-def _served_methods() -> set[str]:
-    names: set[str] = set()
-    gen = importlib.import_module("services.api.gen.sabot")  # sabot.v1 and each game's
-    for info in pkgutil.walk_packages(gen.__path__, gen.__name__ + "."):
-        if info.name.endswith("_pb2"):
-            module = importlib.import_module(info.name)
-            for service in module.DESCRIPTOR.services_by_name.values():
-                names |= {f"/{service.full_name}/{m.name}" for m in service.methods}
-    return names
 
 
 def _declared_rpcs() -> dict[str, list[str]]:

@@ -15,15 +15,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
-import pytest
 
 from services.api.errors import details_of
 
-from .support import Keys, Served, create_store, drop_database, url
+from .support import Keys, Served
 from .test_outage import Site
 
 CLIENTS = 12
@@ -40,18 +38,6 @@ def _children(pid: int) -> list[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 found.append(int(entry))
     return found
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'sabot.db'}"
-        return
-    database = create_store()
-    try:
-        yield url(database)
-    finally:
-        drop_database(database)
 
 
 def test_a_killed_ledger_process_never_says_not_stored_and_the_retry_gives_the_first_answer(

@@ -10,15 +10,12 @@ import os
 import signal
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from services.api.client import Client
 from services.api.gen.sabot.v1 import cashier_pb2, common_pb2
 
-from .support import ADMIN_TOKEN, Keys, Served, create_store, drop_database, url
+from .support import ADMIN_TOKEN, Keys, Served
 
 
 def _children(pid: int) -> list[int]:
@@ -71,18 +68,6 @@ def _caught_up(port: int, beyond: int, timeout: float = 90) -> int:
         if time.monotonic() > deadline:
             raise AssertionError(f"the read models did not catch up: {facts}")
         time.sleep(0.3)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'sabot.db'}"
-        return
-    database = create_store()
-    try:
-        yield url(database)
-    finally:
-        drop_database(database)
 
 
 def test_the_read_models_follow_in_a_process_of_their_own_started_again_when_killed(

@@ -14,33 +14,18 @@ import hashlib
 import os
 import secrets
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from services.api.client import Client
 from services.regulator.checkpoint import verify_checkpoint
 from services.regulator.notary import Notary
 from services.regulator.source import Database, EventTable
 
-from .support import ADMIN_TOKEN, Keys, Served, clean_env, create_store, drop_database, url
+from .support import ADMIN_TOKEN, Keys, Served, clean_env
 
 SECONDS = float(os.environ.get("SABOT_ROUND_CHECKPOINT_SECONDS", "4"))
 TYU_PLAYERS = ("ana", "beto", "caro")
 CU_PLAYERS = ("eva", "fede")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'sabot.db'}"
-        return
-    database = create_store()
-    try:
-        yield url(database)
-    finally:
-        drop_database(database)
 
 
 def _credentials(folder: Path) -> tuple[Path, dict[str, str]]:
