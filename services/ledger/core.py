@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
+from eventsourcing import persistence
 from eventsourcing.domain import Aggregate
 
 from domain.cards import Card, DeckKind, canonical_shoe
@@ -70,6 +71,11 @@ CASH_OUT = "cash_out"
 DEFERRED = threading.local()  # ``on`` while ``Ledger.submit`` calls a command: answer a future
 
 MAX_AMOUNT = 10**15
+# aggregates whose first events' times ``Core.event_times`` remembers, the oldest forgotten first:
+# ~0.8 KB each (the id, the version read to, a few ISO times), so at most ~3.3 MB; enough for
+# every table's open coup and shoe and its recall's last ten coups at 400 tables; one forgotten
+# is read again from the store (its stored events never change)
+TIMES = 4_096
 MAX_PAGE_SIZE = 1000
 
 __all__ = ["CASH_IN", "CASH_OUT", "MAX_AMOUNT", "Core", "RuleBook", "TableClosing", "Transfer",
@@ -181,6 +187,8 @@ class Core:
         self.attributor = Attributor(app.recorder)  # who caused each stored event
         self._sabots: dict[tuple[UUID, str, int | None], Sabot] = {}
         self._times: dict[UUID, tuple[int, dict[str, str]]] = {}  # see event_times
+        self._times_size = TIMES  # aggregates whose event times are remembered, at most
+        self._times_lock = threading.Lock()
 
     # --- running ----------------------------------------------------------------------------
 
@@ -361,6 +369,38 @@ class Core:
             self._sabots[key] = sabot
         return sabot
 
+    def all_rounds(self, table: Table, key: str, topic: str, field: str) -> list[str]:
+        """Every round id kept under ``key`` the table ever opened, in order: the ids the table
+        keeps when they are all there (``Table.ROUNDS_KEPT``), else its stored events of
+        ``topic`` (each its ``field``) up to the table's version, read as the writer reads
+        what it loads (``checked_events``)."""
+        kept = table.rounds(key)
+        if table.round_count(key) <= len(kept):
+            return list(kept)
+        return [str(unwrapped(json.loads(e.state))[field])
+                for e in self.checked_events(table.id)
+                if e.topic == topic and e.originator_version <= table.version]
+
+    def latest_rounds(self, table: Table, key: str, topic: str, field: str, n: int
+                      ) -> list[str]:
+        """The last ``n`` round ids kept under ``key`` the table opened, in order: from the
+        ids the table keeps when they are enough, else ``all_rounds``."""
+        kept = table.rounds(key)
+        if n <= len(kept) or table.round_count(key) <= len(kept):
+            return list(kept[-n:])
+        return self.all_rounds(table, key, topic, field)[-n:]
+
+    def checked_events(self, oid: UUID) -> list[persistence.StoredEvent]:
+        """An aggregate's stored events, each checked as the writer checks what it loads
+        (``ChainGuard``: covered by a link it trusts, and the event that link hashed; else
+        ``ChainBroken``). Without evidence (a bench's store), as stored."""
+        guard = getattr(self.app.events, "guard", None)
+        if guard is None:
+            return list(self.app.recorder.select_events(oid))
+        rows = guard.rows.stream(oid)
+        guard.check(rows, oid, None)
+        return [row.stored() for row in rows]
+
     # --- accounts ---------------------------------------------------------------------------
 
     def account(self, unit: UnitOfWork, account_id: str, field: str = "account_id") -> Account:
@@ -472,11 +512,20 @@ class Core:
                 key = wanted.get(e.topic)
                 if key is not None and key not in known:
                     known[key] = str(unwrapped(json.loads(e.state))["timestamp"])
-            if len(self._times) > 20_000:
-                self._times.clear()
-            self._times[agg.id] = (stored, known)
+            self._remember_times(agg.id, stored, known)
             found = {**found, **{k: v for k, v in known.items() if k in wanted.values()}}
         return found
+
+    def _remember_times(self, oid: UUID, stored: int, known: dict[str, str]) -> None:
+        """Remember an aggregate's event times as read up to version ``stored``, the
+        aggregate remembered longest ago forgotten first (its times are read again from the
+        store when wanted)."""
+        times = self._times
+        with self._times_lock:
+            times.pop(oid, None)  # to the end: the latest remembered
+            times[oid] = (stored, known)
+            while len(times) > self._times_size:
+                del times[next(iter(times))]
 
     def actors_of(self, oid: UUID, events: list[tuple[int, str]]
                   ) -> dict[int, tuple[int, dict[str, Any] | None]]:

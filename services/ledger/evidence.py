@@ -695,9 +695,19 @@ __all__ = [
 
 PAGE = 256  # links per read while vouching for links under another key
 SPAN = 50_000  # positions: an aggregate's unchecked events within it are checked in one read
-# positions whose event hash is remembered, aggregates whose last event is, links vouched for
-# (oldest dropped first): ~250 bytes each, so the ledger process stays within ~40 MB of them
+# What ``ChainGuard`` remembers, each the oldest dropped first (measured with tracemalloc, per
+# entry with its dict slot), so the ledger process holds at most ~19 MB of it:
+# - positions whose event hash is remembered (a reload costs a SHA-256 an event, not a read of
+#   its batch): ~240 bytes each (the position, the chain index, the 32-byte hash), 12 MB; ten
+#   thousand stakes' events, filled within the first minute of a load;
 CHECKED = 50_000
+# - aggregates whose last checked event is remembered (one loaded without it lost it): ~270
+#   bytes each (a UUID, a version, a position), 4.5 MB; every command adds its request, so
+#   this covers the last ~16,000 commands' requests and the aggregates they touched;
+LATEST = 16_384
+# - links vouched for (a batch loaded again is not verified again): ~150 bytes each (a
+#   sequence number, a 32-byte hash), 1.2 MB; the last ~8,000 batches' links (one a save)
+VOUCHED = 8_192
 
 
 @dataclass(frozen=True, slots=True)
@@ -828,6 +838,8 @@ class ChainGuard:
         # (version, position): an aggregate loaded without it lost it
         self._after: int | None = None  # link 1's "after": events up to it precede the chain
         self._lock = threading.RLock()
+        # how many of each are remembered, at most (see CHECKED, LATEST, VOUCHED)
+        self.sizes = {"checked": CHECKED, "latest": LATEST, "vouched": VOUCHED}
 
     # --- links --------------------------------------------------------------------------
 
@@ -841,9 +853,10 @@ class ChainGuard:
 
     def vouch(self, seq: int, digest: bytes) -> None:
         vouched = self.vouched
-        vouched[seq] = digest
-        if len(vouched) > CHECKED:  # the oldest first (a link is vouched for in sequence)
-            del vouched[next(iter(vouched))]
+        with self._lock:
+            vouched[seq] = digest
+            while len(vouched) > self.sizes["vouched"]:  # the oldest first (in sequence)
+                del vouched[next(iter(vouched))]
 
     def accept(self, link: Link) -> str | None:
         """None if this writer trusts ``link``, else why not."""
@@ -951,17 +964,21 @@ class ChainGuard:
     def remember(self, events: Sequence[tuple[int, UUID, int]], first: int,
                  hashes: Sequence[bytes]) -> None:
         """Events checked (or just committed by this writer): (position, aggregate, version)
-        each, the first one's chain index, their full hashes."""
+        each, the first one's chain index, their full hashes. An aggregate whose last event
+        is newer moves to the end of ``latest`` (the ones not seen for longest go first)."""
         with self._lock:
             checked, latest = self.checked, self.latest
             for j, (position, oid, version) in enumerate(events):
                 checked[position] = (first + j, hashes[j])
                 known = latest.get(oid)
                 if known is None or known[0] < version:
+                    if known is not None:
+                        del latest[oid]
                     latest[oid] = (version, position)
-            for table in (checked, latest):
-                if len(table) > CHECKED:
-                    for old in list(itertools.islice(table, len(table) - CHECKED)):
+            for table, most in ((checked, self.sizes["checked"]),
+                                (latest, self.sizes["latest"])):
+                if len(table) > most:
+                    for old in list(itertools.islice(table, len(table) - most)):
                         del table[old]  # type: ignore[arg-type]
 
     def _pages(self, read: Any, position: int) -> Iterator[Row]:

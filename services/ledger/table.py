@@ -19,6 +19,11 @@ ids with ``round_started(key, round_id)``; ``rounds(key)`` reads them back.
 What a table view shows of its rounds (the latest, how many) is its game's (``table_rounds``,
 in ``services.ledger.api``; ``latest_round(key)`` reads it); a table of a game that records
 none shows none.
+
+A table keeps only its latest ``ROUNDS_KEPT`` round ids per key, with how many rounds opened
+(``round_count``): a table plays for years, and a list of every round it ever opened would grow
+without end in every process that holds it (the writer's cache). A listing of all its rounds
+reads the table's stored events (``services.ledger.core.Core.all_rounds``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ from eventsourcing.domain import Aggregate
 # Quarante, the only game then). Part of the stored format, as a topic is: a table opened to
 # play it stores no ``game`` in its command's arguments, and its view's answer no ``game``.
 UNRECORDED_GAME = "trente-et-quarante"
+# a table's latest round ids kept on it, per game key (~90 bytes each: a UUID's text and its
+# slot, so ~12 KB a table): more than the last 100 coups a recall lists (``last_coups``), the
+# last round a command reads; the older ones are in the table's stored events
+ROUNDS_KEPT = 128
 
 
 class Table(Aggregate):
@@ -116,17 +125,29 @@ class Table(Aggregate):
 
     def round_started(self, key: str, round_id: str) -> None:
         """A game's round opened at the table (its round event's ``apply``): ``round_id`` is
-        added to the ids kept under ``key``, the game's own."""
-        self.__dict__.setdefault(key, []).append(round_id)
+        added to the ids kept under ``key``, the game's own (the oldest forgotten past
+        ``ROUNDS_KEPT``), and counted."""
+        kept = self.__dict__.setdefault(key, [])
+        kept.append(round_id)
+        if len(kept) > ROUNDS_KEPT:
+            del kept[0]
+        counts: dict[str, int] = self.__dict__.setdefault("round_counts", {})
+        counts[key] = counts.get(key, 0) + 1
 
     def rounds(self, key: str) -> list[str]:
-        """The ids of the rounds kept under ``key``, in the order they opened (not to be
+        """The ids of the latest rounds kept under ``key`` (at most ``ROUNDS_KEPT``; every
+        one when ``round_count(key)`` is no more), in the order they opened (not to be
         changed; empty when none)."""
         found: list[str] = self.__dict__.get(key, [])
         return found
+
+    def round_count(self, key: str) -> int:
+        """How many rounds opened under ``key``."""
+        counts: dict[str, int] = self.__dict__.get("round_counts", {})
+        return counts.get(key, 0)
 
     def latest_round(self, key: str) -> tuple[str | None, int]:
         """What a table view shows of the rounds kept under ``key`` (a game's ``table_rounds``):
         the latest (None: none) and how many."""
         found = self.rounds(key)
-        return (found[-1] if found else None), len(found)
+        return (found[-1] if found else None), self.round_count(key)

@@ -320,7 +320,8 @@ class TreintaYUna(GameCommands):
             opened = next(f for f in step.facts if isinstance(f, F.RoundOpened))
             agg = TreintaYUnaRound._create(
                 TreintaYUnaRound.Opened, id=rid, timestamp=unit.now, table_id=table.table_id,
-                number=len(previous) + 1, shoe_id=str(shoe.id), commitment=shoe.commitment,
+                number=table.round_count(ROUND_IDS) + 1, shoe_id=str(shoe.id),
+                commitment=shoe.commitment,
                 preset=rules.preset, options=rules.options(), currency=rules.currency,
                 seats=list(names), banker=choice.player, banker_reason=choice.reason.value,
                 lot=lot, bank=bank, mano=opened.mano, carried=carried,
@@ -494,7 +495,8 @@ class TreintaYUna(GameCommands):
         return self._read(read)
 
     def list_rounds(self, table_id: str) -> list[str]:
-        return self._read(lambda u: list(round_ids(self._table(u, table_id))))
+        return self._read(lambda u: self.core.all_rounds(
+            self._table(u, table_id), ROUND_IDS, RoundStarted.TOPIC, "round_id"))
 
     def my_hand(self, round_id: str, player: str, actor: Actor) -> HandView:
         """The holder's own hand, his face-down cards' faces filled in: for the player's own

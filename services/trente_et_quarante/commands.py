@@ -72,7 +72,6 @@ from services.trente_et_quarante.coup import (
     Coup,
     CoupStarted,
     Phase,
-    coup_ids,
     last_coup_id,
 )
 from services.trente_et_quarante.stake_batch import StakeBatchResult
@@ -252,7 +251,7 @@ class TrenteEtQuarante(GameCommands):
             ts = unit.now
             coup = Coup._create(
                 Coup.Opened, id=cid, timestamp=ts, table_id=table.table_id,
-                shoe_id=str(shoe.id), number=len(coup_ids(table)) + 1,
+                shoe_id=str(shoe.id), number=table.round_count(COUP_IDS) + 1,
                 number_in_shoe=shoe.coups + 1, start_position=shoe.position,
             )
             unit.add(coup)
@@ -570,7 +569,7 @@ class TrenteEtQuarante(GameCommands):
         def ids(unit: UnitOfWork) -> list[str]:
             table = self.core.table(unit, table_id)
             if shoe_id is None:
-                return list(coup_ids(table))
+                return self.core.all_rounds(table, COUP_IDS, CoupStarted.TOPIC, "coup_id")
             shoe = self.core.shoe(unit, shoe_id)
             if shoe.table_id != table.table_id:
                 raise NotFound("shoe_id", "UNKNOWN_SHOE", f"no shoe {shoe_id!r} at the table")
@@ -601,9 +600,10 @@ class TrenteEtQuarante(GameCommands):
         its position in the log and who caused it (the actor of its command), and who dealt."""
         if not isinstance(n, int) or not 1 <= n <= 100:
             raise InvalidArgument("n", "OUT_OF_RANGE", "must be 1 to 100")
-        found = self.core.read(lambda u: list(coup_ids(self.core.table(u, table_id))))
+        found = self.core.read(lambda u: self.core.latest_rounds(
+            self.core.table(u, table_id), COUP_IDS, CoupStarted.TOPIC, "coup_id", n))
         answer = []
-        for cid in reversed(found[-n:]):
+        for cid in reversed(found):
             coup = self.get_coup(cid)
             stored = self.core.read(functools.partial(self._checked_events, UUID(cid)))
             actors = self.core.actors_of(UUID(cid),
