@@ -106,10 +106,17 @@ GROWTH = 4  # a cached aggregate is measured again once its version has grown th
 # and its retry. An older retry is decided again and collides with its stored request on save
 # (the store's primary key): it gets the stored answer, never a second effect.
 RECENT_REQUESTS = 50_000
-# requests kept whole (a retry of one is answered the very first answer, not its stored form):
-# 6-51 KB each as Python objects (a stake's to a settlement's), 1.5-13 MB; filled within the
-# first second of a load, so flat from then on
+# requests kept whole (a retry of one is answered the very first answer, not its stored form),
+# at most this many and this many bytes (their estimate, ``answer_weight``): 3.8 KB for a stake
+# to 141 KB for the settlement of a coup of 40 stakes and 423 KB of one of 200 (``footprint``),
+# so the last 256 commands of a table's play, or the last few settlements of large coups;
+# filled within the first seconds of a load, flat from then on
 RECENT_ANSWERS = 256
+RECENT_ANSWER_BYTES = 4 << 20
+# ``answer_weight``: a kept request's bytes, estimated from above (within 2x of ``footprint``
+# for every command measured, a stake's to a 200-stake settlement's) by its answer's rows
+ANSWER_BASE = 2_700
+ANSWER_ROW = 1_100
 
 # The deadline of the gRPC call being served (a ``time.monotonic()`` instant; None: none), set
 # by the server's outermost interceptor (``services.metrics.MetricsInterceptor``).
@@ -374,23 +381,43 @@ class AggregateCache:
         self.bytes = 0
 
 
+def _rows(value: Any, depth: int = 0) -> int:
+    """The items of the lists in an answer, two levels deep (its stakes, movements, cards)."""
+    if isinstance(value, dict):
+        return sum(_rows(v, depth + 1) for v in value.values()) if depth < 2 else 0
+    if isinstance(value, list):
+        return len(value) + (sum(_rows(v, depth + 1) for v in value) if depth < 1 else 0)
+    return 0
+
+
+def answer_weight(request: Any) -> int:
+    """A kept request's bytes as Python objects, estimated from its answer's rows (a walk of
+    a few dicts, not ``footprint``'s of every object: it runs for every command)."""
+    return ANSWER_BASE + ANSWER_ROW * _rows(getattr(request, "result", None))
+
+
 class RecentRequests:
-    """The ids of the last ``size`` requests saved (their ``UUID.int``: ~50 bytes each), the
+    """The ids of the last ``size`` requests saved (their ``UUID.int``: ~94 bytes each), the
     oldest forgotten first: a command whose id is here is a retry, answered from the store; and
-    the last ``whole`` requests themselves, so that a retry soon after is answered the first
+    the last ``whole`` requests themselves, within ``budget`` bytes (``answer_weight``; the
+    latest one kept whatever its size), so that a retry soon after is answered the first
     answer itself (from the store, a dict's keys come back sorted: a map in the answer would
     be serialized in another order)."""
 
-    def __init__(self, size: int = RECENT_REQUESTS, whole: int = RECENT_ANSWERS) -> None:
+    def __init__(self, size: int = RECENT_REQUESTS, whole: int = RECENT_ANSWERS,
+                 budget: int = RECENT_ANSWER_BYTES) -> None:
         self._ids: set[int] = set()
         self._order: deque[int] = deque()
         self._size = size
-        self._whole: OrderedDict[UUID, Request] = OrderedDict()
+        self._whole: OrderedDict[UUID, tuple[Request, int]] = OrderedDict()
         self._whole_size = whole
+        self._budget = budget
+        self.bytes = 0  # the estimated size of the requests kept whole
 
     def request(self, rid: UUID) -> Request | None:
         """The request of id ``rid`` if it is among the last ones kept whole."""
-        return self._whole.get(rid)
+        kept = self._whole.get(rid)
+        return None if kept is None else kept[0]
 
     def __contains__(self, rid: UUID) -> bool:
         return rid.int in self._ids
@@ -405,16 +432,22 @@ class RecentRequests:
             if key not in ids:
                 ids.add(key)
                 order.append(key)
-            whole[rid] = request
+            weight = answer_weight(request)
+            old = whole.pop(rid, None)
+            if old is not None:
+                self.bytes -= old[1]
+            whole[rid] = (request, weight)
+            self.bytes += weight
         while len(order) > self._size:
             ids.discard(order.popleft())
-        while len(whole) > self._whole_size:
-            whole.popitem(last=False)
+        while len(whole) > self._whole_size or (len(whole) > 1 and self.bytes > self._budget):
+            self.bytes -= whole.popitem(last=False)[1][1]
 
     def clear(self) -> None:
         self._ids.clear()
         self._order.clear()
         self._whole.clear()
+        self.bytes = 0
 
 
 class UnitOfWork:

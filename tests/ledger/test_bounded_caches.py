@@ -24,7 +24,13 @@ from services.ledger.errors import RequestIdReused
 from services.ledger.evidence import CHECKED, LATEST, VOUCHED
 from services.ledger.ids import request_uuid, table_uuid
 from services.ledger.table import Table
-from services.ledger.writer import RECENT_REQUESTS, RecentRequests, writer_of
+from services.ledger.writer import (
+    RECENT_REQUESTS,
+    RecentRequests,
+    answer_weight,
+    footprint,
+    writer_of,
+)
 from services.trente_et_quarante.coup import COUP_IDS
 
 from .play import FixedInputs
@@ -289,3 +295,34 @@ def test_a_treinta_y_una_table_lists_and_numbers_the_rounds_it_forgot(
         assert table.rounds(ROUND_IDS) == [third.round_id]
         assert tyu.list_rounds("tyu-1") == [*played, third.round_id]
         assert ledger.get_table("tyu-1").coups == 3
+
+
+def test_the_answers_kept_whole_stay_within_their_bytes(ledger: Ledger) -> None:
+    """The estimate of a kept request's size is within 2x of its measured size for every
+    command of a coup's play, and the requests kept whole stay within their budget (the
+    latest one kept whatever its size)."""
+    writer = writer_of(ledger)
+    assert writer is not None
+    coup = ledger.open_coup("oc", "t1")
+    for k in range(12):
+        ledger.place_stake(f"p{k}", coup.coup_id, "ana", "noir", 100)
+    ledger.close_betting("cb", coup.coup_id)
+    ledger.deal("dl", coup.coup_id)
+    ledger.settle("se", coup.coup_id)
+    kept = [r for r, _ in writer.recent._whole.values()]
+    assert {r.command for r in kept} >= {"place_stake", "deal", "settle"}
+    for request in kept:
+        measured = footprint(request)
+        assert measured / 2 <= answer_weight(request) <= 2 * measured, request.command
+    settle = next(r for r in kept if r.command == "settle")
+    stake = next(r for r in kept if r.command == "place_stake")
+    budget = answer_weight(settle) + 2 * answer_weight(stake)
+    recent = RecentRequests(100, whole=100, budget=budget)
+    for request in kept:
+        recent.add({request.id: request})
+        assert recent.bytes <= max(budget, answer_weight(request))
+        assert recent.request(request.id) is request  # the latest: always kept
+    assert recent.bytes == sum(answer_weight(r) for r, _ in recent._whole.values())
+    assert len(recent) == len(kept)  # every id still known: a retry reads the store
+    assert 1 <= len(recent._whole) < len(kept)
+    assert list(recent._whole) == [r.id for r in kept][-len(recent._whole):]  # the latest
