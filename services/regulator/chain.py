@@ -18,6 +18,7 @@ import hashlib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 from uuid import UUID
 
 import orjson
@@ -41,6 +42,8 @@ from services.topics import CHAIN_LINKED
 log = logging.getLogger(__name__)
 
 MAX_PENDING = 200_000  # events without a link before the walk gives up on them
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,24 @@ _CHECKED: dict[tuple[bytes, str], tuple[Ed25519PublicKey, str | None]] = {}
 _PARSED: dict[tuple[bytes, int | None], tuple[Link, bytes]] = {}  # with its signed message
 _IDS: dict[str, bytes] = {}  # an originator id's text -> its 16 bytes (hashing a slot needs them)
 _TOPICS: dict[str, bytes] = {}  # a topic -> its UTF-8 bytes
-_MEMO_MAX = 8192  # entries of each memo (cleared when full)
+_MEMO_MAX = 8192  # entries of each memo (_CHECKED, _PARSED: the least recently used leaves
+# first; _IDS, _TOPICS: cleared when full)
+
+
+def _keep(memo: dict[_K, _V], key: _K, value: _V) -> _V:
+    """``memo[key] = value``, the least recently used entry dropped when ``memo`` is full."""
+    if len(memo) >= _MEMO_MAX:
+        del memo[next(iter(memo))]
+    memo[key] = value
+    return value
+
+
+def _recalled(memo: dict[_K, _V], key: _K) -> _V | None:
+    """``memo.get(key)``, a hit made the most recently used (dicts keep insertion order)."""
+    found = memo.pop(key, None)
+    if found is not None:
+        memo[key] = found
+    return found
 
 
 def verify_link(link: Link, stored: bytes | None, trusted: Mapping[str, Ed25519PublicKey]
@@ -65,7 +85,7 @@ def verify_link(link: Link, stored: bytes | None, trusted: Mapping[str, Ed25519P
     if stored is None or key is None:
         return link.verify(trusted)
     memo = (stored, link.key_id)
-    found = _CHECKED.get(memo)
+    found = _recalled(_CHECKED, memo)
     if found is not None and (found[0] is key or found[0] == key):
         return found[1]
     made = _PARSED.get((stored, link.position))
@@ -73,9 +93,7 @@ def verify_link(link: Link, stored: bytes | None, trusted: Mapping[str, Ed25519P
     # Link.verify, the key found and the message made
     good = signature_valid(key, link.signature, message)
     bad = None if good else f"link {link.seq}: bad signature"
-    if len(_CHECKED) >= _MEMO_MAX:
-        _CHECKED.clear()
-    _CHECKED[memo] = (key, bad)
+    _keep(_CHECKED, memo, (key, bad))
     return bad
 
 
@@ -84,13 +102,11 @@ def parse_link(stored: bytes, position: int | None) -> Link:
     met again by every range that reaches their batch. The signed message is made once: the
     link's hash and its signature check both read it."""
     memo = (stored, position)
-    made = _PARSED.get(memo)
+    made = _recalled(_PARSED, memo)
     if made is None:
         link, message = _parsed(stored, position)
         link.__dict__["hash"] = hashlib.sha256(message).digest()  # Link.hash, the same bytes
-        if len(_PARSED) >= _MEMO_MAX:
-            _PARSED.clear()
-        made = _PARSED[memo] = (link, message)
+        made = _keep(_PARSED, memo, (link, message))
     return made[0]
 
 
@@ -138,12 +154,16 @@ def _parsed(stored: bytes, position: int | None) -> tuple[Link, bytes]:
 
 
 def _floatless(value: object) -> bool:
-    """No float anywhere in a parsed JSON value."""
-    if type(value) is dict:
-        return all(_floatless(v) for v in value.values())
-    if type(value) is list:
-        return all(_floatless(v) for v in value)
-    return type(value) is not float
+    """No float anywhere in a parsed JSON value (strings and integers, a link's most values,
+    passed without a call)."""
+    items = value.values() if type(value) is dict else value if type(value) is list else None
+    if items is None:
+        return type(value) is not float
+    for v in items:
+        t = type(v)
+        if t is not str and t is not int and not _floatless(v):
+            return False
+    return True
 
 
 def pinned_keys(publics: Iterable[bytes]) -> dict[str, Ed25519PublicKey]:
@@ -452,6 +472,8 @@ def _feed_range(walk: ChainWalk, events: EventTable, start: int, end: int | None
         if not batch or len(batch) < limit:
             break
         after = batch[-1].position
+        if end is not None and after >= end:
+            break  # the range's closing link fed: a further read would feed nothing
     for p in holes_left:
         walk.feed(p, None)
 

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.ledger.evidence import Link, event_hash, link_message, signature_valid
+from services.regulator import chain
 from services.regulator.chain import _parsed, slot_hash
 from services.regulator.source import RawEvent
 
@@ -146,3 +147,14 @@ def test_slot_hash_is_event_hash(index: int, oid: UUID, version: int, topic: str
     ev = RawEvent(1, text, version, topic, state)
     assert slot_hash(index, ev) == event_hash(index, oid, version, topic, state)
     assert slot_hash(index, ev) == event_hash(index, text, version, topic, state)
+
+
+def test_the_link_memos_drop_the_least_recently_used() -> None:
+    memo: dict[int, str] = {}
+    for i in range(chain._MEMO_MAX):
+        chain._keep(memo, i, str(i))
+    assert chain._recalled(memo, 0) == "0"  # 0 is now the most recently used
+    chain._keep(memo, -1, "new")  # full: 1, the least recently used, leaves
+    assert len(memo) == chain._MEMO_MAX
+    assert 1 not in memo and 0 in memo and memo[-1] == "new"
+    assert chain._recalled(memo, 1) is None
