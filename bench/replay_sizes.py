@@ -41,6 +41,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from bench._support import PG_ADMIN, PG_HOST, PG_PORT, PG_USER, cached_store
 from bench.replay import _filler, _play_shoe
 from services.bootstrap import LEDGER_GAMES, REGULATOR_GAMES, ROUND_END
+from services.ledger import evidence
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
 from services.regulator import chain, replay
@@ -80,13 +81,16 @@ def _timed(fn: Callable[[], Any], before: Callable[[], None] | None = None
 
 
 def _forget() -> None:
-    """What a replay remembers for the next: the shoes' orders, the links checked (a tree
-    without them, measured with this module for comparison, has nothing to forget)."""
+    """What a replay remembers for the next: the shoes' orders, the links parsed and checked,
+    the ids' bytes, topics and keys met (a tree without them, measured with this module for
+    comparison, has nothing to forget)."""
     sabot = getattr(replay, "_sabot", None)
     if sabot is not None:
         sabot.cache_clear()
-    for memo in ("_CHECKED", "_PARSED", "_IDS"):
+    for memo in ("_CHECKED", "_PARSED", "_IDS", "_TOPICS"):
         getattr(chain, memo, {}).clear()
+    getattr(evidence, "_RAW", {}).clear()
+    getattr(replay, "_QUOTED", {}).clear()
 
 
 def _pg_store(size: int) -> tuple[str, dict[str, Any]] | None:

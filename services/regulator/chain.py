@@ -18,18 +18,32 @@ import hashlib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 from uuid import UUID
 
-from cryptography.exceptions import InvalidSignature
+import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from services.ledger.evidence import CHAIN_ID, SHORT, Link, event_hash, key_id, link_message
+from services.ledger.evidence import (
+    _EVENT_HEAD,
+    CHAIN_ID,
+    EVENT_PREFIX,
+    LINK_PREFIX,
+    SHORT,
+    Link,
+    key_id,
+    link_body,
+    link_message,
+    signature_valid,
+)
 from services.regulator.source import EventTable, RawEvent
 from services.topics import CHAIN_LINKED
 
 log = logging.getLogger(__name__)
 
 MAX_PENDING = 200_000  # events without a link before the walk gives up on them
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +54,26 @@ class ChainProblem:
 
 _CHECKED: dict[tuple[bytes, str], tuple[Ed25519PublicKey, str | None]] = {}
 _PARSED: dict[tuple[bytes, int | None], tuple[Link, bytes]] = {}  # with its signed message
-_IDS: dict[str, UUID] = {}  # an originator id's text -> its UUID (hashing a slot needs it)
-_MEMO_MAX = 8192  # entries of each memo (cleared when full)
+_IDS: dict[str, bytes] = {}  # an originator id's text -> its 16 bytes (hashing a slot needs them)
+_TOPICS: dict[str, bytes] = {}  # a topic -> its UTF-8 bytes
+_MEMO_MAX = 8192  # entries of each memo (_CHECKED, _PARSED: the least recently used leaves
+# first; _IDS, _TOPICS: cleared when full)
+
+
+def _keep(memo: dict[_K, _V], key: _K, value: _V) -> _V:
+    """``memo[key] = value``, the least recently used entry dropped when ``memo`` is full."""
+    if len(memo) >= _MEMO_MAX:
+        del memo[next(iter(memo))]
+    memo[key] = value
+    return value
+
+
+def _recalled(memo: dict[_K, _V], key: _K) -> _V | None:
+    """``memo.get(key)``, a hit made the most recently used (dicts keep insertion order)."""
+    found = memo.pop(key, None)
+    if found is not None:
+        memo[key] = found
+    return found
 
 
 def verify_link(link: Link, stored: bytes | None, trusted: Mapping[str, Ed25519PublicKey]
@@ -53,19 +85,15 @@ def verify_link(link: Link, stored: bytes | None, trusted: Mapping[str, Ed25519P
     if stored is None or key is None:
         return link.verify(trusted)
     memo = (stored, link.key_id)
-    found = _CHECKED.get(memo)
+    found = _recalled(_CHECKED, memo)
     if found is not None and (found[0] is key or found[0] == key):
         return found[1]
     made = _PARSED.get((stored, link.position))
     message = made[1] if made is not None and made[0] is link else link_message(link.body)
-    try:  # Link.verify, the key found and the message made
-        key.verify(link.signature, message)
-        bad = None
-    except InvalidSignature:
-        bad = f"link {link.seq}: bad signature"
-    if len(_CHECKED) >= _MEMO_MAX:
-        _CHECKED.clear()
-    _CHECKED[memo] = (key, bad)
+    # Link.verify, the key found and the message made
+    good = signature_valid(key, link.signature, message)
+    bad = None if good else f"link {link.seq}: bad signature"
+    _keep(_CHECKED, memo, (key, bad))
     return bad
 
 
@@ -74,15 +102,68 @@ def parse_link(stored: bytes, position: int | None) -> Link:
     met again by every range that reaches their batch. The signed message is made once: the
     link's hash and its signature check both read it."""
     memo = (stored, position)
-    made = _PARSED.get(memo)
+    made = _recalled(_PARSED, memo)
     if made is None:
-        link = Link.parse(stored, position)
-        message = link_message(link.body)
+        link, message = _parsed(stored, position)
         link.__dict__["hash"] = hashlib.sha256(message).digest()  # Link.hash, the same bytes
-        if len(_PARSED) >= _MEMO_MAX:
-            _PARSED.clear()
-        made = _PARSED[memo] = (link, message)
+        made = _keep(_PARSED, memo, (link, message))
     return made[0]
+
+
+_EVENT_HASH = hashlib.sha256(EVENT_PREFIX)  # copied for each slot: the prefix hashed once
+
+
+def slot_hash(index: int, ev: RawEvent) -> bytes:
+    """``event_hash(index, ev.originator_id, ev.version, ev.topic, ev.state)``, the same bytes
+    with the id's 16 bytes and the topic's encoding remembered and the prefix's hash copied."""
+    oid = _IDS.get(ev.originator_id)
+    if oid is None:
+        if len(_IDS) >= _MEMO_MAX:
+            _IDS.clear()
+        oid = _IDS[ev.originator_id] = UUID(ev.originator_id).bytes
+    topic = _TOPICS.get(ev.topic)
+    if topic is None:
+        if len(_TOPICS) >= _MEMO_MAX:
+            _TOPICS.clear()
+        topic = _TOPICS[ev.topic] = ev.topic.encode()
+    h = _EVENT_HASH.copy()
+    h.update(_EVENT_HEAD.pack(index, oid, ev.version, len(topic)) + topic)
+    h.update(ev.state)
+    return h.digest()
+
+
+def _parsed(stored: bytes, position: int | None) -> tuple[Link, bytes]:
+    """``Link.parse(stored, position)`` and ``link_message`` of its body, the same values
+    made faster by orjson where it reads and writes exactly what ``json`` does: its parse is
+    taken when it holds no float (orjson reads an integer past 64 bits as one; ``json``
+    reads NaN and Infinity, a BOM, lone surrogates, which orjson refuses: those go to
+    ``Link.parse``), and its sorted compact bytes when the stored bytes hold no backslash
+    (no string then holds a character either encoder escapes; everything else, UTF-8 beyond
+    ASCII included, both write as it is). Anything else is made as before."""
+    try:
+        data = orjson.loads(stored)
+    except orjson.JSONDecodeError:
+        data = None
+    if type(data) is not dict or not _floatless(data):
+        link = Link.parse(stored, position)
+        return link, link_message(link.body)
+    link = Link(int(data["seq"]), position, link_body(data), bytes.fromhex(data["signature"]))
+    if b"\\" in stored:
+        return link, link_message(link.body)
+    return link, LINK_PREFIX + orjson.dumps(link.body, option=orjson.OPT_SORT_KEYS)
+
+
+def _floatless(value: object) -> bool:
+    """No float anywhere in a parsed JSON value (strings and integers, a link's most values,
+    passed without a call)."""
+    items = value.values() if type(value) is dict else value if type(value) is list else None
+    if items is None:
+        return type(value) is not float
+    for v in items:
+        t = type(v)
+        if t is not str and t is not int and not _floatless(v):
+            return False
+    return True
 
 
 def pinned_keys(publics: Iterable[bytes]) -> dict[str, Ed25519PublicKey]:
@@ -255,7 +336,7 @@ class ChainWalk:
         except (KeyError, ValueError, TypeError):
             self._problem(position, "a malformed link")
             return
-        count = link.count
+        count, first = link.count, link.first
         previous = self._boundary
         full = []
         for j, (p, ev) in enumerate(pending):
@@ -266,12 +347,7 @@ class ChainWalk:
                 self._problem(min(p, previous + 1),
                               f"not in link {link.seq}'s batch (inserted?)")
                 return
-            oid = _IDS.get(ev.originator_id)
-            if oid is None:
-                if len(_IDS) >= _MEMO_MAX:
-                    _IDS.clear()
-                oid = _IDS[ev.originator_id] = UUID(ev.originator_id)
-            h = event_hash(link.first + j, oid, ev.version, ev.topic, ev.state)
+            h = slot_hash(first + j, ev)
             if h[:SHORT] != short[j * SHORT : (j + 1) * SHORT]:
                 self._problem(min(p, previous + 1),
                               f"does not match slot {j} of link {link.seq} (edited, inserted, "
@@ -396,6 +472,8 @@ def _feed_range(walk: ChainWalk, events: EventTable, start: int, end: int | None
         if not batch or len(batch) < limit:
             break
         after = batch[-1].position
+        if end is not None and after >= end:
+            break  # the range's closing link fed: a further read would feed nothing
     for p in holes_left:
         walk.feed(p, None)
 

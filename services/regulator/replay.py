@@ -321,14 +321,26 @@ def _leaf_hex(ev: RawEvent | None, notarised: bytes) -> str | None:
     if ev is None:
         return None
     quick = b"".join((
-        b'{"originator_id":', json.dumps(ev.originator_id, ensure_ascii=False).encode(),
-        b',"position":', str(ev.position).encode(), b',"state":', ev.state, b',"topic":',
-        json.dumps(ev.topic, ensure_ascii=False).encode(), b',"version":',
-        str(ev.version).encode(), b"}",
+        b'{"originator_id":', _quoted(ev.originator_id), b',"position":',
+        str(ev.position).encode(), b',"state":', ev.state, b',"topic":', _quoted(ev.topic),
+        b',"version":', str(ev.version).encode(), b"}",
     ))
     if leaf_hash(quick) == notarised:
         return notarised.hex()
     return leaf_hash(ev.leaf()).hex()
+
+
+_QUOTED: dict[str, bytes] = {}  # a text -> its JSON string (ids and topics recur)
+
+
+def _quoted(text: str) -> bytes:
+    """``json.dumps(text, ensure_ascii=False).encode()``, remembered (bounded)."""
+    found = _QUOTED.get(text)
+    if found is None:
+        if len(_QUOTED) >= 8192:
+            _QUOTED.clear()
+        found = _QUOTED[text] = json.dumps(text, ensure_ascii=False).encode()
+    return found
 
 
 # The shoe's order from its seed, remembered (a pure function of its arguments): a regulator
