@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import json
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -83,6 +84,7 @@ class CanonicalTranscoder(JSONTranscoder):
 
     def __init__(self) -> None:
         super().__init__()
+        self._last_time: tuple[Any, dict[str, Any]] = (None, {})  # (a datetime, its encoding)
         self.encoder = json.JSONEncoder(default=self._encode_obj, separators=(",", ":"),
                                         ensure_ascii=False, sort_keys=True)
 
@@ -96,11 +98,19 @@ class CanonicalTranscoder(JSONTranscoder):
 
     def _alike(self, o: Any) -> dict[str, Any]:
         """``default`` for ``orjson``: a registered type's transcoding, as ``_encode_obj``
-        gives it, if ``orjson`` writes its data alike too; else ``Unlike`` (the fallback)."""
-        transcoding = self.types.get(type(o))
+        gives it, if ``orjson`` writes its data alike too; else ``Unlike`` (the fallback). The
+        last time encoded is kept: every event of a command has the same one."""
+        last = self._last_time
+        if last[0] is o:
+            return last[1]
+        cls = type(o)
+        transcoding = self.types.get(cls)
         if transcoding is None or isinstance(o, str | int | float | dict | list | tuple):
             raise Unlike  # the library writes a subclass of these itself, or refuses the value
         data = transcoding.encode(o)
-        if not orjson_writes_alike(data):
+        if type(data) is not str and not orjson_writes_alike(data):
             raise Unlike
-        return {"_type_": transcoding.name, "_data_": data}
+        encoded = {"_type_": transcoding.name, "_data_": data}
+        if cls is datetime:  # immutable: the same object, the same encoding
+            self._last_time = (o, encoded)
+        return encoded
