@@ -465,8 +465,20 @@ class UnitOfWork:
         touched = self.touched
         out: list[list[Any]] = []
         for agg_id, n in self._marks.items():
-            for event in touched[agg_id].pending_events[n:]:
-                out.append([str(event.originator_id), event.originator_version])
+            events = touched[agg_id].pending_events[n:]
+            if events:  # an aggregate's events are all its own: its id as text once
+                oid = str(agg_id)
+                out += [[oid, event.originator_version] for event in events]
+        return out
+
+    def added(self) -> list[tuple[Aggregate, Any]]:
+        """The events the command since ``begin`` added, each with its aggregate, in the
+        order of ``effects``."""
+        touched = self.touched
+        out: list[tuple[Aggregate, Any]] = []
+        for agg_id, n in self._marks.items():
+            agg = touched[agg_id]
+            out += [(agg, event) for event in agg.pending_events[n:]]
         return out
 
     def pending_count(self) -> int:
