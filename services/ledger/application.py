@@ -63,6 +63,7 @@ from services.ledger.evidence import (
     chained_snapshot,
 )
 from services.ledger.schema import CREATE_TABLE, LOCK_FUNCTION, create_tables
+from services.ledger.transcoder import CanonicalTranscoder
 
 STORE_SETTINGS = ("POSTGRES_DBNAME", "POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_USER",
                   "POSTGRES_PASSWORD", "POSTGRES_SCHEMA", "POSTGRES_CONNECT_TIMEOUT", LIBPQ)
@@ -241,6 +242,10 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
             events.guard = evidence.guard if evidence is not None and evidence.checks else None
 
     def construct_transcoder(self) -> Transcoder:
+        if not self.env.get(self.factory.TRANSCODER_TOPIC):  # the library's JSONTranscoder's
+            canonical = CanonicalTranscoder()  # bytes, written faster (``transcoder.py``)
+            self.register_transcodings(canonical)
+            return canonical
         transcoder = super().construct_transcoder()
         if isinstance(transcoder, JSONTranscoder):
             transcoder.encoder = json.JSONEncoder(

@@ -155,12 +155,9 @@ def check_balanced(unit: UnitOfWork) -> None:
     not sum to zero per currency (FAILED_PRECONDITION ``amount`` ``UNBALANCED``): money moved
     other than by whole transfers."""
     net: dict[str, int] = {}
-    for oid, version in unit.effects():
-        agg = unit.touched.get(UUID(oid))
+    for agg, event in unit.added():
         if not isinstance(agg, Account):
             continue
-        pending = agg.pending_events  # in version order, ending at the aggregate's version
-        event = pending[len(pending) - 1 - (agg.version - version)]
         if isinstance(event, Account.Debited):
             net[agg.currency] = net.get(agg.currency, 0) - event.amount
         elif isinstance(event, Account.Credited):

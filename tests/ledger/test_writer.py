@@ -320,3 +320,40 @@ def test_plain_answers_equal_to_dict() -> None:
         assert plain(result) == to_dict(result)
 
     check()
+
+
+def test_a_batching_writer_collects_garbage_less_often_and_never_more(
+        sqlite_store_url: str) -> None:
+    """A process running a batching writer collects cycles every ``GC_THRESHOLD`` allocations
+    (not the interpreter's 700); a higher threshold set before is kept; cycles are still
+    collected."""
+    import gc
+    import weakref
+
+    from services.ledger.writer import GC_THRESHOLD
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, before[1], before[2])
+        ledger = Ledger(FixedInputs().config(sqlite_store_url), batching=True, games=LEDGER_GAMES)
+        try:
+            assert gc.get_threshold() == (GC_THRESHOLD, before[1], before[2])
+            gc.set_threshold(5 * GC_THRESHOLD, before[1], before[2])
+            Ledger(FixedInputs().config(sqlite_store_url), batching=True,
+                   games=LEDGER_GAMES).close()
+            assert gc.get_threshold()[0] == 5 * GC_THRESHOLD
+
+            class Cycle:
+                me: Any = None
+
+            cycle = Cycle()
+            cycle.me = cycle
+            gone = weakref.ref(cycle)
+            del cycle
+            kept = [[] for _ in range(3 * 5 * GC_THRESHOLD)]  # the collector runs by itself
+            assert gone() is None
+            del kept
+        finally:
+            ledger.close()
+    finally:
+        gc.set_threshold(*before)
