@@ -70,8 +70,9 @@ def _tamper(url: str, what: str, at: float) -> None:
             conn.execute("UPDATE stored_events SET state = ? WHERE rowid = ?",
                          (bytes(pick[2]).replace(b"}", b',"x":1}', 1), pick[0]))
         elif what == "reformat":  # the same content, not canonical: the chain's bytes differ
+            spaced = json.dumps(json.loads(pick[2]), separators=(", ", ": ")).encode()
             conn.execute("UPDATE stored_events SET state = ? WHERE rowid = ?",
-                         (json.dumps(json.loads(pick[2]), separators=(", ", ": ")).encode(), pick[0]))
+                         (spaced, pick[0]))
         elif what == "delete":
             conn.execute("DELETE FROM stored_events WHERE rowid = ?", (pick[0],))
         elif what == "delete-link":
