@@ -69,8 +69,6 @@ def _shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_shared)
-_PLAIN = json.JSONDecoder()
-SHARE_AFTER = 20_000  # lines: a larger export is held with its keys and short strings shared
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -144,8 +142,8 @@ def parse(lines: Iterable[str]) -> Export:
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:  # a small export as it comes; a large one held lean
-            r = (_PLAIN if n <= SHARE_AFTER else _DECODER).decode(line)
+        try:
+            r = _DECODER.decode(line)
         except ValueError:
             raise Bad(f"line {n}: not JSON") from None
         if exp is None:
