@@ -20,7 +20,9 @@ Histories are SQLite stores built once and kept outside the repository (``bench.
 Rows: ``bytes``, ``ms`` (wall), ``cpu_ms`` (this process's processor time), ``rss_mb``
 (sabot-verify's peak), and ratios (``_cpu_x_smallest`` on processor time: on the shared machine
 wall time is mostly the load); ``load_1min`` before and after.
-``SABOT_BENCH_EXPORT_SIZES`` (default ``1000,100000,1000000``) changes the sizes.
+``SABOT_BENCH_EXPORT_SIZES`` (default ``1000,100000,1000000``) changes the sizes;
+``SABOT_BENCH_EXPORT_DAYS=110`` adds the whole log of a day of 110 shoes a table (992,903
+events, ``export-day-v1-5x110``: built once, ~18 min; rows ``export.day110.*``).
 ``python -m bench.export`` prints the rows.
 """
 
@@ -89,6 +91,11 @@ def _notarise(url: str) -> int:
 
 def _day(url: str) -> dict[str, Any]:
     """Five tables dealt coup for coup, ``DAY_SHOES`` shoes each, 4 players a table."""
+    return _play_day(url, DAY_SHOES)
+
+
+def _play_day(url: str, shoes_each: int) -> dict[str, Any]:
+    """Five tables dealt coup for coup, ``shoes_each`` shoes each, 4 players a table."""
     rng = random.Random(5)
     clock = [datetime(2026, 1, 2, tzinfo=UTC)]
 
@@ -118,9 +125,9 @@ def _day(url: str) -> dict[str, Any]:
                 ledger.open_account(rid(), p)
                 ledger.deposit(rid(), p, 10**9)
         open_shoe: dict[str, str] = {}
-        while any(len(shoes[t]) < DAY_SHOES for t in tables):
+        while any(len(shoes[t]) < shoes_each for t in tables):
             for t in tables:
-                if len(shoes[t]) >= DAY_SHOES:
+                if len(shoes[t]) >= shoes_each:
                     continue
                 if t not in open_shoe:
                     sid = ledger.open_shoe(rid(), t).shoe_id
@@ -220,6 +227,25 @@ def _shoe_rows(tmp: Path, size: int) -> tuple[str, dict[str, float]]:
     return f"export.shoe.{size}", got
 
 
+def _big_day_rows(tmp: Path, shoes_each: int) -> list[Row]:
+    """The whole log of a day of ``shoes_each`` shoes a table (110: ~10^6 events), exported
+    and verified by ``sabot-verify`` as a stream: per 10^5 events, its peak RSS, the raw scan."""
+    url, facts = cached_store(f"export-day-v1-{DAY_TABLES}x{shoes_each}",
+                              lambda u: _play_day(u, shoes_each))
+    n = float(facts["events"])
+    whole = tmp / f"day-{shoes_each}.jsonl"
+    exported = _export(url, whole, None)
+    alone = _verify_alone(whole)
+    scan_cpu, rows = _raw_scan(url)
+    whole.unlink()
+    p = f"export.day{shoes_each}"
+    return [(f"{p}.events", n), (f"{p}.export_cpu_ms_per_1e5", exported[1] * 1e5 / n),
+            (f"{p}.sabot_verify_cpu_ms_per_1e5", alone[1] * 1e5 / n),
+            (f"{p}.sabot_verify_rss_mb", alone[2]),
+            (f"{p}.raw_scan_cpu_ms_per_1e5", scan_cpu * 1e5 / rows),
+            (f"{p}.x_raw_scan", (exported[1] + alone[1]) / scan_cpu)]
+
+
 def _day_rows(tmp: Path) -> list[Row]:
     url, facts = cached_store(f"export-day-v1-{DAY_TABLES}x{DAY_SHOES}", _day)
     n = float(facts["events"])
@@ -269,6 +295,9 @@ def run() -> list[Row]:
             rows.append((f"{prefix}.in_process_cpu_x_smallest",
                          got["in_process_cpu_ms"] / first["in_process_cpu_ms"]))
         rows += _day_rows(tmp)
+        for shoes_each in (int(x) for x in os.environ.get("SABOT_BENCH_EXPORT_DAYS", "").split(",")
+                           if x):
+            rows += _big_day_rows(tmp, shoes_each)
     rows.append(("export.load_1min_after", os.getloadavg()[0]))
     return rows
 

@@ -41,7 +41,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from sabot_verify import actors, unit
-from sabot_verify.chain import key_id, load_head, walk_export
+from sabot_verify.chain import Slot, key_id, load_head, walk_export
 from sabot_verify.cuarenta import verify_matches
 from sabot_verify.integrity import Export, Problem, check, parse
 from sabot_verify.money import MoneyFinding, check_money
@@ -101,8 +101,11 @@ def _chain(exp: Export, chain_keys: list[bytes] | None, head: dict[str, Any] | N
     for k in keys or []:
         trusted[key_id(k)] = Ed25519PublicKey.from_public_bytes(k)
     records: list[tuple[int, int | None, dict[str, Any] | None]] = []
-    for r in exp.events:
-        records.append((r["position"], r["index"], r.get("event")))
+    for i, r in enumerate(exp.events):
+        ev, raw = r.get("event"), exp.proven.get(i)  # its state's bytes, proven: not re-encoded
+        if raw is not None and isinstance(ev, dict):
+            ev = Slot(ev, raw)
+        records.append((r["position"], r["index"], ev))
     for r in exp.leaves:  # another unit's event: its hash in the chain stands for it
         records.append((r["position"], r["index"], {"chain_hash": r.get("chain_hash")}))
     for r in exp.unnotarised + exp.tail:
@@ -306,16 +309,23 @@ def _summary(f: _Found, verdict: str, code: int, first_at: int | None,
 
 class _Replay:
     """``lines`` read once as a stream (``first``), and again when needed (``again``): a list
-    as it is; anything else spooled to a temporary file as it is read, never held in memory."""
+    as it is; a file that can seek, from where it stood; anything else spooled to a temporary
+    file as the stream reads it, never held in memory."""
 
     def __init__(self, lines: Iterable[str]) -> None:
         self.lines = lines
         self.listed = isinstance(lines, (list, tuple))
         self.spool: TextIO | None = None
+        self.start: int | None = None  # where a seekable file stood
+        if not self.listed and isinstance(lines, io.TextIOBase):
+            try:
+                self.start = lines.tell() if lines.seekable() else None
+            except OSError:  # read on by next() already: its position is not known
+                self.start = None
         self.source = iter(lines)
 
     def __enter__(self) -> _Replay:
-        if not self.listed:
+        if not self.listed and self.start is None:
             self.spool = tempfile.TemporaryFile("w+", encoding="utf-8")
         return self
 
@@ -329,15 +339,19 @@ class _Replay:
         return line
 
     def first(self) -> Iterator[str]:
-        return self.source if self.listed else map(self._kept, self.source)
+        return self.source if self.spool is None else map(self._kept, self.source)
 
     def again(self) -> Iterable[str]:
+        """Every line: a list's or a seekable file's again; else those the stream read
+        (spooled), then those it left unread (as they come: a narrowed export, which the
+        stream does not read past its header, is never copied)."""
+        if self.start is not None and isinstance(self.lines, io.TextIOBase):
+            self.lines.seek(self.start)
+            return self.lines
         if self.spool is None:
             return self.lines
-        for line in self.source:  # what the stream left unread
-            self._kept(line)
         self.spool.seek(0)
-        return self.spool
+        return itertools.chain(self.spool, self.source)
 
 
 def run(
@@ -487,6 +501,10 @@ def _answer(args: argparse.Namespace, opened: list[TextIO]) -> int:
             opened.append(source)
         first = _first_line(source, args.export)  # read on line by line: never held whole
         named = _header_keys(first)
+        lines: Iterable[str] = itertools.chain([first], source)
+        if source is not sys.stdin and source.seekable():  # read again from the file itself
+            source.seek(0)
+            lines = source
         trust = load_trust(args.trust) if args.trust else Trust()
         reg = None
         if args.regulator_key:
@@ -514,7 +532,7 @@ def _answer(args: argparse.Namespace, opened: list[TextIO]) -> int:
     json_out = args.format == "json"
     report = io.StringIO() if json_out else sys.stdout
     try:
-        code = run(itertools.chain([first], source), reg, cpk, out=report,
+        code = run(lines, reg, cpk, out=report,
                    chain_keys=chain or None,
                    chain_head=head, summary=summary, known=known,
                    verbose=args.verbose or json_out, site=site)

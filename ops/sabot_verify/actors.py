@@ -40,6 +40,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _read(state: Any) -> tuple[Any, Any]:
+    """A command's ``actor`` and ``effects``, unwrapped (the rest of its state is not)."""
+    if isinstance(state, dict) and set(state) != {"_type_", "_data_"}:
+        return _plain(state.get("actor")), _plain(state.get("effects"))
+    st = _plain(state)
+    return st.get("actor"), st.get("effects")
+
+
 def _name(actor: Any, peer: bool = True) -> str:
     """``principal (role)``, and where it called from (``peer``) when asked: a report names
     principals (a peer's source port would make one principal many)."""
@@ -62,14 +70,13 @@ def problems(records: list[dict[str, Any]]) -> list[Problem]:
         ev = r.get("event")
         if not isinstance(ev, dict) or ev.get("topic") != REQUEST_RECORDED:
             continue
-        st = _plain(ev.get("state", {}))
-        actor = st.get("actor")
+        actor, effects = _read(ev.get("state", {}))
         if actor is None:  # a request stored before actors were recorded
             continue
         if r.get("actor") != actor:
             out.append(Problem(r["position"], f"the actor field of command {ev['position']} "
                                "is not the command's own"))
-        for effect in st.get("effects") or ():
+        for effect in effects or ():
             other = by_key.get((effect[0], effect[1])) if isinstance(effect, list) else None
             if other is not None and other.get("actor") != actor:
                 out.append(Problem(other["position"], f"the event at {other['position']} names "

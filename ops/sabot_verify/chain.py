@@ -59,11 +59,25 @@ def state_bytes(content: dict[str, Any]) -> bytes:
     return canonical(content["state"])
 
 
+_ID_BYTES: dict[Any, bytes] = {}  # an originator id's text -> its 16 bytes (aggregates recur)
+_EVENT_HEAD = struct.Struct(">Q16sQH")
+
+
+def _id_bytes(originator_id: Any) -> bytes:
+    got = _ID_BYTES.get(originator_id) if type(originator_id) is str else None
+    if got is None:
+        got = UUID(originator_id).bytes
+        if len(_ID_BYTES) >= 65_536:
+            _ID_BYTES.clear()
+        _ID_BYTES[originator_id] = got
+    return got
+
+
 def event_hash(index: int, content: dict[str, Any]) -> bytes:
     topic = str(content["topic"]).encode()
     h = hashlib.sha256(EVENT_PREFIX)
-    h.update(struct.pack(">Q16sQH", index, UUID(content["originator_id"]).bytes,
-                         int(content["version"]), len(topic)))
+    h.update(_EVENT_HEAD.pack(index, _id_bytes(content["originator_id"]),
+                              int(content["version"]), len(topic)))
     h.update(topic)
     h.update(state_bytes(content))
     return h.digest()

@@ -49,6 +49,12 @@ class Export:
     nodes: list[dict[str, Any]] = field(default_factory=list)  # the multi-leaf proof's blocks
     leaves: list[dict[str, Any]] = field(default_factory=list)  # other units' leaves: hashes
     end: dict[str, Any] | None = None
+    # per event record (same order as ``events``): its event's and state's canonical bytes as
+    # cut from its line (``cut``), None when the line is not the record's canonical JSON
+    cuts: list[tuple[bytes, bytes | None] | None] = field(default_factory=list)
+    # event record (its place in ``events``) -> its state's canonical bytes, for the records
+    # whose cut bytes ``check`` proved by the leaf hash (what the chain hashes, not re-encoded)
+    proven: dict[int, bytes] = field(default_factory=dict)
 
     @property
     def multi(self) -> bool:
@@ -63,6 +69,54 @@ def _shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_shared)
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON text (``proofs.canonical``, as text); an int, and a string that needs no
+    escape (printable ASCII without a quote or a backslash: ids, hashes, topics), without the
+    encoder."""
+    if type(value) is int:
+        return str(value)
+    if type(value) is str and value.isascii() and value.isprintable() and '"' not in value \
+            and "\\" not in value:
+        return f'"{value}"'
+    return _ENCODE(value)
+
+
+_ACTOR = '{"actor":'
+_EVENT = ',"event":{"originator_id":'
+
+
+def cut(line: str, r: dict[str, Any]) -> tuple[bytes, bytes | None] | None:
+    """The event's canonical bytes and its state's, cut from the event record's line when the
+    line is laid out as the writer lays it (keys sorted, no spaces); None when it is not (they
+    are then serialised). Sound: the event's bytes are proven by its leaf hash before they are
+    used, so they are one canonical JSON object; the line's parse took that object whole as
+    the record's ``event`` (it begins at the first ``"event":`` key whose value is such an
+    object: one nested in an earlier value would close inside it, not be whole; and the
+    record's other keys after it are rebuilt from the record's own values)."""
+    text = line.rstrip("\n")
+    if len(r) != 6 or "actor" not in r or not text.startswith(_ACTOR):
+        return None
+    start = text.find(_EVENT)
+    tail = (',"index":' + dumps(r.get("index")) + ',"kind":"event","leaf_hash":'
+            + dumps(r.get("leaf_hash")) + ',"position":' + dumps(r.get("position")) + "}")
+    if start < 0 or not text.endswith(tail):
+        return None
+    event = text[start + 9:len(text) - len(tail)]  # from the object after ',"event":'
+    ev = r["event"]
+    if not isinstance(ev, dict) or len(ev) != 5:
+        return event.encode(), None
+    try:
+        pre = ('{"originator_id":' + dumps(ev["originator_id"]) + ',"position":'
+               + dumps(ev["position"]) + ',"state":')
+        post = ',"topic":' + dumps(ev["topic"]) + ',"version":' + dumps(ev["version"]) + "}"
+    except KeyError:
+        return event.encode(), None
+    if event.startswith(pre) and event.endswith(post):
+        return event.encode(), event[len(pre):len(event) - len(post)].encode()
+    return event.encode(), None
 
 
 def _packed(proof: Any) -> Any:
@@ -102,6 +156,7 @@ def parse(lines: Iterable[str]) -> Export:
             continue
         kind = r.get("kind")
         if kind == "event":
+            exp.cuts.append(cut(line, r) if exp.multi else None)  # before "proof" is set
             if exp.multi:  # proven by the export's multi-leaf proof: no proof of its own
                 r["proof"] = b""
             elif "proof" in r:
@@ -163,7 +218,7 @@ def check(exp: Export, key: bytes) -> tuple[list[Problem], dict[int, dict[str, A
     if exp.multi:
         problems += _multi_leaf(exp, size, root)
     last_index = -1
-    for r in exp.events:
+    for i, r in enumerate(exp.events):
         pos, idx = r.get("position"), r.get("index")
         try:
             if not isinstance(idx, int) or idx <= last_index:
@@ -175,7 +230,7 @@ def check(exp: Export, key: bytes) -> tuple[list[Problem], dict[int, dict[str, A
             ev = r.get("event")
             if ev is None:
                 raise Bad("notarised event missing from the store (deleted?)")
-            if leaf_hash(canonical(ev)) != h:
+            if not _proven(exp, i, h) and leaf_hash(canonical(ev)) != h:
                 raise Bad("stored event does not match its notarised hash (edited or moved)")
             if ev.get("position") != pos:
                 raise Bad(f"event stored at position {ev.get('position')}, notarised at {pos}")
@@ -185,6 +240,17 @@ def check(exp: Export, key: bytes) -> tuple[list[Problem], dict[int, dict[str, A
         pos = r.get("position")
         problems.append(Problem(pos, f"position {pos}: stored event no leaf covers (inserted?)"))
     return problems, by_size
+
+
+def _proven(exp: Export, i: int, h: bytes) -> bool:
+    """Whether event record ``i``'s bytes cut from its line are its notarised leaf (then its
+    state's bytes are kept in ``exp.proven`` for the chain)."""
+    got = exp.cuts[i] if i < len(exp.cuts) else None
+    if got is None or leaf_hash(got[0]) != h:
+        return False
+    if got[1] is not None:
+        exp.proven[i] = got[1]
+    return True
 
 
 def _multi_leaf(exp: Export, size: int, root: bytes) -> list[Problem]:

@@ -92,12 +92,20 @@ def _events(records: list[dict[str, Any]]) -> list[Ev]:
         if mine is False and topic not in (TABLE_OPENED, TABLE_CLOSED) \
                 and not topic.startswith(SHOE_PREFIX):
             continue
-        st = plain(e.get("state", {}))
+        raw = e.get("state", {})
         if mine is None:
-            mine = seen[oid] = e["version"] == 1 and isinstance(st.get("shoe_id"), str)
+            mine = seen[oid] = e["version"] == 1 and isinstance(_shoe_named(raw), str)
         if mine or topic in (TABLE_OPENED, TABLE_CLOSED) or topic.startswith(SHOE_PREFIX):
-            out.append(Ev(e["position"], oid, e["version"], topic, st))
+            out.append(Ev(e["position"], oid, e["version"], topic, plain(raw)))
     return out
+
+
+def _shoe_named(raw: Any) -> Any:
+    """``plain(raw).get("shoe_id")`` without unwrapping the rest of the state (a command's is
+    most of an export's bytes)."""
+    if isinstance(raw, dict) and set(raw) != {"_type_", "_data_"}:
+        return plain(raw.get("shoe_id"))
+    return plain(raw).get("shoe_id")
 
 
 @dataclass

@@ -34,7 +34,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from sabot_verify.actors import Reporter
 from sabot_verify.chain import Slot, Walk, key_id, link_hash, snapshot_hash
 from sabot_verify.cuarenta import MATCH_PREFIX, verify_matches
-from sabot_verify.integrity import FORMAT, Export
+from sabot_verify.integrity import FORMAT, Export, cut
+from sabot_verify.integrity import dumps as _dumps
 from sabot_verify.proofs import Frontier, check_checkpoint, check_consistency, leaf_hash
 from sabot_verify.seeds import seeds
 from sabot_verify.shoes import Pending, Verdict, check_shoes, plain
@@ -60,42 +61,6 @@ _AFAR = 1 << 62  # a coup's checkpoint size while the checkpoints are still to c
 
 class Unsure(Exception):
     """The stream cannot vouch for the export: verify it the buffered way."""
-
-
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
-def _dumps(value: Any) -> str:
-    """Canonical JSON text (``proofs.canonical``, as text), an int without the encoder."""
-    return str(value) if type(value) is int else _ENCODE(value)
-
-
-def cut(line: str, r: dict[str, Any]) -> tuple[bytes, bytes | None] | None:
-    """The event's canonical bytes and its state's, cut from the event record's line when the
-    line is the record's canonical JSON (the writer's); None when it is not (they are then
-    serialised). Sound: the event's bytes are proven by its leaf hash before they are used,
-    and the line around them is rebuilt from the record's own values."""
-    text = line.rstrip("\n")
-    if "actor" not in r:
-        return None
-    head = '{"actor":' + _dumps(r["actor"]) + ',"event":'
-    tail = (',"index":' + _dumps(r.get("index")) + ',"kind":"event","leaf_hash":'
-            + _dumps(r.get("leaf_hash")) + ',"position":' + _dumps(r.get("position")) + "}")
-    if len(r) != 6 or not text.startswith(head) or not text.endswith(tail):
-        return None
-    event = text[len(head):len(text) - len(tail)]
-    ev = r["event"]
-    if not isinstance(ev, dict) or len(ev) != 5:
-        return event.encode(), None
-    try:
-        pre = ('{"originator_id":' + _dumps(ev["originator_id"]) + ',"position":'
-               + _dumps(ev["position"]) + ',"state":')
-        post = ',"topic":' + _dumps(ev["topic"]) + ',"version":' + _dumps(ev["version"]) + "}"
-    except KeyError:
-        return event.encode(), None
-    if event.startswith(pre) and event.endswith(post):
-        return event.encode(), event[len(pre):len(event) - len(post)].encode()
-    return event.encode(), None
 
 
 @dataclass

@@ -37,7 +37,9 @@ record), which sabot-verify still reads.
 
 from __future__ import annotations
 
+import bisect
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -49,21 +51,24 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from services.ledger.actor import SYSTEM
 from services.ledger.evidence import event_hash
 from services.ledger.table import UNRECORDED_GAME
-from services.regulator.actors import command_actors
+from services.regulator.actors import Fields, command_actors, fields_of
 from services.regulator.canonical import canonical_json
 from services.regulator.chain import (
     ChainProblem,
+    ChainWalk,
     chain_problems,
     genesis,
     link_at_or_after,
     link_before,
+    new_walk,
     parse_link,
+    start_at,
 )
 from services.regulator.checkpoint import Checkpoint, origin_site
-from services.regulator.merkle import MemoryTree, ProofError, gap_blocks
+from services.regulator.merkle import MemoryTree, ProofError, gap_blocks, leaf_hash
 from services.regulator.notary import Notary, missing_leaves
 from services.regulator.source import EventTable, RawEvent, SnapshotTable
-from services.regulator.vocabulary import shoe_events, shoe_of_coup, state
+from services.regulator.vocabulary import ShoeEvents, shoe_events, shoe_of_coup, state
 from services.topics import (
     CHAIN_LINKED,
     COUP,
@@ -129,9 +134,23 @@ class ExportSummary:
     chain_problems: list[ChainProblem] = field(default_factory=list)  # found while exporting
 
 
-def shoe_ranges(events: EventTable, notary: Notary, shoe_id: str) -> list[tuple[int, int]]:
-    """Leaf index ranges [first, last] covering one shoe (and its table's Opened event)."""
-    found = shoe_events(events, shoe_id)
+ShoeMemo = dict[str, ShoeEvents | None]  # a shoe's events, found once per export
+
+
+def _shoe_events(events: EventTable, shoe_id: str, memo: ShoeMemo | None) -> ShoeEvents | None:
+    """``shoe_events(events, shoe_id)``, remembered in ``memo`` (when given)."""
+    if memo is None:
+        return shoe_events(events, shoe_id)
+    if shoe_id not in memo:
+        memo[shoe_id] = shoe_events(events, shoe_id)
+    return memo[shoe_id]
+
+
+def shoe_ranges(events: EventTable, notary: Notary, shoe_id: str,
+                memo: ShoeMemo | None = None) -> list[tuple[int, int]]:
+    """Leaf index ranges [first, last] covering one shoe (and its table's Opened event);
+    ``memo``: the shoes' events already found."""
+    found = _shoe_events(events, shoe_id, memo)
     if found is None:
         raise ExportError("shoe_id", f"no shoe {shoe_id}")
     evs = found.all_events()
@@ -223,11 +242,12 @@ PENDING_CLOSED_LATER = ("in play at the anchor (closed after it): its card check
                         "to an export anchored after its close")
 
 
-def pending_shoe(events: EventTable, shoe_id: str, limit: int | None) -> dict[str, Any] | None:
+def pending_shoe(events: EventTable, shoe_id: str, limit: int | None,
+                 memo: ShoeMemo | None = None) -> dict[str, Any] | None:
     """What the export says about a shoe it holds whose seed it does not reveal (in play at
     the anchor's position ``limit``): its id, table, game, coups so far and why; None for a
     shoe closed by then (or no shoe)."""
-    found = shoe_events(events, shoe_id)
+    found = _shoe_events(events, shoe_id, memo)
     if found is None:
         return None
     shuffled = found.shoe[0]
@@ -314,7 +334,7 @@ def _write_export(
     shoe_ids: Sequence[str] | None, since: datetime | None, until: datetime | None,
     chain_keys: dict[str, Ed25519PublicKey] | None, known_sizes: list[int], each: bool,
 ) -> ExportSummary:
-    summary = ExportSummary(anchor=anchor.size)
+    summary, memo = ExportSummary(anchor=anchor.size), ShoeMemo()
     whole = shoe_ids is None and since is None and until is None
     limit = anchor.position  # the log's position at the anchor: later events are not exported
     if since is not None or until is not None:
@@ -334,7 +354,7 @@ def _write_export(
         if whole:  # every leaf: all the money, every shoe (its closed ones are replayed)
             ranges = [(0, anchor.size - 1)]
         else:
-            ranges = [r for s in shoes for r in shoe_ranges(events, notary, s)]
+            ranges = [r for s in shoes for r in shoe_ranges(events, notary, s, memo)]
         selection = {"shoes": shoes}
     ranges = merge((a, min(b, anchor.size - 1)) for a, b in ranges if a < anchor.size)
     if not whole:
@@ -342,33 +362,20 @@ def _write_export(
     total = sum(b - a + 1 for a, b in ranges)
     # SABOT-EXPORT-1: a proof per leaf, from every leaf hash in memory for a large export
     tree = _tree(notary, anchor.size) if each and total > PROOFS_IN_MEMORY_ABOVE else None
-    first_link = genesis(events)
-    header: dict[str, Any] = {
-        "kind": "header",
-        "format": FORMAT_EACH if each else FORMAT,
-        "origin": anchor.origin,
-        "site": origin_site(anchor.origin),  # the site the signed anchor names (null: none)
-        "checkpoint_key": public_key.hex(),
-        "selection": selection,
-        "coverage": "log" if whole else "ranges",
-        "anchor": anchor.size,
-        "ranges": [[a, b] for a, b in ranges],
-    }
     # the shoes the export holds without their seed: listed, their card checks deferred
-    found = (pending_shoe(events, sid, limit) for sid in in_play)
+    found = (pending_shoe(events, sid, limit, memo) for sid in in_play)
     summary.pending = [held for held in found if held is not None]
-    header["pending"] = summary.pending
-    if first_link is not None and "public_key" in first_link.body:
-        header["chain_key"] = str(first_link.body["public_key"])
-    _line(out, header)
+    _line(out, _header(events, anchor, public_key, selection, whole, ranges, summary, each))
     deleted: list[int] = []
     covered = 0  # leaves of the tree the records so far stand for (SABOT-EXPORT-2)
-    unit = (unit_positions(events, notary, shoes, ranges)
+    unit = (unit_positions(events, notary, shoes, ranges, memo)
             if shoe_ids is not None and not each else None)
+    fed = _ChainFeed.whole_log(events, notary, ranges, anchor, chain_keys) if whole else None
     for a, b in ranges:
         if not each:
             _write_nodes(out, notary, covered, a)
-        deleted += _write_range(out, events, notary, tree, anchor, a, b, summary, each, unit)
+        deleted += _write_range(out, events, notary, tree, anchor, a, b, summary, each, unit,
+                                fed)
         covered = b + 1
     if not each:
         _write_nodes(out, notary, covered, anchor.size)
@@ -384,9 +391,32 @@ def _write_export(
             _line(out, {"kind": "escrow", "sealed": bytes(sealed).hex()})
     _write_checkpoints(out, notary, tree, anchor, ranges, summary, known_sizes)
     _write_end(out, summary, each)
-    summary.chain_problems = _check_chain(events, notary, ranges, deleted, anchor,
-                                          chain_keys)
+    summary.chain_problems = (fed.finish() if fed is not None else
+                              _check_chain(events, notary, ranges, deleted, anchor, chain_keys))
     return summary
+
+
+def _header(events: EventTable, anchor: Checkpoint, public_key: bytes,
+            selection: dict[str, Any], whole: bool, ranges: list[tuple[int, int]],
+            summary: ExportSummary, each: bool) -> dict[str, Any]:
+    """The header record: the format, the anchor, what is selected, the ranges, the shoes
+    pending and the chain's first key."""
+    first_link = genesis(events)
+    header: dict[str, Any] = {
+        "kind": "header",
+        "format": FORMAT_EACH if each else FORMAT,
+        "origin": anchor.origin,
+        "site": origin_site(anchor.origin),  # the site the signed anchor names (null: none)
+        "checkpoint_key": public_key.hex(),
+        "selection": selection,
+        "coverage": "log" if whole else "ranges",
+        "anchor": anchor.size,
+        "ranges": [[a, b] for a, b in ranges],
+    }
+    header["pending"] = summary.pending
+    if first_link is not None and "public_key" in first_link.body:
+        header["chain_key"] = str(first_link.body["public_key"])
+    return header
 
 
 def _write_checkpoints(out: TextSink, notary: Notary, tree: MemoryTree | None,
@@ -436,29 +466,116 @@ GAME_AGGREGATES = tuple(f"{name}." for name in (SHOE, COUP, CUARENTA_MATCH, TREI
 
 @dataclass
 class Unit:
-    """What a shoe's export holds in full (``full``: positions), the chain hash of each other
-    event of the ranges (``chain``: by position, for the links' digests), and where the chain
-    began (``after``: events up to it precede the chain; None: no chain)."""
+    """What a shoe's export holds in full (``full``: positions), the chain index of each other
+    event of the ranges (``chain``: by position; its hash in the chain is written for the
+    links' digests), and where the chain began (``after``: events up to it precede the chain;
+    None: no chain). ``stored``: the ranges' stored events, read once (None when there were
+    more than ``KEEP_STORED``: they are read again as they are written); ``fields``: the
+    commands' actor and effects, read once (``actors.Fields``)."""
 
     full: set[int]
-    chain: dict[int, bytes]
+    chain: dict[int, int]
     after: int | None
+    stored: dict[int, RawEvent] | None = None
+    fields: Fields = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)  # ``stored``'s positions, ascending
 
     def before_chain(self, position: int) -> bool:
         return self.after is None or position <= self.after
 
+    def elided(self, position: int) -> bool:
+        """Whether the stored event at ``position`` is written as its hashes (a ``leaf``)."""
+        return position not in self.full and (position in self.chain
+                                              or self.before_chain(position))
+
+
+KEEP_STORED = 50_000  # a unit's stored events held between reading and writing them, at most
+
+
+@dataclass
+class _Scan:
+    """The ranges' stored events read once for ``unit_positions``: where each (originator,
+    version) is, each aggregate's positions, the game aggregates, the commands' effects, the
+    chain index of each event whose batch its link closes, and what must be kept in full."""
+
+    after: int | None
+    keep: set[int] = field(default_factory=set)
+    chain: dict[int, int] = field(default_factory=dict)
+    where: dict[tuple[str, int], int] = field(default_factory=dict)  # -> position
+    owner: dict[str, list[int]] = field(default_factory=dict)  # aggregate -> positions
+    game: set[str] = field(default_factory=set)  # the ranges' game aggregates
+    commands: list[tuple[int, list[tuple[str, int]]]] = field(default_factory=list)
+    stored: dict[int, RawEvent] | None = field(default_factory=dict)
+    fields: Fields = field(default_factory=dict)
+
+    def range(self, evs: Iterable[RawEvent]) -> None:
+        batch: list[RawEvent] = []
+        for ev in evs:
+            self._hold(ev)
+            oid = _oid(ev.originator_id)
+            self.where[(oid, ev.version)] = ev.position
+            self.owner.setdefault(oid, []).append(ev.position)
+            if ev.topic.startswith(GAME_AGGREGATES):
+                self.game.add(oid)
+            if ev.topic == CHAIN_LINKED:
+                self.keep.add(ev.position)
+                link = parse_link(ev.state, ev.position)
+                if len(batch) == link.count:
+                    for j, e in enumerate(batch):
+                        self.chain[e.position] = link.first + j
+                else:
+                    self.keep.update(e.position for e in batch)
+                batch = []
+                continue
+            if self.after is not None and ev.position > self.after:
+                batch.append(ev)
+            if ev.topic == REQUEST_RECORDED:
+                effects = fields_of(ev, self.fields)[1]
+                if isinstance(effects, list):
+                    self.commands.append((ev.position, [(_oid(str(x[0])), int(x[1]))
+                                                        for x in effects]))
+        self.keep.update(e.position for e in batch)  # a batch its range does not close
+
+    def _hold(self, ev: RawEvent) -> None:
+        if self.stored is not None:
+            self.stored[ev.position] = ev
+            if len(self.stored) > KEEP_STORED:
+                self.stored = None
+
+    def grow(self, keep: set[int], aggregates: set[str]) -> None:
+        """A command of the unit's brings in the game aggregates it also wrote (and all it
+        wrote), until none is left; then every event of the unit's aggregates."""
+        chosen: set[int] = set()
+        grown = True
+        while grown:
+            grown = False
+            for i, (pos, keys) in enumerate(self.commands):
+                if i in chosen or not any(k[0] in aggregates for k in keys):
+                    continue
+                chosen.add(i)
+                keep.add(pos)
+                for k in keys:
+                    if k in self.where:
+                        keep.add(self.where[k])
+                    if k[0] in self.game and k[0] not in aggregates:
+                        aggregates.add(k[0])
+                        grown = True
+        for oid in aggregates:
+            keep.update(self.owner.get(oid, ()))
+
 
 def unit_positions(events: EventTable, notary: Notary, shoe_ids: Sequence[str],
-                   ranges: Sequence[tuple[int, int]]) -> Unit:
+                   ranges: Sequence[tuple[int, int]], memo: ShoeMemo | None = None) -> Unit:
     """The unit of ``shoe_ids`` inside ``ranges`` (leaf indices): the events of its shoes and
     their coups, rounds and matches (every game aggregate a command of theirs also wrote), its
     table's events about it, every command that wrote any of them with all its effects, and
     every chain link. Events of a batch whose stored events do not fill its link's slots (a
-    store tampered with) are all kept in full, so the verifier names the fault."""
+    store tampered with) are all kept in full, so the verifier names the fault. ``memo``: the
+    shoes' events already found (``shoe_events``)."""
     keep: set[int] = set()
     aggregates: set[str] = set()
     for sid in shoe_ids:
-        found = shoe_events(events, sid)
+        found = _shoe_events(events, sid, memo)
         if found is None:
             continue
         for ev in found.table:
@@ -466,63 +583,23 @@ def unit_positions(events: EventTable, notary: Notary, shoe_ids: Sequence[str],
         for ev in [*found.shoe, *(e for evs in found.coups.values() for e in evs)]:
             aggregates.add(_oid(ev.originator_id))
     first = genesis(events)
-    after = int(first.body.get("after", 0)) if first is not None else None
-    chain: dict[int, bytes] = {}
-    where: dict[tuple[str, int], int] = {}  # (originator, version) -> position
-    owner: dict[str, list[int]] = {}  # aggregate -> positions
-    game: set[str] = set()  # the ranges' game aggregates
-    commands: list[tuple[int, list[tuple[str, int]]]] = []
+    scan = _Scan(int(first.body.get("after", 0)) if first is not None else None)
     for a, b in ranges:
         la, lb = notary.leaves(a, a + 1), notary.leaves(b, b + 1)
-        if not la or not lb:
-            continue
-        batch: list[RawEvent] = []
-        for ev in _stored_events(events, la[0][1], lb[0][1]):
-            oid = _oid(ev.originator_id)
-            where[(oid, ev.version)] = ev.position
-            owner.setdefault(oid, []).append(ev.position)
-            if ev.topic.startswith(GAME_AGGREGATES):
-                game.add(oid)
-            if ev.topic == CHAIN_LINKED:
-                keep.add(ev.position)
-                link = parse_link(ev.state, ev.position)
-                if len(batch) == link.count:
-                    for j, e in enumerate(batch):
-                        chain[e.position] = event_hash(link.first + j, UUID(e.originator_id),
-                                                       e.version, e.topic, e.state)
-                else:
-                    keep.update(e.position for e in batch)
-                batch = []
-                continue
-            if after is not None and ev.position > after:
-                batch.append(ev)
-            if ev.topic == REQUEST_RECORDED:
-                effects = state(ev).get("effects")
-                if isinstance(effects, list):
-                    commands.append((ev.position, [(_oid(str(x[0])), int(x[1]))
-                                                   for x in effects]))
-        keep.update(e.position for e in batch)  # a batch its range does not close
-    chosen: set[int] = set()
-    grown = True
-    while grown:  # a command of the unit's brings in the game aggregates it also wrote
-        grown = False
-        for i, (pos, keys) in enumerate(commands):
-            if i in chosen or not any(k[0] in aggregates for k in keys):
-                continue
-            chosen.add(i)
-            keep.add(pos)
-            for k in keys:
-                if k in where:
-                    keep.add(where[k])
-                if k[0] in game and k[0] not in aggregates:
-                    aggregates.add(k[0])
-                    grown = True
-    for oid in aggregates:
-        keep.update(owner.get(oid, ()))
-    return Unit(keep, chain, after)
+        if la and lb:
+            scan.range(_stored_events(events, la[0][1], lb[0][1]))
+    keep |= scan.keep
+    scan.grow(keep, aggregates)
+    return Unit(keep, scan.chain, scan.after, scan.stored, scan.fields,
+                sorted(scan.stored) if scan.stored is not None else [])
+
+
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def _oid(text: str) -> str:
+    if _CANONICAL_UUID.fullmatch(text):  # str(UUID(text)) is text itself
+        return text
     try:
         return str(UUID(text))
     except ValueError:
@@ -591,6 +668,71 @@ def _write_tail(out: TextSink, events: EventTable, position: int, summary: Expor
         after = batch[-1].position
 
 
+class _ChainFeed:
+    """The evidence chain's check of a whole log's export (``chain_problems`` over its one
+    range), fed the stored events as ``_write_range`` reads them instead of reading the log a
+    second time: from the chain's beginning, every stored event and every notarised one gone
+    from the store (``None``) in position order, the events between two of its reads too,
+    and, after the last leaf, those up to the link that closes its batch."""
+
+    def __init__(self, events: EventTable, walk: ChainWalk, start: int, last: int) -> None:
+        self.events, self.walk, self.start, self.last = events, walk, start, last
+        self.seen = start - 1  # the last position fed, or read past
+
+    @classmethod
+    def whole_log(cls, events: EventTable, notary: Notary, ranges: list[tuple[int, int]],
+                  anchor: Checkpoint, keys: dict[str, Ed25519PublicKey] | None
+                  ) -> _ChainFeed | None:
+        """The feed for the whole log's export; None when ``chain_problems`` must read it
+        (no chain, nothing after its start, a log whose first leaf is past the chain's
+        start)."""
+        walk, first = new_walk(events, keys)
+        if first is None or len(ranges) != 1 or ranges[0] != (0, anchor.size - 1):
+            return None
+        after = int(first.body.get("after", 0))
+        la, lb = notary.leaves(0, 1), notary.leaves(anchor.size - 1, anchor.size)
+        if not la or not lb or lb[0][1] <= after or la[0][1] > after + 1:
+            return None
+        walk.problems = []
+        return cls(events, walk, start_at(walk, events, first, after + 1), lb[0][1])
+
+    def chunk(self, first: int, stored: list[tuple[int, RawEvent]], gone: list[int]) -> None:
+        """One read of ``_write_range``: its stored events and its leaves' missing events,
+        ``first`` the position of its first leaf."""
+        if first > self.seen + 1:  # stored events between two reads (no leaf covers them)
+            self._feed(list(_stored_between(self.events, self.seen + 1, first - 1).items()))
+        fed: list[tuple[int, RawEvent | None]] = [*stored, *((p, None) for p in gone)]
+        fed.sort(key=lambda x: x[0])
+        self._feed(fed)
+
+    def _feed(self, fed: Sequence[tuple[int, RawEvent | None]]) -> None:
+        for pos, ev in fed:
+            if pos >= self.start:
+                self.walk.feed(pos, ev)
+            self.seen = max(self.seen, pos)
+
+    def finish(self) -> list[ChainProblem]:
+        """The rest of the last leaf's batch fed (up to its closing link, or the log's end),
+        the walk finished: its problems by position, each once."""
+        closing = link_at_or_after(self.events, self.last)
+        end = closing.position if closing is not None else None
+        after = max(self.seen, self.last)
+        while end is None or after < end:
+            batch = self.events.read(after, 2000 if end is None else min(2000, end - after))
+            self._feed([(e.position, e) for e in batch if end is None or e.position <= end])
+            if len(batch) < (2000 if end is None else min(2000, end - after)):
+                break
+            after = batch[-1].position
+        self.walk.finish()
+        seen: set[tuple[int, str]] = set()
+        out = []
+        for p in sorted(self.walk.problems, key=lambda x: x.position):
+            if (p.position, p.message) not in seen:
+                seen.add((p.position, p.message))
+                out.append(p)
+        return out
+
+
 def _check_chain(events: EventTable, notary: Notary, ranges: list[tuple[int, int]],
                  deleted: list[int], anchor: Checkpoint,
                  keys: dict[str, Ed25519PublicKey] | None) -> list[ChainProblem]:
@@ -634,53 +776,117 @@ def _write_range(
     summary: ExportSummary,
     each: bool,
     unit: Unit | None = None,
+    fed: _ChainFeed | None = None,
 ) -> list[int]:
-    """Write the leaves a..b; the positions of those whose event is gone from the store."""
+    """Write the leaves a..b; the positions of those whose event is gone from the store
+    (``fed``: the chain's check, fed what is read)."""
     step = 2000
     gone: list[int] = []
+    fields: Fields = unit.fields if unit is not None else {}
     for lo in range(a, b + 1, step):
         hi = min(b, lo + step - 1)
         leaves = notary.leaves(lo, hi + 1)
         if not leaves:
             continue
-        stored = _stored_between(events, leaves[0][1], leaves[-1][1])
-        actors = command_actors(events, stored)  # who ran the command behind each event
+        stored = _stored_between(events, leaves[0][1], leaves[-1][1], unit)
+        for old in [p for p in fields if p < leaves[0][1]]:  # requests of the ranges before
+            del fields[old]
+        if fed is not None:
+            fed.chunk(leaves[0][1], list(stored.items()), [p for _i, p, _h in leaves
+                                                             if p not in stored])
+        wanted = None if unit is None else {p for p in stored if not unit.elided(p)}
+        actors = command_actors(events, stored, fields, wanted)  # who ran each event's command
+        texts = _Texts()
         for idx, pos, h in leaves:
             ev = stored.pop(pos, None)
-            if unit is not None and ev is not None and pos not in unit.full:
-                chained = unit.chain.get(pos)
-                if chained is not None or unit.before_chain(pos):  # another unit's: its hashes
-                    leaf: dict[str, Any] = {"kind": "leaf", "index": idx, "position": pos,
-                                            "leaf_hash": h.hex()}
-                    if chained is not None:
-                        leaf["chain_hash"] = chained.hex()
-                    _line(out, leaf)
-                    summary.elided += 1
-                    continue
-            rec: dict[str, Any] = {
-                "kind": "event",
-                "index": idx,
-                "position": pos,
-                "leaf_hash": h.hex(),
-                "event": ev.content() if ev is not None else None,
-                "actor": _actor(actors, ev),
-            }
+            if unit is not None and ev is not None and unit.elided(pos):  # another unit's
+                out.write(_leaf_line(idx, pos, h, ev, unit.chain.get(pos)))
+                summary.elided += 1
+                continue
+            proof = None
             if each:
                 proof = tree.inclusion_proof(idx, anchor.size) if tree else (
                     notary.inclusion_proof(idx, anchor.size)
                 )
-                rec["proof"] = [p.hex() for p in proof]
             if ev is None:
                 summary.missing += 1
                 gone.append(pos)
             elif ev.topic == COUP_SETTLED:
                 summary.settled.add(ev.originator_id)
             summary.events += 1
-            _line(out, rec)
+            out.write(texts.event_line(idx, pos, h, ev, _actor(actors, ev), proof))
         for pos in sorted(stored):  # stored inside the range, yet no leaf: not notarised
             _line(out, {"kind": "unnotarised", "position": pos, "event": stored[pos].content()})
             summary.unnotarised += 1
     return gone
+
+
+def _leaf_line(idx: int, pos: int, h: bytes, ev: RawEvent, chained: int | None) -> str:
+    """Another unit's leaf: its index, position, leaf hash and (after the chain began) its
+    hash in the chain, as ``_line`` writes the record."""
+    chain = "" if chained is None else '{"chain_hash":"' + event_hash(
+        chained, UUID(ev.originator_id), ev.version, ev.topic, ev.state).hex() + '",'
+    return (f'{chain or "{"}"index":{idx},"kind":"leaf","leaf_hash":"{h.hex()}",'
+            f'"position":{pos}}}\n')
+
+
+class _Texts:
+    """An event record's line as ``_line`` writes it (canonical JSON, keys sorted), made
+    without parsing the event's stored state and encoding it again when the stored bytes
+    are already its canonical JSON: the content's text is put together around them and
+    used only if its leaf hash is the notarised one (so it is the content's canonical JSON
+    byte for byte); else the record is encoded as before. Actors (shared by a command's
+    events) are encoded once."""
+
+    def __init__(self) -> None:
+        self.actors: dict[int, tuple[Any, str]] = {}
+
+    def event_line(self, idx: int, pos: int, h: bytes, ev: RawEvent | None, actor: Any,
+                   proof: list[bytes] | None) -> str:
+        body = _content_text(ev, h) if ev is not None else None
+        if body is None:
+            rec: dict[str, Any] = {
+                "kind": "event", "index": idx, "position": pos, "leaf_hash": h.hex(),
+                "event": ev.content() if ev is not None else None, "actor": actor,
+            }
+            if proof is not None:
+                rec["proof"] = [p.hex() for p in proof]
+            return canonical_json(rec, strict=False).decode("utf-8") + "\n"
+        more = "" if proof is None else ',"proof":' + _hexes(proof)
+        return (f'{{"actor":{self._actor(actor)},"event":{body},"index":{idx},"kind":"event",'
+                f'"leaf_hash":"{h.hex()}","position":{pos}{more}}}\n')
+
+    def _actor(self, actor: Any) -> str:
+        got = self.actors.get(id(actor))
+        if got is None or got[0] is not actor:
+            got = self.actors[id(actor)] = (actor, canonical_json(actor, strict=False)
+                                            .decode("utf-8"))
+        return got[1]
+
+
+def _hexes(hashes: list[bytes]) -> str:
+    return "[" + ",".join(f'"{p.hex()}"' for p in hashes) + "]"
+
+
+def _text(value: str) -> str:
+    """A string as canonical JSON: as it is, quoted, when nothing in it needs an escape."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _content_text(ev: RawEvent, h: bytes) -> str | None:
+    """``canonical_json(ev.content())`` as text, put together around the stored state's bytes,
+    when its leaf hash is ``h`` (the notarised leaf: then it is that content's canonical JSON,
+    whose state part is the stored bytes); None when it is not (a state not stored as its
+    canonical JSON, or an event that does not match its leaf: encoded the usual way)."""
+    try:
+        state = ev.state.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    text = (f'{{"originator_id":{_text(ev.originator_id)},"position":{ev.position},'
+            f'"state":{state},"topic":{_text(ev.topic)},"version":{ev.version}}}')
+    return text if leaf_hash(text.encode("utf-8")) == h else None
 
 
 def _actor(actors: dict[tuple[str, int], Any], ev: RawEvent | None) -> Any:
@@ -692,7 +898,13 @@ def _actor(actors: dict[tuple[str, int], Any], ev: RawEvent | None) -> Any:
     return actors.get((ev.originator_id, ev.version))
 
 
-def _stored_between(events: EventTable, first: int, last: int) -> dict[int, RawEvent]:
+def _stored_between(events: EventTable, first: int, last: int, unit: Unit | None = None
+                    ) -> dict[int, RawEvent]:
+    """The stored events at positions first..last (the unit's, when it holds them)."""
+    if unit is not None and unit.stored is not None:
+        order, held = unit.order, unit.stored
+        lo, hi = bisect.bisect_left(order, first), bisect.bisect_right(order, last)
+        return {p: held[p] for p in order[lo:hi]}
     out: dict[int, RawEvent] = {}
     after = first - 1
     while after < last:
