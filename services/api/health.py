@@ -52,6 +52,7 @@ from typing import Any
 
 from grpc_health.v1 import health, health_pb2
 
+from services.api.workers import Workers
 from services.metrics import ServerMetrics
 from services.version import version
 
@@ -525,7 +526,7 @@ def serve_checks(servicer: health.HealthServicer, threads: int = CHECK_THREADS
     import grpc
     from grpc_health.v1 import health_pb2_grpc  # noqa: F401  (the messages' module)
 
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="sabot-health-check")
+    pool = Workers(threads, thread_name_prefix="sabot-health-check")  # (cheaper per call)
 
     def check(request: Any, context: grpc.ServicerContext) -> Any:
         return servicer.Check(request, context)

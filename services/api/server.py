@@ -50,6 +50,7 @@ from services.api.reports import GameReadModels, ProjectionKeeper, ReadModelServ
 from services.api.roles import Principal, RoleTable, role_table
 from services.api.stream_quota import StreamQuota
 from services.api.streams import FeedServicer, WatchServicer
+from services.api.workers import Workers
 from services.ledger.remote import AnyLedger, observer
 from services.ledger.writer import call_deadline
 from services.regulator.checkpoint import public_key_bytes
@@ -278,7 +279,7 @@ def _interceptors(metrics: series.ServerMetrics, check_pool: ThreadPoolExecutor,
 
 def _grpc_server(config: Config, interceptors: list[Any]) -> grpc.Server:
     return grpc.server(
-        ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="sabot-rpc"),
+        Workers(config.workers, thread_name_prefix="sabot-rpc"),
         interceptors=interceptors,
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),

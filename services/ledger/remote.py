@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import os
@@ -53,7 +54,6 @@ import time
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, ParamSpec, TypeVar
 
 from services import traces
@@ -277,6 +277,41 @@ class _Connection:
                 self.sock.close()
 
 
+class _Answer:
+    """A call waiting for its answer: a lock held from the start, released once the answer is
+    given (one lock, no ``Future``: no condition, no reentrant lock, no callbacks: measured
+    ``docs/performance.md``, the stake path). Given once: by whoever took the call out of
+    ``RemoteLedger._waiting`` (the reader of the answers, ``_lost``)."""
+
+    __slots__ = ("_ok", "_ready", "_value", "method")
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self._ok = False
+        self._value: Any = None
+        self._ready = threading.Lock()
+        self._ready.acquire()
+
+    def give(self, ok: bool, value: Any) -> None:
+        """The answer (``ok``: a value, else the exception to raise)."""
+        self._ok = ok
+        self._value = value
+        self._ready.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether the answer came within ``timeout`` seconds (None: it comes, soon: the call
+        was taken, its answer is being given)."""
+        if timeout is None:
+            return self._ready.acquire()
+        return self._ready.acquire(timeout=max(timeout, 0.0))
+
+    def result(self) -> Any:
+        """The answer given (once ``wait`` said so): its value, or its exception raised."""
+        if self._ok:
+            return self._value
+        raise self._value
+
+
 class RemoteLedger:
     """The ``Ledger`` API over a host's socket, for the gRPC server's process. Reads of the log
     that need no aggregate (``read_events`` for the streams, the projections, the hub's end of
@@ -316,8 +351,8 @@ class RemoteLedger:
         self._pending: list[bytes] = []
         self._sending = False
         self._lock = threading.Lock()
-        self._waiting: dict[int, tuple[Future[Any], str]] = {}
-        self._next = 0
+        self._waiting: dict[int, _Answer] = {}  # the calls sent, by id, until answered
+        self._ids = itertools.count(1)
         self._saved = 0
         self._gone: str | None = None
         self._reader = threading.Thread(target=self._read, name="sabot-ledger-client",
@@ -335,27 +370,31 @@ class RemoteLedger:
         return read_log(self.app, after_position, limit, topics)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            if self._gone is not None:
-                if method in self.schema.commands:
-                    raise _outcome_unknown(f"{self._gone}; this command was not sent")
-                raise HostGone("request_id", "NOT_STORED", f"{self._gone}; the query was not "
-                               "sent: retry it")
-            self._next += 1
-            call_id = self._next
+        if self._gone is not None:  # (looked at again, under the lock, as the call waits)
+            raise self._not_sent(method)
+        call_id = next(self._ids)  # atomic: no lock
         if traces.tracer is not None:
             with traces.ledger_call(method):
                 return self._call(call_id, method, args, kwargs, traces.inject())
         return self._call(call_id, method, args, kwargs, None)
 
+    def _not_sent(self, method: str) -> HostGone:
+        if method in self.schema.commands:
+            return _outcome_unknown(f"{self._gone}; this command was not sent")
+        return HostGone("request_id", "NOT_STORED", f"{self._gone}; the query was not sent: "
+                        "retry it")
+
     def _call(self, call_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
               trace: dict[str, str] | None) -> Any:
-        future: Future[Any] = Future()
-        frame = self.schema.call_frame(call_id, method, args, kwargs, trace)  # TypeError: not sent
+        data = wire.frame(self.schema.call_frame(call_id, method, args, kwargs, trace))
+        # (TypeError: not sent)
+        answer = _Answer(method)
         with self._lock:
-            self._waiting[call_id] = (future, method)
+            if self._gone is not None:
+                raise self._not_sent(method)
+            self._waiting[call_id] = answer
         try:
-            self._send(wire.frame(frame))
+            self._send(data)
         except OSError as exc:  # the frame did not go whole: the host cannot have run it
             with self._lock:
                 self._waiting.pop(call_id, None)
@@ -373,17 +412,20 @@ class RemoteLedger:
         # deadline
         timeout = wait_bound(self.bound if command else BACKSTOP * self.bound,
                              call_deadline.get())
-        try:
-            return future.result(timeout)
-        except FutureTimeout:
-            with self._lock:
-                self._waiting.pop(call_id, None)
-            if future.done():  # answered just now
-                return future.result()
-            raise StoreUnavailable(
-                f"the ledger did not answer within {timeout:.1f} s (the store is slow or "
-                "cannot be reached)" + ("; the command may be stored later: retry with the "
-                                        "same request id" if command else ": retry")) from None
+        if not answer.wait(timeout):
+            if not self._taken(call_id):
+                raise StoreUnavailable(
+                    f"the ledger did not answer within {timeout:.1f} s (the store is slow or "
+                    "cannot be reached)" + ("; the command may be stored later: retry with the "
+                                            "same request id" if command else ": retry"))
+            answer.wait()  # answered just now
+        return answer.result()
+
+    def _taken(self, call_id: int) -> bool:
+        """After a wait that timed out: True when the answers' reader (or ``_lost``) took the
+        call meanwhile (its answer is being given), else False and the call is forgotten."""
+        with self._lock:
+            return self._waiting.pop(call_id, None) is None
 
     def _send(self, data: bytes) -> None:
         """Send a call's frame, with those of the calls made meanwhile: the thread that finds
@@ -419,20 +461,24 @@ class RemoteLedger:
     def ask(self, method: str, timeout: float) -> Any:
         """A query waited for at most ``timeout`` seconds (TimeoutError; the answer, if it comes
         later, is dropped)."""
-        future: Future[Any] = Future()
+        answer = _Answer(method)
+        call_id = next(self._ids)
         with self._lock:
             if self._gone is not None:
                 raise HostGone("request_id", "NOT_STORED", f"{self._gone}; the query did not "
                                "end: retry it")
-            self._next += 1
-            call_id = self._next
-            self._waiting[call_id] = (future, method)
+            self._waiting[call_id] = answer
         try:
             self._send(wire.frame(self.schema.call_frame(call_id, method, (), {})))
-            return future.result(timeout)
-        finally:
+        except BaseException:
             with self._lock:
                 self._waiting.pop(call_id, None)
+            raise
+        if not answer.wait(timeout):
+            if not self._taken(call_id):
+                raise TimeoutError(f"{method}: no answer within {timeout:g} s")
+            answer.wait()  # answered just now
+        return answer.result()
 
     @property
     def gone(self) -> str | None:
@@ -449,6 +495,7 @@ class RemoteLedger:
     def _read(self) -> None:
         answers_of = self.schema.answer
         frames = wire.Reader(self._sock)
+        waiting = self._waiting  # (the same dict until ``_lost``, which ends this loop's use)
         try:
             while True:
                 frame = frames.receive(wire.MAX_ANSWER)
@@ -457,19 +504,22 @@ class RemoteLedger:
                 saved = frame["saved"]
                 if saved > self._saved:
                     self._saved = saved
-                for call_id, ok, value in frame["answers"]:
-                    with self._lock:
-                        waiting = self._waiting.pop(call_id, None)
-                    if waiting is None:
+                answers = frame["answers"]
+                with self._lock:  # once per frame: every answer's call taken together
+                    taken = [(waiting.pop(call_id, None), ok, value)
+                             for call_id, ok, value in answers]
+                for answer, ok, value in taken:
+                    if answer is None:
                         continue
-                    future, method = waiting
-                    if ok:
-                        try:
-                            future.set_result(answers_of(method)(value))
-                        except Exception as exc:  # an answer that does not read as its type
-                            future.set_exception(RemoteFailure(f"{method}: {exc!r}"))
+                    if not ok:
+                        answer.give(False, wire.read_error(value))
+                        continue
+                    try:
+                        decoded = answers_of(answer.method)(value)
+                    except Exception as exc:  # an answer that does not read as its type
+                        answer.give(False, RemoteFailure(f"{answer.method}: {exc!r}"))
                     else:
-                        future.set_exception(wire.read_error(value))
+                        answer.give(True, decoded)
         except (OSError, ProtocolError, KeyError, TypeError, ValueError):
             pass
         self._lost("the ledger process went away")
@@ -478,15 +528,14 @@ class RemoteLedger:
         """Fail the calls in flight: a command the host received may have been stored."""
         with self._lock:
             self._gone = self._gone or why
-            waiting, self._waiting = self._waiting, {}
-        for future, method in waiting.values():
-            if future.done():
-                continue
-            if method in self.schema.commands:
-                future.set_exception(_outcome_unknown(f"{why} before it answered"))
+            waiting = list(self._waiting.values())
+            self._waiting.clear()  # (in place: the reader holds this dict)
+        for answer in waiting:
+            if answer.method in self.schema.commands:
+                answer.give(False, _outcome_unknown(f"{why} before it answered"))
             else:
-                future.set_exception(HostGone("request_id", "NOT_STORED",
-                                              f"{why}; the query did not end: retry it"))
+                answer.give(False, HostGone("request_id", "NOT_STORED",
+                                            f"{why}; the query did not end: retry it"))
 
     # --- the typed proxy --------------------------------------------------------------------
 

@@ -333,6 +333,8 @@ class Schema:
         self.commands = frozenset(n for n, m in self.methods.items() if m.kind == COMMAND)
         self.queries = frozenset(n for n, m in self.methods.items() if m.kind == QUERY)
         self._answers: dict[str, Callable[[Any], Any]] = {}
+        # each method's parameters in order, and each one's check (made once, not per call)
+        self._plans = {name: _Plan(m) for name, m in self.methods.items()}
 
     def answer(self, name: str) -> Callable[[Any], Any]:
         """The decoder of the method ``name``'s answer (KeyError: no such method)."""
@@ -346,10 +348,10 @@ class Schema:
         """The frame of a call (TypeError, before anything is sent, for arguments the method
         does not declare or that are not of their declared types); ``trace``: the caller's
         trace context, the frame's optional fourth element."""
-        spec = self.methods.get(method)
-        if spec is None:
+        plan = self._plans.get(method)
+        if plan is None:
             raise TypeError(f"the ledger socket serves no method {method!r}")
-        names = spec.names
+        names = plan.names
         if len(args) > len(names):
             raise TypeError(f"{method} takes {len(names)} arguments")
         values = dict(zip(names, args, strict=False))
@@ -360,7 +362,7 @@ class Schema:
         actor = values.get("actor")
         if isinstance(actor, Actor):
             values["actor"] = actor.to_dict()
-        _check(method, spec, values)
+        plan.check(method, values)
         if trace:
             return [call_id, method, values, trace]
         return [call_id, method, values]
@@ -374,11 +376,11 @@ class Schema:
         call_id, method, values = frame[:3]
         if len(frame) == 4:
             trace_context(frame)
-        spec = self.methods.get(method) if type(method) is str else None
-        if spec is None:
+        plan = self._plans.get(method) if type(method) is str else None
+        if plan is None:
             raise ProtocolError(f"no method {str(method)[:64]!r} in the table")
         try:
-            _check(method, spec, values)
+            plan.check(method, values)
         except TypeError as exc:
             raise ProtocolError(str(exc)) from None
         if "actor" in values:
@@ -428,16 +430,28 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _check(method: str, spec: Method, values: Any) -> None:
-    if type(values) is not dict:
-        raise TypeError(f"{method}: the arguments are not named")
-    types_ = dict(spec.params)
-    for key, value in values.items():
-        kind = types_.get(key)
-        if kind is None:
-            raise TypeError(f"{method} has no parameter {key!r}")
-        if not _CHECKS[kind](value):
-            raise TypeError(f"{method}: {key} must be {kind}, not {type(value).__name__}")
+class _Plan:
+    """A method's parameters as a call is written and checked: their names in order, and each
+    one's type and check (``_CHECKS``), made once per method."""
+
+    __slots__ = ("checks", "names")
+
+    def __init__(self, spec: Method) -> None:
+        self.names = spec.names
+        self.checks = {name: (kind, _CHECKS[kind]) for name, kind in spec.params}
+
+    def check(self, method: str, values: Any) -> None:
+        """TypeError unless ``values`` are named arguments of this method, each of its type."""
+        if type(values) is not dict:
+            raise TypeError(f"{method}: the arguments are not named")
+        checks = self.checks
+        for key, value in values.items():
+            found = checks.get(key)
+            if found is None:
+                raise TypeError(f"{method} has no parameter {key!r}")
+            if not found[1](value):
+                raise TypeError(f"{method}: {key} must be {found[0]}, not "
+                                f"{type(value).__name__}")
 
 
 def trace_context(frame: list[Any]) -> dict[str, str] | None:
