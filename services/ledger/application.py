@@ -53,7 +53,7 @@ from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier
 
 from services.ledger.account import Account
-from services.ledger.config import APP_NAME, LIBPQ, libpq_params
+from services.ledger.config import APP_NAME, LIBPQ, NO_JIT, libpq_params
 from services.ledger.evidence import (
     CHAIN_ID,
     ChainBroken,
@@ -502,7 +502,7 @@ def connection_timeouts(bound: float) -> dict[str, Any]:
         "connect_timeout": max(2, math.ceil(bound)),
         "keepalives": 1, "keepalives_idle": max(1, int(bound)), "keepalives_interval": 1,
         "keepalives_count": 3, "tcp_user_timeout": max(1000, ms),
-        "options": f"-c statement_timeout={backstop} -c lock_timeout={backstop}",
+        "options": f"-c statement_timeout={backstop} -c lock_timeout={backstop} {NO_JIT}",
     }
 
 

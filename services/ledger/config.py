@@ -22,6 +22,12 @@ DEFAULT_MAX_OVERFLOW = 2  # a PostgreSQL pool's connections beyond its size, whi
 # them, so every connection Sabot makes adds them (``libpq_params``).
 LIBPQ = "POSTGRES_LIBPQ"
 
+# Every PostgreSQL session Sabot opens for the ledger and the regulator's reads runs without
+# the server's JIT compiler (libpq ``options``): their statements read a few rows by index, and
+# a large log's stale statistics can cost a plan over jit_above_cost, whose compilation (45 ms
+# seen on a 10^6-event log) is then paid before a read of 0.2 ms.
+NO_JIT = "-c jit=off"
+
 # libpq parameters a store URL may not set, and why: Sabot sets them itself, or they would
 # replace the URL's hosts with others.
 REFUSED_PARAMS = {
