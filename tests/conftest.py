@@ -6,6 +6,7 @@ is not "1"; with it set, an unreachable PostgreSQL fails the test.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import uuid
@@ -42,10 +43,43 @@ PG_ADMIN_DSN = f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname=postgres co
 ALONE = ("tests/ops/test_outage.py", "tests/ops/test_store_return.py")
 
 
+# The shared PostgreSQL takes 100 connections (97 for tests) and a ``sabot serve`` on it holds
+# ~46 (its server's pool, its ledger process's, its read models'): two test processes each
+# running one or two servers on it at once ran out ("remaining connection slots are reserved",
+# CI of 2026-12-02). A PostgreSQL test of a file that starts servers holds SERVE_LOCK (a file
+# lock, shared by every test process on the machine) for its run: one such test at a time.
+SERVE_LOCK = Path("/tmp/sabot-tests-pg-serve.lock")
+_serving_files: dict[Path, bool] = {}
+
+
+def _starts_servers(path: Path) -> bool:
+    """The file runs ``sabot serve`` itself, or through tests/ops/support.py's helpers."""
+    if path not in _serving_files:
+        text = path.read_text(encoding="utf-8") if path.suffix == ".py" else ""
+        _serving_files[path] = '"serve"' in text or (
+            path.parent.name == "ops" and "support import" in text)
+    return _serving_files[path]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(ALONE):
             item.add_marker(pytest.mark.alone)
+        if item.get_closest_marker("postgres") is not None and _starts_servers(item.path):
+            item.add_marker(pytest.mark.pg_serve)
+
+
+@pytest.fixture(autouse=True)
+def _one_postgres_server_test_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.node.get_closest_marker("pg_serve") is None:
+        yield
+        return
+    with SERVE_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def postgres_required() -> bool:
