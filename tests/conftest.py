@@ -40,7 +40,10 @@ PG_ADMIN_DSN = f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname=postgres co
 # Tests that time the server's answers under load (deadlines of a few seconds through a store
 # outage): `make test` runs them alone, in one process before the others, so that the second
 # process's work does not eat their deadlines (they stay as strict as they are).
-ALONE = ("tests/ops/test_outage.py", "tests/ops/test_store_return.py")
+ALONE = ("tests/ops/test_outage.py", "tests/ops/test_store_return.py",
+         # fills a tablespace of its own: its checkpoint failure fails any DROP DATABASE of
+         # another process meanwhile ("checkpoint request failed", CI of 2026-12-02)
+         "tests/ops/test_store_full.py")
 
 
 # The shared PostgreSQL takes 100 connections (97 for tests) and a ``sabot serve`` on it holds
