@@ -136,6 +136,20 @@ class Croupier:
         return shoe.shoe_id
 
 
+def cut_table(store_url: str) -> Ledger:
+    """A ledger on fixed inputs with table t1 (francaise), ana's account of 10,000 and a shoe
+    cut at 100: where the request and cache tests start."""
+    from services.bootstrap import LEDGER_GAMES
+
+    ledger = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
+    ledger.open_table("t", "t1", "francaise")
+    ledger.open_account("a", "ana")
+    ledger.deposit("d", "ana", 10_000)
+    shoe = ledger.open_shoe("s", "t1")
+    ledger.cut("c", shoe.shoe_id, 100, "ana")
+    return ledger
+
+
 def together(*calls: Callable[[], Any]) -> list[Any]:
     """The calls run at the same moment, each in a thread: their answers (or errors), in order."""
     start = threading.Barrier(len(calls))

@@ -33,17 +33,12 @@ from services.ledger.writer import (
 )
 from services.trente_et_quarante.coup import COUP_IDS
 
-from .play import FixedInputs
+from .play import FixedInputs, cut_table
 
 
 @pytest.fixture
 def ledger(store_url: str) -> Iterator[Ledger]:
-    ledger = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
-    ledger.open_table("t", "t1", "francaise")
-    ledger.open_account("a", "ana")
-    ledger.deposit("d", "ana", 10_000)
-    shoe = ledger.open_shoe("s", "t1")
-    ledger.cut("c", shoe.shoe_id, 100, "ana")
+    ledger = cut_table(store_url)
     yield ledger
     ledger.close()
 
@@ -229,15 +224,21 @@ def test_event_times_stay_within_their_size_and_read_the_store_again(ledger: Led
         assert len(core._times) <= 2
 
 
-def test_a_table_keeps_its_latest_rounds_and_counts_them_all(
-        ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(table_module, "ROUNDS_KEPT", 3)
+def _settled_coups(ledger: Ledger, n: int) -> list[str]:
+    """Play ``n`` coups on t1 to their settlement: their ids, in order."""
     coups = []
-    for k in range(5):
+    for k in range(n):
         coup = ledger.open_coup(f"oc{k}", "t1")
         ledger.deal(f"dl{k}", coup.coup_id)
         ledger.settle(f"se{k}", coup.coup_id)
         coups.append(coup.coup_id)
+    return coups
+
+
+def test_a_table_keeps_its_latest_rounds_and_counts_them_all(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(table_module, "ROUNDS_KEPT", 3)
+    coups = _settled_coups(ledger, 5)
     table: Table = ledger.app.repository.get(table_uuid("t1"))
     assert table.rounds(COUP_IDS) == coups[-3:]
     assert table.latest_round(COUP_IDS) == (coups[-1], 5)
@@ -255,12 +256,7 @@ def test_a_table_keeps_its_latest_rounds_and_counts_them_all(
 def test_a_table_loaded_from_its_events_keeps_as_many(
         ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(table_module, "ROUNDS_KEPT", 2)
-    coups = []
-    for k in range(4):
-        coup = ledger.open_coup(f"oc{k}", "t1")
-        ledger.deal(f"dl{k}", coup.coup_id)
-        ledger.settle(f"se{k}", coup.coup_id)
-        coups.append(coup.coup_id)
+    coups = _settled_coups(ledger, 4)
     writer = writer_of(ledger)
     assert writer is not None
     writer.cache.clear()

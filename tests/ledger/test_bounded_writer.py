@@ -13,25 +13,19 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.errors import RequestIdReused
 from services.ledger.request import Request, digest_of
 from services.ledger.writer import AggregateCache, RecentRequests, footprint, writer_of
 
-from .play import FixedInputs
+from .play import cut_table
 
 PRE_SEAM = Path(__file__).resolve().parents[1] / "data" / "pre_seam" / "events.jsonl"
 
 
 @pytest.fixture
 def ledger(store_url: str) -> Iterator[Ledger]:
-    ledger = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
-    ledger.open_table("t", "t1", "francaise")
-    ledger.open_account("a", "ana")
-    ledger.deposit("d", "ana", 10_000)
-    shoe = ledger.open_shoe("s", "t1")
-    ledger.cut("c", shoe.shoe_id, 100, "ana")
+    ledger = cut_table(store_url)
     yield ledger
     ledger.close()
 

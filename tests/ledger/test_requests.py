@@ -12,7 +12,7 @@ from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.errors import AlreadyExists, RequestIdReused
 
-from .play import FixedInputs
+from .play import FixedInputs, cut_table
 
 
 def last_position(ledger: Ledger) -> int:
@@ -21,12 +21,7 @@ def last_position(ledger: Ledger) -> int:
 
 @pytest.fixture
 def ledger(store_url: str) -> Iterator[Ledger]:
-    ledger = Ledger(FixedInputs().config(store_url), games=LEDGER_GAMES)
-    ledger.open_table("t", "t1", "francaise")
-    ledger.open_account("a", "ana")
-    ledger.deposit("d", "ana", 10_000)
-    shoe = ledger.open_shoe("s", "t1")
-    ledger.cut("c", shoe.shoe_id, 100, "ana")
+    ledger = cut_table(store_url)
     yield ledger
     ledger.close()
 
