@@ -152,21 +152,24 @@ class Walk:
     def _bad(self, position: int, message: str) -> None:
         self.findings.append(Finding(position, f"evidence chain: {message}"))
 
-    def _verify(self, body: dict[str, Any], signature: str) -> str | None:
+    def _verify(self, body: dict[str, Any], signature: str) -> str | bytes:
+        """What is wrong with the link's signature, or the bytes it signs (its hash is the
+        next link's ``prev``: ``link_hash``, not encoded twice)."""
         key = self.trusted.get(str(body.get("key_id")))
         if key is None:
             return f"link {body.get('seq')} is signed by key {body.get('key_id')}, not a " \
                    "trusted one (--chain-key)"
+        signed = LINK_PREFIX + canonical(body)
         try:
-            key.verify(bytes.fromhex(signature), LINK_PREFIX + canonical(body))
+            key.verify(bytes.fromhex(signature), signed)
         except (InvalidSignature, ValueError):
             return f"link {body.get('seq')}: bad signature"
-        return None
+        return signed
 
-    def _resync(self, body: dict[str, Any], position: int) -> None:
+    def _resync(self, body: dict[str, Any], position: int, signed: bytes) -> None:
         self.known = True
         self.expected = int(body["seq"]) + 1
-        self.prev = link_hash(body)
+        self.prev = hashlib.sha256(signed).digest()  # link_hash(body)
         self.next_index = int(body["first"]) + int(body["count"])
         self.boundary = position
         self.last_seq = max(self.last_seq, int(body["seq"]))
@@ -186,10 +189,10 @@ class Walk:
         if seq == 1 and self.after is None:
             self.after = int(body.get("after", 0))
             pending = [(p, c) for p, c in pending if p > self.after]
-        bad = self._verify(body, signature)
-        if bad is not None:
+        signed = self._verify(body, signature)
+        if isinstance(signed, str):
             span = f" (positions {pending[0][0]} to {position - 1} unverified)" if pending else ""
-            self._bad(position, bad + span)
+            self._bad(position, signed + span)
             self.known, self.boundary = False, position
             return
         self.links[seq] = (body, position)
@@ -209,12 +212,12 @@ class Walk:
                     self.boundary = gone[-1][0]
             else:
                 self._bad(position, f"link {seq} out of place (expected link {self.expected})")
-                self._resync(body, position)
+                self._resync(body, position, signed)
                 return
         if seq == 1 and (body.get("prev") or first != 0):
             self._bad(position, "the first link does not start the chain")
         self._slots(body, position, pending[lost:])
-        self._resync(body, position)
+        self._resync(body, position, signed)
 
     def _slots(self, body: dict[str, Any], position: int,
                pending: list[tuple[int, dict[str, Any] | None]]) -> None:
