@@ -105,6 +105,17 @@ class Database:
         cur = self._conn.execute(self._sql(sql), tuple(params))
         return list(cur.fetchall())
 
+    def event_rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """``rows`` of the event table's columns (position, originator id, version, topic,
+        state). On PostgreSQL the results come in binary: the same Python values (int, UUID,
+        int, str, bytes), without the bytea's hex text made by the server and parsed by
+        psycopg (a coup's replay reads ~600 rows: 2.2 -> 1.5 ms wall, 0.9 -> 0.5 ms CPU)."""
+        if not self.is_postgres:
+            return list(self._conn.execute(sql, tuple(params)).fetchall())
+        with self._conn.cursor(binary=True) as cur:
+            cur.execute(self._sql(sql), tuple(params))
+            return list(cur.fetchall())
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         if params:
             self._conn.execute(self._sql(sql), tuple(params))
@@ -169,7 +180,7 @@ class EventTable:
         """Events with position > ``after_position``, at most ``limit``, in log order."""
         if not self._exists():
             return []
-        rows = self.db.rows(
+        rows = self.db.event_rows(
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE {self._pos} > ? ORDER BY {self._pos} LIMIT ?",
             (after_position, limit),
@@ -193,7 +204,7 @@ class EventTable:
         for i in range(0, len(positions), 500):
             chunk = list(positions[i : i + 500])
             marks = ",".join("?" * len(chunk))
-            rows = self.db.rows(
+            rows = self.db.event_rows(
                 f"SELECT {self._pos}, originator_id, originator_version, topic, state "
                 f"FROM {self.table} WHERE {self._pos} IN ({marks})",
                 chunk,
@@ -219,13 +230,13 @@ class EventTable:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [_raw(r) for r in self.db.rows(sql, params)]
+        return [_raw(r) for r in self.db.event_rows(sql, params)]
 
     def read_back(self, before_position: int, limit: int = 1000) -> list[RawEvent]:
         """Events with position < ``before_position``, at most ``limit``, last first."""
         if not self._exists():
             return []
-        rows = self.db.rows(
+        rows = self.db.event_rows(
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE {self._pos} < ? ORDER BY {self._pos} DESC LIMIT ?",
             (before_position, limit),
@@ -238,7 +249,7 @@ class EventTable:
         (one query: a backward walk of the positions, the topic compared in the store)."""
         if not self._exists():
             return None
-        rows = self.db.rows(
+        rows = self.db.event_rows(
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE {self._pos} < ? AND {self._pos} > ? AND topic = ? "
             f"ORDER BY {self._pos} DESC LIMIT 1",
@@ -250,7 +261,7 @@ class EventTable:
         """The first event of ``topic`` at or after ``position`` (one query)."""
         if not self._exists():
             return None
-        rows = self.db.rows(
+        rows = self.db.event_rows(
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE {self._pos} >= ? AND topic = ? "
             f"ORDER BY {self._pos} LIMIT 1",
@@ -267,7 +278,7 @@ class EventTable:
             cond, params = "originator_id = ?", [originator_id]
         else:
             cond, params = "originator_id IN (?, ?)", [originator_id.hex, str(originator_id)]
-        rows = self.db.rows(
+        rows = self.db.event_rows(
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE {cond} AND originator_version = ?",
             [*params, version],
@@ -283,7 +294,7 @@ class EventTable:
             cond, params = "originator_id = ?", [originator_id]
         else:
             cond, params = "originator_id IN (?, ?)", [originator_id.hex, str(originator_id)]
-        rows = self.db.rows(
+        rows = self.db.event_rows(
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE {cond} ORDER BY originator_version DESC LIMIT 1",
             params,
@@ -319,7 +330,7 @@ class EventTable:
             else:  # both spellings, as in by_originator
                 params = [x for o in chunk for x in (o.hex, str(o))]
             marks = ",".join("?" * len(params))
-            rows = self.db.rows(
+            rows = self.db.event_rows(
                 f"SELECT {self._pos}, originator_id, originator_version, topic, state "
                 f"FROM {self.table} WHERE originator_id IN ({marks}){where}{order}",
                 params,
@@ -330,7 +341,7 @@ class EventTable:
         """Every event of one topic, in log order (a scan of the table)."""
         if not self._exists():
             return []
-        rows = self.db.rows(
+        rows = self.db.event_rows(
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE topic = ? ORDER BY {self._pos}",
             (topic,),
@@ -386,6 +397,9 @@ class CoveredEvents(EventTable):
         if not ranges or not self._exists():
             return self
         questions = sorted(set(ranges))
+        if self.db.is_postgres:
+            self._fill_postgres(questions, topic, floor)
+            return self
         pos, table = self._pos, self.table
         for c in range(0, len(questions), 200):  # SQLite binds at most 999 parameters
             chunk = questions[c : c + 200]
@@ -398,9 +412,7 @@ class CoveredEvents(EventTable):
                 f"ORDER BY e.{pos} LIMIT 1) FROM q",
                 [*(x for r in chunk for x in r), floor, topic, topic],
             )
-            for a, b, lo, hi in bounds:
-                self._bound(topic, int(a), int(b), floor,
-                            None if lo is None else int(lo), None if hi is None else int(hi))
+            self._bounds(topic, floor, bounds)
         intervals = self._intervals()
         one = (f"SELECT {pos}, originator_id, originator_version, topic, state FROM {table} "
                f"WHERE {pos} BETWEEN ? AND ?")
@@ -408,10 +420,47 @@ class CoveredEvents(EventTable):
             chunk = intervals[c : c + 200]
             # one range scan of the positions' index each (a join on a VALUES list of them let
             # PostgreSQL plan a scan of the whole table: 4.9 s at 10^6 events)
-            rows = self.db.rows(" UNION ALL ".join([one] * len(chunk)),
+            rows = self.db.event_rows(" UNION ALL ".join([one] * len(chunk)),
                                 [x for iv in chunk for x in iv])
             self._hold([_raw(r) for r in rows])
         return self
+
+    def _fill_postgres(self, questions: list[tuple[int, int]], topic: str, floor: int
+                       ) -> None:
+        """``fill`` on PostgreSQL: the same two questions, each one statement whose text does
+        not depend on how many ranges are asked (the ranges as two arrays), so psycopg
+        prepares it once for the session (was: a statement of 32 ``UNION ALL`` branches,
+        0.8 ms of planning a replay). The rows are read by a ``LATERAL`` range scan of the
+        positions' index per interval, ``OFFSET 0`` keeping the subquery a subquery (pulled up,
+        a join on a list of intervals could be planned as a scan of the whole table: 4.9 s at
+        10^6 events, see above)."""
+        pos, table = self._pos, self.table
+        firsts, lasts = [a for a, _ in questions], [b for _, b in questions]
+        bounds = self.db.rows(
+            f"SELECT q.a, q.b, "
+            f"(SELECT e.{pos} FROM {table} e WHERE e.{pos} < q.a AND e.{pos} > ? "
+            f"AND e.topic = ? ORDER BY e.{pos} DESC LIMIT 1), "
+            f"(SELECT e.{pos} FROM {table} e WHERE e.{pos} >= q.b AND e.topic = ? "
+            f"ORDER BY e.{pos} LIMIT 1) "
+            f"FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) AS q(a, b)",
+            [floor, topic, topic, firsts, lasts],
+        )
+        self._bounds(topic, floor, bounds)
+        intervals = self._intervals()
+        if not intervals:
+            return
+        rows = self.db.event_rows(
+            f"SELECT e.* FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) AS q(a, b) "
+            f"CROSS JOIN LATERAL (SELECT {pos}, originator_id, originator_version, topic, state "
+            f"FROM {table} WHERE {pos} BETWEEN q.a AND q.b OFFSET 0) AS e",
+            [[lo for lo, _ in intervals], [hi for _, hi in intervals]],
+        )
+        self._hold([_raw(r) for r in rows])
+
+    def _bounds(self, topic: str, floor: int, bounds: list[tuple[Any, ...]]) -> None:
+        for a, b, lo, hi in bounds:
+            self._bound(topic, int(a), int(b), floor,
+                        None if lo is None else int(lo), None if hi is None else int(hi))
 
     def _bound(self, topic: str, first: int, last: int, floor: int, lo: int | None,
               hi: int | None) -> None:
