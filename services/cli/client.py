@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from google.protobuf import json_format
@@ -608,7 +608,7 @@ def _register_coups(sub: Any) -> None:
         "tables", "ListCoups", table_pb2.ListCoupsRequest(
             parent=_name("tables", a.parent), page_size=a.page_size,
             page_token=a.page_token)), setup=coup_list)
-    steps: tuple[tuple[str, str, type[Message], str], ...] = (
+    steps: tuple[tuple[str, str, _CoupRequest, str], ...] = (
         ("close-betting", "CloseBetting", table_pb2.CloseBettingRequest, "rien ne va plus"),
         ("deal", "DealCoup", table_pb2.DealCoupRequest, "deal both rows"),
         ("settle", "SettleCoup", table_pb2.SettleCoupRequest, "settle every stake"),
@@ -623,7 +623,13 @@ def _page_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--page-token", default="", help="next_page_token of the previous page")
 
 
-def _coup_step(method: str, request_type: type[Message]) -> Build:
+class _CoupRequest(Protocol):
+    """A coup step's request class: built from a request id and the coup's name."""
+
+    def __call__(self, *, request_id: str = ..., name: str = ...) -> Message: ...
+
+
+def _coup_step(method: str, request_type: _CoupRequest) -> Build:
     def build(a: argparse.Namespace) -> tuple[str, str, Message]:
         return "tables", method, request_type(request_id=_rid(a), name=_name("coups", a.coup))
 
