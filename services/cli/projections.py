@@ -33,7 +33,7 @@ from services.cli import (
 from services.cli.progress import Progress, quiet_argument
 from services.projections.export import Report, render
 from services.projections.floor import LAYOUTS, FloorReport, floor_day, render_floor
-from services.projections.projector import Projector, ReadModelsAbsent
+from services.projections.projector import REBUILD_BATCH, Projector, ReadModelsAbsent
 from services.projections.reconcile import reconcile
 from services.projections.reports import gaming_day, player_statement, shoe_history
 from services.projections.service import units_views, views_gaming_day
@@ -61,7 +61,7 @@ def register(sub: Any) -> None:
     psub = store.group("projections", "read models: rebuild, catch up, follow, lag")
     r = psub.add_parser("rebuild", help="drop every read model and rebuild it from position 0")
     _store_args(r)
-    r.add_argument("--batch", type=int, default=5000, help="events per transaction")
+    r.add_argument("--batch", type=int, default=REBUILD_BATCH, help="events per transaction")
     r.add_argument("--drop", action="store_true",
                    help="drop and create the tables even when their shape is current")
     quiet_argument(r)

@@ -120,6 +120,8 @@ class RecallView(View):
             else:
                 coups.step_of(e)
         coups.write()
+        coups.handlers.clear()  # bound methods: a cycle; its rows are freed now, not by the
+        coups.coup_steps.clear()  # cyclic collector (see projector._gc_paused)
 
 
 _Row = list[Any]

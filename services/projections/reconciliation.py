@@ -184,6 +184,7 @@ class ReconciliationView(View):
         for e in batch:
             handlers.get(e.topic, stake)(e)
         figures.write()
+        handlers.clear()  # bound methods: a cycle; its rows are freed now, not by the collector
 
 
 class _ReconBatch:

@@ -86,6 +86,7 @@ class ShoeStateView(View):
             if handler is not None:
                 handler(e)
         shoes.write()
+        handlers.clear()  # bound methods: a cycle; its rows are freed now, not by the collector
 
 
 class _ShoeBatch:
