@@ -63,7 +63,7 @@ import time
 import types
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -558,6 +558,101 @@ class UnitOfWork:
             self.cache.forget(agg_id)
 
 
+class Answer(Future[T]):
+    """A command's answer, as a ``Future`` for its callers (``result``/``exception`` with a
+    timeout, ``done``, ``add_done_callback``; ``set_result``/``set_exception`` once), lighter:
+    one lock held until the answer is set (a waiter acquires and releases it), and a second
+    guarding the state, instead of ``Future``'s condition over a reentrant lock, its waiters'
+    list and its ``notify_all`` per answer (issue 25: the writer answers every command, one at
+    a time). Not cancellable (a caller that stops waiting marks its command ``abandoned``);
+    not for ``concurrent.futures.wait``/``as_completed``. Not ``Future.__init__``: its
+    condition is what this saves."""
+
+    def __init__(self) -> None:
+        self._answered = threading.Lock()
+        self._answered.acquire()  # released once the answer is set: waiters get through
+        self._guard = threading.Lock()
+        self._set = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[Future[T]], object]] | None = None
+
+    def _wait(self, timeout: float | None) -> None:
+        if self._set:
+            return
+        if not self._answered.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            raise FutureTimeout()
+        self._answered.release()  # the next waiter's turn
+
+    def result(self, timeout: float | None = None) -> T:
+        self._wait(timeout)
+        error = self._error
+        if error is not None:
+            try:
+                raise error
+            finally:
+                del error  # no cycle through the frame
+        value: T = self._value
+        return value
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        return self._error
+
+    def __repr__(self) -> str:
+        state = "pending" if not self._set else "raised" if self._error is not None else "done"
+        return f"<Answer at {id(self):#x} {state}>"
+
+    def done(self) -> bool:
+        return self._set
+
+    def running(self) -> bool:
+        return False  # as a ``Future`` never started: pending, then done
+
+    def cancel(self) -> bool:
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def add_done_callback(self, fn: Callable[[Future[T]], object]) -> None:
+        with self._guard:
+            if not self._set:
+                if self._callbacks is None:
+                    self._callbacks = []
+                self._callbacks.append(fn)
+                return
+        self._call(fn)
+
+    def _call(self, fn: Callable[[Future[T]], object]) -> None:
+        try:
+            fn(self)
+        except Exception:
+            log.exception("exception calling callback for %r", self)
+
+    def set_result(self, result: T) -> None:
+        self._finish(result, None)
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        self._finish(None, exception)
+
+    def _finish(self, value: Any, error: BaseException | None) -> None:
+        with self._guard:
+            if self._set:
+                raise InvalidStateError(f"already answered: {self!r}")
+            self._value, self._error = value, error
+            self._set = True
+            callbacks, self._callbacks = self._callbacks, None
+        self._answered.release()
+        if callbacks is not None:
+            for fn in callbacks:
+                self._call(fn)
+
+
+def _answer() -> Answer[Any]:
+    return Answer()
+
+
 @dataclass
 class Command:
     """A mutating command: its name, request id, arguments (JSON data), decision and actor."""
@@ -567,7 +662,7 @@ class Command:
     args: dict[str, Any]
     decide: Callable[[UnitOfWork], Any]
     result_type: type[Any]
-    future: Future[Any] = field(default_factory=Future)
+    future: Future[Any] = field(default_factory=_answer)
     actor: Actor = SYSTEM
     deadline: float | None = None  # the caller's (time.monotonic()); None: the writer's bound
     abandoned: bool = False  # its caller stopped waiting: not decided if not yet
