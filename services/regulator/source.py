@@ -506,6 +506,17 @@ class CoveredEvents(EventTable):
             out = out + self.base.read(span[1], limit - len(out))
         return out
 
+    def positions(self, after_position: int = 0, limit: int = 100_000) -> list[int]:
+        span = self._span_of(after_position + 1)
+        if span is None or limit <= 0:
+            return self.base.positions(after_position, limit)
+        i = bisect.bisect_right(self._positions, after_position)
+        j = bisect.bisect_right(self._positions, span[1], i)
+        out = self._positions[i : min(j, i + limit)]
+        if len(out) < limit:  # past the interval's end: the table has the rest
+            out = out + self.base.positions(span[1], limit - len(out))
+        return out
+
     def at(self, positions: Sequence[int]) -> dict[int, RawEvent]:
         out: dict[int, RawEvent] = {}
         rest: list[int] = []

@@ -5,6 +5,8 @@
 what it finds reading them itself. ``Notary.leaves_around`` reads the leaves of a replay's
 single events and of its span in one statement: for any positions and span (hypothesis),
 ``leaves_at_positions`` and ``leaves(index_at_or_after(first), index_at_or_after(last + 1))``.
+The position after the span is answered from the rows read around it
+(``CoveredEvents.positions``), as the table would.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from hypothesis import strategies as st
 from services.bootstrap import REGULATOR_GAMES, ROUND_END
 from services.regulator.notary import Notary
 from services.regulator.replay import Replayer
-from services.regulator.source import Database, EventTable
+from services.regulator.source import CoveredEvents, Database, EventTable
 from services.regulator.vocabulary import coup_events, shoe_events, shoe_of_coup
+from services.topics import CHAIN_LINKED
 
 from .conftest import Played
 
@@ -89,3 +92,31 @@ def test_leaves_around_as_the_four_reads(notary: Notary, data: st.DataObject) ->
     assert at == notary.leaves_at_positions(positions)
     assert spanned == notary.leaves(notary.index_at_or_after(first),
                                     notary.index_at_or_after(last + 1))
+
+
+@pytest.fixture
+def table(played: Played) -> Iterator[EventTable]:
+    db = Database(played.url)
+    try:
+        yield EventTable(db)
+    finally:
+        db.close()
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_covered_positions_as_the_table(table: EventTable, data: st.DataObject) -> None:
+    """``CoveredEvents.positions`` (the replay asks it the position after its span) answers as
+    the table, within the covered rows, at their ends and past them."""
+    stored = list(table.iterate())
+    last = stored[-1].position
+    links = [e.position for e in stored if e.topic == CHAIN_LINKED]
+    floor = data.draw(st.sampled_from([0, links[0]]))
+    ranges = data.draw(st.lists(
+        st.tuples(st.integers(1, last + 3), st.integers(0, 60)).map(
+            lambda r: (r[0], r[0] + r[1])), min_size=1, max_size=12))
+    covered = CoveredEvents(table).fill(ranges, CHAIN_LINKED, floor)
+    extra = data.draw(st.lists(st.integers(-1, last + 3), max_size=10))
+    for after in [x for a, b in ranges for x in (a - 2, a - 1, a, b - 1, b, b + 1)] + extra:
+        for limit in (0, 1, 3, 2000):
+            assert covered.positions(after, limit) == table.positions(after, limit)
