@@ -309,6 +309,38 @@ class Notary:
                 out[int(pos)] = (int(idx), bytes(h))
         return out
 
+    def leaves_around(self, positions: Sequence[int], first: int, last: int
+                      ) -> tuple[dict[int, tuple[int, bytes]], list[tuple[int, int, bytes]]]:
+        """``leaves_at_positions(positions)`` and the leaves of the positions ``first`` to
+        ``last``, ``leaves(index_at_or_after(first), index_at_or_after(last + 1))``, in one
+        statement (a replay's single events and its span: four statements before)."""
+        wanted = sorted(set(positions))
+        if self._absent or len(wanted) > 500:
+            return self.leaves_at_positions(wanted), self.leaves(
+                self.index_at_or_after(first), self.index_at_or_after(last + 1))
+        first_at = ("coalesce((SELECT idx FROM regulator_leaves WHERE position >= ? "
+                    "ORDER BY position LIMIT 1), ?)")
+        sql = (f"SELECT 1, idx, position, hash FROM regulator_leaves WHERE idx >= {first_at} "
+               f"AND idx < {first_at}")
+        params: list[Any] = [first, self._size, last + 1, self._size]
+        if wanted:
+            chosen: list[Any]
+            if self.db.is_postgres:  # one text whatever their number: prepared once
+                at, chosen = "= ANY(CAST(? AS BIGINT[]))", [wanted]
+            else:
+                at, chosen = f"IN ({','.join('?' * len(wanted))})", list(wanted)
+            sql = (f"SELECT 0, idx, position, hash FROM regulator_leaves WHERE position {at} "
+                   f"UNION ALL {sql}")
+            params = [*chosen, *params]
+        at_positions: dict[int, tuple[int, bytes]] = {}
+        spanned: list[tuple[int, int, bytes]] = []
+        for part, idx, pos, h in self.db.rows(f"{sql} ORDER BY 1, 2", params):
+            if part == 0:
+                at_positions[int(pos)] = (int(idx), bytes(h))
+            else:
+                spanned.append((int(idx), int(pos), bytes(h)))
+        return at_positions, spanned
+
     def index_at_or_after(self, position: int) -> int:
         """The first leaf index whose position is >= ``position`` (``size`` if none)."""
         rows = self.db.rows(  # positions grow with the index: the first one is the least

@@ -29,7 +29,7 @@ from services.regulator.escrow_table import EscrowTable
 from services.regulator.merkle import leaf_hash
 from services.regulator.notary import Notary, missing_leaves
 from services.regulator.source import CoveredEvents, EventTable, RawEvent
-from services.regulator.vocabulary import ShoeEvents, shoe_events, shoe_of_coup, state
+from services.regulator.vocabulary import ShoeEvents, coup_events, shoe_events, state
 from services.topics import (
     CHAIN_LINKED,
     SHOE_CLOSED,
@@ -127,11 +127,12 @@ class Replayer:
     # --- entry points -----------------------------------------------------------------------
 
     def coup(self, coup_id: str) -> Iterator[ReplayStep]:
-        """Every step of one coup."""
-        shoe_id = shoe_of_coup(self.events, coup_id)
-        if shoe_id is None:
+        """Every step of one coup (its events read once: its shoe found from the first)."""
+        found = coup_events(self.events, coup_id)
+        if found is None:
             raise NotFound("coup_id", "NO_COUP", f"no coup {coup_id}")
-        yield from self._run(shoe_id, only=str(UUID(coup_id)))
+        shoe_id, evs = found
+        yield from self._run(shoe_id, only=str(UUID(coup_id)), only_events=evs)
 
     def shoe(self, shoe_id: str) -> Iterator[ReplayStep]:
         """Every step of every coup of one shoe."""
@@ -139,8 +140,9 @@ class Replayer:
 
     # --- the work ---------------------------------------------------------------------------
 
-    def _run(self, shoe_id: str, only: str | None) -> Iterator[ReplayStep]:
-        found = shoe_events(self.events, shoe_id, only)
+    def _run(self, shoe_id: str, only: str | None,
+             only_events: list[RawEvent] | None = None) -> Iterator[ReplayStep]:
+        found = shoe_events(self.events, shoe_id, only, only_events)
         if found is None:
             raise NotFound("shoe_id", "NO_SHOE", f"no shoe {shoe_id}")
         if only is not None and only not in found.coups:
@@ -152,10 +154,16 @@ class Replayer:
             inner = [e.position for e in found.coups[only]]
             singles += [e.position for e in found.shoe]
         lo, hi = min(inner), max(inner)
-        hi = self._through_missing_tail(hi)
         ranges = [(p, p) for p in sorted(set(singles)) if not lo <= p <= hi] + [(lo, hi)]
-        tampered = False
         events = self._cover(ranges)
+        # the rows read around the span hold the position after it, where a tail left by
+        # deleted events ends (answered as the store would); covered again only if it is one
+        end = self._through_missing_tail(hi, events)
+        if end != hi:
+            hi = end
+            ranges = [(p, p) for p in sorted(set(singles)) if not lo <= p <= hi] + [(lo, hi)]
+            events = self._cover(ranges)
+        tampered = False
         checked = list(self._integrity(ranges, events))
         deleted = [s.position for s in checked if s.position is not None and s.replayed is None
                    and s.what.startswith("event hash")]
@@ -178,13 +186,13 @@ class Replayer:
             yield ReplayStep(None, "replay stopped: no revealed seed in the store", None,
                              f"{exc.field}: {exc.message}")
 
-    def _through_missing_tail(self, last: int) -> int:
+    def _through_missing_tail(self, last: int, events: EventTable) -> int:
         """``last``, or past it up to the next stored event when notarised leaves lie between:
         events gone from the store right after the span (a deleted last event, e.g. the shoe's
         ``Shoe.Closed``). An untouched store has no leaf there."""
         if self.notary is None:
             return last
-        after = self.events.positions(last, 1)
+        after = events.positions(last, 1)
         end = after[0] - 1 if after else self.notary.position
         return max(last, end)
 
@@ -281,8 +289,14 @@ class Replayer:
         if self.notary is None:
             return
         singles = [a for a, b in ranges if a == b]
-        if singles:  # one query each for the leaves and the events, not one range per event
+        spans = [(a, b) for a, b in ranges if a != b]
+        spanned: dict[tuple[int, int], list[tuple[int, int, bytes]]] = {}
+        leaves: dict[int, tuple[int, bytes]] = {}
+        if len(spans) == 1:  # a coup's or a shoe's: the leaves of both in one statement
+            leaves, spanned[spans[0]] = self.notary.leaves_around(singles, *spans[0])
+        elif singles:
             leaves = self.notary.leaves_at_positions(singles)
+        if singles:  # one query each for the leaves and the events, not one range per event
             stored_at = events.at(singles)
             for pos in singles:
                 ev = stored_at.get(pos)
@@ -296,10 +310,12 @@ class Replayer:
         for first, last in ranges:
             if first == last:
                 continue
-            a = self.notary.index_at_or_after(first)
-            b = self.notary.index_at_or_after(last + 1)
+            notarised = spanned.get((first, last))
+            if notarised is None:
+                notarised = self.notary.leaves(self.notary.index_at_or_after(first),
+                                               self.notary.index_at_or_after(last + 1))
             stored = {e.position: e for e in _between(events, first, last)}
-            for _idx, pos, h in self.notary.leaves(a, b):
+            for _idx, pos, h in notarised:
                 ev = stored.pop(pos, None)
                 yield ReplayStep(pos, f"event hash at position {pos}", h.hex(), _leaf_hex(ev, h))
             for pos in sorted(stored):

@@ -427,35 +427,36 @@ class CoveredEvents(EventTable):
 
     def _fill_postgres(self, questions: list[tuple[int, int]], topic: str, floor: int
                        ) -> None:
-        """``fill`` on PostgreSQL: the same two questions, each one statement whose text does
-        not depend on how many ranges are asked (the ranges as two arrays), so psycopg
-        prepares it once for the session (was: a statement of 32 ``UNION ALL`` branches,
-        0.8 ms of planning a replay). The rows are read by a ``LATERAL`` range scan of the
-        positions' index per interval, ``OFFSET 0`` keeping the subquery a subquery (pulled up,
-        a join on a list of intervals could be planned as a scan of the whole table: 4.9 s at
-        10^6 events, see above)."""
+        """``fill`` on PostgreSQL: the same two questions in one statement whose text does not
+        depend on how many ranges are asked (the ranges as two arrays), so psycopg prepares it
+        once for the session (was: a statement of 32 ``UNION ALL`` branches, 0.8 ms of
+        planning a replay; then two statements, one round trip each). Its first rows are the
+        links around each range (``kind`` 0: ``q``), the others the rows of each span
+        ``_bound`` keeps (``kind`` 1: the same start, end and ``MAX_COVER``; spans that overlap
+        give a row twice, held once), each read by a ``LATERAL`` range scan of the positions'
+        index, ``OFFSET 0`` keeping the subquery a subquery (pulled up, a join on a list of
+        intervals could be planned as a scan of the whole table: 4.9 s at 10^6 events)."""
         pos, table = self._pos, self.table
         firsts, lasts = [a for a, _ in questions], [b for _, b in questions]
-        bounds = self.db.rows(
-            f"SELECT q.a, q.b, "
+        got = self.db.event_rows(
+            f"WITH q AS (SELECT q.a, q.b, "
             f"(SELECT e.{pos} FROM {table} e WHERE e.{pos} < q.a AND e.{pos} > ? "
-            f"AND e.topic = ? ORDER BY e.{pos} DESC LIMIT 1), "
+            f"AND e.topic = ? ORDER BY e.{pos} DESC LIMIT 1) AS lo, "
             f"(SELECT e.{pos} FROM {table} e WHERE e.{pos} >= q.b AND e.topic = ? "
-            f"ORDER BY e.{pos} LIMIT 1) "
-            f"FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) AS q(a, b)",
-            [floor, topic, topic, firsts, lasts],
+            f"ORDER BY e.{pos} LIMIT 1) AS hi "
+            f"FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) AS q(a, b)), "
+            f"s AS (SELECT DISTINCT coalesce(lo, CAST(? AS BIGINT)) AS a, hi + 1 AS b FROM q "
+            f"WHERE hi IS NOT NULL AND hi - coalesce(lo, CAST(? AS BIGINT)) < ?) "
+            f"SELECT 0 AS kind, q.a, q.b, q.lo, q.hi, NULL, NULL, NULL, NULL FROM q "
+            f"UNION ALL SELECT 1, e.* FROM s CROSS JOIN LATERAL (SELECT {pos}, NULL::bigint, "
+            f"NULL::bigint, NULL::bigint, originator_id, originator_version, topic, state "
+            f"FROM {table} WHERE {pos} BETWEEN s.a AND s.b OFFSET 0) AS e",
+            [floor, topic, topic, firsts, lasts, floor + 1, floor + 1, MAX_COVER],
         )
-        self._bounds(topic, floor, bounds)
-        intervals = self._intervals()
-        if not intervals:
-            return
-        rows = self.db.event_rows(
-            f"SELECT e.* FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) AS q(a, b) "
-            f"CROSS JOIN LATERAL (SELECT {pos}, originator_id, originator_version, topic, state "
-            f"FROM {table} WHERE {pos} BETWEEN q.a AND q.b OFFSET 0) AS e",
-            [[lo for lo, _ in intervals], [hi for _, hi in intervals]],
-        )
-        self._hold([_raw(r) for r in rows])
+        self._bounds(topic, floor, [r[1:5] for r in got if r[0] == 0])
+        self._intervals()
+        self._hold([RawEvent(int(r[1]), _uuid_text(r[5]), int(r[6]), str(r[7]), bytes(r[8]))
+                    for r in got if r[0] == 1])
 
     def _bounds(self, topic: str, floor: int, bounds: list[tuple[Any, ...]]) -> None:
         for a, b, lo, hi in bounds:
@@ -504,6 +505,17 @@ class CoveredEvents(EventTable):
         out = self._rows[i : min(j, i + limit)]
         if len(out) < limit:  # past the interval's end: the table has the rest
             out = out + self.base.read(span[1], limit - len(out))
+        return out
+
+    def positions(self, after_position: int = 0, limit: int = 100_000) -> list[int]:
+        span = self._span_of(after_position + 1)
+        if span is None or limit <= 0:
+            return self.base.positions(after_position, limit)
+        i = bisect.bisect_right(self._positions, after_position)
+        j = bisect.bisect_right(self._positions, span[1], i)
+        out = self._positions[i : min(j, i + limit)]
+        if len(out) < limit:  # past the interval's end: the table has the rest
+            out = out + self.base.positions(span[1], limit - len(out))
         return out
 
     def at(self, positions: Sequence[int]) -> dict[int, RawEvent]:

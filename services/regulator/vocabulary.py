@@ -71,10 +71,11 @@ def _uuid(text: str) -> UUID | None:
         return None
 
 
-def shoe_events(events: EventTable, shoe_id: str, only: str | None = None
-                ) -> ShoeEvents | None:
+def shoe_events(events: EventTable, shoe_id: str, only: str | None = None,
+                only_events: list[RawEvent] | None = None) -> ShoeEvents | None:
     """Everything recorded about one shoe, or None if no such shoe. ``only``: one of its coups
-    (a coup's replay): its events in full, of the others their first (their number and shoe)."""
+    (a coup's replay): its events in full, of the others their first (their number and shoe);
+    ``only_events``: that coup's events, already read by ``coup_events`` (not read again)."""
     sid = _uuid(shoe_id)
     if sid is None:
         return None
@@ -98,7 +99,7 @@ def shoe_events(events: EventTable, shoe_id: str, only: str | None = None
             coup_ids.append(str(st.get("coup_id") or st["round_id"]))  # a game's rounds
     coups: dict[str, list[RawEvent]] = {}
     uuids = [u for u in (_uuid(c) for c in coup_ids) if u is not None]
-    found = _coup_events(events, uuids, only)
+    found = _coup_events(events, uuids, only, only_events)
     for cid in coup_ids:
         cu = _uuid(cid)
         evs = found.get(str(cu), []) if cu is not None else []
@@ -111,13 +112,13 @@ def shoe_events(events: EventTable, shoe_id: str, only: str | None = None
     return ShoeEvents(str(sid), table_id, table, shoe, coups)
 
 
-def _coup_events(events: EventTable, uuids: list[UUID], only: str | None
-                 ) -> dict[str, list[RawEvent]]:
+def _coup_events(events: EventTable, uuids: list[UUID], only: str | None,
+                 only_events: list[RawEvent] | None = None) -> dict[str, list[RawEvent]]:
     one = _uuid(only) if only is not None else None
     if one is None:
         return events.by_originators(uuids)
     found = {oid: [ev] for oid, ev in events.first_events([u for u in uuids if u != one]).items()}
-    found[str(one)] = events.by_originator(one)
+    found[str(one)] = events.by_originator(one) if only_events is None else only_events
     return found
 
 
@@ -129,6 +130,18 @@ def shoe_of_coup(events: EventTable, coup_id: str) -> str | None:
     if not evs or evs[0].topic != COUP_OPENED:
         return None
     return str(state(evs[0])["shoe_id"])
+
+
+def coup_events(events: EventTable, coup_id: str) -> tuple[str, list[RawEvent]] | None:
+    """A coup's shoe id and its events in version order, in one read (None: no such coup):
+    ``shoe_of_coup``'s answer from the first of the events a coup's replay reads in full."""
+    cu = _uuid(coup_id)
+    if cu is None:
+        return None
+    evs = events.by_originator(cu)
+    if not evs or evs[0].topic != COUP_OPENED:
+        return None
+    return str(state(evs[0])["shoe_id"]), evs
 
 
 def closed_shoes(events: EventTable) -> list[str]:
