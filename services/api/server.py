@@ -284,6 +284,9 @@ def _grpc_server(config: Config, interceptors: list[Any]) -> grpc.Server:
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.so_reuseport", 0),
+            # no channelz (nothing here serves or reads it): grpc's core otherwise keeps its
+            # per-call counters and traces on every call (docs/performance.md, the stake path)
+            ("grpc.enable_channelz", 0),
         ],
         maximum_concurrent_rpcs=config.workers * 8,
     )
