@@ -496,26 +496,34 @@ class CoveredEvents(EventTable):
 
     # --- the table's answers ----------------------------------------------------------------
 
-    def read(self, after_position: int = 0, limit: int = 1000) -> list[RawEvent]:
+    def _covered(self, after_position: int, limit: int) -> tuple[int, int, int] | None:
+        """The slice ``[i, j)`` of the rows kept that follows ``after_position``, at most
+        ``limit`` long, and the end of its span; None when the table answers alone."""
         span = self._span_of(after_position + 1)
         if span is None or limit <= 0:
-            return self.base.read(after_position, limit)
+            return None
         i = bisect.bisect_right(self._positions, after_position)
         j = bisect.bisect_right(self._positions, span[1], i)
-        out = self._rows[i : min(j, i + limit)]
+        return i, min(j, i + limit), span[1]
+
+    def read(self, after_position: int = 0, limit: int = 1000) -> list[RawEvent]:
+        found = self._covered(after_position, limit)
+        if found is None:
+            return self.base.read(after_position, limit)
+        i, j, end = found
+        out = self._rows[i:j]
         if len(out) < limit:  # past the interval's end: the table has the rest
-            out = out + self.base.read(span[1], limit - len(out))
+            out = out + self.base.read(end, limit - len(out))
         return out
 
     def positions(self, after_position: int = 0, limit: int = 100_000) -> list[int]:
-        span = self._span_of(after_position + 1)
-        if span is None or limit <= 0:
+        found = self._covered(after_position, limit)
+        if found is None:
             return self.base.positions(after_position, limit)
-        i = bisect.bisect_right(self._positions, after_position)
-        j = bisect.bisect_right(self._positions, span[1], i)
-        out = self._positions[i : min(j, i + limit)]
+        i, j, end = found
+        out = self._positions[i:j]
         if len(out) < limit:  # past the interval's end: the table has the rest
-            out = out + self.base.positions(span[1], limit - len(out))
+            out = out + self.base.positions(end, limit - len(out))
         return out
 
     def at(self, positions: Sequence[int]) -> dict[int, RawEvent]:

@@ -122,26 +122,27 @@ def _coup_events(events: EventTable, uuids: list[UUID], only: str | None,
     return found
 
 
-def shoe_of_coup(events: EventTable, coup_id: str) -> str | None:
+def _coup_read(events: EventTable, coup_id: str,
+               limit: int | None) -> tuple[str, list[RawEvent]] | None:
+    """A coup's shoe id (from its first event) and its first ``limit`` events (None: all)."""
     cu = _uuid(coup_id)
     if cu is None:
         return None
-    evs = events.by_originator(cu, limit=1)
+    evs = events.by_originator(cu, limit=limit)
     if not evs or evs[0].topic != COUP_OPENED:
         return None
-    return str(state(evs[0])["shoe_id"])
+    return str(state(evs[0])["shoe_id"]), evs
+
+
+def shoe_of_coup(events: EventTable, coup_id: str) -> str | None:
+    found = _coup_read(events, coup_id, 1)
+    return None if found is None else found[0]
 
 
 def coup_events(events: EventTable, coup_id: str) -> tuple[str, list[RawEvent]] | None:
     """A coup's shoe id and its events in version order, in one read (None: no such coup):
     ``shoe_of_coup``'s answer from the first of the events a coup's replay reads in full."""
-    cu = _uuid(coup_id)
-    if cu is None:
-        return None
-    evs = events.by_originator(cu)
-    if not evs or evs[0].topic != COUP_OPENED:
-        return None
-    return str(state(evs[0])["shoe_id"]), evs
+    return _coup_read(events, coup_id, None)
 
 
 def closed_shoes(events: EventTable) -> list[str]:
