@@ -13,15 +13,16 @@ import bisect
 import json
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 from uuid import UUID
 
 from services.regulator.canonical import canonical_json
 
 APP_NAME = "sabot"
+_T = TypeVar("_T")  # a row, or its position
 
 
 class StoreError(ValueError):
@@ -496,35 +497,26 @@ class CoveredEvents(EventTable):
 
     # --- the table's answers ----------------------------------------------------------------
 
-    def _covered(self, after_position: int, limit: int) -> tuple[int, int, int] | None:
-        """The slice ``[i, j)`` of the rows kept that follows ``after_position``, at most
-        ``limit`` long, and the end of its span; None when the table answers alone."""
+    def _answer(self, kept: list[_T], table: Callable[[int, int], list[_T]],
+                after_position: int, limit: int) -> list[_T]:
+        """``kept``'s items (rows or their positions) after ``after_position`` within its
+        span, at most ``limit``; ``table`` answers alone outside a span, and for the rest
+        past the span's end."""
         span = self._span_of(after_position + 1)
         if span is None or limit <= 0:
-            return None
+            return table(after_position, limit)
         i = bisect.bisect_right(self._positions, after_position)
         j = bisect.bisect_right(self._positions, span[1], i)
-        return i, min(j, i + limit), span[1]
+        out = kept[i : min(j, i + limit)]
+        if len(out) < limit:  # past the interval's end: the table has the rest
+            out += table(span[1], limit - len(out))
+        return out
 
     def read(self, after_position: int = 0, limit: int = 1000) -> list[RawEvent]:
-        found = self._covered(after_position, limit)
-        if found is None:
-            return self.base.read(after_position, limit)
-        i, j, end = found
-        out = self._rows[i:j]
-        if len(out) < limit:  # past the interval's end: the table has the rest
-            out = out + self.base.read(end, limit - len(out))
-        return out
+        return self._answer(self._rows, self.base.read, after_position, limit)
 
     def positions(self, after_position: int = 0, limit: int = 100_000) -> list[int]:
-        found = self._covered(after_position, limit)
-        if found is None:
-            return self.base.positions(after_position, limit)
-        i, j, end = found
-        out = self._positions[i:j]
-        if len(out) < limit:  # past the interval's end: the table has the rest
-            out = out + self.base.positions(end, limit - len(out))
-        return out
+        return self._answer(self._positions, self.base.positions, after_position, limit)
 
     def at(self, positions: Sequence[int]) -> dict[int, RawEvent]:
         out: dict[int, RawEvent] = {}
