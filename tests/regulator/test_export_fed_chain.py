@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,15 @@ def _export(url: str, played: Played, monkeypatch: pytest.MonkeyPatch | None = N
 
 def _copy(played: Played, tmp: Path) -> str:
     path = tmp / "store.db"
-    shutil.copy(played.url.removeprefix("sqlite:///"), path)
+    # SQLite's backup, not a file copy: what the played store's writers left in its WAL
+    # (its checkpoint, until the last connection closes) is in the copy too
+    src = sqlite3.connect(played.url.removeprefix("sqlite:///"))
+    dst = sqlite3.connect(path)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
     with sqlite3.connect(path) as conn:  # the insider's side of the append-only guard
         for (name,) in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
