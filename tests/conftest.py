@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -53,6 +54,19 @@ ALONE = ("tests/ops/test_outage.py", "tests/ops/test_store_return.py",
 # lock, shared by every test process on the machine) for its run: one such test at a time.
 SERVE_LOCK = Path("/tmp/sabot-tests-pg-serve.lock")
 _serving_files: dict[Path, bool] = {}
+
+
+def sqlite_copy(url: str, path: Path) -> str:
+    """A copy of the SQLite store at ``url`` in ``path`` (SQLite's backup, not a file copy:
+    what its writers left in the WAL is in the copy too), as a store URL."""
+    src = sqlite3.connect(url.removeprefix("sqlite:///"))
+    dst = sqlite3.connect(path)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    return f"sqlite:///{path}"
 
 
 def _starts_servers(path: Path) -> bool:

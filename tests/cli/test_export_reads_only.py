@@ -12,16 +12,14 @@ from pathlib import Path
 import pytest
 
 import services.cli as cli
+from tests.conftest import sqlite_copy
 
 from .conftest import Served
 
 
 def _copy(served: Served, tmp: Path) -> tuple[str, Path]:
     path = tmp / "copy.db"
-    with sqlite3.connect(served.store.removeprefix("sqlite:///")) as src, \
-            sqlite3.connect(path) as dst:
-        src.backup(dst)
-    return f"sqlite:///{path}", path
+    return sqlite_copy(served.store, path), path
 
 
 def _digest(path: Path) -> str:

@@ -73,13 +73,12 @@ def play(url: str, tables: list[tuple[str, str, int]], seed: int, in_play: int =
             out.coups[sid] = [player.coup()[0] for _ in range(in_play)]
     finally:
         ledger.close()
-    db = Database(url)
+    notary = out.notary()
     try:
-        notary = Notary(db, EventTable(db), out.key, "sabot-test", ROUND_END)
         notary.sync()
         notary.checkpoint_now()
     finally:
-        db.close()  # not left to the collector: the checkpoint is in the file, not the WAL
+        notary.db.close()  # not left to the collector: the checkpoint is in the file, not the WAL
     return out
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from services.regulator.merkle import verify_consistency, verify_inclusion
+from tests.conftest import sqlite_copy
 
 from .conftest import Played, sabot
 from .play import CHAIN_PUBLIC
@@ -21,11 +22,7 @@ def test_commands(
     played_sqlite: Played, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = tmp_path / "copy.db"
-    with sqlite3.connect(played_sqlite.url.removeprefix("sqlite:///")) as src, sqlite3.connect(
-        store
-    ) as dst:
-        src.backup(dst)
-    url = f"sqlite:///{store}"
+    url = sqlite_copy(played_sqlite.url, store)
     assert sabot("checkpoint-keygen", "--out", str(tmp_path / "op")) == 0
     assert sabot("regulator-keygen", "--out", str(tmp_path / "reg")) == 0
     assert sabot("regulator-keygen", "--out", str(tmp_path / "reg")) == 2  # never overwrites

@@ -24,6 +24,7 @@ from services.regulator.canonical import canonical_json
 from services.regulator.export import ExportSummary, write_export
 from services.regulator.notary import Notary
 from services.regulator.source import Database, EventTable
+from tests.conftest import sqlite_copy
 
 from .conftest import Played
 
@@ -50,20 +51,12 @@ def _export(url: str, played: Played, monkeypatch: pytest.MonkeyPatch | None = N
 
 def _copy(played: Played, tmp: Path) -> str:
     path = tmp / "store.db"
-    # SQLite's backup, not a file copy: what the played store's writers left in its WAL
-    # (its checkpoint, until the last connection closes) is in the copy too
-    src = sqlite3.connect(played.url.removeprefix("sqlite:///"))
-    dst = sqlite3.connect(path)
-    try:
-        src.backup(dst)
-    finally:
-        src.close()
-        dst.close()
+    url = sqlite_copy(played.url, path)
     with sqlite3.connect(path) as conn:  # the insider's side of the append-only guard
         for (name,) in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
             conn.execute(f'DROP TRIGGER "{name}"')
-    return f"sqlite:///{path}"
+    return url
 
 
 def _tamper(url: str, what: str, at: float) -> None:

@@ -4,7 +4,6 @@ rebuild: export, replay of a whole shoe, projections rebuild; stdout unchanged, 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from cryptography.hazmat.primitives import serialization
 
 import services.cli as cli
 from services.cli import progress as progress_module
+from tests.conftest import sqlite_copy
 
 from .conftest import Played
 
@@ -19,11 +19,7 @@ from .conftest import Played
 @pytest.fixture
 def store(played_sqlite: Played, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(progress_module, "LINE_SECONDS", 0.0)  # a line at every update
-    copy = tmp_path / "copy.db"
-    with sqlite3.connect(played_sqlite.url.removeprefix("sqlite:///")) as src, \
-            sqlite3.connect(copy) as dst:
-        src.backup(dst)
-    return f"sqlite:///{copy}"
+    return sqlite_copy(played_sqlite.url, tmp_path / "copy.db")
 
 
 def test_export_says_how_far_it_is(store: str, played_sqlite: Played, tmp_path: Path,
