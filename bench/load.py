@@ -6,7 +6,10 @@ check's p50/p99 under that load, and the server's processor time per stake
 (``server_cpu_ms_per_stake``, from /proc, the ledger process included: the figure that depends
 least on what else the machine runs), split: ``server_process_`` (the gRPC server's),
 ``ledger_`` (the ledger process's), ``read_models_`` (the read models' process's, a child of
-the ledger process; with one process they are the server's) and ``all_`` (the three); each
+the ledger process; with one process they are the server's) and ``all_`` (the three); and
+the waits of the server's threads and of the ledger process's per stake
+(``server_process_switches_per_stake``, ``ledger_switches_per_stake``: their voluntary
+context switches, from /proc; the no-op server's ``server_switches_per_stake`` beside); each
 measurement starts once the server and its processes are idle after the set-up; each store
 with the ledger in its own process (the default) and in one process (``.single_process``),
 and SQLite over TLS (``.tls``). The callers are named principals of a credentials file
@@ -160,6 +163,28 @@ def _cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _switches_of(pid: int) -> float:
+    """The voluntary context switches so far of every thread of ``pid`` (its ``/proc`` tasks;
+    a thread that ended meanwhile is not counted); NaN where /proc is missing. A thread
+    switches once each time it waits (for a lock, the interpreter lock, a queue, a socket):
+    under load this counts the hand-overs between threads, the kernel's share of the
+    process's processor time."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return float("nan")
+    total = 0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as status:
+                for line in status:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return float(total)
+
+
 def _descendants(pid: int) -> list[int]:
     """Every process under ``pid`` (its children, theirs, ...)."""
     found = []
@@ -295,13 +320,14 @@ def measure_noop(clients: int, seconds: float, tls: Tls | None = None) -> list[R
     try:
         assert proc.stdout is not None
         target = proc.stdout.readline().split()[1]
-        cpu = _cpu_of(proc.pid)
+        cpu, switches = _cpu_of(proc.pid), _switches_of(proc.pid)
         own = time.process_time()
         started = time.perf_counter()
         stake_ms, _, errors, done = asyncio.run(
             _load(target, ["none"] * clients, ["tables/t/shoes/s/coups/c"], seconds, tls))
         elapsed = time.perf_counter() - started
         cpu = _cpu_of(proc.pid) - cpu
+        switches = _switches_of(proc.pid) - switches
         own = time.process_time() - own
     finally:
         proc.terminate()
@@ -313,6 +339,7 @@ def measure_noop(clients: int, seconds: float, tls: Tls | None = None) -> list[R
         (f"{prefix}.stake_p99_ms", round(percentile(stake_ms, 0.99), 2)),
         (f"{prefix}.errors", float(errors)),
         (f"{prefix}.server_cpu_ms_per_stake", round(1000 * cpu / max(done, 1), 3)),
+        (f"{prefix}.server_switches_per_stake", round(switches / max(done, 1), 2)),
         (f"{prefix}.client_cpu_ms_per_stake", round(1000 * own / max(done, 1), 3)),
     ]
 
@@ -358,6 +385,7 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
             readers = [c for c in under if _is_read_models(c)]
             ledgers = [c for c in under if c not in readers]
             mine, ledger = _cpu_of(pid), sum(_cpu_of(c) for c in ledgers)
+            switches = _switches_of(pid), sum(_switches_of(c) for c in ledgers)
             reading = sum(_cpu_of(c) for c in readers)
             own = time.process_time()  # the load generator's (this process's) processor time
             started = time.perf_counter()
@@ -367,6 +395,8 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
             mine = _cpu_of(pid) - mine
             ledger = sum(_cpu_of(c) for c in ledgers) - ledger
             reading = sum(_cpu_of(c) for c in readers) - reading
+            switches = (_switches_of(pid) - switches[0],
+                        sum(_switches_of(c) for c in ledgers) - switches[1])
             cpu = mine + ledger
             own = time.process_time() - own
         finally:
@@ -384,6 +414,9 @@ def measure(store_name: str, url: str, clients: int, seconds: float, *, single: 
         (f"{prefix}.server_cpu_ms_per_stake", round(1000 * cpu / max(done, 1), 3)),
         (f"{prefix}.server_process_cpu_ms_per_stake", round(1000 * mine / max(done, 1), 3)),
         (f"{prefix}.ledger_cpu_ms_per_stake", round(1000 * ledger / max(done, 1), 3)),
+        # the threads' waits (voluntary context switches) per stake, each process's own
+        (f"{prefix}.server_process_switches_per_stake", round(switches[0] / max(done, 1), 2)),
+        (f"{prefix}.ledger_switches_per_stake", round(switches[1] / max(done, 1), 2)),
         # the read models' process (a child of the ledger process; none with one process)
         (f"{prefix}.read_models_cpu_ms_per_stake", round(1000 * reading / max(done, 1), 3)),
         (f"{prefix}.all_cpu_ms_per_stake", round(1000 * (cpu + reading) / max(done, 1), 3)),
@@ -452,17 +485,22 @@ def compare(stores: list[str], seconds: float, clients: int) -> list[Row]:
     """The stake load on each of ``stores`` (the ledger in its own process), the no-op server
     measured before and after each: ``python -m bench.load --stores sqlite,postgres``."""
     rows: list[Row] = []
-    floor = _rate(measure_noop(clients, seconds / 2))
+    noop = f"load.noop_server.c{clients}"
+    before = measure_noop(clients, seconds / 2)
     for store in stores:
         if store == "sqlite":
             measured = measure("sqlite", "sqlite:///{tmp}/load.db", clients, seconds)
         else:
             measured = _postgres(lambda url: measure("postgres", url, clients, seconds))
-        after = _rate(measure_noop(clients, seconds / 2))
+        after = measure_noop(clients, seconds / 2)
+        floor = (_rate(before), _rate(after))
         if measured:
-            rows += [(f"load.noop_server.c{clients}.stakes_per_s", round((floor + after) / 2, 1)),
-                     *_with_ratio(measured, (floor, after))]
-        floor = after
+            switches = (_rate(before, ".server_switches_per_stake")
+                        + _rate(after, ".server_switches_per_stake")) / 2
+            rows += [(f"{noop}.stakes_per_s", round(sum(floor) / 2, 1)),
+                     (f"{noop}.server_switches_per_stake", round(switches, 2)),
+                     *_with_ratio(measured, floor)]
+        before = after
     return rows
 
 
