@@ -7,6 +7,7 @@ is lost reach nobody twice."""
 from __future__ import annotations
 
 import contextlib
+import random
 import secrets
 import socket
 import threading
@@ -65,15 +66,18 @@ class FakeHost:
         frames = wire.Reader(conn)
         while (frame := frames.receive(wire.MAX_CALL)) is not None:
             call_id, method, values = frame[:3]
-            table = values.get("table_id", "")
-            if method != "get_table" or table == "silent":
-                self.silent.append(call_id)
-            elif table.startswith("held:"):
-                self.held.append((call_id, table))
-                if len(self.held) == int(table.split(":")[1]):
-                    self._send([self._not_found(c, t) for c, t in reversed(self.held)])
-            else:
-                self._send([self._not_found(call_id, table)])
+            self.on_call(call_id, method, values.get("table_id", ""))
+
+    def on_call(self, call_id: int, method: str, table: str) -> None:
+        """Answer (or hold, or never answer) one call, as the class says."""
+        if method != "get_table" or table == "silent":
+            self.silent.append(call_id)
+        elif table.startswith("held:"):
+            self.held.append((call_id, table))
+            if len(self.held) == int(table.split(":")[1]):
+                self._send([self._not_found(c, t) for c, t in reversed(self.held)])
+        else:
+            self._send([self._not_found(call_id, table)])
 
     def close(self) -> None:
         if self.conn is not None:
@@ -81,6 +85,43 @@ class FakeHost:
                 self.conn.shutdown(socket.SHUT_RDWR)  # (a close alone leaves the reader blocked)
             self.conn.close()
         self.listener.close()
+
+
+class ShuffledHost(FakeHost):
+    """A ``FakeHost`` whose answers (but the silent calls') leave every millisecond, those
+    that came meanwhile shuffled and cut into one to three frames: many callers' answers
+    together, in any order."""
+
+    def __init__(self, path: str, seed: int) -> None:
+        self.pending: list[tuple[int, str]] = []
+        self.random = random.Random(seed)
+        self.frames = 0
+        self.stop = threading.Event()
+        super().__init__(path)
+        threading.Thread(target=self._flush, daemon=True).start()
+
+    def on_call(self, call_id: int, method: str, table: str) -> None:
+        if method != "get_table" or table == "silent":
+            self.silent.append(call_id)
+            return
+        with self.lock:
+            self.pending.append((call_id, table))
+
+    def _flush(self) -> None:
+        while not self.stop.wait(0.001):
+            with self.lock:
+                ready, self.pending = self.pending, []
+            self.random.shuffle(ready)
+            cuts = sorted(self.random.sample(range(1, len(ready)), min(2, len(ready) - 1))
+                          ) if len(ready) > 1 else []
+            for start, end in zip([0, *cuts], [*cuts, len(ready)], strict=True):
+                if start < end:
+                    self._send([self._not_found(c, t) for c, t in ready[start:end]])
+                    self.frames += 1
+
+    def close(self) -> None:
+        self.stop.set()
+        super().close()
 
 
 @pytest.fixture
@@ -171,3 +212,55 @@ def test_calls_waiting_when_the_host_goes_each_fail_once(
     assert all(isinstance(e, HostGone) and e.reason == "NOT_STORED" for e in errors), errors
     with pytest.raises(HostGone):  # and a call after it is not sent
         client.get_table("t")
+
+
+def test_many_callers_with_timeouts_each_get_their_own_answer(tmp_path: Path) -> None:
+    """32 threads calling at once, their answers coming together in any order, some calls never
+    answered (they time out: StoreUnavailable, and their late answers reach nobody): every
+    other call gets its own answer, and nothing is left waiting."""
+    host = ShuffledHost(str(tmp_path / "ledger.sock"), seed=25)
+    client = RemoteLedger(str(tmp_path / "ledger.sock"), f"sqlite:///{tmp_path / 'own.db'}",
+                          secret=SECRET, games=LEDGER_GAMES)
+    threads_n, calls = 32, 40
+    wrong: list[str] = []
+    timed_out: list[int] = []
+
+    def caller(i: int) -> None:
+        for j in range(calls):
+            silent = i % 4 == 0 and j % 10 == 9  # 4 of every 40 calls of 8 threads
+            token = _within(0.05 if silent else 10.0)
+            try:
+                client.get_table("silent" if silent else f"t{i}-{j}")
+            except NotFound as exc:
+                if silent or exc.message != f"t{i}-{j}":
+                    wrong.append(f"{i}-{j}: {exc.message}")
+            except StoreUnavailable:
+                if silent:
+                    timed_out.append(i)
+                else:
+                    wrong.append(f"{i}-{j}: timed out")
+            except Exception as exc:  # anything else is a wrong answer too
+                wrong.append(f"{i}-{j}: {exc!r}")
+            finally:
+                call_deadline.reset(token)
+
+    try:
+        threads = [threading.Thread(target=caller, args=(i,)) for i in range(threads_n)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not any(thread.is_alive() for thread in threads)
+        assert wrong == []
+        assert len(timed_out) == (threads_n // 4) * (calls // 10)
+        assert host.frames < threads_n * calls  # answers did come together
+        assert client._waiting == {}
+        host.late()  # the timed-out calls' answers, too late: dropped
+        with pytest.raises(NotFound) as found:
+            client.get_table("last")
+        assert found.value.message == "last"
+        assert client._waiting == {}
+        assert client.gone is None
+    finally:
+        client.close()
+        host.close()
