@@ -396,7 +396,8 @@ def _gc_paused() -> Iterator[None]:
 def _row_reader(app: Any) -> Callable[[int, int], list[Row]] | None:
     """Reads the log's rows after a position as plain tuples (:data:`decode.Row`), the
     originator id as text: the recorder's ``select_notifications`` without its per-event
-    ``Notification`` and ``UUID`` objects. ``None`` for a recorder it does not know."""
+    ``Notification`` and ``UUID`` objects (on PostgreSQL in the binary format). ``None`` for a
+    recorder it does not know."""
     recorder = app.recorder
     datastore = getattr(recorder, "datastore", None)
     table = getattr(recorder, "events_table_name", None)
@@ -434,7 +435,10 @@ def _row_reader(app: Any) -> Callable[[int, int], list[Row]] | None:
         ).format(Identifier(datastore.schema), Identifier(table))
 
         def select_postgres(start: int, limit: int) -> list[Row]:
-            with datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            # binary: the states (bytea) come as their bytes, not as hex text to decode: the
+            # read of a rebuild's log ~half the processor time and server time of text
+            with (datastore.get_connection() as conn,
+                  conn.cursor(row_factory=tuple_row, binary=True) as cur):
                 cur.execute(statement, (start, limit), prepare=True)
                 rows: list[Row] = cur.fetchall()
                 return rows
