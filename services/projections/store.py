@@ -27,6 +27,25 @@ def _pg_array_type(column: Sequence[Any]) -> str:
     return "text[]"
 
 
+_BINARY_COPY = {"TEXT": "text", "BIGINT": "int8"}  # SQL type -> PostgreSQL's type name
+
+
+def _copy_types(table: str, names: str) -> list[str] | None:
+    """The PostgreSQL types of ``names`` (a column list) of ``table`` for a binary ``COPY``
+    (a ``view.Table``'s columns: text values in ``TEXT``, integers or booleans in ``BIGINT``,
+    or None); None when one is not known (the text format then)."""
+    columns = COLUMN_TYPES.get(table)
+    if columns is None:
+        return None
+    out: list[str] = []
+    for name in names.split(","):
+        found = _BINARY_COPY.get(columns.get(name.strip(), "").upper())
+        if found is None:
+            return None
+        out.append(found)
+    return out
+
+
 class Tx:
     """One open transaction (or read) on the read-model store."""
 
@@ -62,9 +81,15 @@ class Tx:
             return
         target = _INSERT.search(sql)
         if target is not None and not sql[values.end() :].strip():
-            # A plain INSERT (no ON CONFLICT): COPY, rows formatted by psycopg's C code.
-            copy = f"COPY {{s}}{target.group(1)} ({target.group(2)}) FROM STDIN"
+            # A plain INSERT (no ON CONFLICT): COPY, rows formatted by psycopg's C code; in the
+            # binary format when every column's type is known (no text escaping: the rows of a
+            # rebuild's steps in less than half the processor time).
+            binary = _copy_types(target.group(1), target.group(2))
+            copy = (f"COPY {{s}}{target.group(1)} ({target.group(2)}) FROM STDIN"
+                    + ("" if binary is None else " (FORMAT BINARY)"))
             with self._cursor.copy(self._store.sql(copy)) as out:
+                if binary is not None:
+                    out.set_types(binary)
                 write = out.write_row
                 for row in rows:
                     write(row)
