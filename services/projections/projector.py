@@ -319,10 +319,11 @@ class Projector:
         created again (DDL costs a few hundred milliseconds on a busy PostgreSQL).
 
         Bulk load: the secondary indexes the views' own lookups do not use are dropped first
-        and created after the last batch, before this returns (a rebuild cut short leaves them
-        missing until the next :meth:`setup` or rebuild creates them; rows and positions are
-        unaffected)."""
-        late: list[str] = []
+        and created after the last batch, before this returns, a transaction per table (on
+        PostgreSQL several tables at once: ``ReadStore.script_apart``; a rebuild cut short
+        leaves them missing until the next :meth:`setup` or rebuild creates them; rows and
+        positions are unaffected)."""
+        late: list[list[str]] = []  # a list per table
         with self.store.setup_transaction() as tx:
             tracking.create(tx)
             tracking.lock(tx)
@@ -345,8 +346,7 @@ class Projector:
         try:
             return self.catch_up(batch_size, bulk=True, progress=progress)
         finally:
-            with self.store.transaction() as tx:
-                tx.script(late)
+            self.store.script_apart(late)
 
     def digests(self) -> dict[str, str]:
         return {v.name: v.digest(self.store) for v in self.views}
