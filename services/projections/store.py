@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -25,6 +26,25 @@ def _pg_array_type(column: Sequence[Any]) -> str:
             return "boolean[]"
         return "bigint[]" if isinstance(value, int) else "text[]"
     return "text[]"
+
+
+_BINARY_COPY = {"TEXT": "text", "BIGINT": "int8"}  # SQL type -> PostgreSQL's type name
+
+
+def _copy_types(table: str, names: str) -> list[str] | None:
+    """The PostgreSQL types of ``names`` (a column list) of ``table`` for a binary ``COPY``
+    (a ``view.Table``'s columns: text values in ``TEXT``, integers or booleans in ``BIGINT``,
+    or None); None when one is not known (the text format then)."""
+    columns = COLUMN_TYPES.get(table)
+    if columns is None:
+        return None
+    out: list[str] = []
+    for name in names.split(","):
+        found = _BINARY_COPY.get(columns.get(name.strip(), "").upper())
+        if found is None:
+            return None
+        out.append(found)
+    return out
 
 
 class Tx:
@@ -62,9 +82,15 @@ class Tx:
             return
         target = _INSERT.search(sql)
         if target is not None and not sql[values.end() :].strip():
-            # A plain INSERT (no ON CONFLICT): COPY, rows formatted by psycopg's C code.
-            copy = f"COPY {{s}}{target.group(1)} ({target.group(2)}) FROM STDIN"
+            # A plain INSERT (no ON CONFLICT): COPY, rows formatted by psycopg's C code; in the
+            # binary format when every column's type is known (no text escaping: the rows of a
+            # rebuild's steps in less than half the processor time).
+            binary = _copy_types(target.group(1), target.group(2))
+            copy = (f"COPY {{s}}{target.group(1)} ({target.group(2)}) FROM STDIN"
+                    + ("" if binary is None else " (FORMAT BINARY)"))
             with self._cursor.copy(self._store.sql(copy)) as out:
+                if binary is not None:
+                    out.set_types(binary)
                 write = out.write_row
                 for row in rows:
                     write(row)
@@ -198,6 +224,35 @@ class ReadStore:
             finally:
                 if before > 1:
                     setting.execute(f"PRAGMA synchronous = {before}")
+
+    def script_apart(self, groups: Sequence[Sequence[str]], workers: int = 4) -> None:
+        """Groups of parameterless statements (DDL), each group in a transaction of its own; on
+        PostgreSQL up to ``workers`` groups at a time, each on a connection of the pool (a
+        rebuild's late indexes, a group per table: each index build waits for the sync of its
+        file, so builds side by side take about as long as the slowest). On SQLite (one
+        writer), or with a pool that has no connections to spare, all in one transaction."""
+        groups = [list(g) for g in groups if g]
+        workers = min(workers, len(groups), self._spare_connections())
+        if workers < 2:
+            with self.transaction() as tx:
+                tx.script([sql for group in groups for sql in group])
+            return
+
+        def run(group: list[str]) -> None:
+            with self.transaction() as tx:
+                tx.script(group)
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rm-ddl") as pool:
+            for _ in pool.map(run, groups):  # an error is raised here, after the others end
+                pass
+
+    def _spare_connections(self) -> int:
+        """Connections of the PostgreSQL pool that statements side by side may take, leaving
+        two to the application's other users (0 on SQLite)."""
+        if self.dialect != "postgres":
+            return 0
+        size = getattr(getattr(self.datastore, "pool", None), "max_size", 0)
+        return max(0, int(size) - 2) if isinstance(size, int) else 0
 
     @contextmanager
     def setup_transaction(self) -> Iterator[Tx]:

@@ -116,13 +116,14 @@ class View(ABC):
     def drop(self, tx: Tx) -> None:
         tx.script(self.drop_sql())
 
-    def late_indexes(self) -> tuple[list[str], list[str]]:
+    def late_indexes(self) -> tuple[list[str], list[list[str]]]:
         """(drop, create) statements of the secondary indexes a rebuild builds after its last
-        batch (bulk load: each row then updates fewer B-trees; one sorted build at the end)."""
+        batch (bulk load: each row then updates fewer B-trees; one sorted build at the end);
+        the create statements one list per table."""
         late = [t for t in self.tables if not t.indexes_in_apply]
         return (
             [sql for t in late for sql in t.drop_index_sql()],
-            [sql for t in late for sql in t.index_sql()],
+            [t.index_sql() for t in late if t.index_sql()],
         )
 
     def empty_sql(self) -> list[str]:

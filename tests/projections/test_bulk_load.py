@@ -32,7 +32,7 @@ SEEN = Table(
 NOTES = ("plain", "tab\there", "new\nline", "back\\slash", "quote'\"", "\\N", "", "é€😀", None)
 
 
-def _indexes(tx: Tx, store: ReadStore) -> set[str]:
+def _indexes(tx: Tx, store: ReadStore, pattern: str = r"rm_till_\w+_i\d+") -> set[str]:
     if store.dialect == "sqlite":
         rows = tx.query("SELECT name FROM sqlite_master WHERE type = 'index'")
     else:
@@ -40,7 +40,7 @@ def _indexes(tx: Tx, store: ReadStore) -> set[str]:
                         (store.schema or "public",))
     # The secondary indexes (``<table>_i<n>``), not the primary keys' own.
     return {str(r[0]) for r in rows
-            if re.fullmatch(r"rm_till_\w+_i\d+", str(r[0]))}
+            if re.fullmatch(pattern, str(r[0]))}
 
 
 class LogView(View):
@@ -188,3 +188,32 @@ def test_rebuild_pauses_the_collector_per_batch_and_puts_it_back(
     finally:
         if was:
             gc.enable()
+
+
+def test_script_apart_runs_every_group_and_raises_a_failed_one(
+    store_env: dict[str, str]
+) -> None:
+    """The late indexes' runner: every group's statements done (on PostgreSQL several groups
+    at once, each in its own transaction, on the pool's connections); a group that fails
+    raises once the others are done, which are kept (PostgreSQL) or rolled back with it (SQLite:
+    one transaction)."""
+    app = Tills(env=store_env)
+    store = ReadStore.of(app)
+    try:
+        if store.dialect == "postgres":
+            assert store._spare_connections() >= 2  # the groups do go side by side
+        groups = [[f"CREATE TABLE IF NOT EXISTS {{s}}rm_apart_{i} (k BIGINT)",
+                   f"CREATE INDEX IF NOT EXISTS rm_apart_{i}_i0 ON {{s}}rm_apart_{i} (k)"]
+                  for i in range(7)]
+        store.script_apart(groups)
+        assert all(store.table_exists(f"rm_apart_{i}") for i in range(7))
+        with store.read() as tx:
+            assert _indexes(tx, store, r"rm_apart_\d+_i0") == {f"rm_apart_{i}_i0" for i in range(7)}
+        broken = [[f"CREATE TABLE {{s}}rm_apart_new_{i} (k BIGINT)"] for i in range(3)]
+        with pytest.raises(Exception, match="rm_apart_missing"):
+            store.script_apart([*broken, ["CREATE INDEX x ON {s}rm_apart_missing (k)"]])
+        kept = {store.table_exists(f"rm_apart_new_{i}") for i in range(3)}
+        assert kept == ({True} if store.dialect == "postgres" else {False})
+    finally:
+        app.close()
+

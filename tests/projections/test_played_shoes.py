@@ -176,6 +176,9 @@ def test_row_reader_reads_what_the_recorder_reads(game: Game) -> None:
     rows = select(0, 100_000)
     assert [(n.id, str(n.originator_id), n.originator_version, n.topic, bytes(n.state))
             for n in notifications] == [(*r[:4], bytes(r[4])) for r in rows]
+    # the types the decoders take (PostgreSQL's binary format gives them too)
+    assert all(type(r[0]) is int and type(r[1]) is str and type(r[2]) is int
+               and type(r[3]) is str and type(r[4]) is bytes for r in rows)
     middle = notifications[len(notifications) // 2].id
     assert [r[0] for r in select(middle, 5)] == list(range(middle + 1, middle + 6))
     for n, r in zip(notifications, rows, strict=True):
