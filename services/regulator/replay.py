@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 from uuid import UUID
@@ -33,6 +33,7 @@ from services.regulator.vocabulary import ShoeEvents, coup_events, shoe_events, 
 from services.topics import (
     CHAIN_LINKED,
     SHOE_CLOSED,
+    SHOE_COUP_DEALT,
     SHOE_CUT,
     TABLE_OPENED,
 )
@@ -152,6 +153,7 @@ class Replayer:
             inner = [e.position for e in found.all_events() if e.position not in singles]
         else:
             inner = [e.position for e in found.coups[only]]
+            found = _dealt_through(found, max(inner))
             singles += [e.position for e in found.shoe]
         lo, hi = min(inner), max(inner)
         ranges = [(p, p) for p in sorted(set(singles)) if not lo <= p <= hi] + [(lo, hi)]
@@ -322,6 +324,15 @@ class Replayer:
                 if pos > self.notary.position:
                     continue  # stored after the notary's last sync: not notarised *yet*
                 yield ReplayStep(pos, f"event at position {pos}", None, "stored, never notarised")
+
+
+def _dealt_through(found: ShoeEvents, last: int) -> ShoeEvents:
+    """``found`` without the shoe's ``Shoe.CoupDealt`` recorded after position ``last`` (a
+    coup's last event): the later coups' deals, which a coup's replay does not read (it starts
+    the coup where the deal before it ended). Every shoe event left is one the replay proves
+    (its leaf and its batch's links), and only those are handed to the game's replay."""
+    return replace(found, shoe=[e for e in found.shoe
+                                if e.position <= last or e.topic != SHOE_COUP_DEALT])
 
 
 def _leaf_hex(ev: RawEvent | None, notarised: bytes) -> str | None:

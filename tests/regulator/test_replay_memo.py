@@ -4,7 +4,8 @@ A first replay of a coup checks its links' signatures and parses them into memos
 (``chain._CHECKED``, ``chain._PARSED``, by the stored bytes); the rows are then changed behind
 the ledger's back, and the same coup replayed again, in the same process, must name the change:
 a forged link signature, an edited link body, an edited event of the coup, an edited event of
-the shoe. Without the notary (only the evidence chain can see it) and with it.
+the shoe (its cut, an earlier coup's deal). Without the notary (only the evidence chain can see
+it) and with it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from services.bootstrap import REGULATOR_GAMES
 from services.regulator.chain import pinned_keys
 from services.regulator.replay import Replayer, ReplayVerdict, verdict
 from services.regulator.source import Database, EventTable
-from services.topics import CHAIN_LINKED, SHOE_CUT
+from services.topics import CHAIN_LINKED, SHOE_COUP_DEALT, SHOE_CUT
 
 from .conftest import PG_ADMIN, PG_DB, Played, fresh_pg_database, play, postgres_or_skip
 from .play import CHAIN_PUBLIC
@@ -143,12 +144,20 @@ def _tampers(p: Played, coup: str) -> dict[str, Callable[[], int]]:
         _rewrite(p, at, _edit(state, lambda d: d.update(position=int(d["position"]) + 1)))
         return at
 
+    def earlier_deal() -> int:
+        """The deal of a coup before this one (where this coup's cards start) moved on."""
+        at, _topic, state = [r for r in _rows(p, "topic = ?", (SHOE_COUP_DEALT,))
+                             if r[0] < span[0]][-1]
+        _rewrite(p, at, _edit(state, lambda d: d.update(next_position=d["next_position"] + 1)))
+        return at
+
     return {"a forged link signature": link_signature, "an edited link body": link_body,
-            "an edited event of the coup": coup_event, "an edited Shoe.Cut": shoe_cut}
+            "an edited event of the coup": coup_event, "an edited Shoe.Cut": shoe_cut,
+            "an edited Shoe.CoupDealt of an earlier coup": earlier_deal}
 
 
 CASES = ["a forged link signature", "an edited link body", "an edited event of the coup",
-         "an edited Shoe.Cut"]
+         "an edited Shoe.Cut", "an edited Shoe.CoupDealt of an earlier coup"]
 
 
 @pytest.mark.parametrize("notary", [False, True], ids=["chain-only", "notarised"])
