@@ -44,7 +44,7 @@ from services.bootstrap import LEDGER_GAMES, REGULATOR_GAMES, ROUND_END
 from services.ledger import evidence
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
-from services.regulator import chain, replay
+from services.regulator import chain, replay, vocabulary
 from services.regulator.merkle import leaf_hash
 from services.regulator.notary import Notary
 from services.regulator.replay import Replayer, verdict
@@ -82,8 +82,8 @@ def _timed(fn: Callable[[], Any], before: Callable[[], None] | None = None
 
 def _forget() -> None:
     """What a replay remembers for the next: the shoes' orders, the links parsed and checked,
-    the ids' bytes, topics and keys met (a tree without them, measured with this module for
-    comparison, has nothing to forget)."""
+    the events' states decoded, the ids' bytes, topics and keys met (a tree without them,
+    measured with this module for comparison, has nothing to forget)."""
     sabot = getattr(replay, "_sabot", None)
     if sabot is not None:
         sabot.cache_clear()
@@ -91,6 +91,9 @@ def _forget() -> None:
         getattr(chain, memo, {}).clear()
     getattr(evidence, "_RAW", {}).clear()
     getattr(replay, "_QUOTED", {}).clear()
+    decoded = getattr(vocabulary, "_decoded", None)
+    if decoded is not None:
+        decoded.cache_clear()
 
 
 def _pg_store(size: int) -> tuple[str, dict[str, Any]] | None:

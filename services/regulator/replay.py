@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 from uuid import UUID
 
@@ -33,6 +34,7 @@ from services.regulator.vocabulary import ShoeEvents, coup_events, shoe_events, 
 from services.topics import (
     CHAIN_LINKED,
     SHOE_CLOSED,
+    SHOE_COUP_DEALT,
     SHOE_CUT,
     TABLE_OPENED,
 )
@@ -148,20 +150,23 @@ class Replayer:
         if only is not None and only not in found.coups:
             raise NotFound("coup_id", "NO_COUP", f"no coup {only} in shoe {shoe_id}")
         singles = [e.position for e in found.table if e.topic == TABLE_OPENED]
+        gaps: list[tuple[int, int]] = []
         if only is None:
             inner = [e.position for e in found.all_events() if e.position not in singles]
         else:
             inner = [e.position for e in found.coups[only]]
+            gaps = _gaps_before(found.shoe, min(inner))
+            found = _dealt_through(found, max(inner))
             singles += [e.position for e in found.shoe]
         lo, hi = min(inner), max(inner)
-        ranges = [(p, p) for p in sorted(set(singles)) if not lo <= p <= hi] + [(lo, hi)]
+        ranges = _ranges(singles, gaps, lo, hi)
         events = self._cover(ranges)
         # the rows read around the span hold the position after it, where a tail left by
         # deleted events ends (answered as the store would); covered again only if it is one
         end = self._through_missing_tail(hi, events)
         if end != hi:
             hi = end
-            ranges = [(p, p) for p in sorted(set(singles)) if not lo <= p <= hi] + [(lo, hi)]
+            ranges = _ranges(singles, gaps, lo, hi)
             events = self._cover(ranges)
         tampered = False
         checked = list(self._integrity(ranges, events))
@@ -322,6 +327,34 @@ class Replayer:
                 if pos > self.notary.position:
                     continue  # stored after the notary's last sync: not notarised *yet*
                 yield ReplayStep(pos, f"event at position {pos}", None, "stored, never notarised")
+
+
+def _ranges(singles: list[int], gaps: list[tuple[int, int]], lo: int, hi: int
+            ) -> list[tuple[int, int]]:
+    """The position ranges a replay checks: each single event outside the span [lo, hi] on its
+    own, the gaps, the span."""
+    return [(p, p) for p in sorted(set(singles)) if not lo <= p <= hi] + gaps + [(lo, hi)]
+
+
+def _gaps_before(shoe: list[RawEvent], lo: int) -> list[tuple[int, int]]:
+    """The positions before ``lo`` (a coup's first event) between two of the shoe's events
+    whose versions do not follow (the shoe's events are read by aggregate: one deleted between
+    them, an earlier coup's deal, is in no range of a coup's replay unless it checks these)."""
+    out = []
+    for before, after in pairwise(shoe):
+        first, last = before.position + 1, min(after.position, lo) - 1
+        if after.version != before.version + 1 and first <= last:
+            out.append((first, last))
+    return out
+
+
+def _dealt_through(found: ShoeEvents, last: int) -> ShoeEvents:
+    """``found`` without the shoe's ``Shoe.CoupDealt`` recorded after position ``last`` (a
+    coup's last event): the later coups' deals, which a coup's replay does not read (it starts
+    the coup where the deal before it ended). Every shoe event left is one the replay proves
+    (its leaf and its batch's links), and only those are handed to the game's replay."""
+    return replace(found, shoe=[e for e in found.shoe
+                                if e.position <= last or e.topic != SHOE_COUP_DEALT])
 
 
 def _leaf_hex(ev: RawEvent | None, notarised: bytes) -> str | None:

@@ -6,8 +6,10 @@ The topics are ``services/topics.py``'s (the standalone verifier carries its own
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -28,8 +30,21 @@ from services.topics import (
 
 
 def state(event: RawEvent) -> dict[str, Any]:
-    content = event.content()
-    data = unwrapped(content.get("state", {}))
+    """The event's state as ``event.content()`` parses it, the transcoders' wrappers taken off
+    ({} when it is not a JSON object). Read only: the dict is shared by every caller asking
+    for the same stored bytes (``_decoded``)."""
+    return _decoded(event.state)
+
+
+@lru_cache(maxsize=4096)
+def _decoded(stored: bytes) -> dict[str, Any]:
+    """``state``'s answer for these stored bytes (a pure function of them), remembered: a
+    replay asks for most of its events' states two or three times (the table's, the coups'
+    first events, the deals), and a replay of the same coup again asks for all of them."""
+    try:
+        data = unwrapped(json.loads(stored.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError):  # as RawEvent.content: not JSON, no state
+        return {}
     return data if isinstance(data, dict) else {}
 
 

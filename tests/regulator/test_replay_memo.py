@@ -4,7 +4,8 @@ A first replay of a coup checks its links' signatures and parses them into memos
 (``chain._CHECKED``, ``chain._PARSED``, by the stored bytes); the rows are then changed behind
 the ledger's back, and the same coup replayed again, in the same process, must name the change:
 a forged link signature, an edited link body, an edited event of the coup, an edited event of
-the shoe. Without the notary (only the evidence chain can see it) and with it.
+the shoe (its cut, an earlier coup's deal edited or deleted). Without the notary (only the
+evidence chain can see it) and with it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from services.bootstrap import REGULATOR_GAMES
 from services.regulator.chain import pinned_keys
 from services.regulator.replay import Replayer, ReplayVerdict, verdict
 from services.regulator.source import Database, EventTable
-from services.topics import CHAIN_LINKED, SHOE_CUT
+from services.topics import CHAIN_LINKED, SHOE_COUP_DEALT, SHOE_CUT
 
 from .conftest import PG_ADMIN, PG_DB, Played, fresh_pg_database, play, postgres_or_skip
 from .play import CHAIN_PUBLIC
@@ -59,11 +60,21 @@ def _rows(p: Played, where: str, params: tuple[Any, ...]) -> list[tuple[int, str
 
 def _rewrite(p: Played, position: int, state: bytes) -> None:
     """The row at ``position`` given other state bytes, past the append-only guards."""
+    _past_the_guards(p, "UPDATE {table} SET state = ? WHERE {pos} = ?", (state, position))
+
+
+def _delete(p: Played, position: int) -> None:
+    """The row at ``position`` deleted, past the append-only guards."""
+    _past_the_guards(p, "DELETE FROM {table} WHERE {pos} = ?", (position,))
+
+
+def _past_the_guards(p: Played, statement: str, params: tuple[Any, ...]) -> None:
     table, pos = _table(p)
+    sql = statement.format(table=table, pos=pos)
     if p.url.startswith("postgres"):
         with psycopg.connect(p.url) as conn:
             conn.execute("SET session_replication_role = replica")
-            conn.execute(f"UPDATE {table} SET state = %s WHERE {pos} = %s", (state, position))
+            conn.execute(sql.replace("?", "%s"), params)
             conn.commit()
         return
     conn = sqlite3.connect(p.url.removeprefix("sqlite:///"))
@@ -71,7 +82,7 @@ def _rewrite(p: Played, position: int, state: bytes) -> None:
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
                                     "AND tbl_name = ?", (table,)).fetchall():
             conn.execute(f'DROP TRIGGER "{name}"')
-        conn.execute(f"UPDATE {table} SET state = ? WHERE {pos} = ?", (state, position))
+        conn.execute(sql, params)
         conn.commit()
     finally:
         conn.close()
@@ -143,12 +154,31 @@ def _tampers(p: Played, coup: str) -> dict[str, Callable[[], int]]:
         _rewrite(p, at, _edit(state, lambda d: d.update(position=int(d["position"]) + 1)))
         return at
 
+    def _earlier_deal() -> tuple[int, bytes]:
+        """The deal of a coup before this one (where this coup's cards start)."""
+        at, _topic, state = [r for r in _rows(p, "topic = ?", (SHOE_COUP_DEALT,))
+                             if r[0] < span[0]][-1]
+        return at, state
+
+    def earlier_deal() -> int:
+        at, state = _earlier_deal()
+        _rewrite(p, at, _edit(state, lambda d: d.update(next_position=d["next_position"] + 1)))
+        return at
+
+    def earlier_deal_deleted() -> int:
+        at, _state = _earlier_deal()
+        _delete(p, at)
+        return at
+
     return {"a forged link signature": link_signature, "an edited link body": link_body,
-            "an edited event of the coup": coup_event, "an edited Shoe.Cut": shoe_cut}
+            "an edited event of the coup": coup_event, "an edited Shoe.Cut": shoe_cut,
+            "an edited Shoe.CoupDealt of an earlier coup": earlier_deal,
+            "a deleted Shoe.CoupDealt of an earlier coup": earlier_deal_deleted}
 
 
 CASES = ["a forged link signature", "an edited link body", "an edited event of the coup",
-         "an edited Shoe.Cut"]
+         "an edited Shoe.Cut", "an edited Shoe.CoupDealt of an earlier coup",
+         "a deleted Shoe.CoupDealt of an earlier coup"]
 
 
 @pytest.mark.parametrize("notary", [False, True], ids=["chain-only", "notarised"])

@@ -22,8 +22,8 @@ from services.bootstrap import REGULATOR_GAMES, ROUND_END
 from services.regulator.notary import Notary
 from services.regulator.replay import Replayer
 from services.regulator.source import CoveredEvents, Database, EventTable
-from services.regulator.vocabulary import coup_events, shoe_events, shoe_of_coup
-from services.topics import CHAIN_LINKED
+from services.regulator.vocabulary import coup_events, shoe_events, shoe_of_coup, state
+from services.topics import CHAIN_LINKED, SHOE_COUP_DEALT
 
 from .conftest import Played
 
@@ -73,6 +73,27 @@ def test_coup_replay_steps_unchanged(played: Played) -> None:
             steps = list(replayer.coup(cid))
             assert steps == list(replayer._run(sid, only=str(UUID(cid))))
             assert steps and all(s.same for s in steps)
+    finally:
+        events.db.close()
+
+
+def test_a_coup_replay_proves_the_shoe_events_it_reads(played: Played) -> None:
+    """Each coup's replay checks the leaf (and so the chain's batch) of every shoe event it
+    reads: the shoe's Shuffled, Cut and Closed, and the deals of the coups up to it (the later
+    coups' deals, after its events, it neither reads nor needs)."""
+    events = played.events()
+    try:
+        notary = Notary(events.db, events, None, "sabot-test", ROUND_END, create=False)
+        replayer = Replayer(events, notary, games=REGULATOR_GAMES)
+        sid = played.shoes[0]
+        shoe = events.by_originator(UUID(sid))
+        for k, cid in enumerate(played.coups[sid]):
+            last = max(e.position for e in events.by_originator(UUID(cid)))
+            read = {e.position for e in shoe if e.topic != SHOE_COUP_DEALT or e.position <= last}
+            proved = {s.position for s in replayer.coup(cid) if s.what.startswith("event hash")}
+            assert read <= proved
+            dealt = [e for e in shoe if e.topic == SHOE_COUP_DEALT and e.position in proved]
+            assert [str(state(e)["coup_id"]) for e in dealt] == played.coups[sid][:k + 1]
     finally:
         events.db.close()
 
