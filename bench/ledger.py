@@ -8,6 +8,14 @@ into a fresh table of the same shape on the same store, by one thread (``execute
 commit per transaction); ``.ledger_ratio``: the ledger's stakes/s over the raw inserts'
 stakes/s (the same stakes' rows).
 
+``ledger.<store>.stake_batch_50.cpu_us_per_stake``: the ledger's own processor time per batched
+stake, in process on one thread (``stake_batch`` of 50 places, 8 players on 8 coups, 16 batches
+to warm up, then ``BATCHES`` measured; no socket, no writer thread): the figure that moves least
+with the machine's load. Under callgrind (``SABOT_BENCH_CALLGRIND=1 SABOT_BENCH_LEDGER=batch
+valgrind --tool=callgrind --instr-atstart=no python -m bench.ledger``) only those batches are
+instrumented (``callgrind_control -i on/off``): instruction counts that do not move at all.
+``SABOT_BENCH_LEDGER=batch``: only that row.
+
 ``run()`` returns rows of (name, value); ``python -m bench.ledger`` prints them.
 """
 
@@ -17,6 +25,7 @@ import os
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -24,10 +33,11 @@ from collections.abc import Callable
 
 import psycopg
 
-from bench._support import drop_pg_database, fresh_pg_database, percentile
+from bench._support import drop_pg_database, fresh_pg_database, percentile, player
 from services.bootstrap import LEDGER_GAMES
 from services.ledger.api import Ledger
 from services.ledger.config import LedgerConfig
+from services.trente_et_quarante.commands import TrenteEtQuaranteLedger
 
 KEY = bytes(range(32))
 PLAYERS = [f"p{i}" for i in range(8)]
@@ -149,6 +159,49 @@ def concurrent_stakes(url: str, store: str, clients: int = 32, per_client: int =
     ]
 
 
+BATCHES = 40  # measured batches of ``stake_batches``
+
+
+def stake_batches(url: str, store: str, batches: int = BATCHES) -> list[Row]:
+    """Processor time per stake of ``stake_batch`` of 50 places in process, one thread (see
+    the module's text)."""
+    ledger = Ledger(LedgerConfig(store_url=url, seal_key=KEY), games=LEDGER_GAMES)
+    coups = []
+    for t in range(8):
+        ledger.open_table(f"s{t}-o", f"s{t}", "francaise")
+        shoe = ledger.open_shoe(f"s{t}-s", f"s{t}")
+        ledger.cut(f"s{t}-c", shoe.shoe_id, 100, "croupier")
+        coups.append(ledger.game(TrenteEtQuaranteLedger).open_coup(f"s{t}-oc", f"s{t}").coup_id)
+    for p in PLAYERS:
+        ledger.open_account(f"{p}-a", p)
+        ledger.deposit(f"{p}-d", p, 10**12)
+    game = ledger.game(TrenteEtQuaranteLedger)
+    actors = [player(p) for p in PLAYERS]
+
+    def one(k: int) -> None:
+        i = k % len(PLAYERS)
+        items: list[dict[str, object]] = [
+            {"action": "place", "account_id": PLAYERS[i], "chance": CHANCES[2 * (j % 2)],
+             "amount": 100, "stake_id": None, "choice": None} for j in range(50)]
+        game.stake_batch(f"sb{k}", coups[i], items, False, actor=actors[i])
+
+    for k in range(16):
+        one(k)
+    callgrind = os.environ.get("SABOT_BENCH_CALLGRIND") == "1"
+    if callgrind:
+        subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=False,
+                       capture_output=True)
+    t0 = time.process_time()
+    for k in range(16, 16 + batches):
+        one(k)
+    cpu = time.process_time() - t0
+    if callgrind:
+        subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=False,
+                       capture_output=True)
+    ledger.close()
+    return [(f"ledger.{store}.stake_batch_50.cpu_us_per_stake", 1e6 * cpu / (50 * batches))]
+
+
 LINK_TOPIC = "sabot.ledger:Chain.Linked"  # the last event of each save (its evidence link)
 
 
@@ -227,11 +280,16 @@ def run() -> list[Row]:
             stores.append(("postgres", lambda name: f"{pg}?schema=public"))
         elif os.environ.get("SABOT_REQUIRE_POSTGRES") == "1":
             raise RuntimeError("PostgreSQL unreachable and SABOT_REQUIRE_POSTGRES=1")
+        only_batch = os.environ.get("SABOT_BENCH_LEDGER") == "batch"
         for store, url in stores:
-            rows += full_shoe(url("shoe"), store)
-            if store == "postgres":
-                _pg_url()  # a fresh database for the next run
-            rows += concurrent_stakes(url("concurrent"), store)
+            if not only_batch:
+                rows += full_shoe(url("shoe"), store)
+                if store == "postgres":
+                    _pg_url()  # a fresh database for the next run
+                rows += concurrent_stakes(url("concurrent"), store)
+                if store == "postgres":
+                    _pg_url()
+            rows += stake_batches(url("batches"), store)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         drop_pg_database(PG_DB)

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from eventsourcing.domain import Aggregate
 
+from services.ledger.trigger import FastTrigger
+
 
 class AccountKind:
     PLAYER = "player"
@@ -21,7 +23,7 @@ class AccountKind:
     CAGE = "cage"
 
 
-class Account(Aggregate):
+class Account(FastTrigger, Aggregate):
     TOPIC = "sabot.ledger:Account"
 
     if TYPE_CHECKING:

@@ -29,6 +29,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, cast
+from uuid import UUID
 
 import psycopg
 from eventsourcing.application import Application, ProcessingEvent
@@ -37,6 +38,7 @@ from eventsourcing.persistence import (
     EventStore,
     InterfaceError,
     JSONTranscoder,
+    Mapper,
     Notification,
     OperationalError,
     ProgrammingError,
@@ -62,6 +64,7 @@ from services.ledger.evidence import (
     VerifiedSnapshots,
     chained_snapshot,
 )
+from services.ledger.frozen import fields_of, make
 from services.ledger.schema import CREATE_TABLE, LOCK_FUNCTION, create_tables
 from services.ledger.transcoder import CanonicalTranscoder
 
@@ -195,6 +198,56 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         return returning
 
 
+# the library's records, made without their frozen ``__init__`` where ``frozen.make`` may
+_FAST_RECORDS = all(fields_of(cls) is not None for cls in (StoredEvent, Notification, Recording))
+
+
+def stored_event(originator_id: Any, originator_version: int, topic: str, state: bytes
+                 ) -> StoredEvent:
+    """``StoredEvent(originator_id, originator_version, topic, state)``, made faster."""
+    if not _FAST_RECORDS:
+        return StoredEvent(originator_id=originator_id, originator_version=originator_version,
+                           topic=topic, state=state)
+    return make(StoredEvent, {"originator_id": originator_id,
+                              "originator_version": originator_version, "topic": topic,
+                              "state": state})
+
+
+def recording(event: Any, stored: StoredEvent, position: int) -> Recording[Any]:
+    """``Recording(event, Notification(...))`` of ``stored`` at ``position``, made faster."""
+    if not _FAST_RECORDS:
+        return Recording(event, Notification(
+            originator_id=stored.originator_id, originator_version=stored.originator_version,
+            topic=stored.topic, state=stored.state, id=position))
+    notification = make(Notification, {
+        "originator_id": stored.originator_id, "originator_version": stored.originator_version,
+        "topic": stored.topic, "state": stored.state, "id": position})
+    made: Recording[Any] = make(Recording, {"domain_event": event,
+                                            "notification": notification})
+    return made
+
+
+class LedgerMapper(Mapper[UUID]):
+    """The library's ``Mapper``, its ``StoredEvent`` made by ``stored_event`` (the same
+    object: tests/ledger/test_frozen.py)."""
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        """As ``Mapper.to_stored_event``."""
+        topic = get_topic(domain_event.__class__)
+        event_state = dict(vars(domain_event))
+        originator_id = event_state.pop("originator_id")
+        originator_version = event_state.pop("originator_version")
+        class_version = getattr(type(domain_event), "class_version", 1)
+        if class_version > 1:
+            event_state["class_version"] = class_version
+        stored_state = self.transcoder.encode(event_state)
+        if self.compressor:
+            stored_state = self.compressor.compress(stored_state)
+        if self.cipher:
+            stored_state = self.cipher.encrypt(stored_state)
+        return stored_event(originator_id, originator_version, topic, stored_state)
+
+
 class LedgerApplication(Application):  # type: ignore[type-arg]
     """Accounts are snapshotted every 500 events so a busy account loads fast after a restart.
     The snapshot is taken of the saved aggregate in memory (the library reloads it from the
@@ -253,6 +306,13 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
                 sort_keys=True,
             )
         return transcoder
+
+    def construct_mapper(self) -> Mapper[Any]:
+        """The library's mapper (``MAPPER_TOPIC`` if set), else ``LedgerMapper``."""
+        if self.env.get(self.factory.MAPPER_TOPIC):
+            return super().construct_mapper()
+        return self.factory.mapper(transcoder=self.construct_transcoder(),
+                                   mapper_class=LedgerMapper)
 
     def construct_snapshot_store(self) -> EventStore:  # type: ignore[type-arg]
         return VerifiedSnapshots(super().construct_snapshot_store(), self.recorder)
@@ -426,11 +486,7 @@ class LedgerApplication(Application):  # type: ignore[type-arg]
             raise ProgrammingError(f"got {len(ids or ())} notification ids for {len(stored) + 1}")
         evidence.committed(pending, ids[-1], ids[:-1])
         recordings: list[Recording[Any]] = [
-            Recording(d, Notification(originator_id=s.originator_id,
-                                      originator_version=s.originator_version, topic=s.topic,
-                                      state=s.state, id=n))
-            for d, s, n in zip(events, stored, ids, strict=False)
-        ]
+            recording(d, s, n) for d, s, n in zip(events, stored, ids, strict=False)]
         link = pending.stored
         recordings.append(Recording(cast(Any, link), Notification(
             originator_id=link.originator_id, originator_version=link.originator_version,

@@ -425,6 +425,18 @@ class Core:
             )
         return account
 
+    def player_of(self, unit: UnitOfWork, account_id: str, currency: str,
+                  players: dict[str, Account] | None, field: str = "account_id") -> Account:
+        """``player(unit, account_id, currency, field)``, remembered in ``players`` (an
+        account's kind and currency never change: within one decision, the same answer; one
+        remembered in another currency is checked again)."""
+        if players is None:
+            return self.player(unit, account_id, currency, field)
+        account = players.get(account_id)
+        if account is None or account.currency != currency:
+            account = players[account_id] = self.player(unit, account_id, currency, field)
+        return account
+
     def open_account(self, unit: UnitOfWork, account_id: str, kind: str, currency: str,
                      table_id: str | None = None) -> Account:
         """A new account (the caller checked that none has the id), balance 0."""
@@ -436,11 +448,15 @@ class Core:
         return account
 
     def check_balances(self, unit: UnitOfWork, changes: Mapping[str, int], currency: str,
-                       field: str = "amount") -> None:
+                       field: str = "amount", players: dict[str, Account] | None = None
+                       ) -> None:
         """Refuse (FAILED_PRECONDITION ``INSUFFICIENT_FUNDS`` naming ``field``) changes of
-        players' balances (account id -> signed amount) that would take one below zero."""
+        players' balances (account id -> signed amount) that would take one below zero.
+        ``players``: the accounts ``player`` gave in ``currency`` already in this decision, by
+        id (a batch's items; each found here is not looked up and checked again; each looked
+        up is added)."""
         for player, change in changes.items():
-            account = self.player(unit, player, currency)
+            account = self.player_of(unit, player, currency, players)
             if account.balance + change < 0:
                 raise FailedPrecondition(
                     field,

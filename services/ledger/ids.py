@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import lru_cache
 from uuid import UUID, uuid5
@@ -61,6 +62,25 @@ def stake_uuid(coup_id: str, account_id: str, client_id: str) -> UUID:
     players (the client's id only keeps one account from placing the same stake twice on a
     coup). A stake placed without one gets a fresh random id (``LedgerConfig.new_id``)."""
     return uuid5(NAMESPACE, f"stake:{coup_id}:{account_id}:{client_id}")
+
+
+def stake_id_text(coup_id: str, account_id: str, client_id: str) -> str:
+    """``str(stake_uuid(coup_id, account_id, client_id))``, written from the name's SHA-1
+    without making the UUID (a batch derives one per item): ``uuid5``'s bits, its text."""
+    return uuid5_text(f"stake:{coup_id}:{account_id}:{client_id}")
+
+
+_NAMESPACE_BYTES = NAMESPACE.bytes
+# the hex digit of the UUID's clock_seq_hi_and_reserved's high nibble from the hash's: its two
+# top bits the RFC 4122 variant (10)
+_VARIANT = {f"{n:x}": f"{(n & 0x3) | 0x8:x}" for n in range(16)}
+
+
+def uuid5_text(name: str) -> str:
+    """``str(uuid5(NAMESPACE, name))``: the first 16 bytes of SHA-1(namespace, name) with the
+    version (5) and the variant set, as the UUID's text (tests/ledger/test_ids.py compares)."""
+    h = hashlib.sha1(_NAMESPACE_BYTES + bytes(name, "utf-8")).hexdigest()  # uuid5
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
 
 
 def movement_account(table_id: str, role: str, player: str) -> str:

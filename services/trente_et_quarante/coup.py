@@ -16,6 +16,7 @@ from eventsourcing.utils import register_topic
 
 from domain.trente_et_quarante.layout import Fate, Layout, Stake
 from services.ledger.table import Table
+from services.ledger.trigger import FastTrigger
 
 COUP_IDS = "coup_ids"  # the table's coups, in the order they opened (``Table.rounds``)
 
@@ -84,7 +85,7 @@ def _restate(agg: Any, layout: tuple[Stake, ...]) -> None:
     agg.stake_ids = dict.fromkeys(s.stake_id for s in layout)
 
 
-class Coup(Aggregate):
+class Coup(FastTrigger, Aggregate):
     TOPIC = "sabot.ledger:Coup"
 
     if TYPE_CHECKING:

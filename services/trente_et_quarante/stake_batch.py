@@ -39,11 +39,12 @@ from domain.trente_et_quarante.layout import (
     withdraw_stake,
 )
 from services.ledger import batch
+from services.ledger.account import Account
 from services.ledger.actor import Actor
 from services.ledger.batch import ItemError
 from services.ledger.core import Core, check_amount
 from services.ledger.errors import AlreadyExists, PermissionDenied
-from services.ledger.ids import parse_uuid, request_uuid, stake_uuid
+from services.ledger.ids import parse_uuid, request_uuid, stake_id_text
 from services.ledger.table import Table
 from services.ledger.views import MovementView, StakeView
 from services.ledger.writer import UnitOfWork
@@ -138,7 +139,7 @@ def run(game: Game, words: Words, request_id: str, coup_id: str, items: Any, ato
     checked = normalized(items)
 
     def decide(unit: UnitOfWork) -> StakeBatchResult:
-        rid = request_uuid(request_id, actor.scope)
+        rid = str(request_uuid(request_id, actor.scope))
         for i, item in enumerate(checked):  # authority first, as the unary commands
             if item["action"] == PLACE and not actor.acts_for(item["account_id"]):
                 raise PermissionDenied(f"{ITEMS}[{i}].account_id", "NOT_YOUR_ACCOUNT",
@@ -159,14 +160,15 @@ def run(game: Game, words: Words, request_id: str, coup_id: str, items: Any, ato
         rules = game._rules(table)
         layout = coup.domain_layout()
         taken: dict[str, int] = {}  # each player's balance change by the items accepted so far
+        players: dict[str, Account] = {}  # the players' accounts checked so far (``player_of``)
         plan: list[tuple[int, str, Step]] = []
         refused: dict[int, RuleViolation] = {}
         for i, item in enumerate(checked):
             try:
                 sid = _stake_id(cid, rid, i, item)
-                step = _step(game, words, unit, coup, rules, layout, sid, item)
+                step = _step(game, words, unit, coup, rules, layout, sid, item, players)
                 change = {p: taken.get(p, 0) + c for p, c in players_net(step.movements).items()}
-                game.core.check_balances(unit, change, rules.currency)
+                game.core.check_balances(unit, change, rules.currency, players=players)
             except RuleViolation as exc:
                 if atomic:
                     raise batch.at(exc, ITEMS, i) from None
@@ -176,8 +178,9 @@ def run(game: Game, words: Words, request_id: str, coup_id: str, items: Any, ato
             layout = step.layout
             plan.append((i, sid, step))
         ts = unit.now
-        results = [StakeItemResult(error=batch.item_error(refused[i])) if i in refused
-                   else StakeItemResult() for i in range(len(checked))]
+        results: list[StakeItemResult | None] = [None] * len(checked)
+        for i, refusal in refused.items():
+            results[i] = StakeItemResult(error=batch.item_error(refusal))
         for i, sid, step in plan:  # every check passed: the events, item by item
             fate_player = next((f.player for f in step.fates if f.stake_id == sid), None)
             before = coup.stake(sid) if fate_player is None else None
@@ -185,30 +188,35 @@ def run(game: Game, words: Words, request_id: str, coup_id: str, items: Any, ato
             stake = coup.stake(sid)
             player = (stake.player if stake is not None
                       else fate_player or (before.player if before else ""))
-            balance = game.core.account(unit, player).balance if player else 0
+            account = players.get(player) if player else None
+            if account is None and player:
+                account = game.core.account(unit, player)
+            balance = account.balance if account is not None else 0
             results[i] = StakeItemResult(StakeResult(
                 cid, words.stake_view(stake) if stake else None, tuple(moved), balance))
-        return StakeBatchResult(cid, tuple(results), len(plan))
+        return StakeBatchResult(cid, tuple(r or StakeItemResult() for r in results), len(plan))
 
     args = {"coup_id": coup_id, ITEMS: checked, "atomic": bool(atomic)}
     return game.core.run("stake_batch", request_id, args, decide, StakeBatchResult, actor)
 
 
-def _stake_id(coup_id: str, rid: Any, index: int, item: dict[str, Any]) -> str:
+def _stake_id(coup_id: str, rid: str, index: int, item: dict[str, Any]) -> str:
+    """The item's stake id (``rid``: the batch's request's id, as text)."""
     if item["action"] != PLACE:
         return str(parse_uuid(item["stake_id"], "stake_id"))
     client = item["stake_id"]
     if client is not None:
-        return str(stake_uuid(coup_id, item["account_id"], str(parse_uuid(client, "stake_id"))))
-    return str(stake_uuid(coup_id, item["account_id"], f"batch:{rid}:{index}"))
+        return stake_id_text(coup_id, item["account_id"], str(parse_uuid(client, "stake_id")))
+    return stake_id_text(coup_id, item["account_id"], f"batch:{rid}:{index}")
 
 
 def _step(game: Game, words: Words, unit: UnitOfWork, coup: Coup, rules: Any, layout: Layout,
-          sid: str, item: dict[str, Any]) -> Step:
-    """The item's domain step on ``layout`` (the coup's, with the batch's items before it)."""
+          sid: str, item: dict[str, Any], players: dict[str, Account]) -> Step:
+    """The item's domain step on ``layout`` (the coup's, with the batch's items before it;
+    ``players``: the accounts checked so far, ``Core.player_of``)."""
     action = item["action"]
     if action == PLACE:
-        game.core.player(unit, item["account_id"], rules.currency)
+        game.core.player_of(unit, item["account_id"], rules.currency, players)
         chance = words.chance(item["chance"])
         amount = check_amount(item["amount"])
         choice = words.choice(item["choice"]) if item["choice"] is not None else None

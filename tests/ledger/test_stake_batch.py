@@ -199,3 +199,35 @@ def test_a_batch_moves_what_its_accepted_items_move(sqlite_store_url: str,
         assert json.dumps(ledger.balances())  # plain data
     finally:
         ledger.close()
+
+
+def test_each_item_checks_its_own_account_and_funds(store_url: str) -> None:
+    """A player's account checked once for the batch (``Core.player_of``) refuses each item as
+    the unary command refuses it: an unknown account, a bad id, and funds spent by the items
+    before (non-atomic: the others stand)."""
+    ledger = _ledger(store_url)
+    try:
+        cid = _coup(ledger)
+        place = {"action": "place", "account_id": "ana", "chance": "noir", "amount": 40_000}
+        items = [place, {**place, "account_id": "nobody"}, {**place, "account_id": "Bad!"},
+                 {**place, "chance": "couleur"}, {**place, "amount": 30_000},
+                 {**place, "amount": 20_000}]
+        answer = ledger.stake_batch("y1", cid, items, False)  # the system actor: any account
+        unary = []
+        for i, item in enumerate(items):
+            try:
+                ledger.place_stake(f"u{i}", cid, item["account_id"], item["chance"],
+                                   item["amount"])
+                unary.append(None)
+            except RuleViolation as exc:
+                unary.append((exc.reason, exc.field))
+        batched = [None if r.error is None else (r.error.reason, r.error.field)
+                   for r in answer.items]
+        assert batched[1:3] == unary[1:3]  # (the funds: spent by the batch already)
+        assert [r[0] if r else None for r in batched] == [
+            None, "UNKNOWN_ACCOUNT", "BAD_ID", None, "INSUFFICIENT_FUNDS", None]
+        assert answer.accepted == 3
+        assert [r.result.balance for r in answer.items if r.result is not None] == [
+            60_000, 20_000, 0]
+    finally:
+        ledger.close()
