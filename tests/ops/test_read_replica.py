@@ -87,10 +87,12 @@ class Pair:
 
     def caught_up(self) -> None:
         """Wait until the standby has replayed everything the primary has written."""
-        target = self.sql("SELECT pg_current_wal_lsn()")[0][0]
+        # asked of the clusters' "postgres" database: the standby may not have replayed the
+        # creation of "sabot" yet
+        target = self.sql("SELECT pg_current_wal_lsn()", database="postgres")[0][0]
         deadline = time.monotonic() + CAUGHT_UP_WITHIN
         while not self.sql("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (target,),
-                           standby=True)[0][0]:
+                           standby=True, database="postgres")[0][0]:
             assert time.monotonic() < deadline, "the standby did not catch up"
             time.sleep(0.05)
 
@@ -128,6 +130,7 @@ def pair() -> Iterator[Pair]:
             conn.execute(f'CREATE DATABASE "sabot" OWNER {OWNER}')
         assert main(["store", "init", "--store", found.url(OWNER), "--server-role", SERVER,
                      "--reader-role", READER, "--env-file", str(folder / "none.env")]) == 0
+        found.caught_up()  # the standby holds the store before a test reads it there
         yield found
     finally:
         for cluster in (standby, primary):
