@@ -99,7 +99,13 @@ A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
 
 CACHE_SIZE = 20_000  # aggregates cached, at most
-CACHE_BYTES = 16 << 20  # their measured size, at most (``footprint``)
+# their measured size, at most (``footprint``): a coup weighs ~470 bytes a stake, and a cache
+# visited in a cycle (the tables' open coups, one batch each in turn) that cannot hold them all
+# drops, least recently used first, exactly the coup the next call needs: each call then loads
+# its coup from the store (every event read and checked), ~14x a stake's cost (docs/performance.md,
+# "The aggregate cache's budget"). 16 MiB was at that edge for 8 coups of ~3,000 stakes with
+# their accounts; 64 MiB holds ~4x that, and a 5-minute soak's ledger process stays flat at it
+CACHE_BYTES = 64 << 20
 GROWTH = 4  # a cached aggregate is measured again once its version has grown this much
 # request ids remembered (a retry of one reads its answer from the store without deciding):
 # ~94 bytes each (a 128-bit int in a set and a deque, measured with tracemalloc), 4.7 MB; at
