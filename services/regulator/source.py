@@ -215,15 +215,18 @@ class EventTable:
                 out[ev.position] = ev
         return out
 
+    def _one(self, originator_id: UUID) -> tuple[str, list[Any]]:
+        """The condition naming one aggregate, and its parameters: eventsourcing's SQLite
+        recorder stores 32 hex digits (either spelling accepted), PostgreSQL a uuid."""
+        if self.db.is_postgres:
+            return "originator_id = ?", [originator_id]
+        return "originator_id IN (?, ?)", [originator_id.hex, str(originator_id)]
+
     def by_originator(self, originator_id: UUID, limit: int | None = None) -> list[RawEvent]:
         """One aggregate's events in version order (an index lookup, whatever the log's size)."""
         if not self._exists():
             return []
-        params: list[Any]
-        if self.db.is_postgres:
-            cond, params = "originator_id = ?", [originator_id]
-        else:  # eventsourcing's SQLite recorder stores 32 hex digits; accept either spelling
-            cond, params = "originator_id IN (?, ?)", [originator_id.hex, str(originator_id)]
+        cond, params = self._one(originator_id)
         sql = (
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE {cond} ORDER BY originator_version"
@@ -232,6 +235,35 @@ class EventTable:
             sql += " LIMIT ?"
             params.append(limit)
         return [_raw(r) for r in self.db.event_rows(sql, params)]
+
+    def topic_near(self, topic: str, position: int, width: int) -> list[RawEvent]:
+        """The events of ``topic`` within ``width`` positions of ``position``, in log order (a
+        range of the positions' index, whatever the log's size)."""
+        if not self._exists():
+            return []
+        rows = self.db.event_rows(
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE {self._pos} BETWEEN ? AND ? AND topic = ? "
+            f"ORDER BY {self._pos}",
+            (position - width, position + width, topic),
+        )
+        return [_raw(r) for r in rows]
+
+    def versions(self, originator_id: UUID, ranges: Sequence[tuple[int, int]]
+                 ) -> list[RawEvent]:
+        """One aggregate's events whose versions lie in ``ranges`` (inclusive pairs), in
+        version order: one statement of bounded index ranges, whatever the aggregate's
+        history."""
+        if not ranges or not self._exists():
+            return []
+        cond, one = self._one(originator_id)
+        within = " OR ".join(["originator_version BETWEEN ? AND ?"] * len(ranges))
+        rows = self.db.event_rows(
+            f"SELECT {self._pos}, originator_id, originator_version, topic, state "
+            f"FROM {self.table} WHERE {cond} AND ({within}) ORDER BY originator_version",
+            [*one, *(v for r in ranges for v in r)],
+        )
+        return [_raw(r) for r in rows]
 
     def read_back(self, before_position: int, limit: int = 1000) -> list[RawEvent]:
         """Events with position < ``before_position``, at most ``limit``, last first."""
@@ -274,11 +306,7 @@ class EventTable:
         """One aggregate's event at one version (an index lookup)."""
         if not self._exists():
             return None
-        params: list[Any]
-        if self.db.is_postgres:
-            cond, params = "originator_id = ?", [originator_id]
-        else:
-            cond, params = "originator_id IN (?, ?)", [originator_id.hex, str(originator_id)]
+        cond, params = self._one(originator_id)
         rows = self.db.event_rows(
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE {cond} AND originator_version = ?",
@@ -290,11 +318,7 @@ class EventTable:
         """One aggregate's latest event (an index lookup)."""
         if not self._exists():
             return None
-        params: list[Any]
-        if self.db.is_postgres:
-            cond, params = "originator_id = ?", [originator_id]
-        else:
-            cond, params = "originator_id IN (?, ?)", [originator_id.hex, str(originator_id)]
+        cond, params = self._one(originator_id)
         rows = self.db.event_rows(
             f"SELECT {self._pos}, originator_id, originator_version, topic, state "
             f"FROM {self.table} WHERE {cond} ORDER BY originator_version DESC LIMIT 1",

@@ -28,6 +28,10 @@ from services.topics import (
     TABLE_SHOE_STARTED,
 )
 
+# positions between a shoe's ``Shoe.Shuffled`` and its table's ``Table.ShoeStarted``, at most,
+# where a table's shoe is looked for by ``between_marks`` (they are saved together, a few apart)
+SHOE_STARTED_NEAR = 64
+
 
 def state(event: RawEvent) -> dict[str, Any]:
     """The event's state as ``event.content()`` parses it, the transcoders' wrappers taken off
@@ -98,7 +102,7 @@ def shoe_events(events: EventTable, shoe_id: str, only: str | None = None,
     if not shoe or shoe[0].topic != SHOE_SHUFFLED:
         return None
     table_id = str(state(shoe[0])["table_id"])
-    table_all = events.by_originator(table_uuid(table_id))
+    table_all = _table_of_shoe(events, table_uuid(table_id), shoe, sid)
     table: list[RawEvent] = []
     coup_ids: list[str] = []
     inside = False
@@ -125,6 +129,47 @@ def shoe_events(events: EventTable, shoe_id: str, only: str | None = None,
             table.append(ev)
     table.sort(key=lambda e: e.position)
     return ShoeEvents(str(sid), table_id, table, shoe, coups)
+
+
+def _table_of_shoe(events: EventTable, table: UUID, shoe: list[RawEvent], sid: UUID
+                   ) -> list[RawEvent]:
+    """The table's events ``shoe_events`` reads for shoe ``sid`` (``shoe``: the shoe's own
+    events), whatever the table's years: its ``Table.Opened`` (version 1) and its events from
+    the shoe's ``Table.ShoeStarted`` (saved with ``Shoe.Shuffled``, a few positions from it) up
+    to the next shoe's ``Table.ShoeStarted``, read by version in ranges about the shoe's size.
+    No other event of the table is this shoe's: the ones before that start are earlier shoes',
+    the ones from the next start on later shoes'. The table's whole history where that start
+    is not found so near (a store written otherwise): the same events are then picked from it.
+    A version missing in what is read (a deleted event) reads the whole history too; the
+    read ends at ``len(shoe) + 8`` versions with no event after the last (the table's end)."""
+    started = next((e for e in events.topic_near(TABLE_SHOE_STARTED, shoe[0].position,
+                                                 SHOE_STARTED_NEAR)
+                    if e.originator_id == str(table)
+                    and str(state(e).get("shoe_id")) == str(sid)), None)
+    if started is None:
+        return events.by_originator(table)
+    # read by ranges of twice the shoe's size: the table's events of a shoe are one a coup or
+    # round and a few, so the first range usually reaches the next shoe's start, or the
+    # table's end (its upper half empty), in one statement
+    step = len(shoe) + 8
+    out: list[RawEvent] = []
+    first, ranges = started.version, [(1, 1), (started.version, started.version + 2 * step - 1)]
+    expect = first  # the next version: one missing is a deleted event, for the whole read
+    while True:
+        part = events.versions(table, ranges)
+        for ev in part:
+            if ev.version >= started.version:
+                if ev.version != expect:
+                    return events.by_originator(table)
+                expect += 1
+            if (ev.version > started.version and ev.topic == TABLE_SHOE_STARTED
+                    and str(state(ev).get("shoe_id")) != str(sid)):
+                return out  # the next shoe's start: the rest of the table is later shoes'
+            out.append(ev)
+        if expect < first + step:
+            return out  # no event in the range's upper half: the table's end
+        first += 2 * step
+        ranges = [(first, first + 2 * step - 1)]
 
 
 def _coup_events(events: EventTable, uuids: list[UUID], only: str | None,
